@@ -1,0 +1,93 @@
+// `pipescope profile synth`: write an analytic profile (GPT-style transformer, or a
+// uniform / uneven toy stack) without measuring anything.
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/plan_options.h"
+#include "core/error.h"
+#include "core/synth_profile.h"
+
+namespace pipescope::cli {
+
+namespace {
+
+std::vector<double> parse_batch_sizes(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      double v = std::stod(item, &used);
+      if (used != item.size() || !(v > 0)) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError("--batch-sizes: expected positive numbers separated by commas, got \"" + text + "\"");
+    }
+  }
+  if (out.empty()) throw InputError("--batch-sizes: expected at least one batch size");
+  return out;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  CLI::App* profile = app.add_subcommand("profile", "Measure or synthesise a per-layer profile");
+  profile->require_subcommand(0, 1);
+
+  struct Args {
+    std::string kind = "gpt";
+    GptSpec gpt;
+    UniformSpec uniform;
+    std::string batch_sizes = "1,2,4,8";
+    std::string output = "-";
+    int layers = -1;
+    std::string name;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* synth = profile->add_subcommand("synth", "Write an analytic profile (no measurement)");
+  synth->add_option("--kind", a->kind, "gpt | uniform | uneven")->capture_default_str();
+  synth->add_option("--name", a->name, "Model name in the profile");
+  synth->add_option("--layers", a->layers, "Transformer blocks (gpt, default 24) or layers (uniform/uneven, default 16)");
+  synth->add_option("--hidden", a->gpt.hidden, "Hidden size (gpt)")->capture_default_str();
+  synth->add_option("--heads", a->gpt.heads, "Attention heads (gpt)")->capture_default_str();
+  synth->add_option("--sequence", a->gpt.sequence, "Sequence length (gpt)")->capture_default_str();
+  synth->add_option("--vocabulary", a->gpt.vocabulary, "Vocabulary size (gpt)")->capture_default_str();
+  synth->add_option("--peak-tflops", a->gpt.peak_tflops, "Device peak TFLOP/s (gpt)")->capture_default_str();
+  synth->add_option("--efficiency", a->gpt.efficiency, "Fraction of peak reached (gpt)")->capture_default_str();
+  synth->add_option("--device-name", a->gpt.device_name, "Device name (gpt)")->capture_default_str();
+  synth->add_option("--device-memory", a->gpt.device_memory_bytes, "Device memory in bytes (gpt)")->capture_default_str();
+  synth->add_option("--forward-ms", a->uniform.forward_ms, "Forward ms per layer at batch 1 (uniform/uneven)")->capture_default_str();
+  synth->add_option("--backward-ms", a->uniform.backward_ms, "Backward ms per layer at batch 1 (uniform/uneven)")->capture_default_str();
+  synth->add_option("--heavy-every", a->uniform.heavy_every, "Every n-th layer is heavy (uneven, default 4)");
+  synth->add_option("--heavy-factor", a->uniform.heavy_factor, "How much heavier (uneven, default 4)");
+  synth->add_option("--batch-sizes", a->batch_sizes, "Micro-batch sizes to tabulate")->capture_default_str();
+  synth->add_option("-o,--output", a->output, "Output file ('-' = stdout)")->capture_default_str();
+  synth->callback([a] {
+    Profile p;
+    std::vector<double> sizes = parse_batch_sizes(a->batch_sizes);
+    if (a->kind == "gpt") {
+      a->gpt.batch_sizes = sizes;
+      if (a->layers >= 0) a->gpt.layers = a->layers;
+      if (!a->name.empty()) a->gpt.name = a->name;
+      p = make_gpt_profile(a->gpt);
+    } else if (a->kind == "uniform" || a->kind == "uneven") {
+      a->uniform.batch_sizes = sizes;
+      if (a->layers >= 0) a->uniform.layers = a->layers;
+      if (a->kind == "uneven") {
+        a->uniform.name = "amoebanet-like";
+        if (a->uniform.heavy_every == 0) a->uniform.heavy_every = 4;
+        if (a->uniform.heavy_factor == 1.0) a->uniform.heavy_factor = 4.0;
+      }
+      if (!a->name.empty()) a->uniform.name = a->name;
+      p = make_uniform_profile(a->uniform);
+    } else {
+      throw InputError("--kind: expected gpt, uniform or uneven, got \"" + a->kind + "\"");
+    }
+    write_output(a->output, profile_to_json(p).dump(1) + "\n");
+  });
+}
+
+}  // namespace pipescope::cli

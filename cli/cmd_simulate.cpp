@@ -1,0 +1,65 @@
+// `pipescope simulate`: predict one training step of a plan; `pipescope schedule`:
+// print a schedule's per-device op order as a text diagram.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/plan_options.h"
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "sim/simulator.h"
+
+namespace pipescope::cli {
+
+void add_simulate_command(CLI::App& app) {
+  struct Args {
+    PlanOptions plan;
+    bool json = false;
+    std::string trace_path;
+    std::string output_path;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, throughput, bubble and memory of a plan");
+  args->plan.add_to(cmd);
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
+  cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
+  cmd->callback([args] {
+    ResolvedPlan r = resolve(args->plan);
+    CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
+    SimOptions options;
+    options.model = r.profile.model;
+    options.record_timeline = !args->trace_path.empty();
+    StepReport report = simulate(r.schedule, costs, r.hardware, options);
+    std::string json = report_to_json(report).dump(2) + "\n";
+    if (!args->output_path.empty()) write_output(args->output_path, json);
+    if (!args->trace_path.empty()) write_output(args->trace_path, chrome_trace(report));
+    std::cout << (args->json ? json : report_table(report));
+  });
+}
+
+void add_schedule_command(CLI::App& app) {
+  struct Args {
+    int stages = 0, microbatches = 0, chunks = 1;
+    std::string schedule = "1f1b";
+    bool recompute = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("schedule", "Print a schedule's per-device op order as a text diagram");
+  cmd->add_option("--stages,-K", args->stages, "Pipeline stages K")->required();
+  cmd->add_option("--microbatches,-M", args->microbatches, "Micro-batches M")->required();
+  cmd->add_option("--schedule", args->schedule, "gpipe | 1f1b | interleaved | zb-h1")->capture_default_str();
+  cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved)")->capture_default_str();
+  cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation before each backward");
+  cmd->callback([args] {
+    if (static_cast<int64_t>(args->stages) * args->microbatches > 100000) {
+      throw InputError("schedule: the diagram is limited to K x M <= 100000 cells");
+    }
+    Schedule s = make_schedule({parse_schedule_kind(args->schedule), args->stages, args->microbatches,
+                                args->chunks, args->recompute});
+    validate_schedule(s);
+    std::cout << schedule_diagram(s);
+  });
+}
+
+}  // namespace pipescope::cli

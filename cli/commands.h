@@ -1,0 +1,14 @@
+// Each subcommand of `pipescope` registers itself on the CLI11 app; the callback it
+// installs runs the command. Commands throw InputError / RunError; main() maps them to
+// exit codes 2 and 3.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace pipescope::cli {
+
+void add_simulate_command(CLI::App& app);
+void add_schedule_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
+
+}  // namespace pipescope::cli

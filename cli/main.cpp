@@ -1,0 +1,41 @@
+// pipescope: plans pipeline-parallel training and proves its plans.
+// Exit codes: 0 ok, 1 internal error, 2 bad input or impossible request, 3 run failed.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"pipescope: plan pipeline-parallel training, simulate it, run it, compare."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "pipescope 0.1.0");
+  pipescope::cli::add_simulate_command(app);
+  pipescope::cli::add_schedule_command(app);
+  pipescope::cli::add_profile_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const pipescope::InputError& e) {
+    std::cerr << "pipescope: error: " << e.what() << "\n";
+    return 2;
+  } catch (const pipescope::RunError& e) {
+    std::cerr << "pipescope: run failed: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "pipescope: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

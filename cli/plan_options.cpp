@@ -1,0 +1,75 @@
+#include "cli/plan_options.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "planner/plan_builder.h"
+
+namespace pipescope::cli {
+
+void PlanOptions::add_to(CLI::App* cmd) {
+  cmd->add_option("--plan", plan_path, "Plan file (pipescope.plan); replaces the flags below");
+  cmd->add_option("--profile", profile_path,
+                  "Profile file (pipescope.profile); with --plan it overrides the plan's profile");
+  cmd->add_option("--hardware", hardware_path,
+                  "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
+  cmd->add_option("--stages,-K", stages, "Pipeline stages K (devices)");
+  cmd->add_option("--microbatches,-M", microbatches, "Micro-batches M per step");
+  cmd->add_option("--schedule", schedule, "gpipe | 1f1b | interleaved | zb-h1")->capture_default_str();
+  cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved only)")->capture_default_str();
+  cmd->add_option("--microbatch-size", microbatch_size,
+                  "Samples per micro-batch (default: the profile's first batch size)");
+  cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
+  cmd->add_option("--partition", partition, "uniform | balanced (contiguous, minimises the slowest stage)")
+      ->capture_default_str();
+}
+
+ResolvedPlan resolve(const PlanOptions& o) {
+  ResolvedPlan r;
+  if (!o.plan_path.empty()) {
+    r.plan = load_plan(o.plan_path);
+    std::string profile_path = o.profile_path;
+    if (profile_path.empty()) {
+      std::filesystem::path p(r.plan.profile);
+      if (p.is_relative()) p = std::filesystem::path(o.plan_path).parent_path() / p;
+      profile_path = p.string();
+    }
+    r.profile = load_profile(profile_path);
+    check_plan_layers(r.plan, r.profile.num_layers(), r.profile.source);
+  } else {
+    if (o.profile_path.empty()) throw InputError("give --plan FILE, or --profile FILE with --stages and --microbatches");
+    if (o.stages < 1) throw InputError("--stages: expected a number of stages >= 1 (or give --plan)");
+    if (o.microbatches < 1) throw InputError("--microbatches: expected a number of micro-batches >= 1");
+    r.profile = load_profile(o.profile_path);
+    PlanChoice c;
+    c.stages = o.stages;
+    c.microbatches = o.microbatches;
+    c.microbatch_size = o.microbatch_size;
+    c.schedule = parse_schedule_kind(o.schedule);
+    c.chunks = o.chunks;
+    c.recompute = o.recompute;
+    c.partition = o.partition;
+    c.profile_path = o.profile_path;
+    r.plan = make_plan(r.profile, c);
+  }
+  int needed = 0;
+  for (const PlanStage& s : r.plan.stages) {
+    for (int d : s.devices) needed = std::max(needed, d + 1);
+  }
+  r.hardware = o.hardware_path.empty() ? Hardware::ideal(needed) : load_hardware(o.hardware_path);
+  r.schedule = make_schedule(r.plan.schedule_spec());
+  validate_schedule(r.schedule);
+  return r;
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  write_file_atomically(path, text);
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,63 @@
+// What each model stage of a plan costs on its device: compute times in integer
+// nanoseconds (profile times at the per-replica micro-batch size, divided by the
+// device's speed), bytes sent across each stage boundary, and the memory the
+// accounting rules below charge. The simulator and the executor's tracker follow
+// the same rules, so predicted and measured activation peaks agree byte for byte:
+//
+//   static bytes of a device  = parameters x (1 weights + 1 gradients + optimizer factor)
+//   at the start of F(s,m)    += stash(s): the stage's activation_bytes, or with
+//                                 re-materialisation only its input (the tensors it
+//                                 receives; 0 for the first stage, whose input is data)
+//   at the start of R(s,m)    += activation_bytes(s) (the recomputed activations)
+//   at the end of B(s,m)      -= all bytes held for (s,m); with split backward this
+//                                 happens at the end of W(s,m) instead.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/hardware.h"
+#include "core/plan.h"
+#include "core/profile.h"
+
+namespace pipescope {
+
+struct StageCost {
+  int first_layer = 0;
+  int end_layer = 0;
+  int replicas = 1;
+  int64_t forward_ns = 0;
+  int64_t backward_ns = 0;
+  int64_t backward_input_ns = 0;   // split backward (zero-bubble schedules)
+  int64_t backward_weight_ns = 0;
+  int64_t recompute_ns = 0;        // one more forward
+  int64_t send_bytes = 0;          // activations to stage s+1 (and gradients back), per replica
+  int64_t activation_bytes = 0;    // kept for backward per micro-batch, per replica
+  int64_t input_bytes = 0;         // what re-materialisation keeps instead
+  int64_t parameter_bytes = 0;
+};
+
+struct CostModel {
+  std::vector<StageCost> stages;       // per model stage
+  std::vector<int> position_device;    // pipeline position -> first hardware device
+  std::vector<std::vector<int>> position_devices;  // all replicas' hardware devices
+  double microbatch_size = 1;
+  int64_t batch_size = 1;
+  double optimizer_state_factor = kDefaultOptimizerStateFactor;
+  bool split_estimated = false;        // B and W taken as halves of backward_ms
+
+  int64_t stash_bytes(int stage, bool recompute) const {
+    return recompute ? stages[stage].input_bytes : stages[stage].activation_bytes;
+  }
+};
+
+// Bytes that cross the cut after `last_layer_of_stage` (exclusive end `cut`): the
+// output of every layer before the cut with an edge to a layer at or after it,
+// each counted once.
+int64_t boundary_bytes(const Profile& profile, int cut, double batch);
+
+CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardware& hardware);
+
+inline int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
+
+}  // namespace pipescope

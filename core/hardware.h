@@ -1,0 +1,45 @@
+// The devices a plan runs on: how many, their memory, how fast each computes
+// (`speed` divides compute times; 2.0 = twice as fast) and the links between them.
+// A transfer of b bytes over a link takes latency + b / bandwidth; the directed link
+// is busy for the b / bandwidth part only. Devices d and e share a node when
+// d / devices_per_node == e / devices_per_node; otherwise `inter_node` joins them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.h"
+
+namespace pipescope {
+
+struct Link {
+  double bandwidth_gb_per_s = 0;  // 1 GB = 1e9 bytes; 0 = infinitely fast
+  double latency_us = 0;
+  // Integer nanoseconds the link is busy for `bytes`, and the latency on top.
+  int64_t busy_ns(int64_t bytes) const;
+  int64_t latency_ns() const;
+};
+
+struct Hardware {
+  std::string name;
+  int devices = 1;
+  int64_t memory_bytes = 0;      // per device; 0 = unbounded
+  Link link;                     // within a node
+  int devices_per_node = 0;      // 0: all devices share one node
+  Link inter_node;
+  std::vector<double> speed;     // empty: all 1.0
+  std::string source;
+
+  double device_speed(int device) const;
+  const Link& link_between(int from, int to) const;
+
+  // No hardware file: free communication, unbounded memory, `devices` devices.
+  static Hardware ideal(int devices);
+};
+
+Hardware load_hardware(const std::string& path);
+Hardware hardware_from_json(const JsonReader& reader);
+Json hardware_to_json(const Hardware& hardware);
+
+}  // namespace pipescope

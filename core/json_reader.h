@@ -1,0 +1,62 @@
+// Reads JSON with errors that name the file and the JSON path of the offending value.
+// Every accessor checks type and range before converting; none silently defaults a
+// required field. Usage:
+//   JsonReader r = JsonReader::from_file("profile.json");
+//   int v = r["version"].as_int(1, 1);
+//   for (JsonReader layer : r["layers"].items()) layer["name"].as_string();
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pipescope {
+
+using Json = nlohmann::json;
+
+class JsonReader {
+ public:
+  // Parses a file; a missing file or a syntax error throws InputError naming the file.
+  static JsonReader from_file(const std::string& path);
+  static JsonReader from_text(const std::string& text, const std::string& source);
+  JsonReader(std::shared_ptr<const Json> root, const Json* node, std::string source,
+             std::string path);
+
+  bool has(const std::string& key) const;
+  JsonReader operator[](const std::string& key) const;  // required key of an object
+  std::vector<JsonReader> items() const;                 // elements of an array
+  std::size_t size() const;                              // array length (array required)
+
+  std::string as_string() const;
+  bool as_bool() const;
+  double as_double(double min = -std::numeric_limits<double>::max(),
+                   double max = std::numeric_limits<double>::max()) const;  // finite only
+  int64_t as_int(int64_t min = std::numeric_limits<int64_t>::min(),
+                 int64_t max = std::numeric_limits<int64_t>::max()) const;
+  std::vector<double> as_doubles(double min = -std::numeric_limits<double>::max()) const;
+  std::vector<int64_t> as_ints(int64_t min = std::numeric_limits<int64_t>::min()) const;
+  // The format header: "format" must equal `format`, "version" must be 1.
+  void expect_format(const std::string& format) const;
+
+  const Json& json() const { return *node_; }
+  const std::string& source() const { return source_; }
+  const std::string& path() const { return path_; }
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  std::string type_name() const;
+  std::shared_ptr<const Json> root_;
+  const Json* node_;
+  std::string source_;
+  std::string path_;
+};
+
+// Numbers for output: integral values are written as integers (1048576, not 1048576.0).
+Json json_number(double v);
+Json json_numbers(const std::vector<double>& values);
+
+}  // namespace pipescope

@@ -1,0 +1,186 @@
+#include "core/profile.h"
+
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+
+namespace pipescope {
+
+double interpolate_piecewise(const std::vector<double>& xs, const std::vector<double>& ys,
+                             double x) {
+  if (xs.size() == 1) return ys[0] * x / xs[0];
+  std::size_t hi = 1;
+  while (hi + 1 < xs.size() && x > xs[hi]) ++hi;  // segment [hi-1, hi], clamped to the ends
+  double x0 = xs[hi - 1], x1 = xs[hi];
+  double t = (x - x0) / (x1 - x0);
+  return ys[hi - 1] + t * (ys[hi] - ys[hi - 1]);
+}
+
+bool Profile::has_split_backward() const {
+  for (const LayerProfile& l : layers) {
+    if (l.backward_input_ms.empty()) return false;
+  }
+  return !layers.empty();
+}
+
+std::vector<std::pair<int, int>> Profile::graph_edges() const {
+  if (!edges.empty()) return edges;
+  std::vector<std::pair<int, int>> chain;
+  for (int i = 0; i + 1 < num_layers(); ++i) chain.emplace_back(i, i + 1);
+  return chain;
+}
+
+double Profile::interpolate(const std::vector<double>& values, double batch) const {
+  return std::max(0.0, interpolate_piecewise(batch_sizes, values, batch));
+}
+
+double Profile::forward_ms(int layer, double batch) const {
+  return interpolate(layers[layer].forward_ms, batch);
+}
+double Profile::backward_ms(int layer, double batch) const {
+  return interpolate(layers[layer].backward_ms, batch);
+}
+double Profile::backward_input_ms(int layer, double batch) const {
+  const LayerProfile& l = layers[layer];
+  if (l.backward_input_ms.empty()) return backward_ms(layer, batch) / 2;
+  return interpolate(l.backward_input_ms, batch);
+}
+double Profile::backward_weight_ms(int layer, double batch) const {
+  const LayerProfile& l = layers[layer];
+  if (l.backward_weight_ms.empty()) return backward_ms(layer, batch) - backward_input_ms(layer, batch);
+  return interpolate(l.backward_weight_ms, batch);
+}
+int64_t Profile::activation_bytes(int layer, double batch) const {
+  return std::llround(interpolate(layers[layer].activation_bytes, batch));
+}
+int64_t Profile::output_bytes(int layer, double batch) const {
+  return std::llround(interpolate(layers[layer].output_bytes, batch));
+}
+
+namespace {
+
+// Byte counts are bounded so that sums over layers and micro-batches stay far from
+// 64-bit overflow: 2^50 bytes (1 PiB) per value.
+constexpr double kMaxBytes = 1125899906842624.0;
+constexpr double kMaxMs = 1.0e9;
+
+std::vector<double> per_batch(const JsonReader& layer, const char* key, std::size_t n,
+                              double max) {
+  JsonReader field = layer[key];
+  std::vector<double> values = field.as_doubles(0.0);
+  if (values.size() != n) {
+    field.fail("expected " + std::to_string(n) + " values (one per batch_sizes entry), got " +
+               std::to_string(values.size()));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (values[i] > max) field.items()[i].fail("value is implausibly large");
+  }
+  return values;
+}
+
+}  // namespace
+
+Profile profile_from_json(const JsonReader& r) {
+  r.expect_format("pipescope.profile");
+  Profile p;
+  p.source = r.source();
+  p.model = r["model"].as_string();
+  JsonReader device = r["device"];
+  p.device_name = device["name"].as_string();
+  p.device_memory_bytes = device["memory_bytes"].as_int(1);
+  p.backend = r["backend"].as_string();
+  p.dtype = r["dtype"].as_string();
+  JsonReader sizes = r["batch_sizes"];
+  p.batch_sizes = sizes.as_doubles();
+  if (p.batch_sizes.empty()) sizes.fail("expected at least one batch size");
+  for (std::size_t i = 0; i < p.batch_sizes.size(); ++i) {
+    if (!(p.batch_sizes[i] > 0)) sizes.items()[i].fail("batch sizes must be positive");
+    if (p.batch_sizes[i] > 1e9) sizes.items()[i].fail("batch size is implausibly large");
+    if (i > 0 && !(p.batch_sizes[i] > p.batch_sizes[i - 1])) {
+      sizes.items()[i].fail("batch_sizes must be strictly increasing");
+    }
+  }
+  const std::size_t n = p.batch_sizes.size();
+  JsonReader layers = r["layers"];
+  if (layers.size() == 0) layers.fail("expected at least one layer");
+  if (layers.size() > 1000000) layers.fail("more than 1000000 layers is not supported");
+  for (const JsonReader& l : layers.items()) {
+    LayerProfile layer;
+    layer.name = l["name"].as_string();
+    layer.forward_ms = per_batch(l, "forward_ms", n, kMaxMs);
+    layer.backward_ms = per_batch(l, "backward_ms", n, kMaxMs);
+    layer.activation_bytes = per_batch(l, "activation_bytes", n, kMaxBytes);
+    layer.output_bytes = per_batch(l, "output_bytes", n, kMaxBytes);
+    layer.parameter_bytes = l["parameter_bytes"].as_int(0, static_cast<int64_t>(kMaxBytes));
+    bool has_bi = l.has("backward_input_ms"), has_bw = l.has("backward_weight_ms");
+    if (has_bi != has_bw) {
+      l.fail(std::string("backward_input_ms and backward_weight_ms go together; only ") +
+             (has_bi ? "backward_input_ms" : "backward_weight_ms") + " is present");
+    }
+    if (has_bi) {
+      layer.backward_input_ms = per_batch(l, "backward_input_ms", n, kMaxMs);
+      layer.backward_weight_ms = per_batch(l, "backward_weight_ms", n, kMaxMs);
+    }
+    if (l.has("spec")) {
+      if (!l["spec"].json().is_object()) l["spec"].fail("expected an object");
+      layer.spec = l["spec"].json();
+    }
+    p.layers.push_back(std::move(layer));
+  }
+  if (r.has("edges")) {
+    JsonReader edges = r["edges"];
+    std::set<std::pair<int, int>> seen;
+    const int64_t last = static_cast<int64_t>(p.layers.size()) - 1;
+    for (const JsonReader& e : edges.items()) {
+      if (e.size() != 2) e.fail("expected [from, to]");
+      int from = static_cast<int>(e.items()[0].as_int(0, last));
+      int to = static_cast<int>(e.items()[1].as_int(0, last));
+      if (to <= from) {
+        e.fail("edge " + std::to_string(from) + " -> " + std::to_string(to) +
+               " goes backward; layers must be listed in a topological order");
+      }
+      if (!seen.insert({from, to}).second) e.fail("duplicate edge");
+      p.edges.emplace_back(from, to);
+    }
+  }
+  return p;
+}
+
+Profile load_profile(const std::string& path) {
+  return profile_from_json(JsonReader::from_file(path));
+}
+
+Json profile_to_json(const Profile& p) {
+  Json layers = Json::array();
+  for (const LayerProfile& l : p.layers) {
+    Json j = {{"name", l.name},
+              {"forward_ms", json_numbers(l.forward_ms)},
+              {"backward_ms", json_numbers(l.backward_ms)},
+              {"activation_bytes", json_numbers(l.activation_bytes)},
+              {"output_bytes", json_numbers(l.output_bytes)},
+              {"parameter_bytes", l.parameter_bytes}};
+    if (!l.backward_input_ms.empty()) {
+      j["backward_input_ms"] = json_numbers(l.backward_input_ms);
+      j["backward_weight_ms"] = json_numbers(l.backward_weight_ms);
+    }
+    if (!l.spec.is_null()) j["spec"] = l.spec;
+    layers.push_back(std::move(j));
+  }
+  Json out = {{"format", "pipescope.profile"},
+              {"version", 1},
+              {"model", p.model},
+              {"device", {{"name", p.device_name}, {"memory_bytes", p.device_memory_bytes}}},
+              {"backend", p.backend},
+              {"dtype", p.dtype},
+              {"batch_sizes", json_numbers(p.batch_sizes)},
+              {"layers", std::move(layers)}};
+  if (!p.edges.empty()) {
+    Json edges = Json::array();
+    for (auto [a, b] : p.edges) edges.push_back({a, b});
+    out["edges"] = std::move(edges);
+  }
+  return out;
+}
+
+}  // namespace pipescope

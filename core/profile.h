@@ -1,0 +1,69 @@
+// A profile: each layer's forward/backward time and memory, measured (or modelled)
+// at a few micro-batch sizes. Every per-batch-size array has one value per entry of
+// `batch_sizes` (sorted, strictly increasing); values at other sizes are interpolated
+// piecewise-linearly, extrapolated linearly from the last two points past either end,
+// and scaled proportionally when there is a single point. Layers are listed in a
+// topological order; `edges` (optional) make a DAG whose edges all go forward.
+//   Profile p = load_profile("profiles/gpt-1.3b-h200.json");
+//   double f = p.forward_ms(3, 6.0);   // layer 3 at micro-batch size 6
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/json_reader.h"
+
+namespace pipescope {
+
+struct LayerProfile {
+  std::string name;
+  std::vector<double> forward_ms;
+  std::vector<double> backward_ms;
+  std::vector<double> activation_bytes;  // kept for backward, per micro-batch
+  std::vector<double> output_bytes;      // handed to the next layer
+  int64_t parameter_bytes = 0;
+  // Split backward for zero-bubble schedules; both present or both absent.
+  std::vector<double> backward_input_ms;
+  std::vector<double> backward_weight_ms;
+  Json spec;  // null when absent: a layer the executor can build
+};
+
+struct Profile {
+  std::string model;
+  std::string device_name;
+  int64_t device_memory_bytes = 0;
+  std::string backend;
+  std::string dtype;
+  std::vector<double> batch_sizes;
+  std::vector<LayerProfile> layers;
+  std::vector<std::pair<int, int>> edges;  // empty: the layers form a chain
+  std::string source;                      // file it was read from, for messages
+
+  int num_layers() const { return static_cast<int>(layers.size()); }
+  bool has_split_backward() const;
+  bool is_chain() const { return edges.empty(); }
+  // Edges of the model graph: `edges` when present, else i -> i+1.
+  std::vector<std::pair<int, int>> graph_edges() const;
+
+  double forward_ms(int layer, double batch) const;
+  double backward_ms(int layer, double batch) const;
+  // Split backward; when the profile has no split, each is half of backward_ms.
+  double backward_input_ms(int layer, double batch) const;
+  double backward_weight_ms(int layer, double batch) const;
+  int64_t activation_bytes(int layer, double batch) const;
+  int64_t output_bytes(int layer, double batch) const;
+  double interpolate(const std::vector<double>& values, double batch) const;
+};
+
+// Piecewise-linear interpolation of ys over strictly increasing xs; linear
+// extrapolation from the nearest two points outside; y0 * x / x0 for one point.
+double interpolate_piecewise(const std::vector<double>& xs, const std::vector<double>& ys, double x);
+
+Profile load_profile(const std::string& path);
+Profile profile_from_json(const JsonReader& reader);
+Json profile_to_json(const Profile& profile);
+
+}  // namespace pipescope

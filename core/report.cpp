@@ -1,0 +1,212 @@
+#include "core/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace pipescope {
+
+int Timeline::track_for(const std::string& name) {
+  auto it = std::find(tracks.begin(), tracks.end(), name);
+  if (it != tracks.end()) return static_cast<int>(it - tracks.begin());
+  tracks.push_back(name);
+  return static_cast<int>(tracks.size()) - 1;
+}
+
+bool StepReport::fits() const {
+  return std::all_of(stages.begin(), stages.end(), [](const StageReport& s) { return s.fits; });
+}
+
+int64_t StepReport::peak_memory_bytes() const {
+  int64_t peak = 0;
+  for (const StageReport& s : stages) peak = std::max(peak, s.peak_memory_bytes);
+  return peak;
+}
+
+static double ns_to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+static int64_t ms_to_ns_exact(double ms) { return std::llround(ms * 1e6); }
+
+Json report_to_json(const StepReport& r) {
+  Json stages = Json::array();
+  for (const StageReport& s : r.stages) {
+    Json ranges = Json::array();
+    for (auto [a, b] : s.layers) ranges.push_back({a, b});
+    Json j = {{"index", s.index},
+              {"layers", s.layers.empty() ? Json::array() : Json{s.layers[0].first, s.layers.back().second}},
+              {"hardware_devices", s.hardware_devices},
+              {"busy_ms", ns_to_ms(s.busy_ns)},
+              {"bubble_fraction", s.bubble_fraction},
+              {"static_bytes", s.static_bytes},
+              {"peak_activation_bytes", s.peak_activation_bytes},
+              {"peak_memory_bytes", s.peak_memory_bytes},
+              {"fits", s.fits}};
+    if (s.layers.size() > 1) j["chunk_layers"] = ranges;
+    stages.push_back(std::move(j));
+  }
+  Json out = {{"format", "pipescope." + r.kind},
+              {"version", 1},
+              {"model", r.model},
+              {"schedule", r.schedule},
+              {"devices", r.devices},
+              {"chunks", r.chunks},
+              {"microbatches", r.microbatches},
+              {"microbatch_size", json_number(r.microbatch_size)},
+              {"batch_size", r.batch_size},
+              {"recompute", r.recompute},
+              {"memory_limit_bytes", r.memory_limit_bytes},
+              {"step_time_ms", ns_to_ms(r.step_ns)},
+              {"throughput_samples_per_s", r.throughput_samples_per_s},
+              {"bubble_fraction", r.bubble_fraction},
+              {"simulated_ops", r.simulated_ops},
+              {"peak_memory_bytes", r.peak_memory_bytes()},
+              {"fits", r.fits()},
+              {"stages", std::move(stages)},
+              {"notes", r.notes}};
+  return out;
+}
+
+StepReport report_from_json(const JsonReader& r) {
+  StepReport rep;
+  std::string format = r["format"].as_string();
+  if (format != "pipescope.prediction" && format != "pipescope.measurement") {
+    r["format"].fail("expected \"pipescope.prediction\" or \"pipescope.measurement\", got \"" +
+                     format + "\"");
+  }
+  r["version"].as_int(1, 1);
+  rep.kind = format.substr(std::string("pipescope.").size());
+  rep.model = r.has("model") ? r["model"].as_string() : "";
+  rep.schedule = r["schedule"].as_string();
+  rep.devices = static_cast<int>(r["devices"].as_int(1, kMaxDevices));
+  rep.chunks = r.has("chunks") ? static_cast<int>(r["chunks"].as_int(1, 64)) : 1;
+  rep.microbatches = static_cast<int>(r["microbatches"].as_int(1, 1 << 30));
+  rep.microbatch_size = r["microbatch_size"].as_double(0.0);
+  rep.batch_size = r["batch_size"].as_int(1);
+  rep.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
+  rep.memory_limit_bytes = r.has("memory_limit_bytes") ? r["memory_limit_bytes"].as_int(0) : 0;
+  rep.step_ns = ms_to_ns_exact(r["step_time_ms"].as_double(0.0, 1e12));
+  rep.throughput_samples_per_s = r["throughput_samples_per_s"].as_double(0.0);
+  rep.bubble_fraction = r["bubble_fraction"].as_double(-1.0, 1.0);
+  rep.simulated_ops = r.has("simulated_ops") ? r["simulated_ops"].as_int(0) : 0;
+  for (const JsonReader& s : r["stages"].items()) {
+    StageReport st;
+    st.index = static_cast<int>(s["index"].as_int(0, kMaxDevices));
+    if (s.has("chunk_layers")) {
+      for (const JsonReader& range : s["chunk_layers"].items()) {
+        if (range.size() != 2) range.fail("expected [first, end)");
+        st.layers.emplace_back(range.items()[0].as_int(0, 1 << 30), range.items()[1].as_int(0, 1 << 30));
+      }
+    } else {
+      JsonReader range = s["layers"];
+      if (range.size() != 2) range.fail("expected [first, end)");
+      st.layers.emplace_back(range.items()[0].as_int(0, 1 << 30), range.items()[1].as_int(0, 1 << 30));
+    }
+    if (s.has("hardware_devices")) {
+      for (int64_t d : s["hardware_devices"].as_ints(0)) st.hardware_devices.push_back(static_cast<int>(d));
+    }
+    st.busy_ns = ms_to_ns_exact(s["busy_ms"].as_double(0.0, 1e12));
+    st.bubble_fraction = s["bubble_fraction"].as_double(-1.0, 1.0);
+    st.static_bytes = s.has("static_bytes") ? s["static_bytes"].as_int(0) : 0;
+    st.peak_activation_bytes = s["peak_activation_bytes"].as_int(0);
+    st.peak_memory_bytes = s["peak_memory_bytes"].as_int(0);
+    st.fits = s.has("fits") ? s["fits"].as_bool() : true;
+    rep.stages.push_back(std::move(st));
+  }
+  if (r.has("notes")) {
+    for (const JsonReader& n : r["notes"].items()) rep.notes.push_back(n.as_string());
+  }
+  return rep;
+}
+
+StepReport load_report(const std::string& path) { return report_from_json(JsonReader::from_file(path)); }
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024.0 && u < 5) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string format_ms(int64_t ns) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string report_table(const StepReport& r) {
+  std::ostringstream out;
+  char buf[256];
+  out << r.kind << ": " << r.model << ", " << r.schedule << ", K = " << r.devices;
+  if (r.chunks > 1) out << ", v = " << r.chunks;
+  out << ", M = " << r.microbatches << ", micro-batch " << r.microbatch_size << " (batch "
+      << r.batch_size << ")" << (r.recompute ? ", re-materialisation on" : "") << "\n";
+  std::snprintf(buf, sizeof buf, "step time %s ms   throughput %.2f samples/s   bubble %.2f%%   ops %lld\n",
+                format_ms(r.step_ns).c_str(), r.throughput_samples_per_s, 100.0 * r.bubble_fraction,
+                static_cast<long long>(r.simulated_ops));
+  out << buf;
+  out << "\nstage  layers        busy ms     bubble   static      peak act.   peak memory\n";
+  for (const StageReport& s : r.stages) {
+    std::string layers;
+    for (std::size_t i = 0; i < s.layers.size(); ++i) {
+      layers += (i ? "," : "") + std::string("[") + std::to_string(s.layers[i].first) + "," +
+                std::to_string(s.layers[i].second) + ")";
+    }
+    std::snprintf(buf, sizeof buf, "%5d  %-12s %9s   %6.2f%%   %-10s  %-10s  %-10s%s\n", s.index,
+                  layers.c_str(), format_ms(s.busy_ns).c_str(), 100.0 * s.bubble_fraction,
+                  format_bytes(static_cast<double>(s.static_bytes)).c_str(),
+                  format_bytes(static_cast<double>(s.peak_activation_bytes)).c_str(),
+                  format_bytes(static_cast<double>(s.peak_memory_bytes)).c_str(),
+                  s.fits ? "" : "  DOES NOT FIT");
+    out << buf;
+  }
+  if (r.memory_limit_bytes > 0) {
+    out << "device memory " << format_bytes(static_cast<double>(r.memory_limit_bytes))
+        << (r.fits() ? ": every stage fits\n" : ": some stages do not fit\n");
+  }
+  for (const std::string& n : r.notes) out << "note: " << n << "\n";
+  return out.str();
+}
+
+std::string chrome_trace(const StepReport& r) {
+  // Trace-event format: "X" complete events in microseconds, one tid per track.
+  Json events = Json::array();
+  events.push_back({{"ph", "M"}, {"pid", 0}, {"name", "process_name"},
+                    {"args", {{"name", "pipescope " + r.kind}}}});
+  for (std::size_t t = 0; t < r.timeline.tracks.size(); ++t) {
+    events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", t}, {"name", "thread_name"},
+                      {"args", {{"name", r.timeline.tracks[t]}}}});
+    events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", t}, {"name", "thread_sort_index"},
+                      {"args", {{"sort_index", t}}}});
+  }
+  for (const TimelineEvent& e : r.timeline.events) {
+    std::string name = e.category;
+    if (e.microbatch >= 0) name += " mb" + std::to_string(e.microbatch);
+    if (e.stage >= 0) name += " s" + std::to_string(e.stage);
+    events.push_back({{"ph", "X"},
+                      {"pid", 0},
+                      {"tid", e.track},
+                      {"name", name},
+                      {"cat", e.category},
+                      {"ts", static_cast<double>(e.start_ns) / 1e3},
+                      {"dur", static_cast<double>(e.duration_ns) / 1e3},
+                      {"args", {{"stage", e.stage}, {"microbatch", e.microbatch}}}});
+  }
+  for (const MemorySample& m : r.timeline.memory) {
+    events.push_back({{"ph", "C"},
+                      {"pid", 0},
+                      {"name", "activation bytes, device " + std::to_string(m.device)},
+                      {"ts", static_cast<double>(m.time_ns) / 1e3},
+                      {"args", {{"bytes", m.activation_bytes}}}});
+  }
+  Json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  return trace.dump() + "\n";
+}
+
+}  // namespace pipescope

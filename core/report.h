@@ -1,0 +1,87 @@
+// A StepReport describes one training step of a plan, predicted by the simulator or
+// measured by an executor; both sides fill the same struct, so their JSON files have
+// the same keys and their Chrome traces the same tracks, and `compare` can put them
+// side by side. Times are integer nanoseconds inside, milliseconds in files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/json_reader.h"
+#include "core/schedule.h"
+
+namespace pipescope {
+
+// One slice of a timeline: an op on a device track, or a transfer on a link track.
+struct TimelineEvent {
+  int track = 0;
+  std::string category;  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce
+  int stage = -1;
+  int microbatch = -1;
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+};
+
+struct MemorySample {
+  int device = 0;
+  int64_t time_ns = 0;
+  int64_t activation_bytes = 0;
+};
+
+struct Timeline {
+  std::vector<std::string> tracks;  // "device 0", ..., then "link 0->1", ...
+  std::vector<TimelineEvent> events;
+  std::vector<MemorySample> memory;
+  int track_for(const std::string& name);  // finds or appends
+};
+
+struct StageReport {
+  int index = 0;                                 // pipeline position (device)
+  std::vector<std::pair<int, int>> layers;       // one [first, end) per model chunk
+  std::vector<int> hardware_devices;             // replicas
+  int64_t busy_ns = 0;
+  double bubble_fraction = 0;
+  int64_t static_bytes = 0;                      // weights + gradients + optimizer state
+  int64_t peak_activation_bytes = 0;
+  int64_t peak_memory_bytes = 0;
+  bool fits = true;
+};
+
+struct StepReport {
+  std::string kind = "prediction";  // or "measurement"
+  std::string model;
+  std::string schedule;
+  int devices = 1;
+  int chunks = 1;
+  int microbatches = 1;
+  double microbatch_size = 1;
+  int64_t batch_size = 1;
+  bool recompute = false;
+  int64_t memory_limit_bytes = 0;  // 0 = unbounded
+  int64_t step_ns = 0;
+  double throughput_samples_per_s = 0;
+  double bubble_fraction = 0;
+  int64_t simulated_ops = 0;
+  std::vector<StageReport> stages;
+  std::vector<std::string> notes;
+  Timeline timeline;
+
+  bool fits() const;
+  int64_t peak_memory_bytes() const;  // largest over stages
+};
+
+Json report_to_json(const StepReport& report);
+StepReport report_from_json(const JsonReader& reader);  // timeline is not read back
+StepReport load_report(const std::string& path);
+// Readable table for a terminal.
+std::string report_table(const StepReport& report);
+// Chrome trace format (Perfetto, chrome://tracing): one process, one thread per track,
+// counters for per-device activation memory.
+std::string chrome_trace(const StepReport& report);
+
+std::string format_bytes(double bytes);   // "1.50 GiB"
+std::string format_ms(int64_t ns);        // "12.345"
+
+}  // namespace pipescope

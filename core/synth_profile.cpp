@@ -1,0 +1,108 @@
+#include "core/synth_profile.h"
+
+#include "core/error.h"
+
+namespace pipescope {
+
+namespace {
+
+void add_spec(LayerProfile& layer, const Json& spec) { layer.spec = spec; }
+
+}  // namespace
+
+Profile make_gpt_profile(const GptSpec& g) {
+  if (g.layers < 1 || g.hidden < 1 || g.heads < 1 || g.sequence < 1 || g.vocabulary < 1) {
+    throw InputError("profile synth: layers, hidden, heads, sequence and vocabulary must be positive");
+  }
+  if (g.hidden % g.heads != 0) throw InputError("profile synth: hidden must be a multiple of heads");
+  if (!(g.peak_tflops > 0) || !(g.efficiency > 0) || g.efficiency > 1) {
+    throw InputError("profile synth: peak TFLOP/s must be positive and efficiency in (0, 1]");
+  }
+  Profile p;
+  p.model = g.name;
+  p.device_name = g.device_name;
+  p.device_memory_bytes = g.device_memory_bytes;
+  p.backend = "analytic";
+  p.dtype = "bf16";
+  p.batch_sizes = g.batch_sizes;
+  const double s = g.sequence, h = g.hidden, a = g.heads, V = g.vocabulary;
+  const double flops_per_ms = g.peak_tflops * 1e12 * g.efficiency / 1e3;
+  auto ms = [&](double flops) { return flops / flops_per_ms; };
+
+  LayerProfile emb;
+  emb.name = "embedding";
+  emb.parameter_bytes = static_cast<int64_t>(2 * (V * h + s * h));
+  for (double b : g.batch_sizes) {
+    double moved = 2 * b * s * h * 2;  // read rows + write the hidden state
+    double t = moved / (g.memory_gb_per_s * 1e6);
+    emb.forward_ms.push_back(t);
+    emb.backward_ms.push_back(2 * t);
+    emb.backward_input_ms.push_back(0.0);
+    emb.backward_weight_ms.push_back(2 * t);
+    emb.activation_bytes.push_back(8 * b * s);  // token ids
+    emb.output_bytes.push_back(2 * s * b * h);
+  }
+  add_spec(emb, {{"type", "embedding"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}, {"sequence", g.sequence}});
+  p.layers.push_back(emb);
+
+  for (int l = 0; l < g.layers; ++l) {
+    LayerProfile blk;
+    blk.name = "block." + std::to_string(l);
+    blk.parameter_bytes = static_cast<int64_t>(2 * (12 * h * h + 13 * h));
+    for (double b : g.batch_sizes) {
+      double dense = 24 * b * s * h * h, attn = 4 * b * s * s * h;
+      blk.forward_ms.push_back(ms(dense + attn));
+      blk.backward_input_ms.push_back(ms(dense + 2 * attn));
+      blk.backward_weight_ms.push_back(ms(dense));
+      blk.backward_ms.push_back(ms(2 * dense + 2 * attn));
+      blk.activation_bytes.push_back(s * b * h * (34 + 5 * a * s / h));
+      blk.output_bytes.push_back(2 * s * b * h);
+    }
+    add_spec(blk, {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}});
+    p.layers.push_back(blk);
+  }
+
+  LayerProfile head;
+  head.name = "head";
+  head.parameter_bytes = static_cast<int64_t>(2 * (V * h + 2 * h));
+  for (double b : g.batch_sizes) {
+    double f = 2 * b * s * h * V;
+    head.forward_ms.push_back(ms(f));
+    head.backward_input_ms.push_back(ms(f));
+    head.backward_weight_ms.push_back(ms(f));
+    head.backward_ms.push_back(ms(2 * f));
+    head.activation_bytes.push_back(2 * b * s * h + 4 * b * s * V);
+    head.output_bytes.push_back(4);  // the loss
+  }
+  add_spec(head, {{"type", "lm_head"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}});
+  p.layers.push_back(head);
+  return p;
+}
+
+Profile make_uniform_profile(const UniformSpec& u) {
+  if (u.layers < 1) throw InputError("profile synth: layers must be positive");
+  Profile p;
+  p.model = u.name;
+  p.device_name = "analytic device";
+  p.device_memory_bytes = int64_t{16} << 30;
+  p.backend = "analytic";
+  p.dtype = "fp32";
+  p.batch_sizes = u.batch_sizes;
+  for (int l = 0; l < u.layers; ++l) {
+    bool heavy = u.heavy_every > 0 && (l + 1) % u.heavy_every == 0;
+    double k = heavy ? u.heavy_factor : 1.0;
+    LayerProfile layer;
+    layer.name = (heavy ? "heavy." : "layer.") + std::to_string(l);
+    layer.parameter_bytes = static_cast<int64_t>(u.parameter_bytes * k);
+    for (double b : u.batch_sizes) {
+      layer.forward_ms.push_back(u.forward_ms * k * b);
+      layer.backward_ms.push_back(u.backward_ms * k * b);
+      layer.activation_bytes.push_back(u.activation_bytes * k * b);
+      layer.output_bytes.push_back(u.output_bytes * b);
+    }
+    p.layers.push_back(layer);
+  }
+  return p;
+}
+
+}  // namespace pipescope

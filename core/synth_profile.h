@@ -1,0 +1,55 @@
+// Analytic profiles, for planning before anything is measured.
+// GPT-style transformer (per block, micro-batch b, sequence s, hidden h, heads a):
+//   forward FLOPs   = 24 b s h^2 + 4 b s^2 h          (Narayanan et al., SC 2021, eq. 3)
+//   backward FLOPs  = 2 x forward: input gradient 24 b s h^2 + 8 b s^2 h,
+//                     weight gradient 24 b s h^2 (attention scores have no weights)
+//   activation bytes= s b h (34 + 5 a s / h)         (Korthikanti et al. 2022, fp16/bf16)
+//   output bytes    = 2 s b h                         (bf16 hidden state)
+//   parameters      = 12 h^2 + 13 h per block, 2 bytes each (bf16)
+// time = FLOPs / (peak FLOP/s x efficiency). The embedding (V h + s h parameters) and
+// the output head (2 b s h V FLOPs, fp32 logits kept for the loss) are layers of their
+// own; the head keeps its own copy of the word embedding, as Megatron-LM's last
+// stage does, so its parameters are counted there too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/profile.h"
+
+namespace pipescope {
+
+struct GptSpec {
+  std::string name = "gpt-1.3b";
+  int layers = 24;
+  int hidden = 2048;
+  int heads = 16;
+  int sequence = 2048;
+  int vocabulary = 50257;
+  double peak_tflops = 989.0;        // H200 dense bf16
+  double efficiency = 0.45;
+  double memory_gb_per_s = 4800.0;   // H200 HBM3e, for the embedding lookup
+  std::string device_name = "NVIDIA H200";
+  int64_t device_memory_bytes = 141000000000;
+  std::vector<double> batch_sizes = {1, 2, 4, 8};
+};
+
+struct UniformSpec {
+  std::string name = "toy-uniform";
+  int layers = 16;
+  double forward_ms = 1.0;           // at micro-batch size 1; scales linearly
+  double backward_ms = 2.0;
+  double activation_bytes = 1 << 20;
+  double output_bytes = 1 << 18;
+  int64_t parameter_bytes = 4 << 20;
+  // Every `heavy_every`-th layer (0 = none) costs `heavy_factor` times the others:
+  // an uneven, AmoebaNet-like model (reduction cells several times heavier).
+  int heavy_every = 0;
+  double heavy_factor = 1.0;
+  std::vector<double> batch_sizes = {1, 2, 4, 8};
+};
+
+Profile make_gpt_profile(const GptSpec& spec);
+Profile make_uniform_profile(const UniformSpec& spec);
+
+}  // namespace pipescope
