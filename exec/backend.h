@@ -2,7 +2,9 @@
 // backend memory and call only these kernels; they never touch tensor data themselves,
 // so a CUDA backend (exec/cuda/, registered in backend_registry.cpp) slots in behind the
 // same interface. All matrices are row-major fp32. Kernels named *_accumulate add into
-// their output (gradients accumulate over micro-batches).
+// their output (gradients accumulate over micro-batches). Memory categories are charged
+// by exec/tensor.h's Buffer around allocate/deallocate, not by backends, so every backend
+// gets the same accounting for free.
 //   std::unique_ptr<Backend> be = make_backend("cpu");
 //   be->gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 #pragma once

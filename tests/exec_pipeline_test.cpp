@@ -159,10 +159,10 @@ TEST(ExecPipeline, TrackedPeakActivationsEqualThePrediction) {
 // The measurement has the prediction's keys and tracks.
 TEST(ExecPipeline, MeasurementHasThePredictionsKeysAndTracks) {
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
-  Case c{ScheduleKind::OneFOneB, 2, 4, false};
+  Case c{ScheduleKind::OneFOneB, 4, 4, false};
   Plan plan = plan_for(profile, c, 1);
   Schedule schedule = make_schedule(plan.schedule_spec());
-  Hardware hw = Hardware::ideal(2);
+  Hardware hw = Hardware::ideal(4);
   StepReport predicted = simulate(schedule, build_cost_model(profile, plan, hw), hw);
   RunOptions o;
   o.steps = 3;
