@@ -52,7 +52,6 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
   const int K = schedule.devices();
   ThreadHub hub(K);
   std::vector<WorkerResult> results(K);
-  std::vector<std::string> errors(K);
   std::vector<std::thread> threads;
   for (int d = 0; d < K; ++d) {
     threads.emplace_back([&, d] {
@@ -60,7 +59,7 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
         StageWorker worker(WorkerSetup{profile, plan, schedule, options, d}, hub.endpoint(d));
         results[d] = worker.run();
       } catch (const std::exception& e) {
-        errors[d] = e.what();
+        // The first failure reported wins; a worker that stopped because of it adds nothing.
         hub.endpoint(d).report_failure(std::string("device ") + std::to_string(d) + ": " + e.what());
       }
     });
