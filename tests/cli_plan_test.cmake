@@ -1,0 +1,45 @@
+# `pipescope plan` and `sweep` from the outside: exit codes, the plan file the winner
+# is written to (and that `simulate --plan` takes), and the sweep's CSV and JSON.
+# Run by ctest: cmake -DPIPESCOPE=... -DSOURCE=... -DWORK=... -P cli_plan_test.cmake
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(P ${SOURCE}/profiles/gpt-1.3b-h200.json)
+set(H ${SOURCE}/profiles/h200-8x-nvlink.json)
+
+function(expect_exit code)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL ${code})
+    message(FATAL_ERROR "expected exit ${code}, got ${rc}: ${ARGN}\n${out}\n${err}")
+  endif()
+  set(LAST_OUT "${out}" PARENT_SCOPE)
+  set(LAST_ERR "${err}" PARENT_SCOPE)
+endfunction()
+
+expect_exit(0 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 8 -N 64 --top 3 -o ${WORK}/best.json)
+if(NOT LAST_OUT MATCHES "Why ")
+  message(FATAL_ERROR "plan printed no explanation:\n${LAST_OUT}")
+endif()
+expect_exit(0 ${PIPESCOPE} simulate --plan ${WORK}/best.json --hardware ${H})
+expect_exit(0 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 8 -N 64 --json --threads 1)
+set(one "${LAST_OUT}")
+expect_exit(0 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 8 -N 64 --json --threads 2)
+if(NOT one STREQUAL LAST_OUT)
+  message(FATAL_ERROR "plan --json differs between 1 and 2 threads")
+endif()
+expect_exit(0 ${PIPESCOPE} sweep --profile ${P} --hardware ${H} -D 8 -N 64 -o ${WORK}/sweep)
+foreach(f sweep.csv sweep.json)
+  if(NOT EXISTS ${WORK}/${f})
+    message(FATAL_ERROR "sweep did not write ${f}")
+  endif()
+endforeach()
+
+# Impossible requests: exit 2 with the reason.
+expect_exit(2 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 0 -N 64)
+expect_exit(2 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 16 -N 64)
+expect_exit(2 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 8 -N 64 --schedules pipedream)
+file(WRITE ${WORK}/tiny.json "{\"format\": \"pipescope.hardware\", \"version\": 1, \"name\": \"tiny\", \"devices\": 8,
+  \"memory_bytes\": 1000000, \"link\": {\"bandwidth_gb_per_s\": 450.0, \"latency_us\": 5.0}}")
+expect_exit(2 ${PIPESCOPE} plan --profile ${P} --hardware ${WORK}/tiny.json -D 8 -N 64)
+if(NOT LAST_ERR MATCHES "smallest peak memory")
+  message(FATAL_ERROR "nothing-fits message does not name the smallest memory:\n${LAST_ERR}")
+endif()
