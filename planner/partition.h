@@ -59,22 +59,32 @@ MinMaxResult min_max_partition(int L, int S, const Cost& cost, const Bound& boun
     largest = std::max(largest, cheapest);
   }
   int64_t cap = std::max(total / S, largest);
-  cap = cap > kInfeasible / 2 ? kInfeasible : cap + cap / 4 + 1;
+  cap = cap > kInfeasible / 2 ? kInfeasible : cap + cap / 16 + 1;
   const std::size_t W = static_cast<std::size_t>(L) + 1;
   std::vector<int64_t> best(static_cast<std::size_t>(S) * W, kInfeasible);
   std::vector<int> arg(static_cast<std::size_t>(S) * W, -1);
   for (;;) {
     bool capped = false;
     std::fill(best.begin(), best.end(), kInfeasible);
-    for (int s = 0; s < S; ++s) {
+    // Finite entries of the previous row lie in [prev_lo, prev_hi]; the scan stays in it.
+    int prev_lo = 0, prev_hi = 0;
+    for (int s = 0; s < S && prev_lo <= prev_hi; ++s) {
       int64_t* row = &best[static_cast<std::size_t>(s) * W];
       const int64_t* prev_row = s > 0 ? &best[static_cast<std::size_t>(s - 1) * W] : nullptr;
       int* arg_row = &arg[static_cast<std::size_t>(s) * W];
-      for (int j = s + 1; j <= L - (S - 1 - s); ++j) {
+      int lo = L + 1, hi = -1;
+      for (int j = std::max(s + 1, prev_lo + 1); j <= L - (S - 1 - s); ++j) {
+        // Past the previous row's last finite entry, a stage from there that the bound
+        // already rules out rules out every later j too (the bound grows with j).
+        if (j > prev_hi + 1) {
+          const int64_t reach = bound(s, prev_hi, j);
+          if (reach > cap && reach != kInfeasible) capped = true;
+          if (reach > cap) break;
+        }
         int64_t cur = kInfeasible;
         int at = -1;
-        const int lowest = s == 0 ? 0 : s;
-        const int highest = s == 0 ? 0 : j - 1;
+        const int lowest = s == 0 ? 0 : std::max(s, prev_lo);
+        const int highest = s == 0 ? 0 : std::min(j - 1, prev_hi);
         for (int i = highest; i >= lowest; --i) {
           const int64_t b = bound(s, i, j);
           if (b >= cur) break;  // longer stages only get dearer by the bound
@@ -95,7 +105,13 @@ MinMaxResult min_max_partition(int L, int S, const Cost& cost, const Bound& boun
         }
         row[j] = cur;
         arg_row[j] = at;
+        if (cur != kInfeasible) {
+          lo = std::min(lo, j);
+          hi = std::max(hi, j);
+        }
       }
+      prev_lo = lo;
+      prev_hi = hi;
     }
     const int64_t answer = best[static_cast<std::size_t>(S - 1) * W + L];
     if (answer != kInfeasible || !capped || cap == kInfeasible) {
@@ -111,7 +127,7 @@ MinMaxResult min_max_partition(int L, int S, const Cost& cost, const Bound& boun
       }
       return out;
     }
-    cap = cap > kInfeasible / 2 ? kInfeasible : cap * 2;
+    cap = cap > kInfeasible / 2 ? kInfeasible : cap + cap / 4 + 1;
   }
 }
 

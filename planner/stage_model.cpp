@@ -81,17 +81,31 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
   }
   cut_ = cut_bytes(profile, b);
   auto first_device = [&](int stage) { return (stage % K_) * replicas_; };
+  std::vector<Link> tabled;
+  auto transfer_table = [&](const Link& link) {
+    for (std::size_t k = 0; k < tabled.size(); ++k) {
+      if (tabled[k].bandwidth_gb_per_s == link.bandwidth_gb_per_s && tabled[k].latency_us == link.latency_us) {
+        return static_cast<int>(k);
+      }
+    }
+    tabled.push_back(link);
+    std::vector<int64_t> table;
+    for (int64_t bytes : cut_) table.push_back(transfer_ns(link, bytes));
+    transfer_ns_.push_back(std::move(table));
+    return static_cast<int>(tabled.size()) - 1;
+  };
   for (int s = 0; s < S_; ++s) {
     double slowest = 1e300;
     for (int d = first_device(s); d < first_device(s) + replicas_; ++d) slowest = std::min(slowest, hardware.device_speed(d));
     speed_.push_back(slowest);
     const bool next = s + 1 < S_ && (s + 1) % K_ != s % K_;
     const bool prev = s > 0 && (s - 1) % K_ != s % K_;
-    has_next_.push_back(next);
-    has_prev_.push_back(prev);
-    next_link_.push_back(next ? hardware.link_between(first_device(s), first_device(s + 1)) : Link{});
-    prev_link_.push_back(prev ? hardware.link_between(first_device(s), first_device(s - 1)) : Link{});
+    next_table_.push_back(next ? transfer_table(hardware.link_between(first_device(s), first_device(s + 1))) : -1);
+    prev_table_.push_back(prev ? transfer_table(hardware.link_between(first_device(s), first_device(s - 1))) : -1);
     terms_.push_back(memory_terms(schedule, s));
+    int64_t factor = 0;
+    for (auto [a, c] : terms_.back()) factor = std::max(factor, (recompute_ ? 0 : a) + c);
+    bound_factor_.push_back(factor);
   }
   for (int s = 0; s < S_; ++s) {
     std::vector<int> ring;
@@ -101,8 +115,12 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
 }
 
 int64_t StageModel::compute_ns(int s, int i, int j) const {
-  const double f = (forward_ms_[j] - forward_ms_[i]) / speed_[s];
-  const double bw = (backward_ms_[j] - backward_ms_[i]) / speed_[s];
+  double f = forward_ms_[j] - forward_ms_[i];
+  double bw = backward_ms_[j] - backward_ms_[i];
+  if (speed_[s] != 1.0) {
+    f /= speed_[s];
+    bw /= speed_[s];
+  }
   const int64_t fwd = ms_to_ns(f);
   return fwd + ms_to_ns(bw) + (recompute_ ? fwd : 0);
 }
@@ -120,8 +138,8 @@ int64_t StageModel::time_bound_ns(int s, int i, int j) const {
 
 int64_t StageModel::time_ns(int s, int i, int j) const {
   int64_t t = time_bound_ns(s, i, j);
-  if (has_next_[s]) t += transfer_ns(next_link_[s], cut_[j]);
-  if (has_prev_[s]) t += transfer_ns(prev_link_[s], cut_[i]);
+  if (next_table_[s] >= 0) t += transfer_ns_[next_table_[s]][j];
+  if (prev_table_[s] >= 0) t += transfer_ns_[prev_table_[s]][i];
   return t;
 }
 
@@ -136,10 +154,7 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
 
 int64_t StageModel::memory_bound_bytes(int s, int i, int j) const {
   const int64_t stat = static_cast<int64_t>(static_cast<double>(parameters_[j] - parameters_[i]) * (2.0 + optimizer_factor_));
-  const int64_t act = activation_[j] - activation_[i];
-  int64_t peak = 0;
-  for (auto [a, c] : terms_[s]) peak = std::max(peak, (recompute_ ? 0 : a * act) + c * act);
-  return stat + peak;
+  return stat + bound_factor_[s] * (activation_[j] - activation_[i]);
 }
 
 int64_t StageModel::bottleneck_ns(const LayerRanges& ranges) const {

@@ -69,8 +69,11 @@ class StageModel {
   std::vector<double> forward_ms_, backward_ms_;  // prefix sums at the per-replica size
   std::vector<int64_t> activation_, parameters_, cut_;
   std::vector<double> speed_;                     // per model stage
-  std::vector<Link> next_link_, prev_link_;       // per model stage; bandwidth 0 = same device
-  std::vector<bool> has_next_, has_prev_;
+  // Transfer time (latency + bytes / bandwidth) of each cut's tensors over each distinct
+  // link; next_/prev_ name a stage's table, -1 when the neighbour shares its device.
+  std::vector<std::vector<int64_t>> transfer_ns_;
+  std::vector<int> next_table_, prev_table_;
+  std::vector<int64_t> bound_factor_;             // per stage: max over terms of (a [no recompute] + c)
   std::vector<Link> ring_link_;                   // per model stage: its replicas' ring
   std::vector<std::vector<std::pair<int64_t, int64_t>>> terms_;  // per model stage: (a, c)
 };

@@ -8,6 +8,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/schedule.h"
+#include "core/synth_profile.h"
 #include "planner/partition.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"
@@ -121,6 +122,32 @@ TEST(OptimalPartition, EqualsTheBruteForceOptimumOnRandomInstances) {
   EXPECT_GT(infeasible, 10);
 }
 
+TEST(OptimalPartition, EqualsThePlainDynamicProgrammeOnLargerInstances) {
+  // 30 to 90 layers, up to 16 stages: too many cuts to enumerate, so the reference is
+  // the unpruned O(S L^2) programme over the same stage costs.
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const int L = 30 + static_cast<int>(rng() % 61);
+    const int K = 1 + static_cast<int>(rng() % 16);
+    const int r = 1 + static_cast<int>(rng() % 2);
+    const Profile p = random_profile(rng, L, rng() % 2);
+    const int64_t memory = rng() % 3 == 0 ? 0 : (int64_t{1} << 28) + static_cast<int64_t>(rng() % (int64_t{1} << 31));
+    const Hardware h = random_hardware(rng, K * r, memory);
+    const Schedule sched = make_schedule({rng() % 2 ? ScheduleKind::GPipe : ScheduleKind::OneFOneB, K,
+                                          1 + static_cast<int>(rng() % 8), 1, static_cast<bool>(rng() % 2)});
+    StageModelSpec spec;
+    spec.microbatch_size = 2.0 * r;
+    spec.replicas = r;
+    const StageModel m(p, h, sched, spec);
+    auto cost = [&](int s, int i, int j) {
+      if (m.constrains_memory() && m.memory_bytes(s, i, j) > m.memory_limit()) return kInfeasible;
+      return m.time_ns(s, i, j);
+    };
+    EXPECT_EQ(optimal_partition(m).value, testing::plain_dp_min_max(L, K, cost));
+  }
+}
+
 TEST(OptimalPartition, MinimumMemoryEqualsBruteForce) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -154,6 +181,24 @@ TEST(OptimalPartition, PredictedStageMemoryEqualsTheSimulatorsPeakByteForByte) {
     const std::vector<int64_t> predicted = m.stage_memory(ranges);
     for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.stages[s].peak_memory_bytes) << "stage " << s;
   }
+}
+
+TEST(OptimalPartition, StageTimeScalesWithTheDeviceItLandsOn) {
+  // 8 equal layers of 3 ms (f 1 + b 2 at batch 1); device 1 is 3x faster. Slowest stage
+  // n0 x 3 ms vs n1 x 1 ms with n0 + n1 = 8: n0 = 2, n1 = 6 gives 6 ms each.
+  UniformSpec u;
+  u.layers = 8;
+  const Profile p = make_uniform_profile(u);
+  Hardware h = Hardware::ideal(2);
+  h.speed = {1.0, 3.0};
+  PlanChoice c;
+  c.stages = 2;
+  c.microbatches = 4;
+  c.microbatch_size = 1;
+  c.hardware = &h;
+  EXPECT_EQ(make_plan(p, c).layer_ranges(), (LayerRanges{{0, 2}, {2, 8}}));
+  h.speed = {3.0, 1.0};
+  EXPECT_EQ(make_plan(p, c).layer_ranges(), (LayerRanges{{0, 6}, {6, 8}}));
 }
 
 TEST(OptimalPartition, BalancedIsAnAliasOfOptimal) {

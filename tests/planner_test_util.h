@@ -79,4 +79,20 @@ inline int64_t brute_force_min_max(int L, int S, const std::function<int64_t(int
   return best;
 }
 
+// The same minimum by the plain O(S L^2) dynamic programme, without any pruning: the
+// reference for instances too large to enumerate.
+inline int64_t plain_dp_min_max(int L, int S, const std::function<int64_t(int, int, int)>& cost) {
+  std::vector<std::vector<int64_t>> best(S, std::vector<int64_t>(L + 1, kInfeasible));
+  for (int j = 1; j <= L; ++j) best[0][j] = cost(0, 0, j);
+  for (int s = 1; s < S; ++s) {
+    for (int j = s + 1; j <= L; ++j) {
+      for (int i = s; i < j; ++i) {
+        if (best[s - 1][i] == kInfeasible) continue;
+        best[s][j] = std::min(best[s][j], std::max(best[s - 1][i], cost(s, i, j)));
+      }
+    }
+  }
+  return best[S - 1][L];
+}
+
 }  // namespace pipescope::testing
