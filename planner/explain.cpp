@@ -29,7 +29,7 @@ std::string slower_by(const Candidate& w, const Candidate& c) {
 std::string contrast(const Candidate& w, const Candidate& c) {
   std::ostringstream out;
   out << c.label() << ": " << ms(c.step_ns) << " (" << slower_by(w, c) << "), bubble " << percent(c.bubble_fraction)
-      << " vs " << percent(w.bubble_fraction) << ", slowest stage " << ms(c.slowest_stage_ns) << " vs "
+      << " vs " << percent(w.bubble_fraction) << ", busiest device " << ms(c.slowest_stage_ns) << " vs "
       << ms(w.slowest_stage_ns) << " per micro-batch, peak " << format_bytes(static_cast<double>(c.peak_bytes));
   return out.str();
 }

@@ -54,7 +54,7 @@ struct Candidate {
   int64_t step_ns = 0;
   double throughput_samples_per_s = 0;
   double bubble_fraction = 0;
-  int64_t slowest_stage_ns = 0;  // the partitioner's bottleneck per micro-batch
+  int64_t slowest_stage_ns = 0;  // busiest device's time per micro-batch (partitioner's model)
   std::vector<int64_t> stage_peak_bytes;  // per pipeline position, simulated
   int64_t peak_bytes = 0;
   bool fits = false;

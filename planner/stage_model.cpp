@@ -158,9 +158,9 @@ int64_t StageModel::memory_bound_bytes(int s, int i, int j) const {
 }
 
 int64_t StageModel::bottleneck_ns(const LayerRanges& ranges) const {
-  int64_t worst = 0;
-  for (int s = 0; s < static_cast<int>(ranges.size()); ++s) worst = std::max(worst, time_ns(s, ranges[s].first, ranges[s].second));
-  return worst;
+  std::vector<int64_t> device(static_cast<std::size_t>(K_), 0);  // a device's chunks add up
+  for (int s = 0; s < static_cast<int>(ranges.size()); ++s) device[s % K_] += time_ns(s, ranges[s].first, ranges[s].second);
+  return *std::max_element(device.begin(), device.end());
 }
 
 std::vector<int64_t> StageModel::stage_memory(const LayerRanges& ranges) const {

@@ -57,7 +57,8 @@ class StageModel {
     return !constrain_ || limit_ == 0 || memory_bytes(s, i, j) <= limit_;
   }
 
-  // The slowest stage's time and the largest device memory of a given partition.
+  // The busiest device's time per micro-batch (its chunks summed under interleaving)
+  // and each stage's memory, for a given partition.
   int64_t bottleneck_ns(const LayerRanges& ranges) const;
   std::vector<int64_t> stage_memory(const LayerRanges& ranges) const;
 
