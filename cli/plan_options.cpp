@@ -54,7 +54,13 @@ ResolvedPlan resolve(const PlanOptions& o) {
     c.recompute = o.recompute;
     c.partition = o.partition;
     c.profile_path = o.profile_path;
-    if (!o.hardware_path.empty()) r.hardware = load_hardware(o.hardware_path);
+    if (!o.hardware_path.empty()) {
+      r.hardware = load_hardware(o.hardware_path);
+      if (o.stages > r.hardware.devices) {
+        throw InputError("--stages " + std::to_string(o.stages) + " needs " + std::to_string(o.stages) +
+                         " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
+      }
+    }
     c.hardware = o.hardware_path.empty() ? nullptr : &r.hardware;
     r.plan = make_plan(r.profile, c);
   }
@@ -64,6 +70,10 @@ ResolvedPlan resolve(const PlanOptions& o) {
   }
   if (o.hardware_path.empty()) r.hardware = Hardware::ideal(needed);
   if (!o.plan_path.empty() && !o.hardware_path.empty()) r.hardware = load_hardware(o.hardware_path);
+  if (o.plan_path.empty() && needed > r.hardware.devices) {
+    throw InputError("--stages " + std::to_string(o.stages) + " needs " + std::to_string(needed) +
+                     " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
+  }
   r.schedule = make_schedule(r.plan.schedule_spec());
   validate_schedule(r.schedule);
   return r;

@@ -82,6 +82,8 @@ struct PipeDreamCase {
   double ours_ms;
 };
 
+void PrintTo(const PipeDreamCase& c, std::ostream* os) { *os << c.model << " K=" << c.stages; }
+
 class PipeDreamProfiles : public ::testing::TestWithParam<PipeDreamCase> {};
 
 TEST_P(PipeDreamProfiles, OptimalReproducesOrBeatsPipeDreamsSlowestStage) {
