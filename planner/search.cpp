@@ -150,17 +150,34 @@ void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
   } else {
     ranges = partition_for(profile, plan, c.replicas, kind, q.hardware);
   }
-  for (int s = 0; s < S; ++s) {
-    const int p = s % c.stages;
-    std::vector<int> devices;
-    for (int k = 0; k < c.replicas; ++k) devices.push_back(p * c.replicas + k);
-    plan.stages[s] = {ranges[s].first, ranges[s].second, std::move(devices)};
+  auto assign = [&](const LayerRanges& cut) {
+    for (int s = 0; s < S; ++s) {
+      const int p = s % c.stages;
+      std::vector<int> devices;
+      for (int k = 0; k < c.replicas; ++k) devices.push_back(p * c.replicas + k);
+      plan.stages[s] = {cut[s].first, cut[s].second, std::move(devices)};
+    }
+  };
+  auto run = [&](const LayerRanges& cut) {
+    assign(cut);
+    SimOptions options;
+    options.record_timeline = false;
+    return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, options);
+  };
+  StepReport report = run(ranges);
+  // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
+  // when it does not fit, the cut with the least per-chunk memory gets a second chance.
+  if (kind == "optimal" && !report.fits() && !model.memory_exact()) {
+    const LayerRanges lean = min_memory_partition(model).ranges;
+    StepReport second = run(lean);
+    if (second.fits() || second.peak_memory_bytes() < report.peak_memory_bytes()) {
+      ranges = lean;
+      report = std::move(second);
+    } else {
+      assign(ranges);  // the plan keeps the first cut
+    }
   }
   c.slowest_stage_ns = model.bottleneck_ns(ranges);
-  const CostModel costs = build_cost_model(profile, plan, q.hardware);
-  SimOptions options;
-  options.record_timeline = false;
-  const StepReport report = simulate(schedule, costs, q.hardware, options);
   c.step_ns = report.step_ns;
   c.throughput_samples_per_s = report.throughput_samples_per_s;
   c.bubble_fraction = report.bubble_fraction;
