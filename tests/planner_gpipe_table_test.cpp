@@ -14,7 +14,7 @@ Profile shipped(const std::string& name) {
 }
 
 TEST(GpipeTable2, ThroughputRisesWithMicroBatches) {
-  for (const std::string& name : {"toy-uniform", "amoebanet-like"}) {
+  for (const char* name : {"toy-uniform", "amoebanet-like"}) {
     const SpeedupTable t = gpipe_table2(shipped(name), "uniform");
     for (int K : t.stages) {
       EXPECT_LT(t.at(1, K), t.at(4, K)) << name << " K=" << K;

@@ -63,7 +63,9 @@ TEST(PlanSearch, TheWinnerIsTheFastestFittingCandidateAndSimulatesToItsStepTime)
   const SearchResult r = search_plans(q);
   const Candidate& w = winner(r);
   for (const Candidate& c : r.candidates) {
-    if (c.fits) EXPECT_GE(c.step_ns, w.step_ns) << c.label();
+    if (c.fits) {
+      EXPECT_GE(c.step_ns, w.step_ns) << c.label();
+    }
   }
   const StepReport again = simulate(make_schedule(w.plan.schedule_spec()), build_cost_model(q.profile, w.plan, q.hardware),
                                     q.hardware, {.record_timeline = false, .model = ""});
