@@ -1,5 +1,7 @@
-// `pipescope profile synth`: write an analytic profile (GPT-style transformer, or a
-// uniform / uneven toy stack) without measuring anything.
+// `pipescope profile --model MODEL.json --backend cpu`: measure every layer of a model
+// file into an executable profile (exec/profiler.h); `pipescope profile synth`: write an
+// analytic profile (GPT-style transformer, or a uniform / uneven toy stack) without
+// measuring anything.
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -8,6 +10,7 @@
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/synth_profile.h"
+#include "exec/profiler.h"
 
 namespace pipescope::cli {
 
@@ -36,6 +39,21 @@ std::vector<double> parse_batch_sizes(const std::string& text) {
 void add_profile_command(CLI::App& app) {
   CLI::App* profile = app.add_subcommand("profile", "Measure or synthesise a per-layer profile");
   profile->require_subcommand(0, 1);
+
+  struct MeasureArgs {
+    std::string model;
+    exec::ProfileOptions options;
+    std::string batch_sizes = "1,2,4,8";
+    std::string output = "-";
+  };
+  auto m = std::make_shared<MeasureArgs>();
+  profile->add_option("--model", m->model, "Model file (pipescope.model) to measure layer by layer");
+  profile->add_option("--backend", m->options.backend, "Backend to measure on")->capture_default_str();
+  profile->add_option("--batch-sizes", m->batch_sizes, "Micro-batch sizes to measure")->capture_default_str();
+  profile->add_option("--repeats", m->options.repeats, "Timed repeats per value (the median is kept)")
+      ->capture_default_str();
+  profile->add_option("--warmup", m->options.warmup, "Untimed runs before the repeats")->capture_default_str();
+  profile->add_option("-o,--output", m->output, "Output file ('-' = stdout)")->capture_default_str();
 
   struct Args {
     std::string kind = "gpt";
@@ -87,6 +105,14 @@ void add_profile_command(CLI::App& app) {
       throw InputError("--kind: expected gpt, uniform or uneven, got \"" + a->kind + "\"");
     }
     write_output(a->output, profile_to_json(p).dump(1) + "\n");
+  });
+
+  profile->callback([m, profile, synth] {
+    if (synth->parsed()) return;
+    if (m->model.empty()) throw InputError("profile: give --model MODEL.json to measure, or use `profile synth`");
+    m->options.batch_sizes = parse_batch_sizes(m->batch_sizes);
+    Profile p = exec::profile_model(exec::load_model(m->model), m->options);
+    write_output(m->output, profile_to_json(p).dump(1) + "\n");
   });
 }
 

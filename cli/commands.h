@@ -10,5 +10,7 @@ namespace pipescope::cli {
 void add_simulate_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
+void add_run_command(CLI::App& app);      // cli/cmd_run.cpp (exec)
+void add_compare_command(CLI::App& app);  // cli/cmd_run.cpp (exec)
 
 }  // namespace pipescope::cli
