@@ -1,27 +1,35 @@
-// The one place where backends are registered. A CUDA backend (exec/cuda/) adds its
-// branch under PIPESCOPE_WITH_CUDA here and nowhere else.
+// The one place where backends are registered. The CUDA backend (exec/cuda/, built with
+// PIPESCOPE_WITH_CUDA) is reached through exec/cuda/cuda_api.h, which carries no CUDA
+// types; this file holds the only #ifdef for it outside CMake.
 #include "core/error.h"
 #include "exec/backend.h"
 #include "exec/cpu_backend.h"
+#ifdef PIPESCOPE_WITH_CUDA
+#include "exec/cuda/cuda_api.h"
+#endif
 
 namespace pipescope::exec {
 
 std::vector<std::string> backend_names() {
   std::vector<std::string> names = {"cpu"};
 #ifdef PIPESCOPE_WITH_CUDA
-  // names.push_back("cuda");  // exec/cuda/ registers here
+  names.push_back("cuda");  // "cuda:bf16" for bf16 storage, see exec/cuda/cuda_api.h
 #endif
   return names;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
+std::unique_ptr<Backend> make_backend(const std::string& name, int device, int devices) {
   if (name == "cpu") return std::make_unique<CpuBackend>();
 #ifdef PIPESCOPE_WITH_CUDA
-  // if (name == "cuda") return make_cuda_backend();
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) return make_cuda_backend(name, device, devices);
 #endif
   std::string known;
   for (const std::string& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
+  (void)device;
+  (void)devices;
   throw InputError("--backend: unknown or not built-in backend \"" + name + "\" (available: " + known + ")");
 }
+
+std::unique_ptr<Backend> make_backend(const std::string& name) { return make_backend(name, 0, 1); }
 
 }  // namespace pipescope::exec

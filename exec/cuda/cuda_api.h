@@ -1,0 +1,51 @@
+// The CUDA backend's public face: no CUDA type crosses this header, so the rest of
+// pipescope (registry, CLI, tests) can use it in any build that has PIPESCOPE_WITH_CUDA.
+// A backend spec is "cuda[:fp32|:bf16][:part=K]": the dtype stored (bf16 keeps fp32
+// arithmetic and accumulation), and for profiling an SM partition of 1/K of the GPU.
+// Placement for a run over `devices` devices: GPU `device` when the machine has that
+// many GPUs ("gpus" mode), else SM partition `device` of `devices` of GPU 0 through a
+// CUDA green context ("partitions" mode: K stages as K virtual devices).
+//   CudaStatus s = cuda_status();  if (s.devices == 0) skip(s.reason);
+//   auto be = make_cuda_backend("cuda:bf16", 0, 1);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "exec/backend.h"
+
+namespace pipescope::exec {
+
+struct CudaStatus {
+  int devices = 0;     // visible GPUs; 0 when none can be used
+  std::string reason;  // why devices == 0, e.g. "cudaGetDeviceCount returned 35 (cudaErrorInsufficientDriver)"
+  int runtime_version = 0, driver_version = 0;
+  std::string nccl_version;  // "2.28.9"
+};
+// Never throws: a machine without a driver gives devices == 0 and the reason.
+CudaStatus cuda_status();
+
+struct CudaBackendSpec {
+  std::string dtype = "fp32";  // fp32 | bf16
+  int partitions = 0;          // 0: decide from the placement; K: SM partition of 1/K
+};
+// Throws InputError on a malformed spec ("cuda:fp16", "cuda:part=0").
+CudaBackendSpec parse_cuda_backend_spec(const std::string& spec);
+
+// Throws RunError (naming the CUDA error) when no GPU can be used.
+std::unique_ptr<Backend> make_cuda_backend(const std::string& spec, int device, int devices);
+
+// "gpus" or "partitions": how a run over `devices` devices is placed on this machine.
+std::string cuda_placement_mode(int devices);
+
+// Memory the backend's caching allocator holds on its device (for reports and tests).
+struct CudaMemoryStats {
+  int64_t in_use_bytes = 0, peak_in_use_bytes = 0;
+  int64_t reserved_bytes = 0, peak_reserved_bytes = 0;
+  int64_t device_mallocs = 0;
+};
+// Throws InputError when `backend` is not a CUDA backend.
+CudaMemoryStats cuda_memory_stats(Backend& backend);
+
+}  // namespace pipescope::exec
