@@ -152,6 +152,10 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   rep.throughput_samples_per_s = rep.step_ns > 0 ? static_cast<double>(plan.batch_size) * 1e9 / rep.step_ns : 0;
   for (int d = 0; d < K; ++d) rep.timeline.tracks.push_back("device " + std::to_string(d));
   std::sort(workers.begin(), workers.end(), [](const WorkerResult& a, const WorkerResult& b) { return a.device < b.device; });
+  r.losses.assign(steps, 0.0);
+  for (const WorkerResult& w : workers) {
+    for (int i = 0; i < steps; ++i) r.losses[i] += w.steps.at(i).loss;
+  }
   int64_t total_busy = 0;
   for (const WorkerResult& w : workers) {
     const StepRecord& s = w.steps.at(pick);
@@ -179,7 +183,6 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
       st.peak_memory_bytes = std::max(st.peak_memory_bytes, any.peak_total_bytes);
     }
     r.optimizer_ns = std::max(r.optimizer_ns, s.optimizer_ns);
-    r.loss += w.loss;
     rep.stages.push_back(std::move(st));
   }
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;

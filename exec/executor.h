@@ -22,7 +22,7 @@ struct RunResult {
   bool is_root = true;             // MPI: only rank 0 holds the merged report
   StepReport report;
   double max_gradient_error = -1;  // when options.check_gradients
-  double loss = 0;                 // mean squared error of step 0
+  std::vector<double> losses;      // every step's loss (mean squared error), warm-up included
   std::vector<int64_t> step_ns;    // every measured step, in order
   int64_t optimizer_ns = 0;        // slowest device's optimizer step in the reported step
 };

@@ -1,10 +1,12 @@
 // MPI endpoint and runner. Invariant: every request this rank starts is completed,
-// cancelled or left to MPI_Abort; tensors being sent stay alive (held in pending_)
-// until their send completes.
+// cancelled or left to MPI_Abort. A send goes out of a host copy owned by the endpoint
+// (pending_) until it completes, so the worker may free or reuse its tensor at once and
+// may even be destroyed before the endpoint.
 #include "exec/mpi_runner.h"
 
 #include <mpi.h>
 
+#include <memory>
 #include <thread>
 
 #include "core/error.h"
@@ -41,9 +43,10 @@ class MpiEndpoint : public Endpoint {
   int devices() const override { return size_; }
 
   void send(int to, const MessageKey& key, const Tensor& t) override {
+    auto copy = std::make_unique<std::vector<float>>(t.to_host());
     MPI_Request req;
-    MPI_Isend(t.data(), static_cast<int>(t.numel()), MPI_FLOAT, to, tag(key), MPI_COMM_WORLD, &req);
-    pending_.emplace_back(req, t);
+    MPI_Isend(copy->data(), static_cast<int>(copy->size()), MPI_FLOAT, to, tag(key), MPI_COMM_WORLD, &req);
+    pending_.emplace_back(req, std::move(copy));
     reap();
   }
 
@@ -140,7 +143,7 @@ class MpiEndpoint : public Endpoint {
 
   int rank_ = 0, size_ = 1;
   int stages_, microbatches_;
-  std::vector<std::pair<MPI_Request, Tensor>> pending_;
+  std::vector<std::pair<MPI_Request, std::unique_ptr<std::vector<float>>>> pending_;
   std::string failure_text_;
 };
 

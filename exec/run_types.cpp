@@ -50,10 +50,10 @@ Json worker_result_to_json(const WorkerResult& r) {
     }
     for (auto [t, b] : s.memory) memory.push_back({t, b});
     steps.push_back({{"origin", s.origin_ns}, {"ops", ops}, {"transfers", transfers}, {"memory", memory},
-                     {"optimizer", s.optimizer_ns}, {"peak_act", s.peak_activation_bytes},
+                     {"optimizer", s.optimizer_ns}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
                      {"peak_total", s.peak_total_bytes}});
   }
-  return {{"device", r.device}, {"static", r.static_bytes}, {"loss", r.loss},
+  return {{"device", r.device}, {"static", r.static_bytes},
           {"grad_error", r.max_gradient_error}, {"steps", steps}};
 }
 
@@ -61,7 +61,6 @@ WorkerResult worker_result_from_json(const Json& j) {
   WorkerResult r;
   r.device = j.at("device").get<int>();
   r.static_bytes = j.at("static").get<int64_t>();
-  r.loss = j.at("loss").get<double>();
   r.max_gradient_error = j.at("grad_error").get<double>();
   for (const Json& s : j.at("steps")) {
     StepRecord rec;
@@ -76,6 +75,7 @@ WorkerResult worker_result_from_json(const Json& j) {
     }
     for (const Json& m : s.at("memory")) rec.memory.emplace_back(m[0].get<int64_t>(), m[1].get<int64_t>());
     rec.optimizer_ns = s.at("optimizer").get<int64_t>();
+    rec.loss = s.at("loss").get<double>();
     rec.peak_activation_bytes = s.at("peak_act").get<int64_t>();
     rec.peak_total_bytes = s.at("peak_total").get<int64_t>();
     r.steps.push_back(std::move(rec));

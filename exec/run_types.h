@@ -58,6 +58,7 @@ struct StepRecord {
   std::vector<TransferRecord> transfers;
   std::vector<std::pair<int64_t, int64_t>> memory;  // (time, activation bytes)
   int64_t optimizer_ns = 0;
+  double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)
   int64_t peak_activation_bytes = 0;
   int64_t peak_total_bytes = 0;
 };
@@ -66,7 +67,6 @@ struct WorkerResult {
   int device = 0;
   std::vector<StepRecord> steps;
   int64_t static_bytes = 0;
-  double loss = 0;  // step 0, summed over the micro-batches this worker finished (last stage only)
   // Gradients after step 0, per layer index, per parameter (when checking gradients).
   std::map<int, std::vector<std::vector<float>>> gradients;
   double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers

@@ -158,7 +158,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
         const double denom = static_cast<double>(setup_.plan.batch_size) * sequence_ * features;
         double sq = backend_->mse_gradient(ms.loss_grad.data(), y.data(), target.data(),
                                            static_cast<float>(2.0 / denom), y.numel());
-        if (step == 0) result_.loss += sq / denom;
+        record.loss += sq / denom;
       }
       record.ops.push_back({op.kind, s, m, t0, backend_->now_ns()});
       sample_memory(record);

@@ -83,6 +83,11 @@ TEST(Cli, BadInputExitsTwoWithFileFieldAndExpectation) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("cannot cut 16 layers into 40"), std::string::npos) << r.out;
 
+  r = run("simulate --profile " + profile("toy-uniform.json") + " --hardware " + profile("h200-8x-nvlink.json") +
+          " -K 9 -M 9");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--stages 9 needs 9 devices, but"), std::string::npos) << r.out;
+
   r = run("simulate --profile /nonexistent.json -K 1 -M 1");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/nonexistent.json: cannot open file"), std::string::npos) << r.out;
