@@ -88,5 +88,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name);
 // when there are that many GPUs, else SM partition `device` of `devices` of GPU 0).
 std::unique_ptr<Backend> make_backend(const std::string& name, int device, int devices);
 std::vector<std::string> backend_names();
+// One line saying where a run over `devices` devices of this backend runs and how its
+// transfers travel ("" for cpu), e.g. "cuda: 4 SM partitions of one NVIDIA H200 ...".
+std::string placement_note(const std::string& backend, int devices);
 
 }  // namespace pipescope::exec

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "exec/backend.h"
 #include "exec/cpu_backend.h"
+#include "exec/thread_transport.h"
 #ifdef PIPESCOPE_WITH_CUDA
 #include "exec/cuda/cuda_api.h"
 #endif
@@ -31,5 +32,22 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int device, int d
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) { return make_backend(name, 0, 1); }
+
+std::unique_ptr<Hub> make_hub(const std::string& backend, int devices) {
+#ifdef PIPESCOPE_WITH_CUDA
+  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return make_cuda_hub(devices);
+#endif
+  (void)backend;
+  return std::make_unique<ThreadHub>(devices);
+}
+
+std::string placement_note(const std::string& backend, int devices) {
+#ifdef PIPESCOPE_WITH_CUDA
+  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return cuda_placement_note(backend, devices);
+#endif
+  (void)backend;
+  (void)devices;
+  return "";
+}
 
 }  // namespace pipescope::exec

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <tuple>
 
@@ -46,5 +47,18 @@ class Endpoint {
   // Tells every other endpoint that this one failed, so that their waits stop now.
   virtual void report_failure(const std::string& message) = 0;
 };
+
+// The connected endpoints of an in-process run, one per device (one thread each).
+class Hub {
+ public:
+  virtual ~Hub() = default;
+  virtual Endpoint& endpoint(int device) = 0;
+  virtual std::string failure() const = 0;  // the first failure reported, or ""
+};
+
+// The hub an in-process run over `backend` uses: a ThreadHub (host copies), or for
+// CUDA one whose transfers are device-to-device copies on transfer streams
+// (registered in backend_registry.cpp).
+std::unique_ptr<Hub> make_hub(const std::string& backend, int devices);
 
 }  // namespace pipescope::exec

@@ -75,6 +75,10 @@ void CachingAllocator::free(void* p) {
 
 void CachingAllocator::free_after(void* p, cudaEvent_t after) {
   if (!p) return;
+  if (!after) {
+    free(p);
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = in_use_.find(p);
   if (it == in_use_.end()) throw RunError("CachingAllocator::free_after: pointer was not allocated here");

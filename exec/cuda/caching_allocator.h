@@ -4,8 +4,8 @@
 // compute stream: a block freed with free() may be handed out at once, because the
 // next user is queued behind every earlier kernel on that stream. A block that another
 // stream still reads or writes is freed with free_after(event) and cached only once
-// that event has completed. Invariant: in_use + cached = reserved; a block is either in
-// use, cached, or waiting on exactly one event. Thread-safe (a transport may free a
+// that event has completed. Invariant: in use + cached + waiting = reserved; a block is
+// either in use, cached, or waiting on exactly one event. Thread-safe (a transport may free a
 // block from another thread).
 //   CachingAllocator a(0);  void* p = a.allocate(1 << 20);  a.free(p);
 #pragma once
@@ -37,7 +37,7 @@ class CachingAllocator {
   void* allocate(std::size_t bytes);
   void free(void* p);
   // Cached again once `after` (recorded on another stream) has completed; the
-  // allocator owns the event from now on and destroys it.
+  // allocator owns the event from now on and destroys it (nullptr: free at once).
   void free_after(void* p, cudaEvent_t after);
   // Returns every cached block to the driver (cudaFree).
   void release_cached();

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/cuda_hub.h"
 
 namespace pipescope::exec {
 
@@ -72,6 +73,30 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& spec_text, int dev
   if (s.devices >= devices) return std::make_unique<cuda::CudaBackend>(spec, device, 0, 1);
   return std::make_unique<cuda::CudaBackend>(spec, 0, device, devices);
 }
+
+std::string cuda_placement_note(const std::string& spec_text, int devices) {
+  const CudaBackendSpec spec = parse_cuda_backend_spec(spec_text);
+  const CudaStatus s = cuda_status();
+  std::string gpu = "no GPU";
+  if (s.devices > 0) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) gpu = prop.name;
+  }
+  std::string where;
+  if (spec.partitions > 1) {
+    where = "SM partitions (1/" + std::to_string(spec.partitions) + " of one " + gpu + " each, green contexts)";
+  } else if (devices <= 1) {
+    where = "one whole " + gpu;
+  } else if (cuda_placement_mode(devices) == "gpus") {
+    where = std::to_string(devices) + " GPUs (" + gpu + "), one thread each, peer copies between them";
+  } else {
+    where = std::to_string(devices) + " SM partitions of one " + gpu +
+            " (green contexts, K stages as K virtual devices), device-to-device copies between them";
+  }
+  return "cuda (" + spec.dtype + "): " + where;
+}
+
+std::unique_ptr<Hub> make_cuda_hub(int devices) { return std::make_unique<cuda::CudaHub>(devices); }
 
 CudaMemoryStats cuda_memory_stats(Backend& backend) {
   auto* be = dynamic_cast<cuda::CudaBackend*>(&backend);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "exec/backend.h"
+#include "exec/transport.h"
 
 namespace pipescope::exec {
 
@@ -38,6 +39,12 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& spec, int device, 
 
 // "gpus" or "partitions": how a run over `devices` devices is placed on this machine.
 std::string cuda_placement_mode(int devices);
+// The line a measurement carries about it: mode, GPU name, SMs per partition, transfers.
+std::string cuda_placement_note(const std::string& spec, int devices);
+
+// In-process hub for CUDA backends: transfers are device-to-device (or peer) copies on
+// each receiver's transfer stream, overlapping its compute (exec/cuda/cuda_hub.h).
+std::unique_ptr<Hub> make_cuda_hub(int devices);
 
 // Memory the backend's caching allocator holds on its device (for reports and tests).
 struct CudaMemoryStats {

@@ -57,7 +57,7 @@ CudaBackend::CudaBackend(const CudaBackendSpec& spec, int gpu, int part, int par
   device_name_ = prop.name;
   if (partition_) device_name_ += " (" + partition_->describe() + ")";
   device_memory_ = static_cast<int64_t>(prop.totalGlobalMem);
-  allocator_ = std::make_unique<CachingAllocator>(gpu);
+  allocator_ = std::make_shared<CachingAllocator>(gpu);
   PS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   PS_CUBLAS_CHECK(cublasCreate(&blas_));
   PS_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
@@ -83,7 +83,16 @@ CudaBackend::~CudaBackend() {
   if (ref_event_) cudaEventDestroy(ref_event_);
   if (now_event_) cudaEventDestroy(now_event_);
   if (loss_host_) cudaFreeHost(loss_host_);
-  allocator_.reset();  // frees workspace_, loss_device_ and flush_buffer_ with everything else
+  if (allocator_) {
+    // Our own blocks go back now; staging blocks still in flight keep the allocator alive.
+    try {
+      allocator_->free(workspace_);
+      allocator_->free(loss_device_);
+      if (flush_buffer_) allocator_->free(flush_buffer_);
+    } catch (const std::exception&) {
+    }
+    allocator_.reset();
+  }
   if (stream_) cudaStreamDestroy(stream_);
 }
 

@@ -69,6 +69,7 @@ class CudaBackend : public Backend {
   int gpu() const { return gpu_; }
   cudaStream_t stream() const { return stream_; }
   CachingAllocator& allocator() { return *allocator_; }
+  std::shared_ptr<CachingAllocator> shared_allocator() { return allocator_; }
   void* device_address(const float* handle) const;  // the bytes behind a handle
   const GreenPartition* partition() const { return partition_.get(); }
 
@@ -78,7 +79,7 @@ class CudaBackend : public Backend {
   bool bf16_;
   int gpu_;
   std::unique_ptr<GreenPartition> partition_;
-  std::unique_ptr<CachingAllocator> allocator_;
+  std::shared_ptr<CachingAllocator> allocator_;  // shared: staging blocks in flight outlive us
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   void* workspace_ = nullptr;
