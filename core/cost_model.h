@@ -11,6 +11,12 @@
 //   at the start of R(s,m)    += activation_bytes(s) (the recomputed activations)
 //   at the end of B(s,m)      -= all bytes held for (s,m); with split backward this
 //                                 happens at the end of W(s,m) instead.
+//
+// On the executor (exec/stage_worker.h) a layer's activation_bytes is, by construction,
+// what its forward stashes for its backward (its input and the tensors it creates, never
+// its output), as measured by the tracking allocator in `pipescope profile --model`.
+// The output gradients kept from B(s,m) to W(s,m) under split backward are not
+// activations (the tracker counts them as transient), nor are tensors in flight.
 #pragma once
 
 #include <cstdint>

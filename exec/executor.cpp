@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 #include "core/error.h"
@@ -80,6 +81,7 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
     diff += d * d;
     norm += double(want[i]) * want[i];
   }
+  if (!std::isfinite(diff) || !std::isfinite(norm)) return INFINITY;  // NaN must not pass
   if (norm == 0) return diff == 0 ? 0 : 1;
   return std::sqrt(diff / norm);
 }
@@ -193,6 +195,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
                       format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "
                       "activations and transient buffers)");
+  char loss_text[64];
+  std::snprintf(loss_text, sizeof loss_text, "%.6g", r.losses[pick]);
+  rep.notes.push_back(std::string("training loss (mean squared error) in the reported step: ") + loss_text);
   if (options.check_gradients) {
     std::map<int, std::vector<std::vector<float>>> grads;
     bool have_all = true;

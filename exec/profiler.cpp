@@ -80,8 +80,10 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
         out = y.bytes();
       }
       std::vector<int64_t> f, bw, bi, w;
+      std::vector<char> flush(static_cast<std::size_t>(std::max<int64_t>(o.cache_flush_bytes, 0)));
       for (int r = 0; r < o.warmup + o.repeats; ++r) {
         auto time = [&](auto&& fn) {
+          for (std::size_t k = 0; k < flush.size(); k += 64) flush[k] = static_cast<char>(flush[k] + 1);
           int64_t t0 = backend->now_ns();
           fn();
           return backend->now_ns() - t0;

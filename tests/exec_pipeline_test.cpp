@@ -6,9 +6,13 @@
 //    prediction byte for byte, for a profile measured by the executor's own profiler.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "exec/cpu_backend.h"
 #include "exec/executor.h"
+#include "exec/model.h"
 #include "exec/profiler.h"
 #include "exec_test_models.h"
 #include "planner/plan_builder.h"
@@ -71,6 +75,55 @@ TEST(ExecPipeline, GradientsEqualOneProcessForEverySchedule) {
   // 3 schedules x 4 K x 3 M x 2 = 72, plus interleaved where K divides M (K = 1: M = 1,
   // 4, 7; K = 2 and 4: M = 4; 5 cases) x 2 = 10.
   EXPECT_EQ(checked, 82);
+}
+
+// The check is not vacuous: zero gradients are 100% wrong, and one perturbed element of
+// the true gradients is caught.
+TEST(ExecPipeline, GradientCheckDetectsWrongGradients) {
+  const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
+  Plan plan = plan_for(profile, {ScheduleKind::OneFOneB, 1, 2, false}, 2);
+  CpuBackend be;
+  MemoryTracker tr;
+  Context ctx{be, tr};
+  StageLayers layers = build_stage_layers(profile, 0, profile.num_layers(), ctx);
+  std::map<int, std::vector<std::vector<float>>> zeros;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    for (Parameter* p : layers[l]->parameters()) zeros[static_cast<int>(l)].push_back(p->grad.to_host());
+  }
+  EXPECT_DOUBLE_EQ(gradient_error(profile, plan, "cpu", zeros), 1.0);
+  // The true gradients, from a one-device run, then one element off by 1%.
+  Schedule schedule = make_schedule(plan.schedule_spec());
+  RunOptions o;
+  o.steps = 1;
+  o.check_gradients = true;
+  EXPECT_LT(run_threads(profile, plan, schedule, o).max_gradient_error, 1e-5);
+  std::map<int, std::vector<std::vector<float>>> one_off;
+  {
+    // Reference gradients through the public path: a K = 1 run keeps them in its worker,
+    // so recompute them here with the same layers.
+    StageLayers ref = build_stage_layers(profile, 0, profile.num_layers(), ctx);
+    const int64_t B = plan.batch_size, seq = ref.front()->sequence();
+    Tensor h = Tensor::from_host(ctx, B * seq, ref.front()->in_features(), input_data(0, B, seq, ref.front()->in_features()));
+    std::vector<LayerStash> st(ref.size());
+    for (std::size_t l = 0; l < ref.size(); ++l) h = ref[l]->forward(h, &st[l]);
+    const int64_t out = ref.back()->out_features();
+    Tensor t = Tensor::from_host(ctx, B * seq, out, target_data(0, B, seq, out));
+    Tensor g = Tensor::empty(ctx, B * seq, out);
+    be.mse_gradient(g.data(), h.data(), t.data(), static_cast<float>(2.0 / (double(B) * seq * out)), h.numel());
+    for (std::size_t l = ref.size(); l-- > 0;) g = ref[l]->backward(g, st[l]);
+    for (std::size_t l = 0; l < ref.size(); ++l) {
+      for (Parameter* p : ref[l]->parameters()) one_off[static_cast<int>(l)].push_back(p->grad.to_host());
+    }
+  }
+  EXPECT_LT(gradient_error(profile, plan, "cpu", one_off), 1e-6);
+  std::vector<float>& w = one_off[1][0];  // mlp0.ln gamma
+  float biggest = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (std::fabs(w[i]) > biggest) biggest = std::fabs(w[i]), at = i;
+  }
+  w[at] *= 1.01f;
+  EXPECT_GT(gradient_error(profile, plan, "cpu", one_off), 1e-4);
 }
 
 TEST(ExecPipeline, TrackedPeakActivationsEqualThePrediction) {
