@@ -45,10 +45,16 @@ void add_profile_command(CLI::App& app) {
     exec::ProfileOptions options;
     std::string batch_sizes = "1,2,4,8";
     std::string output = "-";
+    std::string dtype = "fp32";
+    int partitions = 1;
   };
   auto m = std::make_shared<MeasureArgs>();
   profile->add_option("--model", m->model, "Model file (pipescope.model) to measure layer by layer");
-  profile->add_option("--backend", m->options.backend, "Backend to measure on")->capture_default_str();
+  profile->add_option("--backend", m->options.backend, "Backend to measure on: " + backend_list())->capture_default_str();
+  profile->add_option("--dtype", m->dtype, "fp32 | bf16 (bf16: cuda only; fp32 arithmetic)")->capture_default_str();
+  profile->add_option("--sm-partition", m->partitions,
+                      "cuda: measure on an SM partition of 1/K of the GPU (what each of K virtual devices gets)")
+      ->capture_default_str();
   profile->add_option("--batch-sizes", m->batch_sizes, "Micro-batch sizes to measure")->capture_default_str();
   profile->add_option("--repeats", m->options.repeats, "Timed repeats per value (the median is kept)")
       ->capture_default_str();
@@ -111,6 +117,7 @@ void add_profile_command(CLI::App& app) {
     if (synth->parsed()) return;
     if (m->model.empty()) throw InputError("profile: give --model MODEL.json to measure, or use `profile synth`");
     m->options.batch_sizes = parse_batch_sizes(m->batch_sizes);
+    m->options.backend = backend_spec(m->options.backend, m->dtype, m->partitions);
     Profile p = exec::profile_model(exec::load_model(m->model), m->options);
     write_output(m->output, profile_to_json(p).dump(1) + "\n");
   });
