@@ -91,5 +91,9 @@ std::vector<std::string> backend_names();
 // One line saying where a run over `devices` devices of this backend runs and how its
 // transfers travel ("" for cpu), e.g. "cuda: 4 SM partitions of one NVIDIA H200 ...".
 std::string placement_note(const std::string& backend, int devices);
+// The backend's GEMM C[m,n] = A[m,k] B[k,n] against the best cuBLASLt algorithm for that
+// shape, as one JSON object (m, n, k, dtype, backend_ms, best_ms, backend_tflops,
+// best_tflops, fraction, algorithms). CUDA only: throws InputError for other backends.
+std::string measure_gemm_json(const std::string& backend, int m, int n, int k, int repeats);
 
 }  // namespace pipescope::exec

@@ -2,6 +2,7 @@
 // PIPESCOPE_WITH_CUDA) is reached through exec/cuda/cuda_api.h, which carries no CUDA
 // types; this file holds the only #ifdef for it outside CMake.
 #include "core/error.h"
+#include "core/json_reader.h"
 #include "exec/backend.h"
 #include "exec/cpu_backend.h"
 #include "exec/thread_transport.h"
@@ -48,6 +49,20 @@ std::string placement_note(const std::string& backend, int devices) {
   (void)backend;
   (void)devices;
   return "";
+}
+
+std::string measure_gemm_json(const std::string& backend, int m, int n, int k, int repeats) {
+#ifdef PIPESCOPE_WITH_CUDA
+  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) {
+    const GemmMeasurement g = measure_cuda_gemm(m, n, k, parse_cuda_backend_spec(backend).dtype, repeats);
+    Json j = {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"backend_ms", g.backend_ms},
+              {"best_ms", g.best_ms}, {"backend_tflops", g.backend_tflops}, {"best_tflops", g.best_tflops},
+              {"fraction", g.fraction}, {"algorithms", g.algorithms}};
+    return j.dump();
+  }
+#endif
+  (void)m, (void)n, (void)k, (void)repeats;
+  throw InputError("gemm: measuring GEMM efficiency needs --backend cuda (got \"" + backend + "\")");
 }
 
 }  // namespace pipescope::exec

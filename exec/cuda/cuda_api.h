@@ -46,6 +46,19 @@ std::string cuda_placement_note(const std::string& spec, int devices);
 // each receiver's transfer stream, overlapping its compute (exec/cuda/cuda_hub.h).
 std::unique_ptr<Hub> make_cuda_hub(int devices);
 
+// The bf16 / fp32 GEMM C[m,n] = A[m,k] B[k,n] (row-major) as the backend runs it
+// (cublasGemmEx, default algorithm) vs the fastest of cuBLASLt's heuristic algorithms
+// for the same shape: warm-up, then the mean over `repeats` timed with CUDA events.
+struct GemmMeasurement {
+  int m = 0, n = 0, k = 0;
+  std::string dtype;
+  double backend_ms = 0, best_ms = 0;
+  double backend_tflops = 0, best_tflops = 0;
+  double fraction = 0;  // backend_tflops / best_tflops
+  int algorithms = 0;   // cuBLASLt algorithms timed
+};
+GemmMeasurement measure_cuda_gemm(int m, int n, int k, const std::string& dtype, int repeats);
+
 // Memory the backend's caching allocator holds on its device (for reports and tests).
 struct CudaMemoryStats {
   int64_t in_use_bytes = 0, peak_in_use_bytes = 0;
