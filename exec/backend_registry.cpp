@@ -42,6 +42,16 @@ std::unique_ptr<Hub> make_hub(const std::string& backend, int devices) {
   return std::make_unique<ThreadHub>(devices);
 }
 
+std::unique_ptr<Endpoint> make_rank_endpoint(const std::string& backend, Endpoint& control,
+                                             const Schedule& schedule,
+                                             const std::function<void(void*, std::size_t)>& broadcast) {
+#ifdef PIPESCOPE_WITH_CUDA
+  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return make_nccl_endpoint(control, schedule, broadcast);
+#endif
+  (void)backend, (void)control, (void)schedule, (void)broadcast;
+  return nullptr;
+}
+
 std::string placement_note(const std::string& backend, int devices) {
 #ifdef PIPESCOPE_WITH_CUDA
   if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return cuda_placement_note(backend, devices);

@@ -9,10 +9,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
 
+#include "core/schedule.h"
 #include "exec/tensor.h"
 
 namespace pipescope::exec {
@@ -60,5 +62,12 @@ class Hub {
 // CUDA one whose transfers are device-to-device copies on transfer streams
 // (registered in backend_registry.cpp).
 std::unique_ptr<Hub> make_hub(const std::string& backend, int devices);
+
+// The data endpoint of one rank of a multi-process run over `backend`: nullptr when the
+// control endpoint (MPI) also carries the data (cpu); for CUDA an NCCL endpoint whose
+// unique ids rank 0 shares through `broadcast` (registered in backend_registry.cpp).
+std::unique_ptr<Endpoint> make_rank_endpoint(const std::string& backend, Endpoint& control,
+                                             const Schedule& schedule,
+                                             const std::function<void(void*, std::size_t)>& broadcast);
 
 }  // namespace pipescope::exec

@@ -6,6 +6,9 @@
 #include "core/error.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/cuda_hub.h"
+#include "exec/cuda/nccl_endpoint.h"
+
+#include <cstdlib>
 
 namespace pipescope::exec {
 
@@ -69,6 +72,9 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& spec_text, int dev
   const CudaStatus s = cuda_status();
   if (s.devices == 0) throw RunError("--backend cuda: no usable CUDA device: " + s.reason);
   if (spec.partitions > 0) return std::make_unique<cuda::CudaBackend>(spec, 0, device % spec.partitions, spec.partitions);
+  if (const int local = cuda_local_rank(); local >= 0) {  // one rank per GPU (mpirun), references too
+    return std::make_unique<cuda::CudaBackend>(spec, local % s.devices, 0, 1);
+  }
   if (devices <= 1) return std::make_unique<cuda::CudaBackend>(spec, 0, 0, 1);
   if (s.devices >= devices) return std::make_unique<cuda::CudaBackend>(spec, device, 0, 1);
   return std::make_unique<cuda::CudaBackend>(spec, 0, device, devices);
@@ -87,6 +93,8 @@ std::string cuda_placement_note(const std::string& spec_text, int devices) {
     where = "SM partitions (1/" + std::to_string(spec.partitions) + " of one " + gpu + " each, green contexts)";
   } else if (devices <= 1) {
     where = "one whole " + gpu;
+  } else if (cuda_local_rank() >= 0) {
+    where = std::to_string(devices) + " MPI ranks, one GPU each (" + gpu + "), NCCL send/recv between them";
   } else if (cuda_placement_mode(devices) == "gpus") {
     where = std::to_string(devices) + " GPUs (" + gpu + "), one thread each, peer copies between them";
   } else {
@@ -97,6 +105,26 @@ std::string cuda_placement_note(const std::string& spec_text, int devices) {
 }
 
 std::unique_ptr<Hub> make_cuda_hub(int devices) { return std::make_unique<cuda::CudaHub>(devices); }
+
+int cuda_local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return -1;
+}
+
+std::unique_ptr<Endpoint> make_nccl_endpoint(Endpoint& control, const Schedule& schedule,
+                                             const std::function<void(void*, std::size_t)>& broadcast) {
+  const CudaStatus s = cuda_status();
+  if (s.devices == 0) throw RunError("--backend cuda: no usable CUDA device: " + s.reason);
+  const int local = std::max(cuda_local_rank(), 0);
+  if (local >= s.devices) {
+    throw InputError("--transport mpi --backend cuda: node-local rank " + std::to_string(local) + " has no GPU of its own (" +
+                     std::to_string(s.devices) + " visible); NCCL needs one GPU per rank (or use --transport threads, "
+                     "which runs K stages as K SM partitions of one GPU)");
+  }
+  return std::make_unique<cuda::NcclEndpoint>(control, schedule, local, broadcast);
+}
 
 CudaMemoryStats cuda_memory_stats(Backend& backend) {
   auto* be = dynamic_cast<cuda::CudaBackend*>(&backend);

@@ -46,6 +46,15 @@ std::string cuda_placement_note(const std::string& spec, int devices);
 // each receiver's transfer stream, overlapping its compute (exec/cuda/cuda_hub.h).
 std::unique_ptr<Hub> make_cuda_hub(int devices);
 
+// One rank per GPU under mpirun: NCCL send/recv (exec/cuda/nccl_endpoint.h). The rank's
+// GPU is its node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or
+// SLURM_LOCALID) modulo the GPUs it sees; throws InputError when there are fewer GPUs
+// on the node than ranks (NCCL cannot put two ranks on one GPU).
+std::unique_ptr<Endpoint> make_nccl_endpoint(Endpoint& control, const Schedule& schedule,
+                                             const std::function<void(void*, std::size_t)>& broadcast);
+// The GPU a worker of a multi-process run uses (see above); -1 in a single process.
+int cuda_local_rank();
+
 // The bf16 / fp32 GEMM C[m,n] = A[m,k] B[k,n] (row-major) as the backend runs it
 // (cublasGemmEx, default algorithm) vs the fastest of cuBLASLt's heuristic algorithms
 // for the same shape: warm-up, then the mean over `repeats` timed with CUDA events.
