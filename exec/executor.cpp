@@ -50,7 +50,7 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
                       const RunOptions& options) {
   check_runnable(profile, plan, schedule, options);
   const int K = schedule.devices();
-  std::unique_ptr<Hub> hub = make_hub(options.backend, K);
+  std::unique_ptr<Hub> hub = make_hub(options.backend, schedule);
   std::vector<WorkerResult> results(K);
   std::vector<std::string> errors(K);
   std::vector<std::thread> threads;

@@ -96,7 +96,7 @@ std::string cuda_placement_note(const std::string& spec_text, int devices) {
   } else if (cuda_local_rank() >= 0) {
     where = std::to_string(devices) + " MPI ranks, one GPU each (" + gpu + "), NCCL send/recv between them";
   } else if (cuda_placement_mode(devices) == "gpus") {
-    where = std::to_string(devices) + " GPUs (" + gpu + "), one thread each, peer copies between them";
+    where = std::to_string(devices) + " GPUs (" + gpu + "), one thread each, NCCL send/recv between them";
   } else {
     where = std::to_string(devices) + " SM partitions of one " + gpu +
             " (green contexts, K stages as K virtual devices), device-to-device copies between them";
@@ -104,7 +104,7 @@ std::string cuda_placement_note(const std::string& spec_text, int devices) {
   return "cuda (" + spec.dtype + "): " + where;
 }
 
-std::unique_ptr<Hub> make_cuda_hub(int devices) { return std::make_unique<cuda::CudaHub>(devices); }
+std::unique_ptr<Hub> make_cuda_hub(const Schedule& schedule) { return std::make_unique<cuda::CudaHub>(schedule); }
 
 int cuda_local_rank() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {

@@ -42,9 +42,10 @@ std::string cuda_placement_mode(int devices);
 // The line a measurement carries about it: mode, GPU name, SMs per partition, transfers.
 std::string cuda_placement_note(const std::string& spec, int devices);
 
-// In-process hub for CUDA backends: transfers are device-to-device (or peer) copies on
-// each receiver's transfer stream, overlapping its compute (exec/cuda/cuda_hub.h).
-std::unique_ptr<Hub> make_cuda_hub(int devices);
+// In-process hub for CUDA backends (exec/cuda/cuda_hub.h): one GPU per device ->
+// NCCL send/recv between the worker threads; SM partitions of one GPU -> device-to-
+// device copies on each receiver's transfer stream. Either way transfers overlap compute.
+std::unique_ptr<Hub> make_cuda_hub(const Schedule& schedule);
 
 // One rank per GPU under mpirun: NCCL send/recv (exec/cuda/nccl_endpoint.h). The rank's
 // GPU is its node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or

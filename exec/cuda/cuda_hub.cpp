@@ -5,6 +5,9 @@
 #include "core/error.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/nccl_endpoint.h"
+
+#include <algorithm>
 
 namespace pipescope::exec::cuda {
 
@@ -113,10 +116,15 @@ class CudaEndpoint : public Endpoint {
   cudaStream_t transfer_ = nullptr;  // created on the worker's thread, in its context
 };
 
-CudaHub::CudaHub(int devices) : control_(devices), devices_(devices), boxes_(devices) {
+CudaHub::CudaHub(const Schedule& schedule)
+    : control_(schedule.devices()), devices_(schedule.devices()), schedule_(schedule), boxes_(schedule.devices()) {
+  const int devices = devices_;
   // One GPU per device: let each reach the others directly (NVLink / PCIe peer copies).
   int gpus = 0;
   if (devices > 1 && cudaGetDeviceCount(&gpus) == cudaSuccess && gpus >= devices) {
+    nccl_ = true;
+    nccl_endpoints_.resize(devices);
+    nccl_failed_.assign(devices, 0);
     for (int i = 0; i < devices; ++i) {
       PS_CUDA_CHECK(cudaSetDevice(i));
       for (int j = 0; j < devices; ++j) {
@@ -149,6 +157,32 @@ CudaHub::~CudaHub() {
   }
 }
 
-Endpoint& CudaHub::endpoint(int device) { return *endpoints_.at(device); }
+// Called first by worker `device` on its own thread: in NCCL mode that is where its
+// communicators are created (collectively with the other threads). After a failed
+// creation it hands out the control endpoint, so that the failure can be reported.
+Endpoint& CudaHub::endpoint(int device) {
+  if (!nccl_) return *endpoints_.at(device);
+  if (nccl_endpoints_.at(device)) return *nccl_endpoints_[device];
+  if (nccl_failed_[device]) return control_.endpoint(device);
+  try {
+    Endpoint& control = control_.endpoint(device);
+    auto broadcast = [this, device, &control](void* data, std::size_t bytes) {
+      const auto deadline = Clock::now() + std::chrono::seconds(120);
+      if (device == 0) {
+        const char* p = static_cast<const char*>(data);
+        shared_ids_.assign(p, p + bytes);
+      }
+      control.barrier(deadline, "the exchange of NCCL ids");
+      if (device != 0) std::copy(shared_ids_.begin(), shared_ids_.end(), static_cast<char*>(data));
+      control.barrier(deadline, "the exchange of NCCL ids");
+    };
+    nccl_endpoints_[device] = std::make_unique<NcclEndpoint>(
+        control, schedule_, device, broadcast, [this] { return control_.failure(); });
+  } catch (...) {
+    nccl_failed_[device] = 1;
+    throw;
+  }
+  return *nccl_endpoints_[device];
+}
 
 }  // namespace pipescope::exec::cuda

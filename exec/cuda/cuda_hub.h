@@ -1,5 +1,6 @@
-// In-process transport between CUDA stage workers (one thread per device; devices are
-// GPUs or SM partitions of one GPU). send() copies the tensor, on the sender's compute
+// In-process transport between CUDA stage workers (one thread per device). With one GPU
+// per device the endpoints are NcclEndpoints (exec/cuda/nccl_endpoint.h), created on the
+// workers' threads (ids shared through the hub). With SM partitions of one GPU, send() copies the tensor, on the sender's compute
 // stream, into a staging block of the sender's allocator and posts it with a "ready"
 // event; recv() waits on the host for the post (deadline and failures as in ThreadHub),
 // then copies staging -> a fresh tensor on the receiver's transfer stream after the
@@ -21,13 +22,14 @@
 #include <vector>
 
 #include "exec/cuda/caching_allocator.h"
+#include "core/schedule.h"
 #include "exec/thread_transport.h"
 
 namespace pipescope::exec::cuda {
 
 class CudaHub : public Hub {
  public:
-  explicit CudaHub(int devices);
+  explicit CudaHub(const Schedule& schedule);
   ~CudaHub() override;
   Endpoint& endpoint(int device) override;
   std::string failure() const override { return control_.failure(); }
@@ -42,6 +44,11 @@ class CudaHub : public Hub {
   };
   ThreadHub control_;
   const int devices_;
+  const Schedule& schedule_;
+  bool nccl_ = false;                          // one GPU per device
+  std::vector<std::unique_ptr<Endpoint>> nccl_endpoints_;
+  std::vector<char> nccl_failed_;
+  std::vector<char> shared_ids_;               // rank 0's NCCL ids, read after a barrier
   std::mutex mu_;  // guards boxes_
   std::condition_variable cv_;
   std::vector<std::map<MessageKey, std::deque<Message>>> boxes_;

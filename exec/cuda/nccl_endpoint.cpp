@@ -43,8 +43,9 @@ CudaBackend& cuda_of(Backend& be) {
 
 }  // namespace
 
-NcclEndpoint::NcclEndpoint(Endpoint& control, const Schedule& schedule, int gpu, const Broadcast& broadcast)
-    : control_(control), schedule_(schedule), gpu_(gpu) {
+NcclEndpoint::NcclEndpoint(Endpoint& control, const Schedule& schedule, int gpu, const Broadcast& broadcast,
+                           std::function<std::string()> failure)
+    : control_(control), schedule_(schedule), gpu_(gpu), failure_(std::move(failure)) {
   const int K = control.devices(), me = control.device();
   // Every directed link that carries a message, numbered the same way on every rank.
   std::vector<std::pair<int, int>> links;
@@ -176,9 +177,17 @@ void NcclEndpoint::wait(cudaEvent_t e, Clock::time_point deadline, const std::st
     const cudaError_t r = cudaEventQuery(e);
     if (r == cudaSuccess) return;
     if (r != cudaErrorNotReady) PS_CUDA_CHECK(r);
-    if (Clock::now() > deadline) {
+    const std::string failed = failure_ ? failure_() : "";
+    if (Clock::now() > deadline || !failed.empty()) {
       for (auto* side : {&to_, &from_}) {
-        for (auto& [peer, link] : *side) ncclCommAbort(link.comm), link.comm = nullptr;
+        for (auto& [peer, link] : *side) {
+          if (link.comm) ncclCommAbort(link.comm);
+          link.comm = nullptr;
+        }
+      }
+      if (!failed.empty()) {
+        throw RunError("device " + std::to_string(device()) + " stopped while waiting for " + what + " because " +
+                       failed);
       }
       throw RunError("device " + std::to_string(device()) + " timed out waiting for " + what +
                      " (NCCL; a stage may have died)");

@@ -31,7 +31,9 @@ namespace pipescope::exec::cuda {
 class NcclEndpoint : public Endpoint {
  public:
   using Broadcast = std::function<void(void* data, std::size_t bytes)>;
-  NcclEndpoint(Endpoint& control, const Schedule& schedule, int gpu, const Broadcast& broadcast);
+  // `failure` (optional) names another worker's failure, "" while there is none: waits stop on it.
+  NcclEndpoint(Endpoint& control, const Schedule& schedule, int gpu, const Broadcast& broadcast,
+               std::function<std::string()> failure = {});
   ~NcclEndpoint() override;
 
   int device() const override { return control_.device(); }
@@ -61,6 +63,7 @@ class NcclEndpoint : public Endpoint {
   Endpoint& control_;
   const Schedule& schedule_;
   int gpu_;
+  std::function<std::string()> failure_;
   std::map<int, Link> to_;    // peer -> link this rank sends on
   std::map<int, Link> from_;  // peer -> link this rank receives on
   std::map<MessageKey, Tensor> early_;  // received before they were asked for
