@@ -4,7 +4,10 @@
 // step time minus the sum of measured op times on the critical (busiest) stage.
 // Verify, then measure: each plan first passes the gradient check (one step against
 // one process running the whole mini-batch), then runs warm-up + measured steps.
-//   build/bin/bench_exec --profile profiles/gpt-tiny-cpu.json -K 2 -M 8 --microbatch-size 4
+// By default the model is profiled afresh at the micro-batch size first, so that the
+// prediction and the measurement see the same machine (a shared machine's load drifts);
+// --profile FILE uses a stored profile instead.
+//   build/bin/bench_exec -K 2 -M 8 --microbatch-size 4
 // With --torch, also runs benchmarks/torch_peer.py (Debian's PyTorch, one thread) on the
 // same model and micro-batches and prints our step time over PyTorch's.
 #include <CLI/CLI.hpp>
@@ -16,6 +19,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "exec/executor.h"
+#include "exec/profiler.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
 
@@ -23,13 +27,13 @@ using namespace pipescope;
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_exec: measured vs predicted throughput of every schedule on the CPU backend"};
-  std::string profile_path = "profiles/gpt-tiny-cpu.json", model_path = "models/gpt-tiny.json";
+  std::string profile_path, model_path = "models/gpt-tiny.json";
   int K = 2, M = 8, steps = 6;
   double microbatch_size = 4;
   bool torch = false;
   std::string transport = "threads";
-  app.add_option("--profile", profile_path, "Executable profile")->capture_default_str();
-  app.add_option("--model", model_path, "Model file (for --torch)")->capture_default_str();
+  app.add_option("--profile", profile_path, "Executable profile (default: profile --model now)");
+  app.add_option("--model", model_path, "Model file")->capture_default_str();
   app.add_option("-K,--stages", K, "Pipeline stages")->capture_default_str();
   app.add_option("-M,--microbatches", M, "Micro-batches")->capture_default_str();
   app.add_option("--microbatch-size", microbatch_size, "Samples per micro-batch")->capture_default_str();
@@ -37,7 +41,15 @@ int main(int argc, char** argv) {
   app.add_flag("--torch", torch, "Also time the same model step in PyTorch (one thread)");
   CLI11_PARSE(app, argc, argv);
   try {
-    Profile profile = load_profile(profile_path);
+    Profile profile;
+    if (profile_path.empty()) {
+      exec::ProfileOptions po;
+      po.batch_sizes = {microbatch_size};
+      profile = exec::profile_model(exec::load_model(model_path), po);
+      std::printf("profiled %s at micro-batch %g (median of %d)\n", model_path.c_str(), microbatch_size, po.repeats);
+    } else {
+      profile = load_profile(profile_path);
+    }
     std::printf("%s, K = %d, M = %d, micro-batch %g, %d steps (1 warm-up), cpu backend, threads\n",
                 profile.model.c_str(), K, M, microbatch_size, steps);
     std::printf("%-12s %10s %10s %9s %12s %12s %12s %9s\n", "schedule", "measured", "predicted", "error",

@@ -89,7 +89,7 @@ void add_run_command(CLI::App& app) {
         }
       }
     } catch (const std::exception& e) {
-      if (!mpi) throw;
+      if (!mpi || !exec::mpi_active()) throw;
       // A failed MPI run ends the whole job, so that no rank is left waiting.
       const bool input = dynamic_cast<const InputError*>(&e) != nullptr;
       std::cerr << "pipescope: " << (input ? "error: " : "run failed: ") << e.what() << "\n" << std::flush;

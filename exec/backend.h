@@ -5,7 +5,8 @@
 // floats (handle + i is element i) whatever the backend stores: fp32 on the CPU, fp32 or
 // bf16 (fp32 arithmetic) on CUDA; element_bytes() says how many bytes an element really
 // takes. Kernels named *_accumulate add into their output (gradients accumulate over
-// micro-batches).
+// micro-batches). Memory categories are charged by exec/tensor.h's Buffer around
+// allocate/deallocate, not by backends, so every backend gets the same accounting for free.
 //   std::unique_ptr<Backend> be = make_backend("cpu");
 //   be->gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 #pragma once

@@ -1,3 +1,5 @@
+// Residual blocks: forward runs the parts in order, backward_input in reverse; the
+// residual path adds the output gradient to the parts' input gradient.
 #include "exec/block_layers.h"
 
 #include "core/error.h"

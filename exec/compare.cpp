@@ -1,3 +1,4 @@
+// Prediction vs measurement, value by value; the reports must describe the same stages.
 #include "exec/compare.h"
 
 #include <cmath>

@@ -52,7 +52,6 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
   const int K = schedule.devices();
   std::unique_ptr<Hub> hub = make_hub(options.backend, schedule);
   std::vector<WorkerResult> results(K);
-  std::vector<std::string> errors(K);
   std::vector<std::thread> threads;
   for (int d = 0; d < K; ++d) {
     threads.emplace_back([&, d] {
@@ -60,7 +59,7 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
         StageWorker worker(WorkerSetup{profile, plan, schedule, options, d}, hub->endpoint(d));
         results[d] = worker.run();
       } catch (const std::exception& e) {
-        errors[d] = e.what();
+        // The first failure reported wins; a worker that stopped because of it adds nothing.
         hub->endpoint(d).report_failure(std::string("device ") + std::to_string(d) + ": " + e.what());
       }
     });
@@ -159,6 +158,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     for (int i = 0; i < steps; ++i) r.losses[i] += w.steps.at(i).loss;
   }
   int64_t total_busy = 0;
+  std::vector<TransferRecord> transfers;
   for (const WorkerResult& w : workers) {
     const StepRecord& s = w.steps.at(pick);
     StageReport st;
@@ -172,9 +172,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
       rep.timeline.events.push_back({w.device, to_string(o.kind), o.stage, o.microbatch, o.start_ns - t0, o.end_ns - o.start_ns});
     }
     for (const TransferRecord& t : s.transfers) {
-      if (t.from_device == t.to_device) continue;
-      int track = rep.timeline.track_for("link " + std::to_string(t.from_device) + "->" + std::to_string(t.to_device));
-      rep.timeline.events.push_back({track, "transfer", t.stage, t.microbatch, t.start_ns - t0, t.end_ns - t.start_ns});
+      if (t.from_device != t.to_device) transfers.push_back(t);
     }
     for (auto [time, bytes] : s.memory) rep.timeline.memory.push_back({w.device, time - t0, bytes});
     total_busy += st.busy_ns;
@@ -186,6 +184,13 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     }
     r.optimizer_ns = std::max(r.optimizer_ns, s.optimizer_ns);
     rep.stages.push_back(std::move(st));
+  }
+  // Link tracks in order of their first transfer, as the simulator creates them.
+  std::sort(transfers.begin(), transfers.end(),
+            [](const TransferRecord& a, const TransferRecord& b) { return a.start_ns < b.start_ns; });
+  for (const TransferRecord& t : transfers) {
+    int track = rep.timeline.track_for("link " + std::to_string(t.from_device) + "->" + std::to_string(t.to_device));
+    rep.timeline.events.push_back({track, "transfer", t.stage, t.microbatch, t.start_ns - t0, t.end_ns - t.start_ns});
   }
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
   rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport, median of " +

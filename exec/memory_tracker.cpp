@@ -1,3 +1,4 @@
+// Per-category byte counts of one worker. Invariant: a discharge never exceeds what was charged.
 #include "exec/memory_tracker.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Model files, stage construction from profile specs, and the deterministic synthetic data.
 #include "exec/model.h"
 
 #include "core/error.h"

@@ -180,6 +180,13 @@ std::vector<std::string> gather_strings(const std::string& mine, int rank, int s
 
 bool mpi_available() { return true; }
 
+bool mpi_active() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  return init && !fin;
+}
+
 RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& schedule,
                   const RunOptions& options) {
   ensure_initialized();
@@ -220,10 +227,7 @@ RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& sche
 }
 
 void abort_mpi_job(int code) {
-  int init = 0, fin = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
-  if (init && !fin) MPI_Abort(MPI_COMM_WORLD, code);
+  if (mpi_active()) MPI_Abort(MPI_COMM_WORLD, code);
 }
 
 }  // namespace pipescope::exec

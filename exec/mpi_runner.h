@@ -10,6 +10,8 @@
 namespace pipescope::exec {
 
 bool mpi_available();
+// True between MPI_Init and MPI_Finalize in this process.
+bool mpi_active();
 RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& schedule,
                   const RunOptions& options);
 // After a failed MPI run: ends every rank of the job with `code` (MPI_Abort) when MPI

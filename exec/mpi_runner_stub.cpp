@@ -5,6 +5,7 @@
 namespace pipescope::exec {
 
 bool mpi_available() { return false; }
+bool mpi_active() { return false; }
 
 RunResult run_mpi(const Profile&, const Plan&, const Schedule&, const RunOptions&) {
   throw InputError("--transport mpi: this pipescope was built without MPI (PIPESCOPE_WITH_MPI=OFF or no MPI found)");

@@ -1,3 +1,4 @@
+// SGD and Adam over a worker's parameters; gradients are zeroed after every step.
 #include "exec/optimizer.h"
 
 #include "core/error.h"

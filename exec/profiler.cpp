@@ -1,3 +1,5 @@
+// Measures layers one by one. Invariant: activation_bytes is the tracker's activation
+// count after one forward with stash, so the executor charges exactly this per layer.
 #include "exec/profiler.h"
 
 #include <unistd.h>

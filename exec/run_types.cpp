@@ -1,3 +1,4 @@
+// --inject-fault parsing and the JSON form of a worker's records (sent by MPI ranks to rank 0).
 #include "exec/run_types.h"
 
 #include <sstream>

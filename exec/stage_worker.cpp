@@ -1,3 +1,5 @@
+// One device's op loop. Invariant: a micro-batch's stash is dropped only at the end of
+// its B (or W under split backward), exactly when the simulator frees it.
 #include "exec/stage_worker.h"
 
 #include <cstdlib>

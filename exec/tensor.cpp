@@ -1,3 +1,4 @@
+// Buffers charge their tracker for exactly as long as they live; retag moves the charge.
 #include "exec/tensor.h"
 
 namespace pipescope::exec {

@@ -1,3 +1,5 @@
+// Mailboxes and a barrier under one mutex. Invariant: every wait also ends when any
+// worker reported a failure (failed_), so no thread outlives a failed run waiting.
 #include "exec/thread_transport.h"
 
 #include "core/error.h"
