@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA backend's validation on a machine with a GPU (issue 5), in one command:
 #   scripts/gpu-check.sh            (writes under $OUT, default ./gpu-check-out)
+# On the lent H200 (no apt there): first, here, `scripts/gpu-deps.sh download`, then run
+# this with `.deps` in the device tool's carry list.
 # configures and builds for sm_90, runs the `gpu` tests, measures the bf16 GEMM of the
 # largest layer against the best cuBLASLt algorithm for that shape, profiles
 # models/gpt-h200.json on the whole GPU and on SM partitions of 1/2 and 1/4, then for
@@ -41,8 +43,10 @@ mkdir -p "$OUT/profiles" "$OUT/runs"
 echo "gpu-check on: $GPU"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$OUT/gpu.csv" || true
 
-# 2. Configure and build for sm_90 (only what the check needs).
+# 2. Configure and build for sm_90 (only what the check needs). An image without the C++
+#    libraries (the H200's) gets them from .deps/ (scripts/gpu-deps.sh; carry .deps).
 step "build"
+if ls .deps/*.deb >/dev/null 2>&1; then eval "$(scripts/gpu-deps.sh env)"; fi
 GEN=(); command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_WITH_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DPIPESCOPE_BUILD_GUI=OFF -DPIPESCOPE_BUILD_BENCHMARKS=OFF \
