@@ -1,8 +1,13 @@
 // The CUDA backend's CUDA-free surface, checked on every machine that builds it: the
 // device query never throws and names why there is no GPU; backend specs parse or fail
 // with a message that names the bad part; without a GPU, asking for the backend throws
-// RunError (exit 3), never crashes.
+// RunError (exit 3), never crashes; the pipescope binary says so with exit code 3.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "core/error.h"
 #include "exec/backend.h"
@@ -58,6 +63,38 @@ TEST(CudaApi, NoDeviceMeansRunErrorNotACrash) {
   } catch (const RunError& e) {
     EXPECT_NE(std::string(e.what()).find("no usable CUDA device"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace pipescope::exec
+
+namespace pipescope::exec {
+namespace {
+
+int run_command(const std::string& args, std::string* err) {
+  const std::string path = ::testing::TempDir() + "cuda_cli_stderr.txt";
+  const int status = std::system((std::string(PIPESCOPE_BINARY) + " " + args + " > /dev/null 2> " + path).c_str());
+  std::ifstream in(path);
+  err->assign(std::istreambuf_iterator<char>(in), {});
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The binary built with CUDA starts here (no libcuda is linked): asking for the cuda
+// backend without a GPU is a failed run (exit 3) that names the CUDA error; asking the
+// cpu backend for bf16 is bad input (exit 2).
+TEST(CudaCli, WithoutAGpuTheCommandSaysWhyAndExitsThree) {
+  if (cuda_status().devices > 0) GTEST_SKIP() << "this machine has a GPU";
+  std::string err;
+  EXPECT_EQ(run_command("profile --model " PIPESCOPE_SOURCE_DIR "/models/gpt-tiny.json --backend cuda --dtype bf16", &err), 3);
+  EXPECT_NE(err.find("cudaGetDeviceCount returned"), std::string::npos) << err;
+  EXPECT_EQ(run_command("profile gemm --backend cuda", &err), 3);
+}
+
+TEST(CudaCli, Bf16OnTheCpuBackendIsBadInput) {
+  std::string err;
+  EXPECT_EQ(run_command("profile --model " PIPESCOPE_SOURCE_DIR "/models/gpt-tiny.json --backend cpu --dtype bf16", &err), 2);
+  EXPECT_NE(err.find("--dtype bf16"), std::string::npos) << err;
+  EXPECT_EQ(run_command("profile --model " PIPESCOPE_SOURCE_DIR "/models/gpt-tiny.json --backend cuda --sm-partition 0", &err), 2);
 }
 
 }  // namespace
