@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     }
     std::printf("%s, K = %d, M = %d, micro-batch %g, %d steps (1 warm-up), cpu backend, threads\n",
                 profile.model.c_str(), K, M, microbatch_size, steps);
-    std::printf("%-12s %10s %10s %9s %12s %12s %12s %9s\n", "schedule", "measured", "predicted", "error",
-                "step ms", "critical ms", "overhead ms", "grad err");
+    std::printf("%-12s %10s %10s %9s %12s %12s %12s %9s %6s\n", "schedule", "measured", "predicted", "error",
+                "step ms", "critical ms", "overhead ms", "grad err", "core");
     for (std::string name : {"gpipe", "1f1b", "interleaved", "zb-h1"}) {
       PlanChoice c;
       c.stages = K;
@@ -79,13 +79,15 @@ int main(int argc, char** argv) {
       for (const StageReport& s : m.report.stages) critical = std::max(critical, s.busy_ns);
       const double err = (m.report.throughput_samples_per_s - predicted.throughput_samples_per_s) /
                          predicted.throughput_samples_per_s;
-      std::printf("%-12s %10.2f %10.2f %+8.1f%% %12.2f %12.2f %12.2f %9.1e\n", name.c_str(),
+      std::printf("%-12s %10.2f %10.2f %+8.1f%% %12.2f %12.2f %12.2f %9.1e %5.0f%%\n", name.c_str(),
                   m.report.throughput_samples_per_s, predicted.throughput_samples_per_s, 100 * err,
-                  m.report.step_ns / 1e6, critical / 1e6, (m.report.step_ns - critical) / 1e6, grad_error);
+                  m.report.step_ns / 1e6, critical / 1e6, (m.report.step_ns - critical) / 1e6, grad_error,
+                  100 * m.cpu_share);
     }
     std::printf("samples/s: measured and predicted throughput of one training step (optimizer excluded);\n"
                 "overhead: measured step time - sum of measured op times on the busiest stage\n"
-                "(for K > 1 this includes the pipeline bubble, which the prediction also has).\n");
+                "(for K > 1 this includes the pipeline bubble, which the prediction also has);\n"
+                "core: thread CPU time / wall time of the ops (100%% = every worker had a core to itself).\n");
     if (torch) {
       PlanChoice c;
       c.stages = 1;

@@ -200,6 +200,23 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
                       format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "
                       "activations and transient buffers)");
+  // How much of a core the ops got: well below 1 means the stages shared cores (K > free
+  // cores, or other load), and measured times will exceed a prediction from a quiet profile.
+  int64_t cpu = 0, wall = 0;
+  for (const WorkerResult& w : workers) {
+    for (int i : measured) {
+      for (const OpRecord& o : w.steps.at(i).ops) {
+        cpu += o.cpu_ns;
+        wall += o.end_ns - o.start_ns;
+      }
+    }
+  }
+  r.cpu_share = wall > 0 ? static_cast<double>(cpu) / wall : 0;
+  char share_text[256];
+  std::snprintf(share_text, sizeof share_text,
+                "ops got %.0f%% of a core on average (thread CPU time / wall time)%s", 100 * r.cpu_share,
+                r.cpu_share < 0.9 ? ": the workers did not have a core each (other load, or more stages than cores), so ops ran slower than on a quiet machine" : "");
+  rep.notes.push_back(share_text);
   char loss_text[64];
   std::snprintf(loss_text, sizeof loss_text, "%.6g", r.losses[pick]);
   rep.notes.push_back(std::string("training loss (mean squared error) in the reported step: ") + loss_text);

@@ -25,6 +25,7 @@ struct RunResult {
   std::vector<double> losses;      // every step's loss (mean squared error), warm-up included
   std::vector<int64_t> step_ns;    // every measured step, in order
   int64_t optimizer_ns = 0;        // slowest device's optimizer step in the reported step
+  double cpu_share = 0;            // measured steps: ops' thread CPU time / their wall time
 };
 
 // Throws InputError when the plan cannot be executed (replicated stages, layers without

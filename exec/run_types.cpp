@@ -45,7 +45,7 @@ Json worker_result_to_json(const WorkerResult& r) {
   Json steps = Json::array();
   for (const StepRecord& s : r.steps) {
     Json ops = Json::array(), transfers = Json::array(), memory = Json::array();
-    for (const OpRecord& o : s.ops) ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.start_ns, o.end_ns});
+    for (const OpRecord& o : s.ops) ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.start_ns, o.end_ns, o.cpu_ns});
     for (const TransferRecord& t : s.transfers) {
       transfers.push_back({t.from_device, t.to_device, t.stage, t.microbatch, t.start_ns, t.end_ns});
     }
@@ -68,7 +68,7 @@ WorkerResult worker_result_from_json(const Json& j) {
     rec.origin_ns = s.at("origin").get<int64_t>();
     for (const Json& o : s.at("ops")) {
       rec.ops.push_back({static_cast<OpKind>(o[0].get<int>()), o[1].get<int>(), o[2].get<int>(),
-                         o[3].get<int64_t>(), o[4].get<int64_t>()});
+                         o[3].get<int64_t>(), o[4].get<int64_t>(), o[5].get<int64_t>()});
     }
     for (const Json& t : s.at("transfers")) {
       rec.transfers.push_back({t[0].get<int>(), t[1].get<int>(), t[2].get<int>(), t[3].get<int>(),

@@ -45,6 +45,7 @@ struct OpRecord {
   OpKind kind;
   int stage, microbatch;
   int64_t start_ns, end_ns;  // steady clock
+  int64_t cpu_ns = 0;        // CPU time of the worker's thread during the op
 };
 
 struct TransferRecord {

@@ -3,10 +3,20 @@
 #include "exec/stage_worker.h"
 
 #include <cstdlib>
+#include <ctime>
 
 #include "core/error.h"
 
 namespace pipescope::exec {
+
+namespace {
+// CPU time of the calling thread: with wall time it tells whether an op had a core to itself.
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+}  // namespace
 
 struct StageWorker::MicroState {
   Tensor input;                    // the stage input kept under re-materialisation
@@ -145,7 +155,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
       Tensor x = s == 0 ? upload_input(m)
                         : endpoint_.recv(device_of(s - 1), {MessageKind::Activation, s, m}, rows,
                                          st.layers.front()->in_features(), ctx, deadline());
-      const int64_t t0 = backend_->now_ns();
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
       sample_memory(record);
       if (recompute && s > 0) {
         x.stash();
@@ -162,7 +172,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
                                            static_cast<float>(2.0 / denom), y.numel());
         record.loss += sq / denom;
       }
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns()});
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
       sample_memory(record);
       if (s < S - 1) send(s + 1, MessageKind::Activation, y);
       break;
@@ -170,13 +180,13 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
     case OpKind::Recompute: {
       Tensor x;
       if (s == 0) x = upload_input(m);
-      const int64_t t0 = backend_->now_ns();
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
       if (s > 0) {
         x = Tensor::empty(ctx, ms.input.rows, ms.input.cols);
         backend_->copy(x.data(), ms.input.data(), x.numel());
       }
       forward(std::move(x), true);
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns()});
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
       sample_memory(record);
       break;
     }
@@ -186,23 +196,23 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
                             : endpoint_.recv(device_of(s + 1), {MessageKind::Gradient, s, m}, rows,
                                              st.layers.back()->out_features(), ctx, deadline());
       ms.loss_grad = Tensor{};
-      const int64_t t0 = backend_->now_ns();
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
       const bool whole = op.kind == OpKind::Backward;
       for (std::size_t l = st.layers.size(); l-- > 0;) {
         g = st.layers[l]->backward_input(g, ms.stashes.at(l));
         if (whole) st.layers[l]->backward_weight(ms.stashes[l]);
       }
       if (whole) ms = MicroState{};
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns()});
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
       sample_memory(record);
       if (s > 0) send(s - 1, MessageKind::Gradient, g);
       break;
     }
     case OpKind::BackwardWeight: {
-      const int64_t t0 = backend_->now_ns();
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
       for (std::size_t l = 0; l < st.layers.size(); ++l) st.layers[l]->backward_weight(ms.stashes.at(l));
       ms = MicroState{};
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns()});
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
       sample_memory(record);
       break;
     }

@@ -95,6 +95,8 @@ TEST(ExecMpi, DeadRankEndsTheJobWithinTenSeconds) {
   Outcome o = shell(kMpi + "2 " + kBin + " run" + kPlan + "--transport mpi --steps 2 --timeout 60 "
                     "--inject-fault 1:backward:1:crash");
   EXPECT_NE(o.exit_code, 0) << o.output;
+  // mpirun names the rank that died ("Process name: [[job,1],1]"); rank = stage here.
+  EXPECT_NE(o.output.find(",1],1]"), std::string::npos) << o.output;
   EXPECT_LT(o.seconds, 10.0) << o.output;
 }
 
