@@ -72,7 +72,9 @@ namespace pipescope::exec {
 namespace {
 
 int run_command(const std::string& args, std::string* err) {
-  const std::string path = ::testing::TempDir() + "cuda_cli_stderr.txt";
+  // One file per test: ctest runs tests in parallel processes.
+  const std::string path = ::testing::TempDir() + "cuda_cli_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".stderr";
   const int status = std::system((std::string(PIPESCOPE_BINARY) + " " + args + " > /dev/null 2> " + path).c_str());
   std::ifstream in(path);
   err->assign(std::istreambuf_iterator<char>(in), {});
