@@ -10,6 +10,7 @@
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/synth_profile.h"
+#include "exec/backend.h"
 #include "exec/profiler.h"
 
 namespace pipescope::cli {
@@ -45,10 +46,16 @@ void add_profile_command(CLI::App& app) {
     exec::ProfileOptions options;
     std::string batch_sizes = "1,2,4,8";
     std::string output = "-";
+    std::string dtype = "fp32";
+    int partitions = 1;
   };
   auto m = std::make_shared<MeasureArgs>();
   profile->add_option("--model", m->model, "Model file (pipescope.model) to measure layer by layer");
-  profile->add_option("--backend", m->options.backend, "Backend to measure on")->capture_default_str();
+  profile->add_option("--backend", m->options.backend, "Backend to measure on: " + backend_list())->capture_default_str();
+  profile->add_option("--dtype", m->dtype, "fp32 | bf16 (bf16: cuda only; fp32 arithmetic)")->capture_default_str();
+  profile->add_option("--sm-partition", m->partitions,
+                      "cuda: measure on an SM partition of 1/K of the GPU (what each of K virtual devices gets)")
+      ->capture_default_str();
   profile->add_option("--batch-sizes", m->batch_sizes, "Micro-batch sizes to measure")->capture_default_str();
   profile->add_option("--repeats", m->options.repeats, "Timed repeats per value (the median is kept)")
       ->capture_default_str();
@@ -107,10 +114,30 @@ void add_profile_command(CLI::App& app) {
     write_output(a->output, profile_to_json(p).dump(1) + "\n");
   });
 
-  profile->callback([m, profile, synth] {
-    if (synth->parsed()) return;
+  struct GemmArgs {
+    int m = 4096, n = 8192, k = 2048, repeats = 20;
+    std::string backend = "cuda", dtype = "bf16";
+    bool json = true;
+  };
+  auto g = std::make_shared<GemmArgs>();
+  CLI::App* gemm = profile->add_subcommand(
+      "gemm", "cuda: time the backend's GEMM C[m,n] = A[m,k] B[k,n] against the best cuBLASLt algorithm");
+  gemm->add_option("--m", g->m, "Rows of A and C (micro-batch x sequence)")->capture_default_str();
+  gemm->add_option("--n", g->n, "Columns of B and C")->capture_default_str();
+  gemm->add_option("--k", g->k, "Inner dimension")->capture_default_str();
+  gemm->add_option("--repeats", g->repeats, "Timed launches per algorithm")->capture_default_str();
+  gemm->add_option("--backend", g->backend, "Backend (cuda)")->capture_default_str();
+  gemm->add_option("--dtype", g->dtype, "fp32 | bf16")->capture_default_str();
+  gemm->add_flag("--json", g->json, "Print the JSON object (the only output format)");
+  gemm->callback([g] {
+    std::cout << exec::measure_gemm_json(backend_spec(g->backend, g->dtype, 1), g->m, g->n, g->k, g->repeats) << "\n";
+  });
+
+  profile->callback([m, profile, synth, gemm] {
+    if (synth->parsed() || gemm->parsed()) return;
     if (m->model.empty()) throw InputError("profile: give --model MODEL.json to measure, or use `profile synth`");
     m->options.batch_sizes = parse_batch_sizes(m->batch_sizes);
+    m->options.backend = backend_spec(m->options.backend, m->dtype, m->partitions);
     Profile p = exec::profile_model(exec::load_model(m->model), m->options);
     write_output(m->output, profile_to_json(p).dump(1) + "\n");
   });

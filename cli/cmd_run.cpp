@@ -39,11 +39,13 @@ void add_run_command(CLI::App& app) {
     bool json = false;
     bool compare = false;
     std::string trace_path, output_path;
+    std::string dtype = "fp32";
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("run", "Execute a plan for real and measure step time, throughput, bubble and memory");
   a->plan.add_to(cmd);
-  cmd->add_option("--backend", a->run.backend, "cpu (cuda when built with it)")->capture_default_str();
+  cmd->add_option("--backend", a->run.backend, "Backend to run on: " + backend_list())->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "fp32 | bf16 (bf16: cuda only; fp32 arithmetic)")->capture_default_str();
   cmd->add_option("--transport", a->run.transport,
                   "threads (one thread per stage) | mpi (one rank per stage: mpirun -np K pipescope run ...)")
       ->capture_default_str();
@@ -62,6 +64,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-o,--output", a->output_path, "Write the measurement JSON to this file");
   cmd->add_option("--inject-fault", a->fault, "Testing: make STAGE:OP:MICROBATCH[:crash] fail (OP = forward, backward, ...)");
   cmd->callback([a] {
+    a->run.backend = backend_spec(a->run.backend, a->dtype, 1);
     a->run.optimizer.kind = a->optimizer;
     a->run.optimizer.lr = a->lr;
     const bool mpi = a->run.transport == "mpi";

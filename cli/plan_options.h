@@ -42,4 +42,10 @@ ResolvedPlan resolve(const PlanOptions& options);
 // Writes `text` to `path` atomically, or to stdout when path is "-".
 void write_output(const std::string& path, const std::string& text);
 
+// "cpu, cuda": the backends this build offers, for --help.
+std::string backend_list();
+// The backend spec for --backend B --dtype D [--sm-partition K] ("cuda:bf16:part=4");
+// throws InputError for a dtype or partition the backend does not offer.
+std::string backend_spec(const std::string& backend, const std::string& dtype, int partitions);
+
 }  // namespace pipescope::cli

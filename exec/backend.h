@@ -1,10 +1,12 @@
 // The seam between layers and the hardware that runs them. Layers hold pointers into
 // backend memory and call only these kernels; they never touch tensor data themselves,
 // so a CUDA backend (exec/cuda/, registered in backend_registry.cpp) slots in behind the
-// same interface. All matrices are row-major fp32. Kernels named *_accumulate add into
-// their output (gradients accumulate over micro-batches). Memory categories are charged
-// by exec/tensor.h's Buffer around allocate/deallocate, not by backends, so every backend
-// gets the same accounting for free.
+// same interface. All matrices are row-major. The pointers are handles that count in
+// floats (handle + i is element i) whatever the backend stores: fp32 on the CPU, fp32 or
+// bf16 (fp32 arithmetic) on CUDA; element_bytes() says how many bytes an element really
+// takes. Kernels named *_accumulate add into their output (gradients accumulate over
+// micro-batches). Memory categories are charged by exec/tensor.h's Buffer around
+// allocate/deallocate, not by backends, so every backend gets the same accounting for free.
 //   std::unique_ptr<Backend> be = make_backend("cpu");
 //   be->gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 #pragma once
@@ -25,6 +27,14 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // What one element takes in memory (4 for fp32, 2 for bf16) and its type's name.
+  virtual int64_t element_bytes() const { return 4; }
+  virtual std::string dtype() const { return "fp32"; }
+  // For profiles: the device ("" = let the caller describe it) and its memory in bytes.
+  virtual std::string device_name() const { return ""; }
+  virtual int64_t device_memory_bytes() const { return 0; }
+  // Evicts caches between timed repeats (CUDA: writes a buffer larger than L2).
+  virtual void flush_caches() {}
 
   // Memory on the backend's device, and transfers to and from the host.
   virtual float* allocate(int64_t floats) = 0;
@@ -75,6 +85,16 @@ class Backend {
 
 // "cpu" always; other names only when built in. Throws InputError for unknown names.
 std::unique_ptr<Backend> make_backend(const std::string& name);
+// The backend of device `device` of a run over `devices` devices (CUDA: GPU `device`
+// when there are that many GPUs, else SM partition `device` of `devices` of GPU 0).
+std::unique_ptr<Backend> make_backend(const std::string& name, int device, int devices);
 std::vector<std::string> backend_names();
+// One line saying where a run over `devices` devices of this backend runs and how its
+// transfers travel ("" for cpu), e.g. "cuda: 4 SM partitions of one NVIDIA H200 ...".
+std::string placement_note(const std::string& backend, int devices);
+// The backend's GEMM C[m,n] = A[m,k] B[k,n] against the best cuBLASLt algorithm for that
+// shape, as one JSON object (m, n, k, dtype, backend_ms, best_ms, backend_tflops,
+// best_tflops, fraction, algorithms). CUDA only: throws InputError for other backends.
+std::string measure_gemm_json(const std::string& backend, int m, int n, int k, int repeats);
 
 }  // namespace pipescope::exec

@@ -50,22 +50,22 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
                       const RunOptions& options) {
   check_runnable(profile, plan, schedule, options);
   const int K = schedule.devices();
-  ThreadHub hub(K);
+  std::unique_ptr<Hub> hub = make_hub(options.backend, schedule);
   std::vector<WorkerResult> results(K);
   std::vector<std::thread> threads;
   for (int d = 0; d < K; ++d) {
     threads.emplace_back([&, d] {
       try {
-        StageWorker worker(WorkerSetup{profile, plan, schedule, options, d}, hub.endpoint(d));
+        StageWorker worker(WorkerSetup{profile, plan, schedule, options, d}, hub->endpoint(d));
         results[d] = worker.run();
       } catch (const std::exception& e) {
         // The first failure reported wins; a worker that stopped because of it adds nothing.
-        hub.endpoint(d).report_failure(std::string("device ") + std::to_string(d) + ": " + e.what());
+        hub->endpoint(d).report_failure(std::string("device ") + std::to_string(d) + ": " + e.what());
       }
     });
   }
   for (std::thread& t : threads) t.join();
-  std::string failure = hub.failure();
+  std::string failure = hub->failure();
   if (!failure.empty()) throw RunError(failure);
   RunResult r = merge_results(profile, plan, schedule, options, std::move(results));
   return r;
@@ -195,6 +195,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
   rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport, median of " +
                       std::to_string(steps - warmup) + " step(s) after " + std::to_string(warmup) + " warm-up");
+  if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   rep.notes.push_back("step time runs from the step's start barrier to the end of its last op; the optimizer step (" +
                       format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "

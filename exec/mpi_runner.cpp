@@ -202,7 +202,11 @@ RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& sche
   WorkerResult mine;
   {
     MpiEndpoint endpoint(schedule.stages(), schedule.microbatches());
-    StageWorker worker(WorkerSetup{profile, plan, schedule, options, rank}, endpoint);
+    // CUDA: tensors travel by NCCL, barriers and failure notices by MPI.
+    std::unique_ptr<Endpoint> data = make_rank_endpoint(options.backend, endpoint, schedule, [](void* p, std::size_t n) {
+      MPI_Bcast(p, static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);
+    });
+    StageWorker worker(WorkerSetup{profile, plan, schedule, options, rank}, data ? *data : endpoint);
     mine = worker.run();
   }
   if (options.check_gradients) {

@@ -45,9 +45,11 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
   Profile p;
   p.model = model.name;
   p.device_name = o.backend == "cpu" ? cpu_name() + " (1 thread)" : o.backend;
+  if (!backend->device_name().empty()) p.device_name = backend->device_name();
   p.device_memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
-  p.backend = o.backend;
-  p.dtype = "fp32";
+  if (backend->device_memory_bytes() > 0) p.device_memory_bytes = backend->device_memory_bytes();
+  p.backend = backend->name();
+  p.dtype = backend->dtype();
   p.batch_sizes = o.batch_sizes;
   p.source = model.source;
   auto root = std::make_shared<const Json>(Json{{"layers", Json::array()}});
@@ -86,6 +88,7 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
       for (int r = 0; r < o.warmup + o.repeats; ++r) {
         auto time = [&](auto&& fn) {
           for (std::size_t k = 0; k < flush.size(); k += 64) flush[k] = static_cast<char>(flush[k] + 1);
+          if (o.cache_flush_bytes > 0) backend->flush_caches();  // CUDA: evicts L2
           int64_t t0 = backend->now_ns();
           fn();
           return backend->now_ns() - t0;

@@ -31,7 +31,9 @@ struct StageWorker::StageState {
 };
 
 StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
-    : setup_(setup), endpoint_(endpoint), backend_(make_backend(setup.options.backend)) {
+    : setup_(setup),
+      endpoint_(endpoint),
+      backend_(make_backend(setup.options.backend, setup.device, setup.schedule.devices())) {
   const Plan& plan = setup_.plan;
   const Schedule& sched = setup_.schedule;
   microbatch_size_ = plan.batch_size / plan.microbatches;

@@ -5,16 +5,18 @@ namespace pipescope::exec {
 
 Buffer::Buffer(Context ctx, int64_t floats, Category category)
     : ctx_(ctx), data_(ctx.backend.allocate(floats)), floats_(floats), category_(category) {
-  ctx_.tracker.charge(category_, floats_ * static_cast<int64_t>(sizeof(float)));
+  ctx_.tracker.charge(category_, bytes());
 }
 
 Buffer::~Buffer() {
-  ctx_.tracker.discharge(category_, floats_ * static_cast<int64_t>(sizeof(float)));
+  ctx_.tracker.discharge(category_, bytes());
   ctx_.backend.deallocate(data_, floats_);
 }
 
+int64_t Buffer::bytes() const { return floats_ * ctx_.backend.element_bytes(); }
+
 void Buffer::retag(Category category) {
-  ctx_.tracker.move(category_, category, floats_ * static_cast<int64_t>(sizeof(float)));
+  ctx_.tracker.move(category_, category, bytes());
   category_ = category;
 }
 

@@ -32,6 +32,7 @@ class Buffer {
   void retag(Category category);
   float* data() const { return data_; }
   int64_t floats() const { return floats_; }
+  int64_t bytes() const;  // floats x the backend's element size: what the tracker charges
   Category category() const { return category_; }
   Backend& backend() const { return ctx_.backend; }
 
@@ -55,7 +56,7 @@ struct Tensor {
   bool defined() const { return buffer != nullptr; }
   float* data() const { return buffer ? buffer->data() : nullptr; }
   int64_t numel() const { return rows * cols; }
-  int64_t bytes() const { return numel() * static_cast<int64_t>(sizeof(float)); }
+  int64_t bytes() const { return buffer ? numel() * buffer->backend().element_bytes() : 0; }
   void stash() const { buffer->retag(Category::Activations); }
   std::vector<float> to_host() const;
 };

@@ -16,13 +16,13 @@
 
 namespace pipescope::exec {
 
-class ThreadHub {
+class ThreadHub : public Hub {
  public:
   explicit ThreadHub(int devices);
-  ~ThreadHub();
-  Endpoint& endpoint(int device);
+  ~ThreadHub() override;
+  Endpoint& endpoint(int device) override;
   // The first failure reported, or "" when none.
-  std::string failure() const;
+  std::string failure() const override;
 
  private:
   friend class ThreadEndpoint;

@@ -9,9 +9,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 
+#include "core/schedule.h"
 #include "exec/tensor.h"
 
 namespace pipescope::exec {
@@ -46,5 +49,25 @@ class Endpoint {
   // Tells every other endpoint that this one failed, so that their waits stop now.
   virtual void report_failure(const std::string& message) = 0;
 };
+
+// The connected endpoints of an in-process run, one per device (one thread each).
+class Hub {
+ public:
+  virtual ~Hub() = default;
+  virtual Endpoint& endpoint(int device) = 0;
+  virtual std::string failure() const = 0;  // the first failure reported, or ""
+};
+
+// The hub an in-process run of `schedule` over `backend` uses: a ThreadHub (host
+// copies), or for CUDA one whose transfers are NCCL send/recv (one GPU per device) or
+// device-to-device copies (SM partitions of one GPU) (registered in backend_registry.cpp).
+std::unique_ptr<Hub> make_hub(const std::string& backend, const Schedule& schedule);
+
+// The data endpoint of one rank of a multi-process run over `backend`: nullptr when the
+// control endpoint (MPI) also carries the data (cpu); for CUDA an NCCL endpoint whose
+// unique ids rank 0 shares through `broadcast` (registered in backend_registry.cpp).
+std::unique_ptr<Endpoint> make_rank_endpoint(const std::string& backend, Endpoint& control,
+                                             const Schedule& schedule,
+                                             const std::function<void(void*, std::size_t)>& broadcast);
 
 }  // namespace pipescope::exec
