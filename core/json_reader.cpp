@@ -20,10 +20,12 @@ JsonReader JsonReader::from_text(const std::string& text, const std::string& sou
   auto root = std::make_shared<Json>();
   try {
     *root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // parse_error, and out_of_range for numbers beyond double (1e400); the message
+    // loses nlohmann's "[json.exception.parse_error.101] " prefix.
     std::string what = e.what();
-    auto pos = what.find("parse error");
-    throw InputError(source, "", "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+    auto pos = what.find("] ");
+    throw InputError(source, "", "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
   }
   const Json* node = root.get();
   return JsonReader(std::move(root), node, source, "");
