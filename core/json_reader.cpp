@@ -1,6 +1,7 @@
 #include "core/json_reader.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,11 +10,23 @@
 namespace pipescope {
 
 JsonReader JsonReader::from_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a folder, expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return from_text(text.str(), path);
+  // Read in chunks up to the limit, so that a huge file (or /dev/zero) is refused
+  // after reading kMaxFileBytes instead of exhausting memory.
+  std::string text;
+  std::vector<char> chunk(1 << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) {
+      throw InputError(path, "", "file is larger than " + std::to_string(kMaxFileBytes >> 20) +
+                                     " MiB, the limit for pipescope input files");
+    }
+  }
+  if (in.bad()) throw InputError(path, "", "read error");
+  return from_text(text, path);
 }
 
 JsonReader JsonReader::from_text(const std::string& text, const std::string& source) {

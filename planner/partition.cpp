@@ -30,6 +30,14 @@ LayerRanges uniform_partition(int layers, int stages) {
 LayerRanges balanced_partition(const Profile& profile, int stages, double b, bool recompute) {
   const int L = profile.num_layers();
   check_counts(L, stages);
+  // The dynamic programme below takes about stages x L^2 / 2 steps; past a few
+  // seconds' worth it is refused rather than left running for hours.
+  constexpr double kMaxSteps = 4e9;
+  if (static_cast<double>(stages) * L * L / 2 > kMaxSteps) {
+    throw InputError("--partition balanced: cutting " + std::to_string(L) + " layers into " +
+                     std::to_string(stages) + " stages is beyond the balanced partitioner's limit "
+                     "(stages x layers^2 / 2 <= 4e9 steps); use --partition uniform");
+  }
   std::vector<double> prefix(L + 1, 0.0);
   for (int l = 0; l < L; ++l) {
     double cost = profile.forward_ms(l, b) * (recompute ? 2.0 : 1.0) + profile.backward_ms(l, b);
