@@ -9,20 +9,20 @@
 
 namespace pipescope {
 
-JsonReader JsonReader::from_file(const std::string& path) {
+JsonReader JsonReader::from_file(const std::string& path, std::size_t max_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a folder, expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file");
   // Read in chunks up to the limit, so that a huge file (or /dev/zero) is refused
-  // after reading kMaxFileBytes instead of exhausting memory.
+  // after reading max_bytes instead of exhausting memory.
   std::string text;
   std::vector<char> chunk(1 << 20);
   while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
     text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes) {
-      throw InputError(path, "", "file is larger than " + std::to_string(kMaxFileBytes >> 20) +
-                                     " MiB, the limit for pipescope input files");
+    if (text.size() > max_bytes) {
+      throw InputError(path, "", "file is larger than " + std::to_string(max_bytes) +
+                                     " bytes, the limit for pipescope input files");
     }
   }
   if (in.bad()) throw InputError(path, "", "read error");
@@ -89,7 +89,8 @@ JsonReader JsonReader::from_text(const std::string& text, const std::string& sou
     // A number beyond double (1e400): parse again, following the path, to name it.
     PathTracker tracker;
     try {
-      (void)Json::parse(text, [&](int, Json::parse_event_t ev, Json& parsed) { return tracker.event(ev, parsed); });
+      Json again = Json::parse(text, [&](int, Json::parse_event_t ev, Json& parsed) { return tracker.event(ev, parsed); });
+      (void)again;
     } catch (const Json::exception&) {
     }
     throw InputError(source, tracker.path(), "invalid JSON: " + json_message(e) + " (beyond the range of a double)");

@@ -25,7 +25,7 @@ class JsonReader {
   static constexpr std::size_t kMaxFileBytes = std::size_t{1} << 30;
 
   // Parses a file; a missing file or a syntax error throws InputError naming the file.
-  static JsonReader from_file(const std::string& path);
+  static JsonReader from_file(const std::string& path, std::size_t max_bytes = kMaxFileBytes);
   static JsonReader from_text(const std::string& text, const std::string& source);
   JsonReader(std::shared_ptr<const Json> root, const Json* node, std::string source,
              std::string path);
