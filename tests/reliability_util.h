@@ -71,7 +71,7 @@ struct CommandResult {
 // `prefix` goes before the binary (e.g. "ulimit -v 262144;").
 inline CommandResult run_pipescope(const TempDir& dir, const std::string& args,
                                    const std::string& prefix = "") {
-  std::string command = "cd '" + dir.path().string() + "' && " + prefix + " '" PIPESCOPE_BIN "' " + args +
+  std::string command = "cd '" + dir.path().string() + "' && " + prefix + " '" PIPESCOPE_BINARY "' " + args +
                         " > .stdout 2> .stderr";
   int status = std::system(command.c_str());  // /bin/sh -c; a killed child gives 128 + signal
   CommandResult r;
