@@ -1,5 +1,6 @@
 // `pipescope simulate`: predict one training step of a plan; `pipescope schedule`:
 // print a schedule's per-device op order as a text diagram.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -67,8 +68,8 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved)")->capture_default_str();
   cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation before each backward");
   cmd->callback([args] {
-    if (static_cast<int64_t>(args->stages) * args->microbatches > 100000) {
-      throw InputError("schedule: the diagram is limited to K x M <= 100000 cells");
+    if (static_cast<int64_t>(args->stages) * std::max(args->chunks, 1) * args->microbatches > 100000) {
+      throw InputError("schedule: the diagram is limited to K x v x M <= 100000 cells");
     }
     Schedule s = make_schedule({parse_schedule_kind(args->schedule), args->stages, args->microbatches,
                                 args->chunks, args->recompute});

@@ -41,7 +41,8 @@ TEST(ReliabilityCli, AbsurdCountsExitTwoNamingTheFlag) {
   // K = 2, M = 10^9: 4e9 ops against the 5e7 limit, refused before allocating them.
   expect_bad_input(dir, "simulate --profile " + kToy + " -K 2 -M 1000000000", "the limit is 50000000");
   expect_bad_input(dir, "simulate --profile " + kToy + " -K 2 -M 2000000000000", "--microbatches");
-  expect_bad_input(dir, "schedule -K 1000000 -M 1000000000", "K x M <= 100000");
+  expect_bad_input(dir, "schedule -K 1000000 -M 1000000000", "K x v x M <= 100000");
+  expect_bad_input(dir, "schedule -K 316 -M 316 --schedule interleaved --chunks 64", "K x v x M <= 100000");
   expect_bad_input(dir, "simulate --profile " + kToy + " -K 2 -M 4 --microbatch-size -4", "--microbatch-size");
   expect_bad_input(dir, "simulate --profile " + kToy + " -K 2 -M 2000000 --trace t.json", "--trace");
   expect_bad_input(dir, "profile synth --kind uniform --layers 10000000", "--layers: expected 1 to 1000000");
