@@ -32,6 +32,9 @@ std::vector<double> parse_batch_sizes(const std::string& text) {
     }
   }
   if (out.empty()) throw InputError("--batch-sizes: expected at least one batch size");
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    if (!(out[i] > out[i - 1])) throw InputError("--batch-sizes: expected strictly increasing sizes, got \"" + text + "\"");
+  }
   return out;
 }
 
@@ -111,7 +114,11 @@ void add_profile_command(CLI::App& app) {
     } else {
       throw InputError("--kind: expected gpt, uniform or uneven, got \"" + a->kind + "\"");
     }
-    write_output(a->output, profile_to_json(p).dump(1) + "\n");
+    // What is written must read back: the reader's checks (finite, in range) name
+    // the field of any value the flags pushed out of range.
+    std::string text = profile_to_json(p).dump(1) + "\n";
+    (void)profile_from_json(JsonReader::from_text(text, "profile synth (the generated profile)"));
+    write_output(a->output, text);
   });
 
   struct GemmArgs {

@@ -45,6 +45,9 @@ ResolvedPlan resolve(const PlanOptions& o) {
     if (o.profile_path.empty()) throw InputError("give --plan FILE, or --profile FILE with --stages and --microbatches");
     if (o.stages < 1) throw InputError("--stages: expected a number of stages >= 1 (or give --plan)");
     if (o.microbatches < 1) throw InputError("--microbatches: expected a number of micro-batches >= 1");
+    if (!(o.microbatch_size >= 0)) {
+      throw InputError("--microbatch-size: expected a positive number of samples, got " + CLI::detail::to_string(o.microbatch_size));
+    }
     r.profile = load_profile(o.profile_path);
     PlanChoice c;
     c.stages = o.stages;
@@ -108,6 +111,21 @@ std::string backend_spec(const std::string& backend, const std::string& dtype, i
   if (dtype != "fp32") spec += ":" + dtype;
   if (partitions > 1) spec += ":part=" + std::to_string(partitions);
   return spec;
+}
+
+}  // namespace pipescope::cli
+
+namespace pipescope::cli {
+
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::pair<std::string, std::string>> to_files;
+  for (const auto& f : files) {
+    if (f.first != "-") to_files.push_back(f);
+  }
+  write_files_atomically(to_files);
+  for (const auto& f : files) {
+    if (f.first == "-") std::cout << f.second;
+  }
 }
 
 }  // namespace pipescope::cli

@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -41,6 +43,8 @@ ResolvedPlan resolve(const PlanOptions& options);
 
 // Writes `text` to `path` atomically, or to stdout when path is "-".
 void write_output(const std::string& path, const std::string& text);
+// Several outputs, all or nothing (write_files_atomically); "-" goes to stdout last.
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files);
 
 // "cpu, cuda": the backends this build offers, for --help.
 std::string backend_list();

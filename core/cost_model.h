@@ -66,4 +66,13 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
 
 inline int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
 
+// Limits that keep every integer the simulator and the executor's tracker compute
+// (event times, busy times, bytes held per device) inside int64_t. build_cost_model
+// checks them in floating point before converting anything and throws InputError
+// naming the stage when a plan exceeds them:
+//   a device's static bytes + M x (activation + input bytes of its stages) <= 2^62,
+//   every op, transfer and all-reduce of the step together take <= 2^62 ns (146 years).
+inline constexpr double kMaxDeviceBytes = 4611686018427387904.0;  // 2^62
+inline constexpr double kMaxStepNs = 4611686018427387904.0;       // 2^62
+
 }  // namespace pipescope
