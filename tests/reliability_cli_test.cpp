@@ -86,11 +86,24 @@ TEST(ReliabilityCli, OutOfMemoryIsAnInternalErrorWithExitOne) {
 #ifdef PIPESCOPE_UNDER_ASAN
   GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space; ulimit -v cannot be used";
 #else
-  // 256 MiB of address space; the schedule alone (4.8e7 ops) needs 576 MiB, so the
-  // allocation fails with std::bad_alloc, which main() reports as an internal error.
+  // The binary's own address space (large when it links the CUDA libraries) plus
+  // 256 MiB; the schedule alone (4.8e7 ops) needs 576 MiB more, so the allocation
+  // fails with std::bad_alloc, which main() reports as an internal error.
+  // OpenBLAS starts its thread pool when the library loads; a pool thread whose
+  // allocation fails spins instead of exiting, so the pool is kept to one thread.
+  const std::string kQuietBlas = "export OPENBLAS_NUM_THREADS=1;";
   TempDir dir;
-  testing::CommandResult r =
-      run_pipescope(dir, "simulate --profile " + kToy + " -K 4 -M 6000000 --json", "ulimit -v 262144;");
+  auto starts_within = [&](long kib) {
+    return run_pipescope(dir, "--version", kQuietBlas + "ulimit -v " + std::to_string(kib) + ";").exit_code == 0;
+  };
+  long low = 16 * 1024, high = 16 * 1024 * 1024;  // KiB: it starts within 16 GiB
+  ASSERT_TRUE(starts_within(high));
+  while (high - low > 8 * 1024) {
+    long mid = (low + high) / 2;
+    (starts_within(mid) ? high : low) = mid;
+  }
+  const std::string limit = kQuietBlas + "ulimit -v " + std::to_string(high + 256 * 1024) + ";";
+  testing::CommandResult r = run_pipescope(dir, "simulate --profile " + kToy + " -K 4 -M 6000000 --json", limit);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("pipescope: internal error"), std::string::npos) << r.err;
 #endif
