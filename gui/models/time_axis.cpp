@@ -29,4 +29,15 @@ void TimeAxis::resize(double left, double width) {
   width_px = std::max(1.0, width);
 }
 
+double TimeAxis::tick_step_ns(double min_px) const {
+  const double wanted = std::max(1.0, min_px * ns_per_px);
+  double decade = std::pow(10.0, std::floor(std::log10(wanted)));
+  for (;;) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m * decade >= wanted) return m * decade;
+    }
+    decade *= 10;
+  }
+}
+
 }  // namespace pipescope::gui

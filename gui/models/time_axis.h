@@ -30,6 +30,8 @@ struct TimeAxis {
   void pan(double dx);
   // Keeps a width change from moving the left edge's time.
   void resize(double left, double width);
+  // A tick spacing of 1, 2 or 5 x 10^k ns, the smallest at least `min_px` pixels wide.
+  double tick_step_ns(double min_px) const;
 };
 
 }  // namespace pipescope::gui
