@@ -1,0 +1,271 @@
+// Offscreen widget tests (QT_QPA_PLATFORM=offscreen): the main window shows the
+// simulator's numbers for the plan its controls describe, paints non-fitting stages
+// red, marks the same best sweep cell as a brute-force search, exports PNG/SVG, and
+// `pipescope-gui --screenshot` draws a non-blank timeline.
+#include <QImage>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "core/atomic_file.h"
+#include "core/report.h"
+#include "gui/app/app_options.h"
+#include "gui/app/controls_panel.h"
+#include "gui/app/export.h"
+#include "gui/app/main_window.h"
+#include "gui/app/memory_view.h"
+#include "gui/app/sweep_view.h"
+#include "gui/app/timeline_view.h"
+#include "gui/models/palette.h"
+
+using namespace pipescope;
+using namespace pipescope::gui;
+
+Q_DECLARE_METATYPE(pipescope::gui::SweepResult)
+
+namespace {
+
+AppOptions default_options() { return parse_app_options({"pipescope-gui"}); }
+
+// Pixels of `image` inside `area` whose colour is within `tolerance` of `c`.
+int count_color(const QImage& image, const QRect& area, const QColor& c, int tolerance = 12) {
+  int n = 0;
+  const QRect r = area.intersected(image.rect());
+  for (int y = r.top(); y <= r.bottom(); ++y) {
+    for (int x = r.left(); x <= r.right(); ++x) {
+      const QColor p = image.pixelColor(x, y);
+      if (std::abs(p.red() - c.red()) <= tolerance && std::abs(p.green() - c.green()) <= tolerance &&
+          std::abs(p.blue() - c.blue()) <= tolerance) {
+        ++n;
+      }
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+class WidgetsTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void default_plan_loads();
+  void changing_m_updates_the_summary();
+  void non_fitting_stage_turns_red();
+  void sweep_marks_the_brute_force_best_cell();
+  void clicking_a_sweep_cell_loads_that_plan();
+  void hover_describes_the_op();
+  void compare_shows_errors();
+  void export_png_and_svg();
+  void screenshot_timeline_is_not_blank();
+  void bad_flag_exits_2();
+};
+
+void WidgetsTest::default_plan_loads() {
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  QVERIFY(w.evaluation());
+  // Defaults: the bundled GPT-1.3B profile on 8x H200, K=4, M=8, 1F1B.
+  QCOMPARE(w.evaluation()->report.devices, 4);
+  QCOMPARE(w.evaluation()->report.microbatches, 8);
+  QCOMPARE(QString::fromStdString(w.evaluation()->report.schedule), QString("1f1b"));
+  QCOMPARE(w.evaluation()->report.memory_limit_bytes, 141000000000LL);
+}
+
+void WidgetsTest::changing_m_updates_the_summary() {
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  const qlonglong step_m8 = w.summary().data(w.summary().index(SummaryModel::StepTime, 1), SummaryModel::RawRole).toLongLong();
+  w.controls()->microbatches_box()->setValue(16);
+  w.wait_for_plan();
+  // The simulator's numbers for K=4, M=16, computed here without the window.
+  PlanInputs in = w.current_inputs();
+  QCOMPARE(in.choice.microbatches, 16);
+  const StepReport expected = evaluate(in).report;
+  const SummaryModel& s = w.summary();
+  QCOMPARE(s.data(s.index(SummaryModel::StepTime, 1), SummaryModel::RawRole).toLongLong(), expected.step_ns);
+  QCOMPARE(s.data(s.index(SummaryModel::StepTime, 1)).toString(), QString::fromStdString(format_ms(expected.step_ns)) + " ms");
+  QCOMPARE(s.data(s.index(SummaryModel::Throughput, 1), SummaryModel::RawRole).toDouble(), expected.throughput_samples_per_s);
+  QCOMPARE(s.data(s.index(SummaryModel::Bubble, 1), SummaryModel::RawRole).toDouble(), expected.bubble_fraction);
+  for (int d = 0; d < 4; ++d) {
+    QCOMPARE(s.data(s.index(SummaryModel::FirstStage + d, 1), SummaryModel::RawRole).toLongLong(),
+             expected.stages[d].peak_memory_bytes);
+  }
+  // Twice the micro-batches: a longer step than M=8 (more work, same bubble length).
+  QVERIFY(expected.step_ns > step_m8);
+}
+
+void WidgetsTest::non_fitting_stage_turns_red() {
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  // Default plan peaks: stage 0 13.74 GiB, 1 10.27 GiB, 2 8.86 GiB, 3 5.26 GiB.
+  // On 10 GiB devices stages 0 and 1 do not fit, stages 2 and 3 do.
+  Hardware small = *w.current_inputs().hardware;
+  small.memory_bytes = 10LL << 30;
+  w.set_hardware(std::make_shared<const Hardware>(small), "10 GiB test hardware");
+  w.wait_for_plan();
+  const StepReport& r = w.evaluation()->report;
+  const bool expected_fits[] = {false, false, true, true};
+  for (int d = 0; d < 4; ++d) QCOMPARE(r.stages[d].fits, expected_fits[d]);
+  const SummaryModel& s = w.summary();
+  w.resize(1400, 900);
+  w.show();
+  QCoreApplication::processEvents();
+  const QImage memory = w.memory_view()->grab().toImage();
+  for (int d = 0; d < 4; ++d) {
+    const QModelIndex i = s.index(SummaryModel::FirstStage + d, 1);
+    QCOMPARE(s.data(i, SummaryModel::FitsRole).toBool(), expected_fits[d]);
+    QCOMPARE(s.data(i, Qt::ForegroundRole).value<QColor>() == does_not_fit_color(), !expected_fits[d]);
+    QCOMPARE(w.memory_view()->stage_fill(d) == does_not_fit_color(), !expected_fits[d]);
+    // Red pixels (fill and frame) inside the stage's chart only when it does not fit.
+    const int red = count_color(memory, w.memory_view()->stage_rect(d).adjusted(-2, -2, 2, 2), does_not_fit_color(), 30);
+    QVERIFY2(expected_fits[d] ? red == 0 : red > 100, qPrintable(QString("stage %1: %2 red pixels").arg(d).arg(red)));
+  }
+  QVERIFY(w.status_text().contains("do not fit"));
+}
+
+void WidgetsTest::sweep_marks_the_brute_force_best_cell() {
+  qRegisterMetaType<SweepResult>();
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  QSignalSpy finished(&w.sweep_worker(), &SweepWorker::finished);
+  w.run_sweep();
+  QVERIFY(finished.wait(120000));
+  const SweepModel& m = w.sweep();
+  const QModelIndex best = m.best_index();
+  QVERIFY(best.isValid());
+  // Brute force over the same cells with the same library calls.
+  int brute_best = -1;
+  double best_tp = -1;
+  const SweepAxes& axes = m.result().axes;
+  const int columns = static_cast<int>(axes.microbatches.size());
+  for (int row = 0; row < static_cast<int>(axes.stages.size()); ++row) {
+    for (int col = 0; col < columns; ++col) {
+      const SweepCell c = evaluate_cell(w.current_inputs(), axes.stages[row], axes.microbatches[col]);
+      const int index = row * columns + col;
+      if (c.valid && c.fits && c.throughput > best_tp) {
+        best_tp = c.throughput;
+        brute_best = index;
+      }
+    }
+  }
+  QCOMPARE(best.row() * m.columnCount() + best.column(), brute_best);
+  QCOMPARE(m.data(best, SweepModel::ThroughputRole).toDouble(), best_tp);
+  // The heat map paints the best cell's orange frame.
+  w.resize(1400, 900);
+  w.show_tab("sweep");
+  w.show();
+  QCoreApplication::processEvents();
+  const QImage map = w.sweep_view()->heat_map()->grab().toImage();
+  QVERIFY(count_color(map, w.sweep_view()->heat_map()->cell_rect(best.row(), best.column()), QColor(255, 170, 0), 20) > 50);
+}
+
+void WidgetsTest::clicking_a_sweep_cell_loads_that_plan() {
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  QSignalSpy finished(&w.sweep_worker(), &SweepWorker::finished);
+  w.run_sweep();
+  QVERIFY(finished.wait(120000));
+  w.resize(1400, 900);
+  w.show_tab("sweep");
+  w.show();
+  QCoreApplication::processEvents();
+  // Row 1 is K=2, column 3 is M=8.
+  SweepHeatMap* map = w.sweep_view()->heat_map();
+  QTest::mouseClick(map, Qt::LeftButton, {}, map->cell_rect(1, 3).center());
+  w.wait_for_plan();
+  QCOMPARE(w.evaluation()->report.devices, 2);
+  QCOMPARE(w.evaluation()->report.microbatches, 8);
+}
+
+void WidgetsTest::hover_describes_the_op() {
+  MainWindow w(default_options());
+  w.resize(1400, 900);
+  w.show();
+  w.wait_for_plan();
+  QCoreApplication::processEvents();
+  TimelineView* v = w.timeline_view();
+  // Device 0 starts with F(0,0) at t=0: a point just right of the plot's left edge in row 0.
+  const QPoint p(v->plot_rect().left() + 3, v->plot_rect().top() + 10);
+  const QString tip = v->tooltip_at(p);
+  QVERIFY2(tip.startsWith("forward, stage 0, micro-batch 0"), qPrintable(tip));
+  QVERIFY(tip.contains("start 0.000 ms"));
+}
+
+void WidgetsTest::compare_shows_errors() {
+  QTemporaryDir dir;
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  StepReport measured = w.evaluation()->report;
+  measured.kind = "measurement";
+  measured.step_ns = measured.step_ns * 5 / 4;  // 25 % slower than predicted
+  const QString path = dir.filePath("measurement.json");
+  write_file_atomically(path.toStdString(), report_to_json(measured).dump(2));
+  QVERIFY(w.open_any(path));
+  const CompareModel& c = w.comparison();
+  QVERIFY(c.rowCount() > 0);
+  // (predicted - measured) / measured = (1 - 1.25) / 1.25 = -20 %.
+  QVERIFY(std::fabs(c.data(c.index(0, CompareModel::ErrorPercent), CompareModel::RawRole).toDouble() + 20.0) < 0.01);
+  const QString trace = dir.filePath("trace.json");
+  write_file_atomically(trace.toStdString(), chrome_trace(w.evaluation()->report));
+  QVERIFY(w.open_any(trace));
+  QVERIFY(!w.open_any(dir.filePath("missing.json")));
+  QVERIFY(w.status_text().contains("missing.json"));
+}
+
+void WidgetsTest::export_png_and_svg() {
+  QTemporaryDir dir;
+  MainWindow w(default_options());
+  w.resize(1400, 900);
+  w.show();
+  w.wait_for_plan();
+  QCoreApplication::processEvents();
+  const QString png = dir.filePath("timeline.png"), svg = dir.filePath("timeline.svg");
+  save_image(w.timeline_view(), png, "timeline");
+  save_image(w.timeline_view(), svg, "timeline");
+  QImage image(png);
+  QCOMPARE(image.size(), w.timeline_view()->size());
+  QFile f(svg);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QByteArray text = f.readAll();
+  QVERIFY(text.contains("<svg"));
+  QVERIFY(text.contains("device 0"));  // track labels stay text in the SVG
+}
+
+void WidgetsTest::screenshot_timeline_is_not_blank() {
+  QTemporaryDir dir;
+  const QString png = dir.filePath("gui.png");
+  QProcess p;
+  p.start(PIPESCOPE_GUI_EXE, {"--screenshot", png});
+  QVERIFY(p.waitForFinished(120000));
+  QCOMPARE(p.exitCode(), 0);
+  const QImage shot(png);
+  QCOMPARE(shot.size(), QSize(1400, 900));
+  // Where the timeline is (same layout in this process), forward and backward boxes
+  // cover a good part of the plot: K=4, M=8 1F1B keeps devices ~69 % busy.
+  MainWindow w(default_options());
+  w.show();
+  w.wait_for_plan();
+  QCoreApplication::processEvents();
+  TimelineView* v = w.timeline_view();
+  const QRect plot(v->mapTo(&w, v->plot_rect().topLeft()), v->plot_rect().size());
+  const int forward = count_color(shot, plot, category_color("forward"), 6);
+  const int backward = count_color(shot, plot, category_color("backward"), 6);
+  const double area = static_cast<double>(plot.width()) * plot.height();
+  qInfo("timeline plot %dx%d: %.1f %% forward, %.1f %% backward pixels", plot.width(), plot.height(),
+        100 * forward / area, 100 * backward / area);
+  QVERIFY(forward > 0.02 * area);
+  QVERIFY(backward > 0.04 * area);
+}
+
+void WidgetsTest::bad_flag_exits_2() {
+  QProcess p;
+  p.start(PIPESCOPE_GUI_EXE, {"--stages", "zero", "--screenshot", "/tmp/never.png"});
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitCode(), 2);
+  QVERIFY(p.readAllStandardError().contains("--stages"));
+}
+
+QTEST_MAIN(WidgetsTest)
+#include "widgets_test.moc"
