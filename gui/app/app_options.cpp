@@ -35,6 +35,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"partition", "uniform | balanced", "NAME", "balanced"},
       {"measurement", "Measurement JSON to compare with the prediction", "FILE"},
       {"trace", "Chrome trace of the measured run (with --measurement)", "FILE"},
+      {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
       {"screenshot", "Render the main window to a PNG and exit", "FILE"},
       {"tab", "Tab to show: timeline | layers | sweep | compare", "NAME", "timeline"},
       {"size", "Window size WxH", "WxH", "1400x900"},
@@ -61,6 +62,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.measurement_path = p.value("measurement");
   o.trace_path = p.value("trace");
   o.screenshot_path = p.value("screenshot");
+  o.run_sweep = p.isSet("sweep");
   o.tab = p.value("tab");
   if (!QStringList{"timeline", "layers", "sweep", "compare"}.contains(o.tab)) {
     throw InputError("--tab: expected timeline, layers, sweep or compare, got \"" + o.tab.toStdString() + "\"");

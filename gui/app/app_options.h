@@ -23,6 +23,7 @@ struct AppOptions {
   QString screenshot_path;
   QString tab = "timeline";  // timeline | layers | sweep | compare
   QSize size{1400, 900};
+  bool run_sweep = false;    // start the K x M sweep at once
   QString measurement_path;
   QString trace_path;
 };

@@ -27,16 +27,14 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   layout->addLayout(bar);
   auto* split = new QSplitter(Qt::Vertical, this);
   table_ = new QTableView(split);
-  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setMinimumHeight(120);
   table_->verticalHeader()->hide();
   predicted_ = new TimelineView(split);
   measured_ = new TimelineView(split);
   predicted_->set_title("Predicted");
   measured_->set_title("Measured (from the Chrome trace)");
   measured_->hide();
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 2);
-  split->setStretchFactor(2, 2);
+  split->setSizes({260, 320, 320});
   layout->addWidget(split, 1);
   connect(open, &QPushButton::clicked, this, &CompareView::openMeasurementRequested);
   connect(trace, &QPushButton::clicked, this, &CompareView::openTraceRequested);
@@ -46,7 +44,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
 
 void CompareView::set_models(CompareModel* errors, const TimelineModel* predicted, const TimelineModel* measured) {
   table_->setModel(errors);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   predicted_->set_model(predicted);
   measured_->set_model(measured);
 }

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   }
   window.show();
   window.wait_for_plan();
+  if (options.run_sweep) window.sweep_worker().wait();
   QApplication::processEvents();
   if (!window.evaluation()) {
     std::fprintf(stderr, "pipescope-gui: %s\n", window.status_text().toStdString().c_str());

@@ -133,6 +133,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   const bool ok = open_hardware(options_.hardware_path) && open_profile(options_.profile_path);
   if (ok && !options_.measurement_path.isEmpty()) open_measurement(options_.measurement_path);
   if (ok && !options_.trace_path.isEmpty()) open_trace(options_.trace_path);
+  if (ok && options_.run_sweep) run_sweep();
 }
 
 MainWindow::~MainWindow() = default;
@@ -305,6 +306,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
   const StepReport& r = evaluation_->report;
   layers_.set_plan(profile_, evaluation_->plan);
   timeline_.set_timeline(r.timeline, r.step_ns);
+  timeline_view_->set_stage_stripes(r.chunks > 1);
   summary_.set_report(r);
   memory_view_->set_curves(memory_curves(r));
   timeline_view_->set_title(QString("%1 | %2 | K=%3 | M=%4 | micro-batch %5  -  step %6 ms, %7 samples/s, bubble %8 %")

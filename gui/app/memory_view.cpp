@@ -1,5 +1,6 @@
 #include "gui/app/memory_view.h"
 
+#include <QCheckBox>
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
@@ -19,7 +20,18 @@ constexpr int kChartTitle = 18;
 const QColor kStatic(176, 190, 197);
 }  // namespace
 
-MemoryView::MemoryView(QWidget* parent) : QWidget(parent) { setMinimumHeight(140); }
+MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
+  setMinimumHeight(140);
+  zoom_ = new QCheckBox("zoom to usage", this);
+  connect(zoom_, &QCheckBox::toggled, this, qOverload<>(&QWidget::update));
+}
+
+void MemoryView::set_scale_to_capacity(bool on) { zoom_->setChecked(!on); }
+
+void MemoryView::resizeEvent(QResizeEvent*) {
+  zoom_->adjustSize();
+  zoom_->move(width() - zoom_->width() - 12, 2);
+}
 
 void MemoryView::set_curves(const MemoryCurves& curves) {
   curves_ = curves;
@@ -59,7 +71,12 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter, "no plan");
     return;
   }
-  const double ymax = std::max<double>(1.0, 1.08 * static_cast<double>(curves_.max_bytes()));
+  int64_t top = curves_.max_bytes();
+  if (zoom_->isChecked()) {
+    top = 0;
+    for (const StageMemoryCurve& s : curves_.stages) top = std::max(top, s.peak_bytes);
+  }
+  const double ymax = std::max<double>(1.0, 1.08 * static_cast<double>(top));
   const double tend = std::max<double>(1.0, static_cast<double>(curves_.end_ns));
   for (int s = 0; s < static_cast<int>(curves_.stages.size()); ++s) {
     const StageMemoryCurve& c = curves_.stages[s];
@@ -85,7 +102,7 @@ void MemoryView::paintEvent(QPaintEvent*) {
     area.setAlpha(c.fits ? 200 : 230);
     p.fillPath(path, area);
     // Capacity line.
-    if (curves_.capacity_bytes > 0) {
+    if (curves_.capacity_bytes > 0 && curves_.capacity_bytes <= ymax) {
       QPen pen(QColor(40, 40, 40), 1.5, Qt::DashLine);
       p.setPen(pen);
       const double y = Y(static_cast<double>(curves_.capacity_bytes));
@@ -95,8 +112,9 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.setBrush(Qt::NoBrush);
     p.drawRect(r);
     p.setPen(c.fits ? palette().color(QPalette::Text) : does_not_fit_color());
-    QString title = QString("stage %1: peak %2").arg(c.stage).arg(QString::fromStdString(format_bytes(static_cast<double>(c.peak_bytes))));
-    if (!c.fits) title += "  DOES NOT FIT";
+    const QString peak = QString::fromStdString(format_bytes(static_cast<double>(c.peak_bytes)));
+    const QString title = c.fits ? QString("stage %1: peak %2").arg(c.stage).arg(peak)
+                                 : QString("stage %1: %2, OOM").arg(c.stage).arg(peak);
     p.setFont(c.fits ? font() : bold);
     p.drawText(QRect(r.left(), r.top() - kChartTitle, r.width(), kChartTitle), Qt::AlignLeft | Qt::AlignVCenter, title);
     p.setFont(font());

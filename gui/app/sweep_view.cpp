@@ -47,9 +47,12 @@ void SweepHeatMap::paintEvent(QPaintEvent*) {
   bold.setBold(true);
   p.setFont(bold);
   p.setPen(palette().color(QPalette::Text));
+  const QString schedule = model_ && !model_->result().schedule.empty()
+                               ? QString::fromStdString(model_->result().schedule) + ": "
+                               : QString();
   p.drawText(QRect(8, 2, width() - 16, 22), Qt::AlignLeft | Qt::AlignVCenter,
-             "Throughput (samples/s) over stages K x micro-batches M; crossed out: does not fit; "
-             "\u2605 best");
+             schedule + "throughput (samples/s) over stages K x micro-batches M; crossed out: does not fit; "
+             "grey: impossible plan; \u2605 best");
   p.setFont(font());
   if (!model_ || model_->rowCount() == 0) {
     p.drawText(rect(), Qt::AlignCenter, "Press \"Run sweep\" to evaluate every K x M plan");

@@ -40,6 +40,11 @@ void TimelineView::set_model(const TimelineModel* model) {
   fit();
 }
 
+void TimelineView::set_stage_stripes(bool on) {
+  stripes_ = on;
+  update();
+}
+
 void TimelineView::set_title(const QString& title) {
   title_ = title;
   update();
@@ -168,6 +173,9 @@ void TimelineView::paintEvent(QPaintEvent*) {
       const QRectF box(x0, y + 3, std::max(1.0, x1 - x0), rh - 6);
       const QColor c = category_color(QString::fromStdString(e.category));
       p.fillRect(box, i == hovered_ ? c.lighter(130) : c);
+      if (stripes_ && e.stage >= 0 && e.category != "transfer") {
+        p.fillRect(QRectF(box.left(), box.bottom() - 4, box.width(), 4), stage_color(e.stage));
+      }
       if (box.width() > 4) {
         p.setPen(c.darker(140));
         p.drawRect(box);

@@ -19,6 +19,8 @@ class TimelineView : public QWidget {
   explicit TimelineView(QWidget* parent = nullptr);
   void set_model(const TimelineModel* model);
   void set_title(const QString& title);
+  // Interleaved plans: a strip in the model stage's colour under each op.
+  void set_stage_stripes(bool on);
   const TimeAxis& axis() const { return axis_; }
   void set_axis(const TimeAxis& axis);  // keeps two views in step (Compare)
   void fit();
@@ -51,6 +53,7 @@ class TimelineView : public QWidget {
   QString title_;
   TimeAxis axis_;
   bool user_zoomed_ = false;
+  bool stripes_ = false;
   bool dragging_ = false;
   QPoint last_drag_;
   int hovered_ = -1;

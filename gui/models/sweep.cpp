@@ -50,6 +50,7 @@ SweepResult compute_sweep(const PlanInputs& base, const SweepAxes& axes,
                           const std::function<bool(int, int)>& progress) {
   SweepResult r;
   r.axes = axes;
+  r.schedule = to_string(base.choice.schedule);
   const int total = r.rows() * r.columns();
   r.cells.reserve(total);
   for (int k : axes.stages) {

@@ -36,6 +36,7 @@ struct SweepCell {
 
 struct SweepResult {
   SweepAxes axes;
+  std::string schedule;           // the schedule every cell uses, e.g. "1f1b"
   std::vector<SweepCell> cells;   // row-major: cells[r * columns + c]
   int best = -1;                  // index into cells, -1 when no cell fits
   bool cancelled = false;

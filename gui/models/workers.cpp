@@ -49,6 +49,11 @@ SweepWorker::~SweepWorker() {
   pool_.waitForDone();
 }
 
+void SweepWorker::wait() {
+  pool_.waitForDone();
+  QCoreApplication::sendPostedEvents(this);
+}
+
 void SweepWorker::start(const PlanInputs& base, const SweepAxes& axes) {
   if (running_) return;
   running_ = true;

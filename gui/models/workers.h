@@ -49,6 +49,8 @@ class SweepWorker : public QObject {
   void start(const PlanInputs& base, const SweepAxes& axes);
   void cancel() { cancel_->store(true); }
   bool running() const { return running_; }
+  // Blocks until the sweep has reported (for the --screenshot path and tests).
+  void wait();
 
  signals:
   void progress(int done, int total);
