@@ -59,6 +59,10 @@ ResolvedPlan resolve(const PlanOptions& o) {
     for (int d : s.devices) needed = std::max(needed, d + 1);
   }
   r.hardware = o.hardware_path.empty() ? Hardware::ideal(needed) : load_hardware(o.hardware_path);
+  if (o.plan_path.empty() && needed > r.hardware.devices) {
+    throw InputError("--stages " + std::to_string(o.stages) + " needs " + std::to_string(needed) +
+                     " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
+  }
   r.schedule = make_schedule(r.plan.schedule_spec());
   validate_schedule(r.schedule);
   return r;

@@ -179,11 +179,14 @@ Schedule make_interleaved(int devices, int microbatches, int chunks, bool recomp
   return s;
 }
 
-// ZB-H1 order, found by list-scheduling the split-backward pipeline with unit costs
-// (F = Bi = W = 1, free communication): an idle device runs a ready Bi first, then the
-// next F if fewer than min(K - s, M) micro-batches are alive on it (alive = forward
-// started, W not yet done, which is 1F1B's activation bound), otherwise a deferred W.
-// W therefore fills what would be bubbles and activation memory stays at 1F1B's.
+// ZB-H1 order (Qi et al., ICLR 2024), found by list-scheduling the split-backward
+// pipeline with unit costs (F = Bi = W = 1, free communication). An idle device runs,
+// in this priority: the next F if its input is there, fewer than min(K - s, M)
+// micro-batches wait for their Bi (1F1B's warm-up bound) and fewer than min(K, M) are
+// alive (forward started, W not done); else the next ready Bi; else a deferred W.
+// W therefore fills what would be bubbles: with T_F = T_B = T_W the step takes
+// (3M + K - 1) T, a bubble of (K - 1) / (3M + K - 1), about a third of 1F1B's, and no
+// stage holds more activations than 1F1B's first stage (K micro-batches).
 Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
   ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, devices, microbatches, 1, recompute};
   check_spec(spec);
@@ -192,7 +195,7 @@ Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
   // Completion time of F and Bi per (stage, micro-batch); -1 = not yet done.
   std::vector<std::vector<int64_t>> f_done(K, std::vector<int64_t>(M, -1));
   std::vector<std::vector<int64_t>> b_done(K, std::vector<int64_t>(M, -1));
-  std::vector<int> next_f(K, 0), next_b(K, 0), alive(K, 0);
+  std::vector<int> next_f(K, 0), next_b(K, 0), alive(K, 0), before_b(K, 0);
   std::vector<std::deque<int>> pending_w(K);
   std::vector<int64_t> busy_until(K, 0);
   std::vector<Op> running(K, Op{OpKind::Forward, -1, -1});
@@ -204,6 +207,7 @@ Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
       if (op.kind == OpKind::Forward) f_done[d][op.microbatch] = t;
       if (op.kind == OpKind::BackwardInput) {
         b_done[d][op.microbatch] = t;
+        --before_b[d];
         pending_w[d].push_back(op.microbatch);
       }
       if (op.kind == OpKind::BackwardWeight) --alive[d];
@@ -212,18 +216,20 @@ Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
     }
     for (int d = 0; d < K; ++d) {  // idle devices pick their next op
       if (running[d].stage >= 0) continue;
-      const int limit = std::min(K - d, M);
+      const int in_flight_limit = std::min(K - d, M), alive_limit = std::min(K, M);
       int b = next_b[d], f = next_f[d];
       bool b_ready = b < M && f_done[d][b] >= 0 && (d == K - 1 || b_done[d + 1][b] >= 0);
-      bool f_ready = f < M && alive[d] < limit && (d == 0 || f_done[d - 1][f] >= 0);
+      bool f_ready = f < M && before_b[d] < in_flight_limit && alive[d] < alive_limit &&
+                     (d == 0 || f_done[d - 1][f] >= 0);
       Op pick{OpKind::Forward, -1, -1};
-      if (b_ready) {
-        pick = {OpKind::BackwardInput, d, b};
-        ++next_b[d];
-      } else if (f_ready) {
+      if (f_ready) {
         pick = {OpKind::Forward, d, f};
         ++next_f[d];
         ++alive[d];
+        ++before_b[d];
+      } else if (b_ready) {
+        pick = {OpKind::BackwardInput, d, b};
+        ++next_b[d];
       } else if (!pending_w[d].empty()) {
         pick = {OpKind::BackwardWeight, d, pending_w[d].front()};
         pending_w[d].pop_front();

@@ -1,0 +1,169 @@
+"""Measures one layer: forward and backward time, bytes saved for backward, output bytes.
+
+Invariant: timings are medians over `repeats` timed runs after `warmup` untimed ones, each
+run on fresh copies of the layer's inputs (so in-place layers never corrupt them); the
+activation bytes come from one separate, untimed forward under saved_tensors_hooks, so the
+hooks never slow the timed runs.
+
+    timer = make_timer(torch.device("cpu"))
+    m, out = measure_layer(run, make_args, params, timer, warmup=1, repeats=3, excluded=set())
+"""
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, List, Optional, Set, Tuple
+
+import torch
+import torch.fx
+
+
+@dataclass
+class MeasureOptions:
+    device: str = "cpu"
+    warmup: int = 2
+    repeats: int = 5
+    seed: int = 0
+    verbose: bool = False  # one progress line per layer and batch size
+    progress: Optional[Callable[[str], None]] = None
+
+
+@dataclass
+class LayerMeasurement:
+    forward_ms: float
+    backward_ms: float
+    activation_bytes: int
+    output_bytes: int
+
+
+def tensors_in(value) -> Iterator[torch.Tensor]:
+    """Every tensor inside a (possibly nested) tuple / list / dict value."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from tensors_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from tensors_in(v)
+
+
+def storage_of(t: torch.Tensor) -> Tuple[int, int]:
+    """(data_ptr, bytes) of the storage behind `t` (torch 2.x and 1.13 spell it apart)."""
+    if hasattr(t, "untyped_storage"):
+        s = t.untyped_storage()
+        return s.data_ptr(), s.nbytes()
+    s = t.storage()
+    return s.data_ptr(), s.size() * t.element_size()
+
+
+class SavedTensorMeter:
+    """Sums the distinct storages autograd saves for backward inside its `with` block.
+
+    Rule: a tensor whose storage belongs to a parameter or buffer of the model (an
+    `excluded` data_ptr) is not counted: parameters are already in parameter_bytes, and
+    buffers such as BatchNorm's running_mean are model state kept once, not per
+    micro-batch. Views of a parameter (Linear saves weight.t()) share its storage, so
+    they are excluded too. Storages are deduplicated by data_ptr and counted whole.
+    """
+
+    def __init__(self, excluded: Set[int]):
+        self.excluded_ = excluded
+        self.seen_: dict = {}
+        self.hooks_ = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+
+    def _pack(self, t: torch.Tensor):
+        try:
+            ptr, nbytes = storage_of(t)
+        except Exception:  # sparse, quantized, ...: no plain storage; count the tensor once
+            ptr, nbytes = ("tensor", id(t)), t.numel() * t.element_size()
+        if ptr not in self.excluded_:
+            self.seen_[ptr] = nbytes
+        return t
+
+    @staticmethod
+    def _unpack(t):
+        return t
+
+    def __enter__(self):
+        self.hooks_.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.hooks_.__exit__(*exc)
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.seen_.values())
+
+
+class CpuTimer:
+    """Wall time with perf_counter_ns; CPU ops are synchronous, so this is the op time."""
+
+    def run(self, forward, backward) -> Tuple[float, float]:
+        t0 = time.perf_counter_ns()
+        out = forward()
+        t1 = time.perf_counter_ns()
+        if backward is not None:
+            backward(out)
+        t2 = time.perf_counter_ns()
+        return (t1 - t0) / 1e6, (t2 - t1) / 1e6 if backward is not None else 0.0
+
+
+class CudaTimer:
+    """CUDA events on the current stream (backward ops run on their forward's stream)."""
+
+    def __init__(self, device: torch.device):
+        self.device_ = device
+
+    def run(self, forward, backward) -> Tuple[float, float]:
+        e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        torch.cuda.synchronize(self.device_)  # input copies finished; GPU idle
+        e0.record()
+        out = forward()
+        e1.record()
+        if backward is not None:
+            backward(out)
+        e2.record()
+        e2.synchronize()
+        return e0.elapsed_time(e1), e1.elapsed_time(e2) if backward is not None else 0.0
+
+
+def make_timer(device: torch.device):
+    return CudaTimer(device) if device.type == "cuda" else CpuTimer()
+
+
+def measure_layer(run: Callable[[tuple, dict], object],
+                  make_args: Callable[[], Tuple[tuple, dict]],
+                  params: List[torch.nn.Parameter],
+                  timer, warmup: int, repeats: int,
+                  excluded: Set[int]) -> Tuple[LayerMeasurement, object]:
+    """Measures `run(*make_args())`; returns the measurement and one output (detached)."""
+    args, kwargs = make_args()
+    with SavedTensorMeter(excluded) as meter:
+        out = run(args, kwargs)
+    outputs = list(tensors_in(out))
+    output_bytes = sum(t.numel() * t.element_size() for t in outputs)
+    grads = [torch.ones_like(t) for t in outputs if t.requires_grad]
+    reference = torch.fx.node.map_aggregate(
+        out, lambda v: v.detach() if isinstance(v, torch.Tensor) else v)
+    del out, outputs, args, kwargs
+
+    def backward(value):
+        torch.autograd.backward([t for t in tensors_in(value) if t.requires_grad], grads)
+
+    forward_ms, backward_ms = [], []
+    for i in range(warmup + repeats):
+        for p in params:
+            p.grad = None
+        args, kwargs = make_args()
+        f, b = timer.run(lambda: run(args, kwargs), backward if grads else None)
+        if i >= warmup:
+            forward_ms.append(f)
+            backward_ms.append(b)
+    for p in params:
+        p.grad = None
+    return LayerMeasurement(forward_ms=statistics.median(forward_ms),
+                            backward_ms=statistics.median(backward_ms),
+                            activation_bytes=meter.bytes,
+                            output_bytes=output_bytes), reference

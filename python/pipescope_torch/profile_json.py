@@ -1,0 +1,98 @@
+"""Builds, checks and writes the pipescope v1 profile ("format": "pipescope.profile").
+
+Invariant: a profile this module writes passes validate_profile: every per-batch array has
+len(batch_sizes) entries, times and bytes are non-negative, batch sizes strictly increase,
+and every edge [from, to] has from < to (layers in topological order). The file appears
+whole or not at all: it is written to a temporary file beside it, then os.replace'd.
+"""
+
+import json
+import os
+import re
+import tempfile
+from typing import List, Optional, Sequence, Tuple
+
+PER_BATCH_KEYS = ("forward_ms", "backward_ms", "activation_bytes", "output_bytes")
+
+
+def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
+                  batch_sizes: List[int], layers, per_batch: Sequence[Sequence],
+                  edges: Optional[List[Tuple[int, int]]]) -> dict:
+    """`per_batch[b][i]` is layer i's LayerMeasurement at batch_sizes[b]."""
+    out_layers = []
+    for i, layer in enumerate(layers):
+        at = [per_batch[b][i] for b in range(len(batch_sizes))]
+        out_layers.append({
+            "name": layer.name,
+            "forward_ms": [round(m.forward_ms, 6) for m in at],
+            "backward_ms": [round(m.backward_ms, 6) for m in at],
+            "activation_bytes": [int(m.activation_bytes) for m in at],
+            "output_bytes": [int(m.output_bytes) for m in at],
+            "parameter_bytes": int(layer.parameter_bytes),
+        })
+    profile = {
+        "format": "pipescope.profile", "version": 1,
+        "model": model,
+        "device": {"name": device_name, "memory_bytes": int(memory_bytes)},
+        "backend": backend, "dtype": "fp32",
+        "batch_sizes": list(batch_sizes),
+        "layers": out_layers,
+    }
+    if edges:
+        profile["edges"] = [[int(a), int(b)] for a, b in edges]
+    validate_profile(profile)
+    return profile
+
+
+def validate_profile(p: dict) -> None:
+    """Raises ValueError naming the JSON path of the first structural problem."""
+    def fail(path, msg):
+        raise ValueError(f"profile: {path}: {msg}")
+
+    if p.get("format") != "pipescope.profile" or p.get("version") != 1:
+        fail("format", "expected pipescope.profile version 1")
+    sizes = p["batch_sizes"]
+    if not sizes or any(s <= 0 for s in sizes) or any(b <= a for a, b in zip(sizes, sizes[1:])):
+        fail("batch_sizes", "expected positive, strictly increasing sizes")
+    if p["device"]["memory_bytes"] < 1:
+        fail("device.memory_bytes", "expected a positive size")
+    if not p["layers"]:
+        fail("layers", "expected at least one layer")
+    for i, layer in enumerate(p["layers"]):
+        for key in PER_BATCH_KEYS:
+            values = layer[key]
+            if len(values) != len(sizes):
+                fail(f"layers[{i}].{key}", f"expected {len(sizes)} values, got {len(values)}")
+            if any(v < 0 for v in values):
+                fail(f"layers[{i}].{key}", "negative value")
+        if layer["parameter_bytes"] < 0:
+            fail(f"layers[{i}].parameter_bytes", "negative value")
+    seen = set()
+    for k, (a, b) in enumerate(p.get("edges", [])):
+        if not 0 <= a < b < len(p["layers"]):
+            fail(f"edges[{k}]", f"edge {a} -> {b} does not go forward between layers")
+        if (a, b) in seen:
+            fail(f"edges[{k}]", "duplicate edge")
+        seen.add((a, b))
+
+
+def dumps_profile(profile: dict) -> str:
+    """Indented JSON with every array of numbers kept on one line."""
+    text = json.dumps(profile, indent=1)
+    text = re.sub(r"\[([^\[\]{}\"]*)\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+    return text + "\n"
+
+
+def write_profile_atomically(path: str, profile: dict) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(dumps_profile(profile))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,45 @@
+"""Shared test helpers: run the CLI, and check a profile's structure independently of the
+package's own validate_profile (so a bug there cannot hide a bad file)."""
+
+import json
+import os
+import subprocess
+import sys
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(PYTHON_DIR, "examples")
+REQUIRED_LAYER_KEYS = {"name", "forward_ms", "backward_ms", "activation_bytes",
+                       "output_bytes", "parameter_bytes"}
+
+
+def run_module(*args):
+    """`python3 -m pipescope_torch ARGS` in a fresh interpreter; returns CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "pipescope_torch", *args], cwd=PYTHON_DIR,
+                          capture_output=True, text=True, timeout=120)
+
+
+def load_and_check_profile(path, batch_sizes):
+    """Loads `path` and asserts it is a well-formed pipescope v1 profile."""
+    with open(path, encoding="utf-8") as f:
+        p = json.load(f)
+    assert p["format"] == "pipescope.profile" and p["version"] == 1
+    assert isinstance(p["model"], str) and p["model"]
+    assert isinstance(p["device"]["name"], str) and p["device"]["memory_bytes"] > 0
+    assert p["backend"] == "cpu" and p["dtype"] == "fp32"
+    assert p["batch_sizes"] == list(batch_sizes)
+    n = len(batch_sizes)
+    names = [layer["name"] for layer in p["layers"]]
+    assert len(names) == len(set(names)) > 0, "layer names must be unique"
+    for layer in p["layers"]:
+        assert REQUIRED_LAYER_KEYS <= set(layer)
+        for key in ("forward_ms", "backward_ms", "activation_bytes", "output_bytes"):
+            assert len(layer[key]) == n, f"{layer['name']}.{key}: one value per batch size"
+            assert all(v >= 0 for v in layer[key]), f"{layer['name']}.{key}: negative"
+        for key in ("activation_bytes", "output_bytes"):
+            assert all(isinstance(v, int) for v in layer[key])
+        assert isinstance(layer["parameter_bytes"], int) and layer["parameter_bytes"] >= 0
+    edges = [tuple(e) for e in p.get("edges", [])]
+    assert len(edges) == len(set(edges)), "duplicate edge"
+    for a, b in edges:
+        assert 0 <= a < b < len(names), f"edge {a}->{b} must go forward (topological order)"
+    return p

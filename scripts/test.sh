@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command of README.md and CI: install what is missing, build everything
+# (CUDA code too when nvcc is present; its GPU tests skip themselves without a GPU),
+# run the GoogleTest suites and the Python bridge's pytest suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.ccache}"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)"
+export QT_QPA_PLATFORM=offscreen
+ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 300
+(cd python && /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)

@@ -1,0 +1,125 @@
+// Oracle: the simulated step time equals the longest path through the op dependency
+// graph built with Boost.Graph from the same schedule: same-device order edges,
+// data edges (F(s-1,m) -> F(s,m), B(s+1,m) -> B(s,m)) carrying the link latency
+// between devices. Links are bandwidth-free here, so no contention arises and the
+// DAG's longest path is exact.
+#include <gtest/gtest.h>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dag_shortest_paths.hpp>
+
+#include <map>
+#include <random>
+
+#include "planner/plan_builder.h"
+#include "sim/simulator.h"
+
+using namespace pipescope;
+
+namespace {
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                    boost::property<boost::edge_weight_t, double>>;
+
+int64_t op_duration(const Op& op, const CostModel& c) {
+  const StageCost& s = c.stages[op.stage];
+  switch (op.kind) {
+    case OpKind::Forward: return s.forward_ns;
+    case OpKind::Backward: return s.backward_ns;
+    case OpKind::BackwardInput: return s.backward_input_ns;
+    case OpKind::BackwardWeight: return s.backward_weight_ns;
+    case OpKind::Recompute: return s.recompute_ns;
+  }
+  return 0;
+}
+
+int64_t longest_path(const Schedule& s, const CostModel& c, const Hardware& h) {
+  std::map<std::tuple<int, int, int>, int> node;  // (kind, stage, mb) -> vertex
+  std::vector<int64_t> dur;
+  std::vector<int> dev;
+  for (int d = 0; d < s.devices(); ++d) {
+    for (const Op& op : s.device_ops[d]) {
+      node[{static_cast<int>(op.kind), op.stage, op.microbatch}] = static_cast<int>(dur.size());
+      dur.push_back(op_duration(op, c));
+      dev.push_back(d);
+    }
+  }
+  const int source = static_cast<int>(dur.size());
+  Graph g(dur.size() + 1);
+  // Longest path = shortest path with negated weights (the graph is a DAG).
+  auto edge = [&](int from, int to, int64_t extra) {
+    boost::add_edge(from, to, -static_cast<double>(dur[from] + extra), g);
+  };
+  auto find = [&](OpKind k, int st, int m) {
+    auto it = node.find({static_cast<int>(k), st, m});
+    return it == node.end() ? -1 : it->second;
+  };
+  for (int d = 0; d < s.devices(); ++d) {
+    const auto& ops = s.device_ops[d];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      int v = find(op.kind, op.stage, op.microbatch);
+      boost::add_edge(source, v, 0.0, g);
+      if (i > 0) edge(find(ops[i - 1].kind, ops[i - 1].stage, ops[i - 1].microbatch), v, 0);
+      auto data_edge = [&](int from) {
+        if (from < 0) return;
+        int64_t lat = dev[from] == d ? 0
+                                     : h.link_between(c.position_device[dev[from]], c.position_device[d]).latency_ns();
+        edge(from, v, lat);
+      };
+      if (op.kind == OpKind::Forward && op.stage > 0) data_edge(find(OpKind::Forward, op.stage - 1, op.microbatch));
+      if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && op.stage + 1 < s.stages()) {
+        data_edge(find(OpKind::Backward, op.stage + 1, op.microbatch));
+        data_edge(find(OpKind::BackwardInput, op.stage + 1, op.microbatch));
+      }
+    }
+  }
+  std::vector<double> dist(boost::num_vertices(g));
+  boost::dag_shortest_paths(g, source, boost::distance_map(dist.data()));
+  int64_t best = 0;
+  for (int v = 0; v < source; ++v) best = std::max(best, static_cast<int64_t>(-dist[v]) + dur[v]);
+  return best;
+}
+
+}  // namespace
+
+TEST(SimLongestPath, EqualsBoostGraphLongestPathForRandomPlans) {
+  for (uint64_t seed = 1; seed <= 120; ++seed) {
+    std::mt19937_64 rng(seed);
+    Profile p;
+    p.model = "random";
+    p.batch_sizes = {1, 4};
+    const int L = 4 + rng() % 20;
+    for (int l = 0; l < L; ++l) {
+      LayerProfile layer;
+      layer.name = "l" + std::to_string(l);
+      double f = 0.01 + (rng() % 1000) / 100.0, b = 0.01 + (rng() % 2000) / 100.0;
+      layer.forward_ms = {f, 3.7 * f};
+      layer.backward_ms = {b, 3.9 * b};
+      layer.activation_bytes = {1000.0 * (1 + rng() % 100), 4000.0 * (1 + rng() % 100)};
+      layer.output_bytes = {100.0, 400.0};
+      layer.parameter_bytes = 1000;
+      p.layers.push_back(layer);
+    }
+    PlanChoice choice;
+    choice.stages = 1 + rng() % std::min(L / 2, 6);
+    const ScheduleKind kinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+                                  ScheduleKind::ZeroBubbleH1};
+    choice.schedule = kinds[rng() % 4];
+    choice.chunks = choice.schedule == ScheduleKind::Interleaved ? 2 : 1;
+    choice.microbatches = choice.schedule == ScheduleKind::Interleaved ? choice.stages * (1 + rng() % 3)
+                                                                        : 1 + rng() % 9;
+    choice.microbatch_size = 1 + rng() % 6;
+    choice.recompute = rng() % 2;
+    choice.partition = rng() % 2 ? "uniform" : "balanced";
+    Plan plan = make_plan(p, choice);
+    Hardware h = Hardware::ideal(choice.stages);
+    h.link = {0.0, static_cast<double>(rng() % 50)};  // bandwidth-free, random latency (us)
+    CostModel c = build_cost_model(p, plan, h);
+    Schedule s = make_schedule(plan.schedule_spec());
+    StepReport r = simulate(s, c, h, {});
+    EXPECT_EQ(r.step_ns, longest_path(s, c, h))
+        << "seed " << seed << ": " << to_string(choice.schedule) << " K=" << choice.stages
+        << " M=" << choice.microbatches << " recompute=" << choice.recompute;
+  }
+}

@@ -1,0 +1,44 @@
+// Helpers shared by the tests: uniform cost models with closed-form answers, and a
+// seeded random generator whose seed every failure message prints.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "core/cost_model.h"
+#include "core/hardware.h"
+#include "core/schedule.h"
+
+namespace pipescope::testing {
+
+// S model stages, each with the same forward/backward time; backward splits evenly.
+inline CostModel uniform_costs(int stages, int devices, int64_t forward_ns, int64_t backward_ns,
+                               int64_t activation_bytes = 1000, int64_t input_bytes = 10) {
+  CostModel c;
+  for (int s = 0; s < stages; ++s) {
+    StageCost st;
+    st.first_layer = s;
+    st.end_layer = s + 1;
+    st.forward_ns = forward_ns;
+    st.backward_ns = backward_ns;
+    st.backward_input_ns = backward_ns / 2;
+    st.backward_weight_ns = backward_ns - backward_ns / 2;
+    st.recompute_ns = forward_ns;
+    st.activation_bytes = activation_bytes;
+    st.input_bytes = s == 0 ? 0 : input_bytes;
+    st.send_bytes = input_bytes;
+    c.stages.push_back(st);
+  }
+  for (int d = 0; d < devices; ++d) {
+    c.position_device.push_back(d);
+    c.position_devices.push_back({d});
+  }
+  c.microbatch_size = 1;
+  c.batch_size = 1;
+  return c;
+}
+
+inline std::string seed_note(uint64_t seed) { return "seed " + std::to_string(seed); }
+
+}  // namespace pipescope::testing
