@@ -358,12 +358,17 @@ void MainWindow::export_widget(QWidget* widget, const QString& name, const QStri
   }
 }
 
+void MainWindow::save_plan(const QString& path) const {
+  if (!evaluation_) throw InputError("no plan to save: the current choices do not make a plan");
+  write_file_atomically(path.toStdString(), plan_to_json(evaluation_->plan).dump(2) + "\n");
+}
+
 void MainWindow::export_plan() {
   if (!evaluation_) return;
   const QString path = QFileDialog::getSaveFileName(this, "Export plan", "plan.json", "JSON (*.json)");
   if (path.isEmpty()) return;
   try {
-    write_file_atomically(path.toStdString(), plan_to_json(evaluation_->plan).dump(2) + "\n");
+    save_plan(path);
     set_status("wrote " + path, false);
   } catch (const std::exception& e) {
     set_status(e.what(), true);

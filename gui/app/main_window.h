@@ -43,6 +43,8 @@ class MainWindow : public QMainWindow {
   bool open_trace(const QString& path);
   bool open_any(const QString& path);       // by the file's "format"
   void set_hardware(std::shared_ptr<const Hardware> hardware, const QString& label);
+  // Writes the shown plan as pipescope.plan JSON (atomically); throws InputError.
+  void save_plan(const QString& path) const;
 
   PlanInputs current_inputs() const;
   void simulate();

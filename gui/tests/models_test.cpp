@@ -23,6 +23,7 @@
 #include "gui/models/timeline_model.h"
 #include "gui/models/trace_reader.h"
 #include "gui/models/workers.h"
+#include "gui/tests/brute_force_sweep.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
 
@@ -40,44 +41,6 @@ PlanInputs default_inputs() {
   in.choice.stages = 4;
   in.choice.microbatches = 8;
   return in;
-}
-
-// The sweep computed the plain way, call for call as `pipescope simulate` does, to
-// hold compute_sweep to: same cells, same best (highest throughput among fitting
-// cells, first in row-major order on ties).
-struct BruteForce {
-  std::vector<double> throughput;  // -1: invalid, -2: does not fit
-  int best = -1;
-};
-BruteForce brute_force(const PlanInputs& base, const SweepAxes& axes) {
-  BruteForce out;
-  double best_tp = -1;
-  for (int k : axes.stages) {
-    for (int m : axes.microbatches) {
-      PlanChoice c = base.choice;
-      c.stages = k;
-      c.microbatches = m;
-      double tp = -1;
-      try {
-        Plan plan = make_plan(*base.profile, c);
-        Schedule s = make_schedule(plan.schedule_spec());
-        validate_schedule(s);
-        CostModel costs = build_cost_model(*base.profile, plan, *base.hardware);
-        SimOptions o;
-        o.record_timeline = false;
-        StepReport r = simulate(s, costs, *base.hardware, o);
-        tp = r.fits() ? r.throughput_samples_per_s : -2;
-      } catch (const InputError&) {
-      }
-      if (tp > best_tp) {
-        best_tp = tp;
-        out.best = static_cast<int>(out.throughput.size());
-      }
-      out.throughput.push_back(tp);
-    }
-  }
-  if (best_tp < 0) out.best = -1;
-  return out;
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // simulator's numbers for the plan its controls describe, paints non-fitting stages
 // red, marks the same best sweep cell as a brute-force search, exports PNG/SVG, and
 // `pipescope-gui --screenshot` draws a non-blank timeline.
+#include <QComboBox>
 #include <QImage>
+#include <QWheelEvent>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -10,6 +12,9 @@
 #include <QtTest>
 
 #include "core/atomic_file.h"
+#include "core/cost_model.h"
+#include "core/schedule.h"
+#include "sim/simulator.h"
 #include "core/report.h"
 #include "gui/app/app_options.h"
 #include "gui/app/controls_panel.h"
@@ -19,6 +24,7 @@
 #include "gui/app/sweep_view.h"
 #include "gui/app/timeline_view.h"
 #include "gui/models/palette.h"
+#include "gui/tests/brute_force_sweep.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -58,6 +64,8 @@ class WidgetsTest : public QObject {
   void hover_describes_the_op();
   void compare_shows_errors();
   void export_png_and_svg();
+  void exported_plan_simulates_the_same();
+  void wheel_zooms_and_drag_pans();
   void screenshot_timeline_is_not_blank();
   void bad_flag_exits_2();
 };
@@ -127,7 +135,12 @@ void WidgetsTest::non_fitting_stage_turns_red() {
 
 void WidgetsTest::sweep_marks_the_brute_force_best_cell() {
   qRegisterMetaType<SweepResult>();
+  // GPipe on 40 GB devices: large M does not fit, so the best cell is not a corner.
   MainWindow w(default_options());
+  w.controls()->schedule_box()->setCurrentText("gpipe");
+  Hardware small = *w.current_inputs().hardware;
+  small.memory_bytes = 40000000000;
+  w.set_hardware(std::make_shared<const Hardware>(small), "40 GB test hardware");
   w.wait_for_plan();
   QSignalSpy finished(&w.sweep_worker(), &SweepWorker::finished);
   w.run_sweep();
@@ -135,21 +148,10 @@ void WidgetsTest::sweep_marks_the_brute_force_best_cell() {
   const SweepModel& m = w.sweep();
   const QModelIndex best = m.best_index();
   QVERIFY(best.isValid());
-  // Brute force over the same cells with the same library calls.
-  int brute_best = -1;
-  double best_tp = -1;
-  const SweepAxes& axes = m.result().axes;
-  const int columns = static_cast<int>(axes.microbatches.size());
-  for (int row = 0; row < static_cast<int>(axes.stages.size()); ++row) {
-    for (int col = 0; col < columns; ++col) {
-      const SweepCell c = evaluate_cell(w.current_inputs(), axes.stages[row], axes.microbatches[col]);
-      const int index = row * columns + col;
-      if (c.valid && c.fits && c.throughput > best_tp) {
-        best_tp = c.throughput;
-        brute_best = index;
-      }
-    }
-  }
+  // Brute force over the same cells with the library calls directly.
+  const BruteForce bf = brute_force(w.current_inputs(), m.result().axes);
+  const int brute_best = bf.best;
+  const double best_tp = bf.throughput[bf.best];
   QCOMPARE(best.row() * m.columnCount() + best.column(), brute_best);
   QCOMPARE(m.data(best, SweepModel::ThroughputRole).toDouble(), best_tp);
   // The heat map paints the best cell's orange frame.
@@ -159,6 +161,11 @@ void WidgetsTest::sweep_marks_the_brute_force_best_cell() {
   QCoreApplication::processEvents();
   const QImage map = w.sweep_view()->heat_map()->grab().toImage();
   QVERIFY(count_color(map, w.sweep_view()->heat_map()->cell_rect(best.row(), best.column()), QColor(255, 170, 0), 20) > 50);
+  // K=1 with M=128 keeps 128 micro-batches of a 26-layer model: crossed out in red.
+  const QModelIndex corner = m.index(0, m.columnCount() - 1);
+  QCOMPARE(m.data(corner, SweepModel::FitsRole).toBool(), false);
+  QVERIFY(count_color(map, w.sweep_view()->heat_map()->cell_rect(0, m.columnCount() - 1), does_not_fit_color(), 20) > 50);
+  QVERIFY(count_color(map, w.sweep_view()->heat_map()->cell_rect(best.row(), best.column()), does_not_fit_color(), 20) == 0);
 }
 
 void WidgetsTest::clicking_a_sweep_cell_loads_that_plan() {
@@ -231,6 +238,53 @@ void WidgetsTest::export_png_and_svg() {
   const QByteArray text = f.readAll();
   QVERIFY(text.contains("<svg"));
   QVERIFY(text.contains("device 0"));  // track labels stay text in the SVG
+}
+
+void WidgetsTest::exported_plan_simulates_the_same() {
+  QTemporaryDir dir;
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  const QString path = dir.filePath("plan.json");
+  w.save_plan(path);
+  // The saved plan, loaded and simulated the way `pipescope simulate --plan` does, gives the same step.
+  const Plan plan = load_plan(path.toStdString());
+  QCOMPARE(plan.stages.size(), std::size_t{4});
+  QCOMPARE(plan.microbatches, 8);
+  const PlanInputs in = w.current_inputs();
+  Schedule s = make_schedule(plan.schedule_spec());
+  validate_schedule(s);
+  const StepReport r = simulate(s, build_cost_model(*in.profile, plan, *in.hardware), *in.hardware);
+  QCOMPARE(r.step_ns, w.evaluation()->report.step_ns);
+}
+
+void WidgetsTest::wheel_zooms_and_drag_pans() {
+  MainWindow w(default_options());
+  w.resize(1400, 900);
+  w.show();
+  w.wait_for_plan();
+  QCoreApplication::processEvents();
+  TimelineView* v = w.timeline_view();
+  const TimeAxis before = v->axis();
+  const QPointF at(v->plot_rect().center());
+  const int64_t anchor = before.time_of(at.x());
+  // One wheel notch (120) zooms in by 1.25 around the pointer.
+  QWheelEvent wheel(at, v->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(v, &wheel);
+  QVERIFY(std::fabs(v->axis().ns_per_px - before.ns_per_px / 1.25) < 1e-9 * before.ns_per_px);
+  QVERIFY(std::llabs(v->axis().time_of(at.x()) - anchor) <= 1);
+  // Dragging 100 px to the left shows times 100 px later.
+  const double start = v->axis().view_start_ns, per_px = v->axis().ns_per_px;
+  const QPoint p0 = at.toPoint();
+  QTest::mousePress(v, Qt::LeftButton, {}, p0);
+  QMouseEvent move(QEvent::MouseMove, QPointF(p0 - QPoint(100, 0)), v->mapToGlobal(QPointF(p0 - QPoint(100, 0))),
+                   Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(v, &move);
+  QTest::mouseRelease(v, Qt::LeftButton, {}, p0 - QPoint(100, 0));
+  QVERIFY(std::fabs(v->axis().view_start_ns - (start + 100 * per_px)) < 1e-6 * per_px);
+  // A double click fits the whole step again.
+  QTest::mouseDClick(v, Qt::LeftButton, {}, p0);
+  QCOMPARE(v->axis().ns_per_px, before.ns_per_px);
+  QCOMPARE(v->axis().view_start_ns, 0.0);
 }
 
 void WidgetsTest::screenshot_timeline_is_not_blank() {
