@@ -26,28 +26,29 @@ AppOptions parse_app_options(const QStringList& arguments) {
   p.addOptions({
       {"profile", "Profile file (pipescope.profile); default: the bundled GPT-1.3B profile", "FILE"},
       {"hardware", "Hardware file (pipescope.hardware); default with the bundled profile: 8x H200", "FILE"},
-      {{"stages", "K"}, "Pipeline stages K", "K", "4"},
-      {{"microbatches", "M"}, "Micro-batches M per step", "M", "8"},
+      {{"stages", "K"}, "Pipeline stages K (default 4)", "K", "4"},
+      {{"microbatches", "M"}, "Micro-batches M per step (default 8)", "M", "8"},
       {"microbatch-size", "Samples per micro-batch (default: the profile's first batch size)", "B", "0"},
-      {"schedule", "gpipe | 1f1b | interleaved | zb-h1", "KIND", "1f1b"},
-      {"chunks", "Model chunks per device (interleaved only)", "V", "1"},
+      {"schedule", "gpipe | 1f1b | interleaved | zb-h1 (default 1f1b)", "KIND", "1f1b"},
+      {"chunks", "Model chunks per device, interleaved only (default 1)", "V", "1"},
       {"recompute", "Re-materialise activations"},
-      {"partition", "uniform | balanced", "NAME", "balanced"},
+      {"partition", "uniform | balanced (default balanced)", "NAME", "balanced"},
       {"measurement", "Measurement JSON to compare with the prediction", "FILE"},
       {"trace", "Chrome trace of the measured run (with --measurement)", "FILE"},
       {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
       {"screenshot", "Render the main window to a PNG and exit", "FILE"},
-      {"tab", "Tab to show: timeline | layers | sweep | compare", "NAME", "timeline"},
-      {"size", "Window size WxH", "WxH", "1400x900"},
+      {"tab", "Tab to show: timeline | layers | sweep | compare (default timeline)", "NAME", "timeline"},
+      {"size", "Window size WxH (default 1400x900)", "WxH", "1400x900"},
   });
   if (!p.parse(arguments)) throw InputError(p.errorText().toStdString());
-  if (p.isSet("help")) {
-    p.showHelp(0);  // exits: only reached from main()
+  AppOptions o;
+  if (p.isSet("help") || p.isSet("help-all")) {
+    o.help_text = p.helpText();
+    return o;
   }
   if (!p.positionalArguments().isEmpty()) {
     throw InputError("unexpected argument \"" + p.positionalArguments().front().toStdString() + "\"");
   }
-  AppOptions o;
   o.profile_path = p.value("profile");
   o.hardware_path = p.value("hardware");
   o.stages = to_int(p, "stages", 1);

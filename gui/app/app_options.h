@@ -26,6 +26,7 @@ struct AppOptions {
   bool run_sweep = false;    // start the K x M sweep at once
   QString measurement_path;
   QString trace_path;
+  QString help_text;         // set when --help was given: main() prints it and exits 0
 };
 
 // Parses `arguments` (argv[0] first). Throws InputError naming the bad flag.

@@ -13,16 +13,18 @@
 using namespace pipescope;
 using namespace pipescope::gui;
 
-static bool wants_screenshot(int argc, char** argv) {
+// --screenshot and --help need no display.
+static bool headless(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (QByteArray(argv[i]).startsWith("--screenshot")) return true;
+    const QByteArray a(argv[i]);
+    if (a.startsWith("--screenshot") || a == "--help" || a == "-h" || a == "-?") return true;
   }
   return false;
 }
 
 int main(int argc, char** argv) {
-  // A screenshot needs no display: fall back to the offscreen platform.
-  if (wants_screenshot(argc, argv) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") &&
+  // Without a display, fall back to the offscreen platform where none is needed.
+  if (headless(argc, argv) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") &&
       qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
   }
@@ -34,6 +36,10 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::fprintf(stderr, "pipescope-gui: %s\n", e.what());
     return 2;
+  }
+  if (!options.help_text.isEmpty()) {
+    std::fputs(options.help_text.toStdString().c_str(), stdout);
+    return 0;
   }
   MainWindow window(options);
   if (options.screenshot_path.isEmpty()) {

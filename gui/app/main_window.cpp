@@ -324,6 +324,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
 void MainWindow::show_failure(const QString& message) {
   evaluation_.reset();
   summary_.clear();
+  layers_.set_plan(profile_, Plan{});
   timeline_.set_timeline({});
   memory_view_->set_curves({});
   set_status(message, true);
@@ -380,7 +381,12 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
 }
 
 void MainWindow::dropEvent(QDropEvent* e) {
-  for (const QUrl& url : e->mimeData()->urls()) {
+  open_dropped(*e->mimeData());
+  e->acceptProposedAction();
+}
+
+void MainWindow::open_dropped(const QMimeData& mime) {
+  for (const QUrl& url : mime.urls()) {
     if (url.isLocalFile()) open_any(url.toLocalFile());
   }
 }

@@ -42,6 +42,7 @@ class MainWindow : public QMainWindow {
   bool open_measurement(const QString& path);
   bool open_trace(const QString& path);
   bool open_any(const QString& path);       // by the file's "format"
+  void open_dropped(const class QMimeData& mime);  // what dropEvent does with the files
   void set_hardware(std::shared_ptr<const Hardware> hardware, const QString& label);
   // Writes the shown plan as pipescope.plan JSON (atomically); throws InputError.
   void save_plan(const QString& path) const;

@@ -40,12 +40,12 @@ void MemoryView::set_curves(const MemoryCurves& curves) {
 
 QRect MemoryView::stage_rect(int s) const {
   const int n = std::max<int>(1, static_cast<int>(curves_.stages.size()));
-  const int cols = std::min(n, 4);
+  const int cols = n <= 4 ? n : n <= 16 ? 4 : 8;
   const int rows = (n + cols - 1) / cols;
   const int w = (width() - kAxisLeft - 10) / cols;
   const int h = (height() - kHeader - kLegend) / rows;
   const int r = s / cols, c = s % cols;
-  return QRect(kAxisLeft + c * w, kHeader + r * h + kChartTitle, w - kGap, h - kChartTitle - 16);
+  return QRect(kAxisLeft + c * w, kHeader + r * h + kChartTitle, std::max(4, w - kGap), std::max(4, h - kChartTitle - 16));
 }
 
 QColor MemoryView::stage_fill(int s) const {

@@ -74,7 +74,7 @@ void TimelineView::set_axis(const TimeAxis& axis) {
 
 int TimelineView::row_height() const {
   const int tracks = model_ ? std::max(1, model_->track_count()) : 1;
-  return std::clamp(plot_rect().height() / tracks, 10, 44);
+  return std::clamp(plot_rect().height() / tracks, 3, 44);
 }
 
 int TimelineView::track_at(int y) const {
@@ -155,10 +155,16 @@ void TimelineView::paintEvent(QPaintEvent*) {
   small.setPointSizeF(std::max(6.0, font().pointSizeF() * 0.8));
   for (int t = 0; t < model_->track_count(); ++t) {
     const int y = plot.top() + t * rh;
+    if (y + rh > plot.bottom() + 1) break;  // more tracks than fit: the rest are cut
     p.setPen(palette().color(QPalette::Text));
     p.setFont(font());
-    p.drawText(QRect(6, y, kLabelWidth - 10, rh), Qt::AlignLeft | Qt::AlignVCenter, model_->track_name(t));
-    const QRectF row(step_left, y + 2, std::max(0.0, step_right - step_left), rh - 4);
+    const int label_every = std::max(1, (fontMetrics().height() + rh - 1) / rh);
+    if (t % label_every == 0) {
+      p.drawText(QRect(6, y, kLabelWidth - 10, std::max(rh, fontMetrics().height())), Qt::AlignLeft | Qt::AlignVCenter,
+                 model_->track_name(t));
+    }
+    const int pad = rh >= 12 ? 2 : 0;
+    const QRectF row(step_left, y + pad, std::max(0.0, step_right - step_left), rh - 2 * pad);
     p.fillRect(row, category_color("idle"));
     p.setPen(QColor(225, 225, 225));
     p.drawLine(plot.left(), y + rh - 1, plot.right(), y + rh - 1);
@@ -170,13 +176,13 @@ void TimelineView::paintEvent(QPaintEvent*) {
       const double x0 = axis_.x_of(static_cast<double>(e.start_ns));
       const double x1 = axis_.x_of(static_cast<double>(e.start_ns + e.duration_ns));
       if (x1 < plot.left() || x0 > plot.right()) continue;
-      const QRectF box(x0, y + 3, std::max(1.0, x1 - x0), rh - 6);
+      const QRectF box(x0, y + pad + (pad ? 1 : 0), std::max(1.0, x1 - x0), std::max(1, rh - 2 * pad - (pad ? 2 : 0)));
       const QColor c = category_color(QString::fromStdString(e.category));
       p.fillRect(box, i == hovered_ ? c.lighter(130) : c);
       if (stripes_ && e.stage >= 0 && e.category != "transfer") {
         p.fillRect(QRectF(box.left(), box.bottom() - 4, box.width(), 4), stage_color(e.stage));
       }
-      if (box.width() > 4) {
+      if (box.width() > 4 && rh >= 12) {
         p.setPen(c.darker(140));
         p.drawRect(box);
       }

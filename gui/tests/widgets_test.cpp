@@ -4,6 +4,7 @@
 // `pipescope-gui --screenshot` draws a non-blank timeline.
 #include <QComboBox>
 #include <QImage>
+#include <QMimeData>
 #include <QWheelEvent>
 #include <QProcess>
 #include <QSignalSpy>
@@ -63,6 +64,7 @@ class WidgetsTest : public QObject {
   void clicking_a_sweep_cell_loads_that_plan();
   void hover_describes_the_op();
   void compare_shows_errors();
+  void dropping_a_profile_loads_it();
   void export_png_and_svg();
   void exported_plan_simulates_the_same();
   void wheel_zooms_and_drag_pans();
@@ -219,6 +221,21 @@ void WidgetsTest::compare_shows_errors() {
   QVERIFY(w.open_any(trace));
   QVERIFY(!w.open_any(dir.filePath("missing.json")));
   QVERIFY(w.status_text().contains("missing.json"));
+}
+
+void WidgetsTest::dropping_a_profile_loads_it() {
+  MainWindow w(default_options());
+  w.wait_for_plan();
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(PIPESCOPE_SOURCE_DIR "/profiles/toy-uniform.json")});
+  // A synthetic QDropEvent is not delivered without a drag in progress, so this calls
+  // what dropEvent calls.
+  w.open_dropped(mime);
+  w.wait_for_plan();
+  QVERIFY(w.evaluation());
+  QCOMPARE(QString::fromStdString(w.evaluation()->report.model), QString("toy-uniform"));
+  // toy-uniform: 16 layers of 1 ms forward + 2 ms backward at micro-batch 1, in 4 stages of 4 layers.
+  QCOMPARE(w.evaluation()->plan.stages[0].end_layer, 4);
 }
 
 void WidgetsTest::export_png_and_svg() {
