@@ -29,28 +29,25 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   table_ = new QTableView(split);
   table_->setMinimumHeight(120);
   table_->verticalHeader()->hide();
-  predicted_ = new TimelineView(split);
-  measured_ = new TimelineView(split);
-  predicted_->set_title("Predicted");
-  measured_->set_title("Measured (from the Chrome trace)");
-  measured_->hide();
-  split->setSizes({260, 320, 320});
+  rows_ = new TimelineView(split);
+  set_has_trace(false);
+  split->setSizes({260, 640});
   layout->addWidget(split, 1);
   connect(open, &QPushButton::clicked, this, &CompareView::openMeasurementRequested);
   connect(trace, &QPushButton::clicked, this, &CompareView::openTraceRequested);
-  connect(predicted_, &TimelineView::axisChanged, measured_, &TimelineView::set_axis);
-  connect(measured_, &TimelineView::axisChanged, predicted_, &TimelineView::set_axis);
 }
 
-void CompareView::set_models(CompareModel* errors, const TimelineModel* predicted, const TimelineModel* measured) {
+void CompareView::set_models(CompareModel* errors, const TimelineModel* rows) {
   table_->setModel(errors);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-  predicted_->set_model(predicted);
-  measured_->set_model(measured);
+  rows_->set_model(rows);
 }
 
 void CompareView::set_message(const QString& message) { message_->setText(message); }
 
-void CompareView::set_measured_visible(bool visible) { measured_->setVisible(visible); }
+void CompareView::set_has_trace(bool has_trace) {
+  rows_->set_title(has_trace ? "Predicted (pred) and measured (meas) timelines, row by row"
+                             : "Predicted timeline (open the run's Chrome trace to see the measured one beside it)");
+}
 
 }  // namespace pipescope::gui

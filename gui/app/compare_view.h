@@ -1,7 +1,7 @@
 // Compare tab: a measurement JSON from the executor (and optionally its Chrome trace)
-// against the current prediction: a table of errors (CompareModel) and, when a trace
-// is given, the predicted and measured timelines one above the other on a shared,
-// linked time axis.
+// against the current prediction: a table of errors (CompareModel) and a timeline
+// whose rows are the predicted ones, each followed by its measured twin when a
+// trace is given ("device 0 pred", "device 0 meas"; gui/models/timeline_merge.h).
 #pragma once
 
 #include <QWidget>
@@ -19,11 +19,10 @@ class CompareView : public QWidget {
   Q_OBJECT
  public:
   explicit CompareView(QWidget* parent = nullptr);
-  void set_models(CompareModel* errors, const TimelineModel* predicted, const TimelineModel* measured);
+  void set_models(CompareModel* errors, const TimelineModel* rows);
   void set_message(const QString& message);
-  TimelineView* predicted_view() const { return predicted_; }
-  TimelineView* measured_view() const { return measured_; }
-  void set_measured_visible(bool visible);
+  TimelineView* timeline_view() const { return rows_; }
+  void set_has_trace(bool has_trace);
 
  signals:
   void openMeasurementRequested();
@@ -32,8 +31,7 @@ class CompareView : public QWidget {
  private:
   QLabel* message_;
   QTableView* table_;
-  TimelineView* predicted_;
-  TimelineView* measured_;
+  TimelineView* rows_;
 };
 
 }  // namespace pipescope::gui

@@ -24,6 +24,7 @@
 #include "gui/app/sweep_view.h"
 #include "gui/app/timeline_view.h"
 #include "gui/models/memory_curves.h"
+#include "gui/models/timeline_merge.h"
 #include "gui/models/trace_reader.h"
 
 namespace pipescope::gui {
@@ -70,7 +71,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   tabs_->addTab(sweep_view_, "Sweep K x M");
 
   compare_view_ = new CompareView(tabs_);
-  compare_view_->set_models(&compare_, &timeline_, &measured_timeline_);
+  compare_view_->set_models(&compare_, &compare_rows_);
   tabs_->addTab(compare_view_, "Compare");
 
   split->addWidget(tabs_);
@@ -243,14 +244,13 @@ bool MainWindow::open_measurement(const QString& path) {
 
 bool MainWindow::open_trace(const QString& path) {
   try {
-    Timeline t = read_chrome_trace(path.toStdString());
-    measured_timeline_.set_timeline(t);
+    measured_trace_ = read_chrome_trace(path.toStdString());
   } catch (const std::exception& e) {
     set_status(e.what(), true);
     return false;
   }
-  have_trace_ = true;
-  compare_view_->set_measured_visible(true);
+  compare_view_->set_has_trace(true);
+  update_compare_rows();
   return true;
 }
 
@@ -316,6 +316,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
                                 .arg(r.throughput_samples_per_s, 0, 'f', 1)
                                 .arg(100 * r.bubble_fraction, 0, 'f', 1));
   update_comparison();
+  update_compare_rows();
   QString status = r.fits() ? "plan fits the device memory" : "some stages do not fit the device memory";
   for (const std::string& n : r.notes) status += "\nnote: " + QString::fromStdString(n);
   set_status(status, !r.fits());
@@ -326,6 +327,7 @@ void MainWindow::show_failure(const QString& message) {
   summary_.clear();
   layers_.set_plan(profile_, Plan{});
   timeline_.set_timeline({});
+  compare_rows_.set_timeline({});
   memory_view_->set_curves({});
   set_status(message, true);
 }
@@ -336,6 +338,16 @@ void MainWindow::set_status(const QString& message, bool error) {
 }
 
 QString MainWindow::status_text() const { return status_->text(); }
+
+void MainWindow::update_compare_rows() {
+  if (!evaluation_) {
+    compare_rows_.set_timeline({});
+  } else if (measured_trace_) {
+    compare_rows_.set_timeline(interleave_timelines(evaluation_->report.timeline, "pred", *measured_trace_, "meas"));
+  } else {
+    compare_rows_.set_timeline(evaluation_->report.timeline, evaluation_->report.step_ns);
+  }
+}
 
 void MainWindow::update_comparison() {
   if (!measurement_ || !evaluation_) return;

@@ -58,6 +58,7 @@ class MainWindow : public QMainWindow {
   const SummaryModel& summary() const { return summary_; }
   const SweepModel& sweep() const { return sweep_; }
   const CompareModel& comparison() const { return compare_; }
+  const TimelineModel& compare_rows() const { return compare_rows_; }
   TimelineView* timeline_view() const { return timeline_view_; }
   MemoryView* memory_view() const { return memory_view_; }
   SweepView* sweep_view() const { return sweep_view_; }
@@ -76,6 +77,7 @@ class MainWindow : public QMainWindow {
   void show_failure(const QString& message);
   void set_status(const QString& message, bool error);
   void update_comparison();
+  void update_compare_rows();
   void export_widget(QWidget* widget, const QString& name, const QString& extension);
   void export_plan();
   QWidget* current_chart() const;
@@ -86,11 +88,11 @@ class MainWindow : public QMainWindow {
   QString profile_path_, hardware_path_;
   std::shared_ptr<const Evaluation> evaluation_;
   std::optional<StepReport> measurement_;
-  bool have_trace_ = false;
+  std::optional<Timeline> measured_trace_;
 
   LayerTableModel layers_;
   TimelineModel timeline_;
-  TimelineModel measured_timeline_;
+  TimelineModel compare_rows_;
   SummaryModel summary_;
   SweepModel sweep_;
   CompareModel compare_;

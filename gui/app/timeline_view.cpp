@@ -14,7 +14,6 @@
 namespace pipescope::gui {
 
 namespace {
-constexpr int kLabelWidth = 110;
 constexpr int kTitleHeight = 22;
 constexpr int kAxisHeight = 22;
 constexpr int kLegendHeight = 26;
@@ -33,7 +32,11 @@ void TimelineView::set_model(const TimelineModel* model) {
   if (model_) {
     connect(model_, &QAbstractItemModel::modelReset, this, [this] {
       hovered_ = -1;
-      if (!user_zoomed_) fit();
+      if (user_zoomed_) {
+        axis_.resize(plot_rect().left(), plot_rect().width());  // the label column may have changed
+      } else {
+        fit();
+      }
       update();
     });
   }
@@ -52,7 +55,7 @@ void TimelineView::set_title(const QString& title) {
 
 QRect TimelineView::plot_rect() const {
   const int top = kTitleHeight + kAxisHeight;
-  return QRect(kLabelWidth, top, std::max(10, width() - kLabelWidth - kRightMargin),
+  return QRect(label_width(), top, std::max(10, width() - label_width() - kRightMargin),
                std::max(10, height() - top - kLegendHeight - 4));
 }
 
@@ -70,6 +73,14 @@ void TimelineView::set_axis(const TimeAxis& axis) {
   axis_.ns_per_px = axis.ns_per_px;
   user_zoomed_ = true;
   update();
+}
+
+int TimelineView::label_width() const {
+  int widest = 60;
+  if (model_) {
+    for (int t = 0; t < model_->track_count(); ++t) widest = std::max(widest, fontMetrics().horizontalAdvance(model_->track_name(t)));
+  }
+  return std::min(widest, 220) + 18;
 }
 
 int TimelineView::row_height() const {
@@ -115,7 +126,7 @@ void TimelineView::paint_legend(QPainter& p) {
   if (model_) {
     for (const auto& e : model_->events()) present.insert(QString::fromStdString(e.category));
   }
-  int x = kLabelWidth;
+  int x = label_width();
   const int y = height() - kLegendHeight + 4;
   const QFontMetrics fm(font());
   for (const LegendEntry& l : category_legend()) {
@@ -160,7 +171,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
     p.setFont(font());
     const int label_every = std::max(1, (fontMetrics().height() + rh - 1) / rh);
     if (t % label_every == 0) {
-      p.drawText(QRect(6, y, kLabelWidth - 10, std::max(rh, fontMetrics().height())), Qt::AlignLeft | Qt::AlignVCenter,
+      p.drawText(QRect(6, y, label_width() - 10, std::max(rh, fontMetrics().height())), Qt::AlignLeft | Qt::AlignVCenter,
                  model_->track_name(t));
     }
     const int pad = rh >= 12 ? 2 : 0;

@@ -44,6 +44,7 @@ class TimelineView : public QWidget {
 
  private:
   int row_height() const;
+  int label_width() const;
   int track_at(int y) const;
   int event_at(QPoint pos) const;
   void paint_axis(class QPainter& p, const QRect& plot);

@@ -20,6 +20,7 @@
 #include "gui/models/sweep.h"
 #include "gui/models/sweep_model.h"
 #include "gui/models/time_axis.h"
+#include "gui/models/timeline_merge.h"
 #include "gui/models/timeline_model.h"
 #include "gui/models/trace_reader.h"
 #include "gui/models/workers.h"
@@ -64,6 +65,7 @@ class ModelsTest : public QObject {
   void sweep_model();
   void compare_model();
   void chrome_trace_round_trip();
+  void interleaved_rows_pair_tracks_by_name();
   void plan_worker_reports_only_the_latest();
   void plan_worker_reports_failure();
   void sweep_worker_matches_compute_sweep();
@@ -330,6 +332,24 @@ void ModelsTest::chrome_trace_round_trip() {
   }
   QCOMPARE(t.memory.size(), e.report.timeline.memory.size());
   QVERIFY_THROWS_EXCEPTION(InputError, chrome_trace_to_timeline("{\"traceEvents\": 3}", "bad.json"));
+}
+
+void ModelsTest::interleaved_rows_pair_tracks_by_name() {
+  Timeline a, b;
+  a.tracks = {"device 0", "device 1", "link 0->1"};
+  b.tracks = {"device 1", "device 0", "allreduce 0"};  // other order, one track a lacks
+  a.events = {{0, "forward", 0, 0, 0, 10}, {2, "transfer", 1, 0, 10, 2}};
+  b.events = {{0, "forward", 1, 0, 12, 11}, {2, "allreduce", -1, -1, 30, 5}};
+  const Timeline m = interleave_timelines(a, "pred", b, "meas");
+  const std::vector<std::string> expected = {"device 0 pred", "device 0 meas", "device 1 pred",
+                                             "device 1 meas", "link 0->1 pred", "allreduce 0 meas"};
+  QCOMPARE(m.tracks, expected);
+  QCOMPARE(m.events.size(), std::size_t{4});
+  QCOMPARE(m.events[0].track, 0);  // a's device 0
+  QCOMPARE(m.events[1].track, 4);  // a's link
+  QCOMPARE(m.events[2].track, 3);  // b's device 1 sits under a's device 1
+  QCOMPARE(m.events[2].start_ns, 12LL);
+  QCOMPARE(m.events[3].track, 5);
 }
 
 void ModelsTest::plan_worker_reports_only_the_latest() {

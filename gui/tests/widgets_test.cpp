@@ -219,6 +219,12 @@ void WidgetsTest::compare_shows_errors() {
   const QString trace = dir.filePath("trace.json");
   write_file_atomically(trace.toStdString(), chrome_trace(w.evaluation()->report));
   QVERIFY(w.open_any(trace));
+  // Rows side by side: 10 predicted tracks, each followed by its measured twin.
+  const TimelineModel& rows = w.compare_rows();
+  QCOMPARE(rows.track_count(), 20);
+  QCOMPARE(rows.track_name(0), QString("device 0 pred"));
+  QCOMPARE(rows.track_name(1), QString("device 0 meas"));
+  QCOMPARE(rows.busy_ns(1), rows.busy_ns(0));  // the trace is the prediction's own
   QVERIFY(!w.open_any(dir.filePath("missing.json")));
   QVERIFY(w.status_text().contains("missing.json"));
 }
