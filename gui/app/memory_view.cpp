@@ -122,7 +122,7 @@ void MemoryView::paintEvent(QPaintEvent*) {
     if (r.left() == kAxisLeft) {
       p.setPen(palette().color(QPalette::Text));
       for (int i = 0; i <= 2; ++i) {
-        const double b = ymax * i / 2;
+        const double b = static_cast<double>(top) * i / 2;  // the top label is the capacity (or the peak)
         p.drawText(QRect(0, static_cast<int>(Y(b)) - 8, kAxisLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
                    QString::fromStdString(format_bytes(b)));
       }
