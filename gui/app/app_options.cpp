@@ -6,15 +6,16 @@
 #include <QFileInfo>
 
 #include "core/error.h"
+#include "core/schedule.h"
 
 namespace pipescope::gui {
 
-static int to_int(const QCommandLineParser& p, const QString& name, int min) {
+static int to_int(const QCommandLineParser& p, const QString& name, int min, int max) {
   bool ok = false;
   const int v = p.value(name).toInt(&ok);
-  if (!ok || v < min) {
-    throw InputError("--" + name.toStdString() + ": expected a whole number >= " + std::to_string(min) +
-                     ", got \"" + p.value(name).toStdString() + "\"");
+  if (!ok || v < min || v > max) {
+    throw InputError("--" + name.toStdString() + ": expected a whole number from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", got \"" + p.value(name).toStdString() + "\"");
   }
   return v;
 }
@@ -28,7 +29,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"hardware", "Hardware file (pipescope.hardware); default with the bundled profile: 8x H200", "FILE"},
       {{"stages", "K"}, "Pipeline stages K (default 4)", "K", "4"},
       {{"microbatches", "M"}, "Micro-batches M per step (default 8)", "M", "8"},
-      {"microbatch-size", "Samples per micro-batch (default: the profile's first batch size)", "B", "0"},
+      {"microbatch-size", "Samples per micro-batch, a whole number (default 0: the profile's first batch size)", "B", "0"},
       {"schedule", "gpipe | 1f1b | interleaved | zb-h1 (default 1f1b)", "KIND", "1f1b"},
       {"chunks", "Model chunks per device, interleaved only (default 1)", "V", "1"},
       {"recompute", "Re-materialise activations"},
@@ -51,15 +52,17 @@ AppOptions parse_app_options(const QStringList& arguments) {
   }
   o.profile_path = p.value("profile");
   o.hardware_path = p.value("hardware");
-  o.stages = to_int(p, "stages", 1);
-  o.microbatches = to_int(p, "microbatches", 1);
-  bool ok = false;
-  o.microbatch_size = p.value("microbatch-size").toDouble(&ok);
-  if (!ok || o.microbatch_size < 0) throw InputError("--microbatch-size: expected a number >= 0");
+  o.stages = to_int(p, "stages", 1, kMaxDevices);
+  o.microbatches = to_int(p, "microbatches", 1, kMaxGuiMicrobatches);
+  o.microbatch_size = to_int(p, "microbatch-size", 0, kMaxGuiMicrobatchSize);
   o.schedule = p.value("schedule");
-  o.chunks = to_int(p, "chunks", 1);
+  o.chunks = to_int(p, "chunks", 1, kMaxGuiChunks);
   o.recompute = p.isSet("recompute");
   o.partition = p.value("partition");
+  parse_schedule_kind(o.schedule.toStdString());  // throws InputError naming the accepted kinds
+  if (o.partition != "uniform" && o.partition != "balanced") {
+    throw InputError("--partition: expected uniform or balanced, got \"" + o.partition.toStdString() + "\"");
+  }
   o.measurement_path = p.value("measurement");
   o.trace_path = p.value("trace");
   o.screenshot_path = p.value("screenshot");

@@ -10,6 +10,11 @@
 
 namespace pipescope::gui {
 
+// The largest values the controls accept (the command line is held to the same).
+inline constexpr int kMaxGuiMicrobatches = 65536;
+inline constexpr int kMaxGuiMicrobatchSize = 65536;
+inline constexpr int kMaxGuiChunks = 64;
+
 struct AppOptions {
   QString profile_path;
   QString hardware_path;

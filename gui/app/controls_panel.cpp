@@ -29,16 +29,16 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow("Profile", file_row(profile_, "Open...", &ControlsPanel::openProfileRequested));
   form->addRow("Hardware", file_row(hardware_, "Open...", &ControlsPanel::openHardwareRequested));
   stages_ = new QSpinBox(this);
-  stages_->setRange(1, 64);
+  stages_->setRange(1, kMaxDevices);  // more than the hardware has: the library says so
   microbatches_ = new QSpinBox(this);
-  microbatches_->setRange(1, 4096);
+  microbatches_->setRange(1, kMaxGuiMicrobatches);
   microbatch_size_ = new QSpinBox(this);
-  microbatch_size_->setRange(0, 4096);
+  microbatch_size_->setRange(0, kMaxGuiMicrobatchSize);
   microbatch_size_->setSpecialValueText("profile's first");
   schedule_ = new QComboBox(this);
   schedule_->addItems({"gpipe", "1f1b", "interleaved", "zb-h1"});
   chunks_ = new QSpinBox(this);
-  chunks_->setRange(1, 64);
+  chunks_->setRange(1, kMaxGuiChunks);
   recompute_ = new QCheckBox("re-materialise activations", this);
   partition_ = new QComboBox(this);
   partition_->addItems({"balanced", "uniform"});
@@ -95,8 +95,6 @@ void ControlsPanel::set_stages_and_microbatches(int stages, int microbatches) {
   quiet_ = false;
   emit changed();
 }
-
-void ControlsPanel::set_max_stages(int stages) { stages_->setMaximum(std::max(1, stages)); }
 
 void ControlsPanel::set_files(const QString& profile, const QString& hardware) {
   profile_->setText(QFileInfo(profile).fileName());

@@ -23,7 +23,6 @@ class ControlsPanel : public QWidget {
   void set_from(const AppOptions& options);
   PlanChoice choice() const;
   void set_stages_and_microbatches(int stages, int microbatches);
-  void set_max_stages(int stages);
   void set_files(const QString& profile, const QString& hardware);
   QSpinBox* stages_box() const { return stages_; }
   QSpinBox* microbatches_box() const { return microbatches_; }

@@ -221,7 +221,6 @@ bool MainWindow::open_hardware(const QString& path) {
 void MainWindow::set_hardware(std::shared_ptr<const Hardware> hardware, const QString& label) {
   hardware_ = std::move(hardware);
   hardware_path_ = label;
-  controls_->set_max_stages(hardware_ ? hardware_->devices : 64);
   controls_->set_files(profile_path_, hardware_path_);
   if (profile_) simulate();
 }

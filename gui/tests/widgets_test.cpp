@@ -69,6 +69,7 @@ class WidgetsTest : public QObject {
   void exported_plan_simulates_the_same();
   void wheel_zooms_and_drag_pans();
   void screenshot_timeline_is_not_blank();
+  void bad_flag_exits_2_data();
   void bad_flag_exits_2();
 };
 
@@ -336,12 +337,27 @@ void WidgetsTest::screenshot_timeline_is_not_blank() {
   QVERIFY(backward > 0.04 * area);
 }
 
+void WidgetsTest::bad_flag_exits_2_data() {
+  QTest::addColumn<QStringList>("args");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("K not a number") << QStringList{"--stages", "zero"} << "--stages: expected a whole number";
+  QTest::newRow("M too large") << QStringList{"-M", "70000"} << "--microbatches: expected a whole number from 1 to 65536";
+  QTest::newRow("unknown schedule") << QStringList{"--schedule", "foo"} << "unknown schedule \"foo\"";
+  QTest::newRow("more stages than devices") << QStringList{"-K", "9"} << "8x H200 NVLink has 8 devices";
+  QTest::newRow("missing profile") << QStringList{"--profile", "/nonexistent.json"} << "/nonexistent.json";
+}
+
 void WidgetsTest::bad_flag_exits_2() {
+  QFETCH(QStringList, args);
+  QFETCH(QString, message);
+  QTemporaryDir dir;
   QProcess p;
-  p.start(PIPESCOPE_GUI_EXE, {"--stages", "zero", "--screenshot", "/tmp/never.png"});
+  p.start(PIPESCOPE_GUI_EXE, args + QStringList{"--screenshot", dir.filePath("never.png")});
   QVERIFY(p.waitForFinished(60000));
+  const QString err = QString::fromUtf8(p.readAllStandardError());
   QCOMPARE(p.exitCode(), 2);
-  QVERIFY(p.readAllStandardError().contains("--stages"));
+  QVERIFY2(err.contains(message), qPrintable(err));
+  QVERIFY(!QFile::exists(dir.filePath("never.png")));
 }
 
 QTEST_MAIN(WidgetsTest)
