@@ -10,5 +10,7 @@ namespace pipescope::cli {
 void add_simulate_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 
 }  // namespace pipescope::cli

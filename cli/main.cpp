@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   pipescope::cli::add_simulate_command(app);
   pipescope::cli::add_schedule_command(app);
   pipescope::cli::add_profile_command(app);
+  pipescope::cli::add_plan_command(app);
+  pipescope::cli::add_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

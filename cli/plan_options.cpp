@@ -22,7 +22,9 @@ void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
-  cmd->add_option("--partition", partition, "uniform | balanced (contiguous, minimises the slowest stage)")
+  cmd->add_option("--partition", partition,
+                  "uniform | gpipe (least variance of stage cost) | optimal (slowest stage, memory-aware; "
+                  "balanced = optimal)")
       ->capture_default_str();
 }
 
@@ -52,13 +54,22 @@ ResolvedPlan resolve(const PlanOptions& o) {
     c.recompute = o.recompute;
     c.partition = o.partition;
     c.profile_path = o.profile_path;
+    if (!o.hardware_path.empty()) {
+      r.hardware = load_hardware(o.hardware_path);
+      if (o.stages > r.hardware.devices) {
+        throw InputError("--stages " + std::to_string(o.stages) + " needs " + std::to_string(o.stages) +
+                         " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
+      }
+    }
+    c.hardware = o.hardware_path.empty() ? nullptr : &r.hardware;
     r.plan = make_plan(r.profile, c);
   }
   int needed = 0;
   for (const PlanStage& s : r.plan.stages) {
     for (int d : s.devices) needed = std::max(needed, d + 1);
   }
-  r.hardware = o.hardware_path.empty() ? Hardware::ideal(needed) : load_hardware(o.hardware_path);
+  if (o.hardware_path.empty()) r.hardware = Hardware::ideal(needed);
+  if (!o.plan_path.empty() && !o.hardware_path.empty()) r.hardware = load_hardware(o.hardware_path);
   if (o.plan_path.empty() && needed > r.hardware.devices) {
     throw InputError("--stages " + std::to_string(o.stages) + " needs " + std::to_string(needed) +
                      " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));

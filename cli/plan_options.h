@@ -25,7 +25,7 @@ struct PlanOptions {
   int chunks = 1;
   double microbatch_size = 0;
   bool recompute = false;
-  std::string partition = "balanced";
+  std::string partition = "optimal";
 
   void add_to(CLI::App* cmd);
 };

@@ -1,5 +1,6 @@
 #include "core/hardware.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -20,6 +21,20 @@ double Hardware::device_speed(int device) const {
 const Link& Hardware::link_between(int from, int to) const {
   if (devices_per_node > 0 && from / devices_per_node != to / devices_per_node) return inter_node;
   return link;
+}
+
+Link Hardware::ring_link(const std::vector<int>& devices) const {
+  Link ring;
+  const std::size_t r = devices.size();
+  for (std::size_t k = 0; k < r && r > 1; ++k) {
+    const Link& hop = link_between(devices[k], devices[(k + 1) % r]);
+    if (hop.bandwidth_gb_per_s > 0 &&
+        (ring.bandwidth_gb_per_s == 0 || hop.bandwidth_gb_per_s < ring.bandwidth_gb_per_s)) {
+      ring.bandwidth_gb_per_s = hop.bandwidth_gb_per_s;
+    }
+    ring.latency_us = std::max(ring.latency_us, hop.latency_us);
+  }
+  return ring;
 }
 
 Hardware Hardware::ideal(int devices) {

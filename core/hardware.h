@@ -33,6 +33,9 @@ struct Hardware {
 
   double device_speed(int device) const;
   const Link& link_between(int from, int to) const;
+  // A ring over `devices` (d0 -> d1 -> ... -> d0) runs at its slowest hop: the
+  // smallest bandwidth (0 only if every hop is free) and the largest latency.
+  Link ring_link(const std::vector<int>& devices) const;
 
   // No hardware file: free communication, unbounded memory, `devices` devices.
   static Hardware ideal(int devices);

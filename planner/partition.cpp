@@ -1,13 +1,15 @@
+// Invariant of every partitioner here: the returned ranges are S non-empty,
+// contiguous [first, end) pairs tiling [0, L) in order.
 #include "planner/partition.h"
 
-#include <algorithm>
-#include <limits>
+#include <cmath>
 
+#include "core/cost_model.h"
 #include "core/error.h"
 
 namespace pipescope {
 
-static void check_counts(int layers, int stages) {
+void check_stage_count(int layers, int stages) {
   if (stages < 1) throw InputError("stages: expected at least 1, got " + std::to_string(stages));
   if (stages > layers) {
     throw InputError("stages: cannot cut " + std::to_string(layers) + " layers into " +
@@ -16,7 +18,7 @@ static void check_counts(int layers, int stages) {
 }
 
 LayerRanges uniform_partition(int layers, int stages) {
-  check_counts(layers, stages);
+  check_stage_count(layers, stages);
   LayerRanges out;
   int first = 0;
   for (int s = 0; s < stages; ++s) {
@@ -27,38 +29,64 @@ LayerRanges uniform_partition(int layers, int stages) {
   return out;
 }
 
-LayerRanges balanced_partition(const Profile& profile, int stages, double b, bool recompute) {
+namespace {
+
+std::vector<double> layer_cost_prefix(const Profile& profile, double b, bool recompute) {
   const int L = profile.num_layers();
-  check_counts(L, stages);
-  std::vector<double> prefix(L + 1, 0.0);
+  std::vector<double> prefix(static_cast<std::size_t>(L) + 1, 0.0);
   for (int l = 0; l < L; ++l) {
-    double cost = profile.forward_ms(l, b) * (recompute ? 2.0 : 1.0) + profile.backward_ms(l, b);
-    prefix[l + 1] = prefix[l] + cost;
+    const double f = profile.forward_ms(l, b);
+    prefix[l + 1] = prefix[l] + f * (recompute ? 2.0 : 1.0) + profile.backward_ms(l, b);
   }
-  // best[k][j]: smallest possible slowest-stage cost cutting layers [0, j) into k stages.
+  return prefix;
+}
+
+}  // namespace
+
+LayerRanges gpipe_partition(const Profile& profile, int stages, double b, bool recompute) {
+  const int L = profile.num_layers();
+  check_stage_count(L, stages);
+  const std::vector<double> prefix = layer_cost_prefix(profile, b, recompute);
+  // best[k][j]: least sum of squared stage costs cutting [0, j) into k stages.
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(L + 1, inf));
-  std::vector<std::vector<int>> cut(stages + 1, std::vector<int>(L + 1, -1));
-  best[0][0] = 0;
+  const std::size_t W = static_cast<std::size_t>(L) + 1;
+  std::vector<double> best((static_cast<std::size_t>(stages) + 1) * W, inf);
+  std::vector<int> cut((static_cast<std::size_t>(stages) + 1) * W, -1);
+  best[0] = 0;
   for (int k = 1; k <= stages; ++k) {
     for (int j = k; j <= L - (stages - k); ++j) {
       for (int i = k - 1; i < j; ++i) {
-        double v = std::max(best[k - 1][i], prefix[j] - prefix[i]);
-        if (v < best[k][j]) {
-          best[k][j] = v;
-          cut[k][j] = i;
+        const double before = best[(k - 1) * W + i];
+        if (before == inf) continue;
+        const double c = prefix[j] - prefix[i];
+        const double v = before + c * c;
+        if (v < best[k * W + j]) {
+          best[k * W + j] = v;
+          cut[k * W + j] = i;
         }
       }
     }
   }
-  LayerRanges out(stages);
+  LayerRanges out(static_cast<std::size_t>(stages));
   int j = L;
   for (int k = stages; k >= 1; --k) {
-    int i = cut[k][j];
+    const int i = cut[k * W + j];
     out[k - 1] = {i, j};
     j = i;
   }
   return out;
+}
+
+LayerRanges balanced_partition(const Profile& profile, int stages, double b, bool recompute) {
+  const int L = profile.num_layers();
+  check_stage_count(L, stages);
+  std::vector<int64_t> prefix(static_cast<std::size_t>(L) + 1, 0);
+  for (int l = 0; l < L; ++l) {
+    const double f = profile.forward_ms(l, b);
+    prefix[l + 1] = prefix[l] + ms_to_ns(f * (recompute ? 2.0 : 1.0) + profile.backward_ms(l, b));
+  }
+  auto time = [&](int, int i, int j) { return prefix[j] - prefix[i]; };
+  return min_max_partition(L, stages, time, time).ranges;
 }
 
 }  // namespace pipescope

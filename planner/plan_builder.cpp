@@ -3,9 +3,35 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "planner/partition.h"
+#include "planner/stage_model.h"
 
 namespace pipescope {
+
+std::string check_partition_name(const std::string& name) {
+  if (name == "balanced") return "optimal";
+  if (name == "uniform" || name == "gpipe" || name == "optimal") return name;
+  throw InputError("--partition: expected uniform, gpipe or optimal (balanced = optimal), got \"" + name + "\"");
+}
+
+LayerRanges partition_for(const Profile& profile, const Plan& plan, int replicas,
+                          const std::string& partition, const Hardware& hardware) {
+  const int S = static_cast<int>(plan.stages.size());
+  const double b = plan.microbatch_size();
+  const std::string kind = check_partition_name(partition);
+  if (kind == "uniform") return uniform_partition(profile.num_layers(), S);
+  if (kind == "gpipe") return gpipe_partition(profile, S, b / replicas, plan.recompute);
+  Schedule schedule = make_schedule(plan.schedule_spec());
+  StageModelSpec spec;
+  spec.microbatch_size = b;
+  spec.replicas = replicas;
+  spec.optimizer_state_factor = plan.optimizer_state_factor;
+  MinMaxResult best = optimal_partition(StageModel(profile, hardware, schedule, spec));
+  if (best.ranges.empty()) {
+    spec.constrain_memory = false;
+    best = optimal_partition(StageModel(profile, hardware, schedule, spec));
+  }
+  return best.ranges;
+}
 
 Plan make_plan(const Profile& profile, const PlanChoice& c) {
   if (c.stages < 1 || c.stages > kMaxDevices) {
@@ -16,6 +42,7 @@ Plan make_plan(const Profile& profile, const PlanChoice& c) {
   if (c.chunks > 1 && c.schedule != ScheduleKind::Interleaved) {
     throw InputError("--chunks: only the interleaved schedule takes more than 1 chunk");
   }
+  if (c.replicas < 1) throw InputError("--replicas: expected at least 1, got " + std::to_string(c.replicas));
   Plan plan;
   plan.profile = c.profile_path;
   double b = c.microbatch_size > 0 ? c.microbatch_size : profile.batch_sizes.front();
@@ -29,16 +56,17 @@ Plan make_plan(const Profile& profile, const PlanChoice& c) {
   plan.recompute = c.recompute;
   plan.optimizer_state_factor = c.optimizer_state_factor;
   const int S = c.stages * c.chunks;
-  LayerRanges ranges;
-  if (c.partition == "uniform") {
-    ranges = uniform_partition(profile.num_layers(), S);
-  } else if (c.partition == "balanced") {
-    ranges = balanced_partition(profile, S, b, c.recompute);
-  } else {
-    throw InputError("--partition: expected uniform or balanced, got \"" + c.partition + "\"");
-  }
+  check_stage_count(profile.num_layers(), S);
+  const Hardware ideal = Hardware::ideal(c.stages * c.replicas);
+  const Hardware& hardware = c.hardware ? *c.hardware : ideal;
+  // partition_for reads K and v from the plan: give it S placeholder stages.
+  plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
+  const LayerRanges ranges = partition_for(profile, plan, c.replicas, c.partition, hardware);
   for (int s = 0; s < S; ++s) {
-    plan.stages.push_back({ranges[s].first, ranges[s].second, {s % c.stages}});
+    const int p = s % c.stages;
+    std::vector<int> devices;
+    for (int k = 0; k < c.replicas; ++k) devices.push_back(p * c.replicas + k);
+    plan.stages[s] = {ranges[s].first, ranges[s].second, devices};
   }
   return plan;
 }

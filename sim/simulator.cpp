@@ -192,7 +192,8 @@ class PipelineSim {
     if (r < 2) return;
     int64_t grad_bytes = 0;
     for (int st = d; st < S_; st += K_) grad_bytes += c_.stages[st].parameter_bytes;
-    const Link& link = h_.link_between(devices[0], devices[1]);
+    // The ring runs at its slowest hop (an inter-node hop when the replicas span nodes).
+    const Link link = h_.ring_link(devices);
     const int64_t bytes = 2 * (r - 1) * grad_bytes / r;
     const int64_t dur = link.busy_ns(bytes) + 2 * (r - 1) * link.latency_ns();
     if (o_.record_timeline) {

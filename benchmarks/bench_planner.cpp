@@ -1,0 +1,105 @@
+// Planner benchmarks. Each checks its result against a reference first (the optimal
+// partition against the time-only bound, the search against its candidate count), then
+// times. Targets from the issue: optimal partition of L = 1024 layers into K = 64
+// stages under 10 ms; a full `plan` search for a 128-layer profile on 64 devices with
+// N = 512 and all four schedules under 5 s on the 2-core machine.
+//   build/bin/bench_planner [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "core/schedule.h"
+#include "core/synth_profile.h"
+#include "planner/search.h"
+#include "planner/stage_model.h"
+
+namespace pipescope {
+namespace {
+
+Profile random_chain(int layers, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> ms(0.2, 2.0);
+  Profile p;
+  p.batch_sizes = {1, 2, 4, 8};
+  for (int l = 0; l < layers; ++l) {
+    LayerProfile layer;
+    const double f = ms(rng);
+    for (double b : p.batch_sizes) {
+      layer.forward_ms.push_back(f * b);
+      layer.backward_ms.push_back(2 * f * b);
+      layer.activation_bytes.push_back(4e6 * b);
+      layer.output_bytes.push_back(1e6 * b);
+    }
+    layer.parameter_bytes = 50'000'000;
+    p.layers.push_back(layer);
+  }
+  return p;
+}
+
+Hardware cluster(int devices) {
+  Hardware h;
+  h.name = "64x H200, nodes of 8";
+  h.devices = devices;
+  h.memory_bytes = 141'000'000'000;
+  h.link = {450.0, 5.0};
+  h.devices_per_node = 8;
+  h.inter_node = {50.0, 10.0};
+  return h;
+}
+
+void BM_OptimalPartition_L1024_K64(benchmark::State& state) {
+  const Profile p = random_chain(1024, 1);
+  const Hardware h = cluster(64);
+  const Schedule s = make_schedule({ScheduleKind::OneFOneB, 64, 64, 1, false});
+  StageModelSpec spec;
+  spec.microbatch_size = 4;
+  const StageModel model(p, h, s, spec);
+  // Verify: the optimum is at least the average and at most the equal-count cut's time.
+  const MinMaxResult best = optimal_partition(model);
+  const int64_t average = model.time_bound_ns(0, 0, 1024) / 64;
+  const int64_t equal_counts = model.bottleneck_ns(uniform_partition(1024, 64));
+  if (best.ranges.size() != 64 || best.value < average || best.value > equal_counts) {
+    state.SkipWithError("optimal partition failed its check");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(optimal_partition(model));
+  state.counters["slowest_stage_ms"] = static_cast<double>(best.value) / 1e6;
+  state.counters["equal_counts_ms"] = static_cast<double>(equal_counts) / 1e6;
+}
+BENCHMARK(BM_OptimalPartition_L1024_K64)->Unit(benchmark::kMillisecond);
+
+void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
+  GptSpec g;
+  g.layers = 126;  // + embedding + head = 128 layers
+  g.name = "gpt-128-layers";
+  SearchRequest q;
+  q.profile = make_gpt_profile(g);
+  q.profile_path = "gpt-128.json";
+  q.hardware = cluster(64);
+  q.devices = 64;
+  q.batch = 512;
+  q.threads = static_cast<int>(state.range(0));
+  const std::size_t expected = enumerate_candidates(q).size();
+  SearchResult r;
+  for (auto _ : state) {
+    r = search_plans(q);
+    benchmark::DoNotOptimize(r);
+  }
+  if (r.candidates.size() != expected || r.ranking.empty()) {
+    state.SkipWithError("search failed its check");
+    return;
+  }
+  state.counters["candidates"] = static_cast<double>(r.candidates.size());
+  state.counters["fitting"] = static_cast<double>(r.ranking.size());
+  state.counters["winner_samples_per_s"] = winner(r).throughput_samples_per_s;
+  std::printf("winner: %s, %.1f samples/s\n", winner(r).label().c_str(), winner(r).throughput_samples_per_s);
+}
+BENCHMARK(BM_PlanSearch_128Layers_64Devices_N512)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+}  // namespace
+}  // namespace pipescope
+
+BENCHMARK_MAIN();

@@ -1,0 +1,208 @@
+// `pipescope plan`: search every candidate plan for D devices and a batch of N samples
+// and print the best that fit, with the evidence; `pipescope sweep`: the same search,
+// writing every candidate (CSV and JSON) with the Pareto front of throughput against
+// peak memory marked. Both exit 2 on impossible requests, naming the reason.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/plan_options.h"
+#include "core/error.h"
+#include "core/report.h"
+#include "planner/search.h"
+
+namespace pipescope::cli {
+namespace {
+
+struct SearchArgs {
+  std::string profile_path, hardware_path;
+  int devices = 0;
+  int64_t batch = 0;
+  std::string schedules = "gpipe,1f1b,interleaved,zb-h1";
+  std::string chunks = "2,4";
+  int max_stages = 0;
+  std::string recompute = "auto";
+  std::string partition = "optimal";
+  int threads = 0;
+};
+
+void add_search_options(CLI::App* cmd, SearchArgs& a) {
+  cmd->add_option("--profile", a.profile_path, "Profile file (pipescope.profile)")->required();
+  cmd->add_option("--hardware", a.hardware_path,
+                  "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
+  cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)")->required();
+  cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors")->required();
+  cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated")->capture_default_str();
+  cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
+  cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
+  cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
+  cmd->add_option("--partition", a.partition, "uniform | gpipe | optimal (balanced = optimal)")->capture_default_str();
+  cmd->add_option("--threads", a.threads, "Worker threads (default: one per core); results do not depend on it");
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+SearchRequest make_request(const SearchArgs& a) {
+  SearchRequest q;
+  q.profile = load_profile(a.profile_path);
+  q.profile_path = a.profile_path;
+  q.devices = a.devices;
+  if (q.devices < 1) throw InputError("--devices: expected at least 1, got " + std::to_string(a.devices));
+  q.hardware = a.hardware_path.empty() ? Hardware::ideal(a.devices) : load_hardware(a.hardware_path);
+  q.batch = a.batch;
+  q.schedules.clear();
+  for (const std::string& s : split(a.schedules)) q.schedules.push_back(parse_schedule_kind(s));
+  q.interleaved_chunks.clear();
+  for (const std::string& s : split(a.chunks)) {
+    try {
+      std::size_t used = 0;
+      int v = std::stoi(s, &used);
+      if (used != s.size() || v < 2 || v > 64) throw std::invalid_argument(s);
+      q.interleaved_chunks.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError("--chunks: expected whole numbers from 2 to 64 separated by commas, got \"" + a.chunks + "\"");
+    }
+  }
+  q.max_stages = a.max_stages;
+  q.recompute = parse_recompute_mode(a.recompute);
+  q.partition = a.partition;
+  q.threads = a.threads;
+  if (a.threads < 0) throw InputError("--threads: expected at least 1, got " + std::to_string(a.threads));
+  return q;
+}
+
+// A progress bar on stderr, only when stderr is a terminal.
+ProgressFn progress_bar() {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [](std::size_t done, std::size_t total) {
+    const int width = 40;
+    const int filled = total ? static_cast<int>(width * done / total) : width;
+    std::fprintf(stderr, "\rsimulating [%s%s] %zu/%zu", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done, total);
+    if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
+    std::fflush(stderr);
+  };
+}
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+std::string top_table(const SearchResult& r, int top) {
+  std::ostringstream out;
+  out << std::left << std::setw(5) << "rank" << std::setw(34) << "plan" << std::right << std::setw(12) << "step ms"
+      << std::setw(14) << "samples/s" << std::setw(9) << "bubble" << std::setw(13) << "peak GiB" << "\n";
+  for (int k = 0; k < top && k < static_cast<int>(r.ranking.size()); ++k) {
+    const Candidate& c = r.candidates[r.ranking[k]];
+    char row[160];
+    std::snprintf(row, sizeof row, "%-5d%-34s%12s%14.1f%8.1f%%%13s\n", k + 1, c.label().c_str(),
+                  format_ms(c.step_ns).c_str(), c.throughput_samples_per_s, 100.0 * c.bubble_fraction,
+                  gib(c.peak_bytes).c_str());
+    out << row << "     peak GiB per stage:";
+    for (int64_t b : c.stage_peak_bytes) out << ' ' << gib(b);
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string relative_profile(const std::string& profile, const std::string& plan_file) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::absolute(plan_file).parent_path();
+  return fs::absolute(profile).lexically_normal().lexically_relative(folder.lexically_normal()).string();
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  struct Args {
+    SearchArgs search;
+    int top = 5;
+    bool json = false;
+    std::string output;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("plan", "Search stages, micro-batches, schedule, re-materialisation and "
+                                             "replication for the fastest plan that fits in memory");
+  add_search_options(cmd, a->search);
+  cmd->add_option("--top", a->top, "How many of the best plans to print")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of the table");
+  cmd->add_option("-o,--output", a->output, "Write the winner as a plan file (for simulate --plan)");
+  cmd->callback([a] {
+    if (a->top < 1) throw InputError("--top: expected at least 1, got " + std::to_string(a->top));
+    SearchRequest q = make_request(a->search);
+    SearchResult r = search_plans(q, progress_bar());
+    const Candidate& best = winner(r);  // throws (exit 2) when nothing fits
+    const std::vector<std::string> why = explain_winner(r);
+    if (!a->output.empty()) {
+      Plan plan = best.plan;
+      plan.profile = relative_profile(q.profile_path, a->output);
+      write_output(a->output, plan_to_json(plan).dump(2) + "\n");
+    }
+    if (a->json) {
+      Json top = Json::array();
+      for (int k = 0; k < a->top && k < static_cast<int>(r.ranking.size()); ++k) {
+        top.push_back(candidate_to_json(r.candidates[r.ranking[k]], q.batch));
+      }
+      Json out = {{"format", "pipescope.plan_search"}, {"version", 1},
+                  {"candidates", r.candidates.size()}, {"fitting", r.ranking.size()},
+                  {"memory_limit_bytes", r.memory_limit_bytes}, {"top", top},
+                  {"why", why}, {"plan", plan_to_json(best.plan)}};
+      std::cout << out.dump(2) << "\n";
+      return;
+    }
+    std::cout << top_table(r, a->top) << "\nWhy " << best.label() << ":\n";
+    for (const std::string& line : why) std::cout << "  - " << line << "\n";
+  });
+}
+
+void add_sweep_command(CLI::App& app) {
+  struct Args {
+    SearchArgs search;
+    std::string prefix = "sweep";
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("sweep", "Simulate every candidate plan; write them all (PREFIX.csv, PREFIX.json) "
+                                              "with the Pareto front of throughput against peak memory marked");
+  add_search_options(cmd, a->search);
+  cmd->add_option("-o,--output", a->prefix, "Output prefix: writes PREFIX.csv and PREFIX.json")->capture_default_str();
+  cmd->callback([a] {
+    SearchRequest q = make_request(a->search);
+    SearchResult r = search_plans(q, progress_bar());
+    write_output(a->prefix + ".csv", candidates_csv(r, q.batch));
+    write_output(a->prefix + ".json", search_to_json(r, q).dump(1) + "\n");
+    int front = 0;
+    for (const Candidate& c : r.candidates) front += c.pareto ? 1 : 0;
+    std::cout << r.candidates.size() << " candidates, " << r.ranking.size() << " fit, " << front
+              << " on the Pareto front; wrote " << a->prefix << ".csv and " << a->prefix << ".json\n";
+    std::cout << "Pareto front (peak memory ascending):\n";
+    std::vector<const Candidate*> pareto;
+    for (const Candidate& c : r.candidates) {
+      if (c.pareto) pareto.push_back(&c);
+    }
+    std::sort(pareto.begin(), pareto.end(), [](auto x, auto y) { return x->peak_bytes < y->peak_bytes; });
+    for (const Candidate* c : pareto) {
+      char row[160];
+      std::snprintf(row, sizeof row, "  %-34s %10s GiB %12.1f samples/s\n", c->label().c_str(), gib(c->peak_bytes).c_str(),
+                    c->throughput_samples_per_s);
+      std::cout << row;
+    }
+    if (r.ranking.empty()) winner(r);  // nothing fits: exit 2 with the smallest memory needed
+  });
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,147 @@
+// The evidence a search hands back: why the winner wins (compared with the runner-up,
+// the best plan differing in each choice, and faster plans that do not fit), and every
+// candidate as JSON and CSV. Numbers come straight from the simulated candidates.
+#include <cstdio>
+#include <functional>
+#include <sstream>
+
+#include "core/report.h"
+#include "planner/search.h"
+
+namespace pipescope {
+namespace {
+
+std::string ms(int64_t ns) { return format_ms(ns) + " ms"; }
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+std::string slower_by(const Candidate& w, const Candidate& c) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "+%.1f%%", 100.0 * (static_cast<double>(c.step_ns) / w.step_ns - 1.0));
+  return buf;
+}
+
+// What tells c apart from the winner, in numbers.
+std::string contrast(const Candidate& w, const Candidate& c) {
+  std::ostringstream out;
+  out << c.label() << ": " << ms(c.step_ns) << " (" << slower_by(w, c) << "), bubble " << percent(c.bubble_fraction)
+      << " vs " << percent(w.bubble_fraction) << ", busiest device " << ms(c.slowest_stage_ns) << " vs "
+      << ms(w.slowest_stage_ns) << " per micro-batch, peak " << format_bytes(static_cast<double>(c.peak_bytes));
+  return out.str();
+}
+
+}  // namespace
+
+std::vector<std::string> explain_winner(const SearchResult& r) {
+  const Candidate& w = winner(r);
+  const auto& cs = r.candidates;
+  std::vector<std::string> lines;
+  std::ostringstream head;
+  head << r.candidates.size() << " candidates simulated, " << r.ranking.size() << " fit in "
+       << (r.memory_limit_bytes ? format_bytes(static_cast<double>(r.memory_limit_bytes)) : std::string("unbounded memory"))
+       << " per device. The winner, " << w.label() << ", has the shortest step: " << ms(w.step_ns) << ", "
+       << static_cast<int64_t>(w.throughput_samples_per_s + 0.5) << " samples/s, bubble " << percent(w.bubble_fraction)
+       << ", peak " << format_bytes(static_cast<double>(w.peak_bytes)) << ".";
+  lines.push_back(head.str());
+  if (r.ranking.size() > 1) lines.push_back("Runner-up " + contrast(w, cs[r.ranking[1]]) + ".");
+  // The best fitting plan that differs from the winner in one choice.
+  const std::vector<std::pair<std::string, std::function<bool(const Candidate&)>>> choices = {
+      {"schedule", [&](const Candidate& c) { return c.schedule != w.schedule; }},
+      {"stages K", [&](const Candidate& c) { return c.stages != w.stages; }},
+      {"micro-batches M", [&](const Candidate& c) { return c.microbatches != w.microbatches; }},
+      {"re-materialisation", [&](const Candidate& c) { return c.recompute != w.recompute; }},
+  };
+  for (const auto& [what, differs] : choices) {
+    for (int i : r.ranking) {
+      if (differs(cs[i])) {
+        lines.push_back("Best with another " + what + ": " + contrast(w, cs[i]) + ".");
+        break;
+      }
+    }
+  }
+  int faster_misfits = 0;
+  const Candidate* fastest_misfit = nullptr;
+  for (const Candidate& c : cs) {
+    if (c.fits || c.step_ns >= w.step_ns) continue;
+    ++faster_misfits;
+    if (!fastest_misfit || c.step_ns < fastest_misfit->step_ns) fastest_misfit = &c;
+  }
+  if (fastest_misfit) {
+    lines.push_back(std::to_string(faster_misfits) + " faster candidates do not fit; the fastest, " + fastest_misfit->label() +
+                    " (" + ms(fastest_misfit->step_ns) + "), needs " +
+                    format_bytes(static_cast<double>(fastest_misfit->peak_bytes)) + " per device.");
+  }
+  return lines;
+}
+
+Json candidate_to_json(const Candidate& c, int64_t batch) {
+  Json stages = Json::array();
+  for (std::size_t p = 0; p < c.stage_peak_bytes.size(); ++p) {
+    Json layers = Json::array();
+    for (std::size_t s = p; s < c.plan.stages.size(); s += static_cast<std::size_t>(c.stages)) {
+      layers.push_back({c.plan.stages[s].first_layer, c.plan.stages[s].end_layer});
+    }
+    stages.push_back({{"layers", layers}, {"devices", c.plan.stages[p].devices}, {"peak_memory_bytes", c.stage_peak_bytes[p]}});
+  }
+  return {{"index", c.index},
+          {"label", c.label()},
+          {"stages", c.stages},
+          {"replicas", c.replicas},
+          {"microbatches", c.microbatches},
+          {"microbatch_size", c.microbatch_size(batch)},
+          {"schedule", to_string(c.schedule)},
+          {"chunks", c.chunks},
+          {"recompute", c.recompute},
+          {"step_ms", json_number(static_cast<double>(c.step_ns) / 1e6)},
+          {"throughput_samples_per_s", json_number(c.throughput_samples_per_s)},
+          {"bubble_fraction", json_number(c.bubble_fraction)},
+          {"slowest_stage_ms", json_number(static_cast<double>(c.slowest_stage_ns) / 1e6)},
+          {"peak_memory_bytes", c.peak_bytes},
+          {"fits", c.fits},
+          {"pareto", c.pareto},
+          {"rank", c.rank},
+          {"positions", std::move(stages)}};
+}
+
+Json search_to_json(const SearchResult& r, const SearchRequest& q) {
+  Json candidates = Json::array();
+  for (const Candidate& c : r.candidates) candidates.push_back(candidate_to_json(c, q.batch));
+  Json schedules = Json::array();
+  for (ScheduleKind k : q.schedules) schedules.push_back(to_string(k));
+  return {{"format", "pipescope.sweep"},
+          {"version", 1},
+          {"model", q.profile.model},
+          {"profile", q.profile_path},
+          {"hardware", q.hardware.name},
+          {"devices", q.devices},
+          {"batch_size", q.batch},
+          {"schedules", schedules},
+          {"partition", q.partition},
+          {"memory_limit_bytes", r.memory_limit_bytes},
+          {"fitting", r.ranking.size()},
+          {"candidates", std::move(candidates)}};
+}
+
+std::string candidates_csv(const SearchResult& r, int64_t batch) {
+  std::ostringstream out;
+  out << "index,schedule,chunks,stages,replicas,microbatches,microbatch_size,recompute,step_ms,"
+         "throughput_samples_per_s,bubble_fraction,slowest_stage_ms,peak_memory_bytes,fits,pareto,rank,"
+         "stage_peak_memory_bytes\n";
+  for (const Candidate& c : r.candidates) {
+    out << c.index << ',' << to_string(c.schedule) << ',' << c.chunks << ',' << c.stages << ',' << c.replicas << ','
+        << c.microbatches << ',' << json_number(c.microbatch_size(batch)).dump() << ',' << (c.recompute ? 1 : 0) << ','
+        << json_number(static_cast<double>(c.step_ns) / 1e6).dump() << ','
+        << json_number(c.throughput_samples_per_s).dump() << ',' << json_number(c.bubble_fraction).dump() << ','
+        << json_number(static_cast<double>(c.slowest_stage_ns) / 1e6).dump() << ',' << c.peak_bytes << ','
+        << (c.fits ? 1 : 0) << ',' << (c.pareto ? 1 : 0) << ',' << c.rank << ',';
+    for (std::size_t p = 0; p < c.stage_peak_bytes.size(); ++p) out << (p ? ";" : "") << c.stage_peak_bytes[p];
+    out << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace pipescope

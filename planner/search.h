@@ -1,0 +1,93 @@
+// The plan search: enumerate candidates (stages K with replication r = D / K, micro-
+// batches M dividing N, schedule and chunks, re-materialisation), partition each,
+// simulate each, keep those that fit in device memory and rank them by throughput.
+// Results are stored by enumeration index, so they are the same whatever the number
+// of threads; ties in step time go to the smaller peak memory, then to the earlier
+// candidate.
+//   SearchRequest q{.profile = p, .hardware = h, .devices = 8, .batch = 256};
+//   SearchResult r = search_plans(q);
+//   const Candidate& best = winner(r);     // throws InputError when nothing fits
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/hardware.h"
+#include "core/json_reader.h"
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/schedule.h"
+
+namespace pipescope {
+
+enum class RecomputeMode { Auto, On, Off };
+RecomputeMode parse_recompute_mode(const std::string& text);  // auto | on | off
+
+struct SearchRequest {
+  Profile profile;               // any layer order; the search orders it topologically
+  std::string profile_path;      // written into plans
+  Hardware hardware;
+  int devices = 1;               // D
+  int64_t batch = 1;             // N, samples per step
+  std::vector<ScheduleKind> schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                                         ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1};
+  int max_stages = 0;            // 0: up to min(D, L)
+  RecomputeMode recompute = RecomputeMode::Auto;
+  std::vector<int> interleaved_chunks = {2, 4};
+  std::string partition = "optimal";
+  double optimizer_state_factor = kDefaultOptimizerStateFactor;
+  int threads = 0;               // 0: one per core
+};
+
+struct Candidate {
+  int index = 0;                 // enumeration order
+  int stages = 1;                // K
+  int replicas = 1;              // r per position (K r = D)
+  int microbatches = 1;          // M
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  int chunks = 1;
+  bool recompute = false;
+  // Filled by the evaluation.
+  Plan plan;
+  int64_t step_ns = 0;
+  double throughput_samples_per_s = 0;
+  double bubble_fraction = 0;
+  int64_t slowest_stage_ns = 0;  // busiest device's time per micro-batch (partitioner's model)
+  std::vector<int64_t> stage_peak_bytes;  // per pipeline position, simulated
+  int64_t peak_bytes = 0;
+  bool fits = false;
+  bool pareto = false;           // on the throughput / peak-memory front of fitting plans
+  int rank = 0;                  // 1 = winner; 0 = does not fit
+
+  double microbatch_size(int64_t batch) const { return static_cast<double>(batch) / microbatches; }
+  std::string label() const;     // "1f1b K=4 r=2 M=32 recompute"
+};
+
+struct SearchResult {
+  std::vector<Candidate> candidates;  // enumeration order
+  std::vector<int> ranking;           // indices of fitting candidates, best first
+  int64_t memory_limit_bytes = 0;
+  int threads = 1;
+};
+
+using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
+
+// The candidates a request spans, in a fixed order; throws InputError (with the
+// reason) when the request admits none.
+std::vector<Candidate> enumerate_candidates(const SearchRequest& request);
+// Partitions and simulates every candidate on `request.threads` threads, calling
+// `progress` from the calling thread now and then.
+SearchResult search_plans(const SearchRequest& request, const ProgressFn& progress = {});
+// The best fitting candidate; throws InputError naming the smallest memory any
+// candidate needs when none fits.
+const Candidate& winner(const SearchResult& result);
+// Why the winner wins: a few sentences comparing it with the best alternatives.
+std::vector<std::string> explain_winner(const SearchResult& result);
+
+Json candidate_to_json(const Candidate& c, int64_t batch);
+Json search_to_json(const SearchResult& result, const SearchRequest& request);
+std::string candidates_csv(const SearchResult& result, int64_t batch);
+
+}  // namespace pipescope

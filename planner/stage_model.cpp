@@ -1,0 +1,191 @@
+// Invariant: memory_bytes() follows core/cost_model.h's accounting with the same
+// integer roundings as sim/simulator.cpp, so a partition that fits here fits there.
+#include "planner/stage_model.h"
+
+#include <algorithm>
+
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "planner/model_graph.h"
+
+namespace pipescope {
+namespace {
+
+// (stashed, re-materialised) micro-batches the stage holds at each op start of its
+// device's list, keeping only the pairs no other pair dominates.
+std::vector<std::pair<int64_t, int64_t>> memory_terms(const Schedule& schedule, int stage) {
+  const int device = schedule.stage_device[stage];
+  const int M = schedule.microbatches();
+  std::vector<uint8_t> recomputed(static_cast<std::size_t>(M), 0);
+  int64_t stashed = 0, rematerialised = 0;
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  for (const Op& op : schedule.device_ops[device]) {
+    if (op.stage != stage) continue;
+    if (op.kind == OpKind::Forward) {
+      ++stashed;
+      seen.emplace_back(stashed, rematerialised);
+    } else if (op.kind == OpKind::Recompute) {
+      ++rematerialised;
+      recomputed[op.microbatch] = 1;
+      seen.emplace_back(stashed, rematerialised);
+    }
+    const bool frees = schedule.split_backward() ? op.kind == OpKind::BackwardWeight : op.kind == OpKind::Backward;
+    if (frees) {
+      --stashed;
+      if (recomputed[op.microbatch]) --rematerialised;
+      recomputed[op.microbatch] = 0;
+    }
+  }
+  std::sort(seen.begin(), seen.end(), [](auto x, auto y) { return x.first != y.first ? x.first > y.first : x.second > y.second; });
+  std::vector<std::pair<int64_t, int64_t>> front;
+  for (auto t : seen) {
+    if (front.empty() || t.second > front.back().second) front.push_back(t);
+  }
+  return front;
+}
+
+int64_t transfer_ns(const Link& link, int64_t bytes) { return link.busy_ns(bytes) + link.latency_ns(); }
+
+}  // namespace
+
+StageModel::StageModel(const Profile& profile, const Hardware& hardware, const Schedule& schedule,
+                       const StageModelSpec& spec)
+    : L_(profile.num_layers()),
+      S_(schedule.stages()),
+      K_(schedule.devices()),
+      M_(schedule.microbatches()),
+      chunks_(schedule.spec.chunks),
+      replicas_(spec.replicas),
+      recompute_(schedule.spec.recompute),
+      constrain_(spec.constrain_memory && schedule.spec.chunks == 1),
+      limit_(hardware.memory_bytes),
+      optimizer_factor_(spec.optimizer_state_factor) {
+  check_stage_count(L_, S_);
+  if (replicas_ < 1) throw InputError("replicas: expected at least 1, got " + std::to_string(replicas_));
+  if (static_cast<int64_t>(K_) * replicas_ > hardware.devices) {
+    throw InputError(hardware.source, "devices", "a plan of " + std::to_string(K_) + " stages x " +
+                                                     std::to_string(replicas_) + " replicas needs " +
+                                                     std::to_string(K_ * replicas_) + " devices, the hardware has " +
+                                                     std::to_string(hardware.devices));
+  }
+  const double b = spec.microbatch_size / replicas_;
+  forward_ms_.assign(L_ + 1, 0.0);
+  backward_ms_.assign(L_ + 1, 0.0);
+  activation_.assign(L_ + 1, 0);
+  parameters_.assign(L_ + 1, 0);
+  for (int l = 0; l < L_; ++l) {
+    forward_ms_[l + 1] = forward_ms_[l] + profile.forward_ms(l, b);
+    backward_ms_[l + 1] = backward_ms_[l] + profile.backward_ms(l, b);
+    activation_[l + 1] = activation_[l] + profile.activation_bytes(l, b);
+    parameters_[l + 1] = parameters_[l] + profile.layers[l].parameter_bytes;
+  }
+  cut_ = cut_bytes(profile, b);
+  auto first_device = [&](int stage) { return (stage % K_) * replicas_; };
+  std::vector<Link> tabled;
+  auto transfer_table = [&](const Link& link) {
+    for (std::size_t k = 0; k < tabled.size(); ++k) {
+      if (tabled[k].bandwidth_gb_per_s == link.bandwidth_gb_per_s && tabled[k].latency_us == link.latency_us) {
+        return static_cast<int>(k);
+      }
+    }
+    tabled.push_back(link);
+    std::vector<int64_t> table;
+    for (int64_t bytes : cut_) table.push_back(transfer_ns(link, bytes));
+    transfer_ns_.push_back(std::move(table));
+    return static_cast<int>(tabled.size()) - 1;
+  };
+  for (int s = 0; s < S_; ++s) {
+    double slowest = 1e300;
+    for (int d = first_device(s); d < first_device(s) + replicas_; ++d) slowest = std::min(slowest, hardware.device_speed(d));
+    speed_.push_back(slowest);
+    const bool next = s + 1 < S_ && (s + 1) % K_ != s % K_;
+    const bool prev = s > 0 && (s - 1) % K_ != s % K_;
+    next_table_.push_back(next ? transfer_table(hardware.link_between(first_device(s), first_device(s + 1))) : -1);
+    prev_table_.push_back(prev ? transfer_table(hardware.link_between(first_device(s), first_device(s - 1))) : -1);
+    terms_.push_back(memory_terms(schedule, s));
+    int64_t factor = 0;
+    for (auto [a, c] : terms_.back()) factor = std::max(factor, (recompute_ ? 0 : a) + c);
+    bound_factor_.push_back(factor);
+  }
+  for (int s = 0; s < S_; ++s) {
+    std::vector<int> ring;
+    for (int d = first_device(s); d < first_device(s) + replicas_; ++d) ring.push_back(d);
+    ring_link_.push_back(hardware.ring_link(ring));
+  }
+}
+
+int64_t StageModel::compute_ns(int s, int i, int j) const {
+  double f = forward_ms_[j] - forward_ms_[i];
+  double bw = backward_ms_[j] - backward_ms_[i];
+  if (speed_[s] != 1.0) {
+    f /= speed_[s];
+    bw /= speed_[s];
+  }
+  const int64_t fwd = ms_to_ns(f);
+  return fwd + ms_to_ns(bw) + (recompute_ ? fwd : 0);
+}
+
+int64_t StageModel::allreduce_ns(int s, int i, int j) const {
+  if (replicas_ < 2) return 0;
+  const int64_t grad = parameters_[j] - parameters_[i];
+  const int64_t r = replicas_;
+  return ring_link_[s].busy_ns(2 * (r - 1) * grad / r) + 2 * (r - 1) * ring_link_[s].latency_ns();
+}
+
+int64_t StageModel::time_bound_ns(int s, int i, int j) const {
+  return compute_ns(s, i, j) + allreduce_ns(s, i, j) / M_;
+}
+
+int64_t StageModel::time_ns(int s, int i, int j) const {
+  int64_t t = time_bound_ns(s, i, j);
+  if (next_table_[s] >= 0) t += transfer_ns_[next_table_[s]][j];
+  if (prev_table_[s] >= 0) t += transfer_ns_[prev_table_[s]][i];
+  return t;
+}
+
+int64_t StageModel::memory_bytes(int s, int i, int j) const {
+  const int64_t stat = static_cast<int64_t>(static_cast<double>(parameters_[j] - parameters_[i]) * (2.0 + optimizer_factor_));
+  const int64_t act = activation_[j] - activation_[i];
+  const int64_t stash = recompute_ ? cut_[i] : act;
+  int64_t peak = 0;
+  for (auto [a, c] : terms_[s]) peak = std::max(peak, a * stash + c * act);
+  return stat + peak;
+}
+
+int64_t StageModel::memory_bound_bytes(int s, int i, int j) const {
+  const int64_t stat = static_cast<int64_t>(static_cast<double>(parameters_[j] - parameters_[i]) * (2.0 + optimizer_factor_));
+  return stat + bound_factor_[s] * (activation_[j] - activation_[i]);
+}
+
+int64_t StageModel::bottleneck_ns(const LayerRanges& ranges) const {
+  std::vector<int64_t> device(static_cast<std::size_t>(K_), 0);  // a device's chunks add up
+  for (int s = 0; s < static_cast<int>(ranges.size()); ++s) device[s % K_] += time_ns(s, ranges[s].first, ranges[s].second);
+  return *std::max_element(device.begin(), device.end());
+}
+
+std::vector<int64_t> StageModel::stage_memory(const LayerRanges& ranges) const {
+  std::vector<int64_t> out;
+  for (int s = 0; s < static_cast<int>(ranges.size()); ++s) out.push_back(memory_bytes(s, ranges[s].first, ranges[s].second));
+  return out;
+}
+
+MinMaxResult optimal_partition(const StageModel& m) {
+  const bool limited = m.constrains_memory();
+  auto cost = [&](int s, int i, int j) {
+    if (limited && !m.fits(s, i, j)) return kInfeasible;
+    return m.time_ns(s, i, j);
+  };
+  auto bound = [&](int s, int i, int j) {
+    if (limited && m.memory_bound_bytes(s, i, j) > m.memory_limit()) return kInfeasible;
+    return m.time_bound_ns(s, i, j);
+  };
+  return min_max_partition(m.layers(), m.stages(), cost, bound);
+}
+
+MinMaxResult min_memory_partition(const StageModel& m) {
+  auto cost = [&](int s, int i, int j) { return m.memory_bytes(s, i, j); };
+  auto bound = [&](int s, int i, int j) { return m.memory_bound_bytes(s, i, j); };
+  return min_max_partition(m.layers(), m.stages(), cost, bound);
+}
+
+}  // namespace pipescope

@@ -1,0 +1,87 @@
+// What a candidate stage [i, j) would cost at pipeline position s of one plan, from
+// prefix sums, in O(#memory terms): the partitioners' view of the simulator.
+//   time_ns(s, i, j)  = forward + backward (+ recompute) at the per-replica micro-batch
+//                       size, divided by the slowest replica's speed, + sending the
+//                       activations across cut j and the gradients across cut i
+//                       (latency + bytes / bandwidth each), + the ring all-reduce of
+//                       the stage's gradients divided over the M micro-batches.
+//   memory_bytes(...) = the simulator's peak for the stage's device, byte for byte:
+//                       static (parameters x (2 + optimizer factor)) + the largest
+//                       a x stash + c x activations over the schedule's op order, where
+//                       (a, c) counts stashed and re-materialised micro-batches held at
+//                       each op start (core/cost_model.h's rules). Exact for one stage
+//                       per device; under interleaving it is the stage's own share only,
+//                       so the optimal partition ignores memory there and the search's
+//                       simulation decides what fits.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/hardware.h"
+#include "core/profile.h"
+#include "core/schedule.h"
+#include "planner/partition.h"
+
+namespace pipescope {
+
+struct StageModelSpec {
+  double microbatch_size = 1;   // samples per micro-batch, before replication
+  int replicas = 1;             // r: every pipeline position runs on r devices
+  double optimizer_state_factor = 2.0;
+  bool constrain_memory = true; // false: every stage fits (time-only partition)
+};
+
+class StageModel {
+ public:
+  // `profile` must list its layers in a topological order; `schedule` fixes K, M, v and
+  // re-materialisation. Position p uses hardware devices [p r, (p + 1) r).
+  StageModel(const Profile& profile, const Hardware& hardware, const Schedule& schedule,
+             const StageModelSpec& spec);
+
+  int layers() const { return L_; }
+  int stages() const { return S_; }
+  int64_t memory_limit() const { return limit_; }
+  bool memory_exact() const { return chunks_ == 1; }
+  bool constrains_memory() const { return constrain_ && limit_ > 0; }
+
+  int64_t compute_ns(int s, int i, int j) const;
+  int64_t allreduce_ns(int s, int i, int j) const;  // one step's ring all-reduce (0 if r = 1)
+  int64_t time_ns(int s, int i, int j) const;
+  int64_t memory_bytes(int s, int i, int j) const;
+  // Lower bounds that never decrease as the stage grows leftwards (partition.h).
+  int64_t time_bound_ns(int s, int i, int j) const;
+  int64_t memory_bound_bytes(int s, int i, int j) const;
+  bool fits(int s, int i, int j) const {
+    return !constrain_ || limit_ == 0 || memory_bytes(s, i, j) <= limit_;
+  }
+
+  // The busiest device's time per micro-batch (its chunks summed under interleaving)
+  // and each stage's memory, for a given partition.
+  int64_t bottleneck_ns(const LayerRanges& ranges) const;
+  std::vector<int64_t> stage_memory(const LayerRanges& ranges) const;
+
+ private:
+  int L_, S_, K_, M_, chunks_, replicas_;
+  bool recompute_, constrain_;
+  int64_t limit_;
+  double optimizer_factor_;
+  std::vector<double> forward_ms_, backward_ms_;  // prefix sums at the per-replica size
+  std::vector<int64_t> activation_, parameters_, cut_;
+  std::vector<double> speed_;                     // per model stage
+  // Transfer time (latency + bytes / bandwidth) of each cut's tensors over each distinct
+  // link; next_/prev_ name a stage's table, -1 when the neighbour shares its device.
+  std::vector<std::vector<int64_t>> transfer_ns_;
+  std::vector<int> next_table_, prev_table_;
+  std::vector<int64_t> bound_factor_;             // per stage: max over terms of (a [no recompute] + c)
+  std::vector<Link> ring_link_;                   // per model stage: its replicas' ring
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> terms_;  // per model stage: (a, c)
+};
+
+// The exact optimum of time_ns over stages whose memory fits; empty when none fits.
+MinMaxResult optimal_partition(const StageModel& model);
+// The partition with the smallest largest stage memory (what a candidate needs at least).
+MinMaxResult min_memory_partition(const StageModel& model);
+
+}  // namespace pipescope
