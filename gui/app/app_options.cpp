@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/schedule.h"
+#include "planner/plan_builder.h"
 
 namespace pipescope::gui {
 
@@ -33,7 +34,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"schedule", "gpipe | 1f1b | interleaved | zb-h1 (default 1f1b)", "KIND", "1f1b"},
       {"chunks", "Model chunks per device, interleaved only (default 1)", "V", "1"},
       {"recompute", "Re-materialise activations"},
-      {"partition", "uniform | balanced (default balanced)", "NAME", "balanced"},
+      {"partition", "uniform | gpipe | optimal (balanced = optimal; default optimal)", "NAME", "optimal"},
+      {"replicas", "Devices per stage r (data parallel inside a stage; default 1)", "R", "1"},
       {"measurement", "Measurement JSON to compare with the prediction", "FILE"},
       {"trace", "Chrome trace of the measured run (with --measurement)", "FILE"},
       {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
@@ -60,9 +62,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.recompute = p.isSet("recompute");
   o.partition = p.value("partition");
   parse_schedule_kind(o.schedule.toStdString());  // throws InputError naming the accepted kinds
-  if (o.partition != "uniform" && o.partition != "balanced") {
-    throw InputError("--partition: expected uniform or balanced, got \"" + o.partition.toStdString() + "\"");
-  }
+  check_partition_name(o.partition.toStdString());  // throws InputError naming the accepted names
+  o.replicas = to_int(p, "replicas", 1, kMaxDevices);
   o.measurement_path = p.value("measurement");
   o.trace_path = p.value("trace");
   o.screenshot_path = p.value("screenshot");

@@ -24,7 +24,8 @@ struct AppOptions {
   QString schedule = "1f1b";
   int chunks = 1;
   bool recompute = false;
-  QString partition = "balanced";
+  QString partition = "optimal";
+  int replicas = 1;
   QString screenshot_path;
   QString tab = "timeline";  // timeline | layers | sweep | compare
   QSize size{1400, 900};

@@ -41,7 +41,9 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   chunks_->setRange(1, kMaxGuiChunks);
   recompute_ = new QCheckBox("re-materialise activations", this);
   partition_ = new QComboBox(this);
-  partition_->addItems({"balanced", "uniform"});
+  partition_->addItems({"optimal", "gpipe", "uniform"});
+  replicas_ = new QSpinBox(this);
+  replicas_->setRange(1, kMaxDevices);
   form->addRow("Stages K", stages_);
   form->addRow("Micro-batches M", microbatches_);
   form->addRow("Micro-batch size", microbatch_size_);
@@ -49,11 +51,12 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow("Chunks", chunks_);
   form->addRow("Recompute", recompute_);
   form->addRow("Partitioner", partition_);
+  form->addRow("Replicas r", replicas_);
   auto emit_changed = [this] {
     update_enabled();
     if (!quiet_) emit changed();
   };
-  for (QSpinBox* s : {stages_, microbatches_, microbatch_size_, chunks_}) {
+  for (QSpinBox* s : {stages_, microbatches_, microbatch_size_, chunks_, replicas_}) {
     connect(s, &QSpinBox::valueChanged, this, emit_changed);
   }
   for (QComboBox* c : {schedule_, partition_}) connect(c, &QComboBox::currentIndexChanged, this, emit_changed);
@@ -71,7 +74,8 @@ void ControlsPanel::set_from(const AppOptions& o) {
   schedule_->setCurrentText(o.schedule);
   chunks_->setValue(o.chunks);
   recompute_->setChecked(o.recompute);
-  partition_->setCurrentText(o.partition);
+  partition_->setCurrentText(o.partition == "balanced" ? QString("optimal") : o.partition);
+  replicas_->setValue(o.replicas);
   update_enabled();
   quiet_ = false;
 }
@@ -85,13 +89,16 @@ PlanChoice ControlsPanel::choice() const {
   c.chunks = c.schedule == ScheduleKind::Interleaved ? chunks_->value() : 1;
   c.recompute = recompute_->isChecked();
   c.partition = partition_->currentText().toStdString();
+  c.replicas = replicas_->value();
   return c;
 }
 
-void ControlsPanel::set_stages_and_microbatches(int stages, int microbatches) {
+void ControlsPanel::set_cell(int stages, int microbatches, int microbatch_size, int replicas) {
   quiet_ = true;
   stages_->setValue(stages);
   microbatches_->setValue(microbatches);
+  if (microbatch_size > 0) microbatch_size_->setValue(microbatch_size);
+  if (replicas > 0) replicas_->setValue(replicas);
   quiet_ = false;
   emit changed();
 }

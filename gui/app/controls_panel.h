@@ -1,5 +1,5 @@
 // The plan controls: profile and hardware files, K, M, micro-batch size, schedule,
-// chunks, re-materialisation and partitioner. Emits changed() on every edit; the
+// chunks, re-materialisation, partitioner and replicas r per stage. Emits changed() on every edit; the
 // main window turns choice() into a PlanInputs and asks the PlanWorker to simulate.
 #pragma once
 
@@ -22,7 +22,8 @@ class ControlsPanel : public QWidget {
   explicit ControlsPanel(QWidget* parent = nullptr);
   void set_from(const AppOptions& options);
   PlanChoice choice() const;
-  void set_stages_and_microbatches(int stages, int microbatches);
+  // Loads a sweep cell; micro-batch size and replicas change only when > 0.
+  void set_cell(int stages, int microbatches, int microbatch_size = 0, int replicas = 0);
   void set_files(const QString& profile, const QString& hardware);
   QSpinBox* stages_box() const { return stages_; }
   QSpinBox* microbatches_box() const { return microbatches_; }
@@ -44,6 +45,7 @@ class ControlsPanel : public QWidget {
   QSpinBox* chunks_;
   QCheckBox* recompute_;
   QComboBox* partition_;
+  QSpinBox* replicas_;
   bool quiet_ = false;
 };
 

@@ -98,7 +98,12 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   connect(sweep_view_, &SweepView::runRequested, this, &MainWindow::run_sweep);
   connect(sweep_view_, &SweepView::cancelRequested, this, [this] { sweep_worker_.cancel(); });
   connect(sweep_view_, &SweepView::cellClicked, this, [this](int k, int m) {
-    controls_->set_stages_and_microbatches(k, m);
+    const SweepAxes& axes = sweep_.result().axes;
+    if (axes.batch > 0) {
+      controls_->set_cell(k, m, static_cast<int>(axes.batch / m), axes.devices / k);
+    } else {
+      controls_->set_cell(k, m);
+    }
     tabs_->setCurrentIndex(0);
   });
   connect(&sweep_worker_, &SweepWorker::progress, sweep_view_, &SweepView::set_progress);
@@ -297,7 +302,16 @@ void MainWindow::run_sweep() {
   PlanInputs in = current_inputs();
   sweep_view_->set_running(true);
   sweep_view_->set_message(QString("sweeping %1 ...").arg(QString::fromStdString(to_string(in.choice.schedule))));
-  sweep_worker_.start(in, default_sweep_axes(hardware_ ? hardware_->devices : 8, profile_->num_layers()));
+  const int devices = hardware_ ? hardware_->devices : 8;
+  if (sweep_view_->planner_grid()) {
+    const double b = in.choice.microbatch_size > 0 ? in.choice.microbatch_size : profile_->batch_sizes.front();
+    const int64_t batch = static_cast<int64_t>(b) * in.choice.microbatches;
+    in.choice.microbatch_size = 0;
+    sweep_worker_.start(in, planner_sweep_axes(devices, batch, profile_->num_layers()));
+  } else {
+    in.choice.replicas = 1;
+    sweep_worker_.start(in, default_sweep_axes(devices, profile_->num_layers()));
+  }
 }
 
 void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {

@@ -1,5 +1,6 @@
 #include "gui/app/sweep_view.h"
 
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
@@ -136,6 +137,10 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   progress_->setRange(0, 1);
   progress_->setValue(0);
   message_ = new QLabel(this);
+  planner_grid_ = new QCheckBox("planner's grid (batch and devices fixed)", this);
+  planner_grid_->setToolTip("K over the divisors of the hardware's devices (r = D / K), M over the divisors of the "
+                            "current mini-batch (micro-batch size N / M), as `pipescope plan` searches");
+  bar->addWidget(planner_grid_);
   bar->addWidget(run_);
   bar->addWidget(cancel_);
   bar->addWidget(progress_, 1);
@@ -159,6 +164,10 @@ void SweepView::set_progress(int done, int total) {
   progress_->setRange(0, total);
   progress_->setValue(done);
 }
+
+bool SweepView::planner_grid() const { return planner_grid_->isChecked(); }
+
+void SweepView::set_planner_grid(bool on) { planner_grid_->setChecked(on); }
 
 void SweepView::set_message(const QString& message) { message_->setText(message); }
 

@@ -6,6 +6,7 @@
 
 #include <QWidget>
 
+class QCheckBox;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -43,6 +44,10 @@ class SweepView : public QWidget {
   void set_running(bool running);
   void set_progress(int done, int total);
   void set_message(const QString& message);
+  // On: `pipescope plan`'s grid (mini-batch and devices fixed); off: K x M at the
+  // current micro-batch size.
+  bool planner_grid() const;
+  void set_planner_grid(bool on);
 
  signals:
   void runRequested();
@@ -55,6 +60,7 @@ class SweepView : public QWidget {
   QPushButton* cancel_;
   QProgressBar* progress_;
   QLabel* message_;
+  QCheckBox* planner_grid_;
 };
 
 }  // namespace pipescope::gui

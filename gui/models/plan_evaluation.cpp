@@ -21,7 +21,15 @@ Hardware hardware_for(const PlanInputs& in, const Plan& plan) {
 Evaluation evaluate(const PlanInputs& in) {
   if (!in.profile) throw InputError("no profile loaded");
   Evaluation e;
-  e.plan = make_plan(*in.profile, in.choice);
+  PlanChoice choice = in.choice;
+  choice.hardware = in.hardware.get();  // the optimal partitioner reads links, speeds, memory
+  const int needed = choice.stages * choice.replicas;
+  if (in.hardware && needed > in.hardware->devices) {
+    throw InputError("--stages " + std::to_string(choice.stages) + " x --replicas " + std::to_string(choice.replicas) +
+                     " needs " + std::to_string(needed) + " devices, but " + in.hardware->name + " has " +
+                     std::to_string(in.hardware->devices));
+  }
+  e.plan = make_plan(*in.profile, choice);
   const Hardware hardware = hardware_for(in, e.plan);
   Schedule schedule = make_schedule(e.plan.schedule_spec());
   validate_schedule(schedule);

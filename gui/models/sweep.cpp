@@ -14,13 +14,36 @@ SweepAxes default_sweep_axes(int devices, int layers) {
   return a;
 }
 
-SweepCell evaluate_cell(const PlanInputs& base, int stages, int microbatches) {
+SweepAxes planner_sweep_axes(int devices, int64_t batch, int layers) {
+  SweepAxes a;
+  a.batch = batch;
+  a.devices = devices;
+  for (int k = 1; k <= std::min(devices, layers); ++k) {
+    if (devices % k == 0) a.stages.push_back(k);
+  }
+  for (int64_t m = 1; m <= batch; ++m) {
+    if (batch % m == 0) a.microbatches.push_back(static_cast<int>(m));
+  }
+  return a;
+}
+
+SweepCell evaluate_cell(const PlanInputs& base, const SweepAxes& axes, int stages, int microbatches) {
   SweepCell cell;
   cell.stages = stages;
   cell.microbatches = microbatches;
   PlanInputs in = base;
   in.choice.stages = stages;
   in.choice.microbatches = microbatches;
+  if (axes.batch > 0) {
+    const int64_t samples = axes.batch / microbatches;
+    in.choice.microbatch_size = static_cast<double>(samples);
+    in.choice.replicas = axes.devices / stages;
+    if (samples % in.choice.replicas != 0) {  // as `pipescope plan`: whole samples per replica
+      cell.error = "a micro-batch of " + std::to_string(samples) + " samples does not split over " +
+                   std::to_string(in.choice.replicas) + " replicas";
+      return cell;
+    }
+  }
   in.record_timeline = false;
   try {
     Evaluation e = evaluate(in);
@@ -63,7 +86,7 @@ SweepResult compute_sweep(const PlanInputs& base, const SweepAxes& axes,
         r.cells.push_back(skipped);
         continue;
       }
-      r.cells.push_back(evaluate_cell(base, k, m));
+      r.cells.push_back(evaluate_cell(base, axes, k, m));
       if (progress && !progress(static_cast<int>(r.cells.size()), total)) r.cancelled = true;
     }
   }

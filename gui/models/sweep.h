@@ -20,6 +20,12 @@ namespace pipescope::gui {
 struct SweepAxes {
   std::vector<int> stages;        // rows
   std::vector<int> microbatches;  // columns
+  // 0: every cell keeps the base micro-batch size (the batch grows with M) and uses K
+  // devices. > 0: `pipescope plan`'s grid: the mini-batch is fixed at `batch` samples
+  // (micro-batch size batch / M) and each cell uses all `devices`, r = devices / K;
+  // a cell whose micro-batch does not split into whole samples per replica is invalid.
+  int64_t batch = 0;
+  int devices = 0;
 };
 
 struct SweepCell {
@@ -47,8 +53,11 @@ struct SweepResult {
 
 // Stages 1..devices and M = 1, 2, 4, ..., 128 (K capped at the profile's layers).
 SweepAxes default_sweep_axes(int devices, int layers);
+// `pipescope plan -D devices -N batch`'s grid: K over the divisors of D (at most
+// `layers`), M over the divisors of N.
+SweepAxes planner_sweep_axes(int devices, int64_t batch, int layers);
 
-SweepCell evaluate_cell(const PlanInputs& base, int stages, int microbatches);
+SweepCell evaluate_cell(const PlanInputs& base, const SweepAxes& axes, int stages, int microbatches);
 
 // `progress(done, total)` is called after each cell; returning false cancels (the
 // result then has cancelled = true and the remaining cells invalid).

@@ -27,8 +27,10 @@ inline BruteForce brute_force(const PlanInputs& base, const SweepAxes& axes) {
       PlanChoice c = base.choice;
       c.stages = k;
       c.microbatches = m;
+      c.hardware = base.hardware.get();  // as the CLI: the optimal partitioner sees the hardware
       double tp = -1;
       try {
+        if (k > base.hardware->devices) throw InputError("more stages than devices");
         Plan plan = make_plan(*base.profile, c);
         Schedule s = make_schedule(plan.schedule_spec());
         validate_schedule(s);

@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/cost_model.h"
+#include "core/hardware.h"
 #include "core/schedule.h"
 #include "sim/simulator.h"
 #include "core/report.h"
@@ -62,6 +63,7 @@ class WidgetsTest : public QObject {
   void non_fitting_stage_turns_red();
   void sweep_marks_the_brute_force_best_cell();
   void clicking_a_sweep_cell_loads_that_plan();
+  void planner_grid_sweep_marks_the_cell_pipescope_plan_picks();
   void hover_describes_the_op();
   void compare_shows_errors();
   void dropping_a_profile_loads_it();
@@ -110,14 +112,15 @@ void WidgetsTest::changing_m_updates_the_summary() {
 void WidgetsTest::non_fitting_stage_turns_red() {
   MainWindow w(default_options());
   w.wait_for_plan();
-  // Default plan peaks: stage 0 13.74 GiB, 1 10.27 GiB, 2 8.86 GiB, 3 5.26 GiB.
-  // On 10 GiB devices stages 0 and 1 do not fit, stages 2 and 3 do.
+  // On 6 GiB devices no cut of K=4, M=8 fits, so the optimal partitioner falls back to
+  // its time-only cut (as `pipescope simulate --hardware` does): peaks 15.89, 10.27,
+  // 7.59 and 5.26 GiB; stages 0-2 do not fit, stage 3 does.
   Hardware small = *w.current_inputs().hardware;
-  small.memory_bytes = 10LL << 30;
-  w.set_hardware(std::make_shared<const Hardware>(small), "10 GiB test hardware");
+  small.memory_bytes = 6LL << 30;
+  w.set_hardware(std::make_shared<const Hardware>(small), "6 GiB test hardware");
   w.wait_for_plan();
   const StepReport& r = w.evaluation()->report;
-  const bool expected_fits[] = {false, false, true, true};
+  const bool expected_fits[] = {false, false, false, true};
   for (int d = 0; d < 4; ++d) QCOMPARE(r.stages[d].fits, expected_fits[d]);
   const SummaryModel& s = w.summary();
   w.resize(1400, 900);
@@ -187,6 +190,47 @@ void WidgetsTest::clicking_a_sweep_cell_loads_that_plan() {
   w.wait_for_plan();
   QCOMPARE(w.evaluation()->report.devices, 2);
   QCOMPARE(w.evaluation()->report.microbatches, 8);
+}
+
+void WidgetsTest::planner_grid_sweep_marks_the_cell_pipescope_plan_picks() {
+  // 1F1B on 8 devices of 16 GB with a mini-batch of 32 (M=8 x micro-batch 4): pure data
+  // parallelism (K=1, r=8) needs 21.65 GiB or more per device, so the winner is a
+  // pipelined plan (K=4 r=2 M=16 at the time of writing; the test asks the CLI).
+  QTemporaryDir dir;
+  const QString hw_path = dir.filePath("h200-16gb.json");
+  Hardware small = load_hardware(PIPESCOPE_SOURCE_DIR "/profiles/h200-8x-nvlink.json");
+  small.memory_bytes = 16000000000;
+  write_file_atomically(hw_path.toStdString(), hardware_to_json(small).dump());
+  QProcess cli;
+  cli.start(PIPESCOPE_CLI_EXE, {"plan", "--profile", PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json", "--hardware",
+                                hw_path, "-D", "8", "-N", "32", "--schedules", "1f1b", "--recompute", "off", "--json"});
+  QVERIFY(cli.waitForFinished(120000));
+  QCOMPARE(cli.exitCode(), 0);
+  const Json top = Json::parse(cli.readAllStandardOutput().toStdString())["top"][0];
+  const int cli_k = top["stages"].get<int>(), cli_m = top["microbatches"].get<int>();
+  qInfo("pipescope plan picks %s, %.1f samples/s", top["label"].get<std::string>().c_str(),
+        top["throughput_samples_per_s"].get<double>());
+
+  AppOptions o = default_options();
+  o.schedule = "1f1b";
+  o.microbatches = 8;
+  o.microbatch_size = 4;
+  o.hardware_path = hw_path;
+  MainWindow w(o);
+  w.wait_for_plan();
+  w.sweep_view()->set_planner_grid(true);
+  QSignalSpy finished(&w.sweep_worker(), &SweepWorker::finished);
+  w.run_sweep();
+  QVERIFY(finished.wait(120000));
+  const SweepModel& m = w.sweep();
+  QCOMPARE(m.result().axes.batch, 32LL);
+  QCOMPARE(m.result().axes.stages, (std::vector<int>{1, 2, 4, 8}));
+  const QModelIndex best = m.best_index();
+  QVERIFY(best.isValid());
+  QCOMPARE(m.data(best, SweepModel::StagesRole).toInt(), cli_k);
+  QCOMPARE(m.data(best, SweepModel::MicrobatchesRole).toInt(), cli_m);
+  const double tp = m.data(best, SweepModel::ThroughputRole).toDouble();
+  QVERIFY2(std::fabs(tp - top["throughput_samples_per_s"].get<double>()) < 1e-6 * tp, qPrintable(QString::number(tp)));
 }
 
 void WidgetsTest::hover_describes_the_op() {
@@ -343,7 +387,7 @@ void WidgetsTest::bad_flag_exits_2_data() {
   QTest::newRow("K not a number") << QStringList{"--stages", "zero"} << "--stages: expected a whole number";
   QTest::newRow("M too large") << QStringList{"-M", "70000"} << "--microbatches: expected a whole number from 1 to 65536";
   QTest::newRow("unknown schedule") << QStringList{"--schedule", "foo"} << "unknown schedule \"foo\"";
-  QTest::newRow("more stages than devices") << QStringList{"-K", "9"} << "8x H200 NVLink has 8 devices";
+  QTest::newRow("more stages than devices") << QStringList{"-K", "9"} << "needs 9 devices, but 8x H200 NVLink has 8";
   QTest::newRow("missing profile") << QStringList{"--profile", "/nonexistent.json"} << "/nonexistent.json";
 }
 
