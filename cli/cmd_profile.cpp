@@ -1,5 +1,7 @@
-// `pipescope profile synth`: write an analytic profile (GPT-style transformer, or a
-// uniform / uneven toy stack) without measuring anything.
+// `pipescope profile --model MODEL.json --backend cpu`: measure every layer of a model
+// file into an executable profile (exec/profiler.h); `pipescope profile synth`: write an
+// analytic profile (GPT-style transformer, or a uniform / uneven toy stack) without
+// measuring anything.
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -8,6 +10,8 @@
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/synth_profile.h"
+#include "exec/backend.h"
+#include "exec/profiler.h"
 
 namespace pipescope::cli {
 
@@ -28,6 +32,9 @@ std::vector<double> parse_batch_sizes(const std::string& text) {
     }
   }
   if (out.empty()) throw InputError("--batch-sizes: expected at least one batch size");
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    if (!(out[i] > out[i - 1])) throw InputError("--batch-sizes: expected strictly increasing sizes, got \"" + text + "\"");
+  }
   return out;
 }
 
@@ -36,6 +43,27 @@ std::vector<double> parse_batch_sizes(const std::string& text) {
 void add_profile_command(CLI::App& app) {
   CLI::App* profile = app.add_subcommand("profile", "Measure or synthesise a per-layer profile");
   profile->require_subcommand(0, 1);
+
+  struct MeasureArgs {
+    std::string model;
+    exec::ProfileOptions options;
+    std::string batch_sizes = "1,2,4,8";
+    std::string output = "-";
+    std::string dtype = "fp32";
+    int partitions = 1;
+  };
+  auto m = std::make_shared<MeasureArgs>();
+  profile->add_option("--model", m->model, "Model file (pipescope.model) to measure layer by layer");
+  profile->add_option("--backend", m->options.backend, "Backend to measure on: " + backend_list())->capture_default_str();
+  profile->add_option("--dtype", m->dtype, "fp32 | bf16 (bf16: cuda only; fp32 arithmetic)")->capture_default_str();
+  profile->add_option("--sm-partition", m->partitions,
+                      "cuda: measure on an SM partition of 1/K of the GPU (what each of K virtual devices gets)")
+      ->capture_default_str();
+  profile->add_option("--batch-sizes", m->batch_sizes, "Micro-batch sizes to measure")->capture_default_str();
+  profile->add_option("--repeats", m->options.repeats, "Timed repeats per value (the median is kept)")
+      ->capture_default_str();
+  profile->add_option("--warmup", m->options.warmup, "Untimed runs before the repeats")->capture_default_str();
+  profile->add_option("-o,--output", m->output, "Output file ('-' = stdout)")->capture_default_str();
 
   struct Args {
     std::string kind = "gpt";
@@ -86,7 +114,39 @@ void add_profile_command(CLI::App& app) {
     } else {
       throw InputError("--kind: expected gpt, uniform or uneven, got \"" + a->kind + "\"");
     }
-    write_output(a->output, profile_to_json(p).dump(1) + "\n");
+    // What is written must read back: the reader's checks (finite, in range) name
+    // the field of any value the flags pushed out of range.
+    std::string text = profile_to_json(p).dump(1) + "\n";
+    (void)profile_from_json(JsonReader::from_text(text, "profile synth (the generated profile)"));
+    write_output(a->output, text);
+  });
+
+  struct GemmArgs {
+    int m = 4096, n = 8192, k = 2048, repeats = 20;
+    std::string backend = "cuda", dtype = "bf16";
+    bool json = true;
+  };
+  auto g = std::make_shared<GemmArgs>();
+  CLI::App* gemm = profile->add_subcommand(
+      "gemm", "cuda: time the backend's GEMM C[m,n] = A[m,k] B[k,n] against the best cuBLASLt algorithm");
+  gemm->add_option("--m", g->m, "Rows of A and C (micro-batch x sequence)")->capture_default_str();
+  gemm->add_option("--n", g->n, "Columns of B and C")->capture_default_str();
+  gemm->add_option("--k", g->k, "Inner dimension")->capture_default_str();
+  gemm->add_option("--repeats", g->repeats, "Timed launches per algorithm")->capture_default_str();
+  gemm->add_option("--backend", g->backend, "Backend (cuda)")->capture_default_str();
+  gemm->add_option("--dtype", g->dtype, "fp32 | bf16")->capture_default_str();
+  gemm->add_flag("--json", g->json, "Print the JSON object (the only output format)");
+  gemm->callback([g] {
+    std::cout << exec::measure_gemm_json(backend_spec(g->backend, g->dtype, 1), g->m, g->n, g->k, g->repeats) << "\n";
+  });
+
+  profile->callback([m, profile, synth, gemm] {
+    if (synth->parsed() || gemm->parsed()) return;
+    if (m->model.empty()) throw InputError("profile: give --model MODEL.json to measure, or use `profile synth`");
+    m->options.batch_sizes = parse_batch_sizes(m->batch_sizes);
+    m->options.backend = backend_spec(m->options.backend, m->dtype, m->partitions);
+    Profile p = exec::profile_model(exec::load_model(m->model), m->options);
+    write_output(m->output, profile_to_json(p).dump(1) + "\n");
   });
 }
 

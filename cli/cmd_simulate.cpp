@@ -1,5 +1,6 @@
 // `pipescope simulate`: predict one training step of a plan; `pipescope schedule`:
 // print a schedule's per-device op order as a text diagram.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -10,6 +11,10 @@
 #include "sim/simulator.h"
 
 namespace pipescope::cli {
+
+// A Chrome trace takes about 1.5 KiB of memory and 350 bytes of file per op; past a
+// million ops it is refused (viewers cannot open such traces anyway).
+constexpr std::size_t kMaxTraceOps = 1'000'000;
 
 void add_simulate_command(CLI::App& app) {
   struct Args {
@@ -25,15 +30,26 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
   cmd->callback([args] {
+    if (!args->trace_path.empty() && args->trace_path == args->output_path && args->trace_path != "-") {
+      throw InputError("--trace and --output name the same file \"" + args->trace_path + "\"");
+    }
     ResolvedPlan r = resolve(args->plan);
+    if (!args->trace_path.empty() && r.schedule.num_ops() > kMaxTraceOps) {
+      throw InputError("--trace: the schedule has " + std::to_string(r.schedule.num_ops()) +
+                       " ops; a trace is limited to " + std::to_string(kMaxTraceOps) +
+                       " (reduce --microbatches, or simulate without --trace)");
+    }
     CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
     SimOptions options;
     options.model = r.profile.model;
     options.record_timeline = !args->trace_path.empty();
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
     std::string json = report_to_json(report).dump(2) + "\n";
-    if (!args->output_path.empty()) write_output(args->output_path, json);
-    if (!args->trace_path.empty()) write_output(args->trace_path, chrome_trace(report));
+    // Both files or neither: a failure writing one leaves no output behind.
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!args->output_path.empty()) files.emplace_back(args->output_path, json);
+    if (!args->trace_path.empty()) files.emplace_back(args->trace_path, chrome_trace(report));
+    write_outputs(files);
     std::cout << (args->json ? json : report_table(report));
   });
 }
@@ -52,8 +68,8 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved)")->capture_default_str();
   cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation before each backward");
   cmd->callback([args] {
-    if (static_cast<int64_t>(args->stages) * args->microbatches > 100000) {
-      throw InputError("schedule: the diagram is limited to K x M <= 100000 cells");
+    if (static_cast<int64_t>(args->stages) * std::max(args->chunks, 1) * args->microbatches > 100000) {
+      throw InputError("schedule: the diagram is limited to K x v x M <= 100000 cells");
     }
     Schedule s = make_schedule({parse_schedule_kind(args->schedule), args->stages, args->microbatches,
                                 args->chunks, args->recompute});

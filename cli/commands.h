@@ -12,5 +12,7 @@ void add_schedule_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_run_command(CLI::App& app);      // cli/cmd_run.cpp (exec)
+void add_compare_command(CLI::App& app);  // cli/cmd_run.cpp (exec)
 
 }  // namespace pipescope::cli

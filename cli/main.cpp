@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   pipescope::cli::add_profile_command(app);
   pipescope::cli::add_plan_command(app);
   pipescope::cli::add_sweep_command(app);
+  pipescope::cli::add_run_command(app);
+  pipescope::cli::add_compare_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

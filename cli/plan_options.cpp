@@ -5,6 +5,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "exec/backend.h"
 #include "planner/plan_builder.h"
 
 namespace pipescope::cli {
@@ -44,6 +45,9 @@ ResolvedPlan resolve(const PlanOptions& o) {
     if (o.profile_path.empty()) throw InputError("give --plan FILE, or --profile FILE with --stages and --microbatches");
     if (o.stages < 1) throw InputError("--stages: expected a number of stages >= 1 (or give --plan)");
     if (o.microbatches < 1) throw InputError("--microbatches: expected a number of micro-batches >= 1");
+    if (!(o.microbatch_size >= 0)) {
+      throw InputError("--microbatch-size: expected a positive number of samples, got " + CLI::detail::to_string(o.microbatch_size));
+    }
     r.profile = load_profile(o.profile_path);
     PlanChoice c;
     c.stages = o.stages;
@@ -85,6 +89,43 @@ void write_output(const std::string& path, const std::string& text) {
     return;
   }
   write_file_atomically(path, text);
+}
+
+
+std::string backend_list() {
+  std::string out;
+  for (const std::string& n : exec::backend_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string backend_spec(const std::string& backend, const std::string& dtype, int partitions) {
+  if (dtype != "fp32" && dtype != "bf16") throw InputError("--dtype: expected fp32 or bf16, got \"" + dtype + "\"");
+  if (partitions < 1) throw InputError("--sm-partition: expected K >= 1, got " + std::to_string(partitions));
+  const bool cuda = backend == "cuda" || backend.rfind("cuda:", 0) == 0;
+  if (!cuda) {
+    if (dtype != "fp32") throw InputError("--dtype " + dtype + ": the " + backend + " backend stores fp32 only (use --backend cuda)");
+    if (partitions != 1) throw InputError("--sm-partition: only the cuda backend has SM partitions");
+    return backend;
+  }
+  std::string spec = backend;
+  if (dtype != "fp32") spec += ":" + dtype;
+  if (partitions > 1) spec += ":part=" + std::to_string(partitions);
+  return spec;
+}
+
+}  // namespace pipescope::cli
+
+namespace pipescope::cli {
+
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::pair<std::string, std::string>> to_files;
+  for (const auto& f : files) {
+    if (f.first != "-") to_files.push_back(f);
+  }
+  write_files_atomically(to_files);
+  for (const auto& f : files) {
+    if (f.first == "-") std::cout << f.second;
+  }
 }
 
 }  // namespace pipescope::cli

@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -41,5 +43,13 @@ ResolvedPlan resolve(const PlanOptions& options);
 
 // Writes `text` to `path` atomically, or to stdout when path is "-".
 void write_output(const std::string& path, const std::string& text);
+// Several outputs, all or nothing (write_files_atomically); "-" goes to stdout last.
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files);
+
+// "cpu, cuda": the backends this build offers, for --help.
+std::string backend_list();
+// The backend spec for --backend B --dtype D [--sm-partition K] ("cuda:bf16:part=4");
+// throws InputError for a dtype or partition the backend does not offer.
+std::string backend_spec(const std::string& backend, const std::string& dtype, int partitions);
 
 }  // namespace pipescope::cli

@@ -2,22 +2,123 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "core/error.h"
 
 namespace pipescope {
 
-int64_t boundary_bytes(const Profile& profile, int cut, double batch) {
-  if (cut <= 0 || cut >= profile.num_layers()) return 0;
-  if (profile.is_chain()) return profile.output_bytes(cut - 1, batch);
+namespace {
+
+// The layers whose outputs cross the cut before layer `cut`.
+std::vector<int> crossing_layers(const Profile& profile, int cut) {
+  if (cut <= 0 || cut >= profile.num_layers()) return {};
+  if (profile.is_chain()) return {cut - 1};
   std::vector<char> crosses(static_cast<std::size_t>(cut), 0);
   for (auto [from, to] : profile.edges) {
     if (from < cut && to >= cut) crosses[from] = 1;
   }
-  int64_t bytes = 0;
+  std::vector<int> out;
   for (int i = 0; i < cut; ++i) {
-    if (crosses[i]) bytes += profile.output_bytes(i, batch);
+    if (crosses[i]) out.push_back(i);
   }
+  return out;
+}
+
+// boundary_bytes before rounding, for the limit check.
+double boundary_bytes_real(const Profile& profile, int cut, double batch) {
+  double bytes = 0;
+  for (int i : crossing_layers(profile, cut)) bytes += profile.interpolate(profile.layers[i].output_bytes, batch);
+  return bytes;
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// What one model stage adds to the totals the int64 limits bound, in floating point
+// (computed before anything is rounded to an integer).
+struct StageTotals {
+  double op_ms;           // all its ops for one micro-batch (per replica, speed applied)
+  double longest_op_ms;
+  double activation_bytes, input_bytes, send_bytes, parameter_bytes;
+};
+
+// Adds up, stage by stage, the bytes each device holds and the time every op,
+// transfer and all-reduce of the step takes; throws InputError naming the stage that
+// takes a total past the limits of cost_model.h.
+class LimitCheck {
+ public:
+  LimitCheck(const Plan& plan, const Hardware& hardware)
+      : plan_(plan),
+        device_bytes_(static_cast<std::size_t>(plan.pipeline_devices()), 0.0),
+        device_params_(device_bytes_) {
+    // The slowest link and the largest latency bound every transfer.
+    bandwidth_ = hardware.link.bandwidth_gb_per_s;
+    latency_ns_ = hardware.link.latency_us * 1e3;
+    if (hardware.devices_per_node > 0) {
+      double inter = hardware.inter_node.bandwidth_gb_per_s;
+      if (inter > 0 && (bandwidth_ <= 0 || inter < bandwidth_)) bandwidth_ = inter;
+      latency_ns_ = std::max(latency_ns_, hardware.inter_node.latency_us * 1e3);
+    }
+  }
+
+  void add(std::size_t s, const StageTotals& t, double microbatch) {
+    auto fail = [&](const std::string& what) {
+      throw InputError(plan_.source.empty() ? "plan" : plan_.source, "stages[" + std::to_string(s) + "]",
+                       what + " (layers [" + std::to_string(plan_.stages[s].first_layer) + ", " +
+                           std::to_string(plan_.stages[s].end_layer) + ") at micro-batch size " +
+                           number(microbatch) + ")");
+    };
+    const double M = plan_.microbatches;
+    const double r = static_cast<double>(plan_.stages[s].devices.size());
+    for (double v : {t.activation_bytes, t.input_bytes, t.send_bytes}) {
+      if (!(v <= kMaxDeviceBytes)) {
+        fail("a tensor of " + number(v) + " bytes exceeds the limit of 2^62 bytes");
+      }
+    }
+    const std::size_t device = s % device_bytes_.size();
+    device_bytes_[device] += t.parameter_bytes * (2.0 + plan_.optimizer_state_factor) +
+                             M * (t.activation_bytes + t.input_bytes);
+    device_params_[device] += t.parameter_bytes;
+    if (!(device_bytes_[device] <= kMaxDeviceBytes)) {
+      fail("device " + std::to_string(device) + " would hold " + number(device_bytes_[device]) +
+           " bytes (weights, gradients, optimizer state and " + number(M) +
+           " micro-batches of activations), beyond the limit of 2^62 bytes");
+    }
+    if (!(2.0 * r * device_params_[device] <= kMaxDeviceBytes)) {
+      fail("the all-reduce over " + number(r) + " replicas would move " +
+           number(2.0 * r * device_params_[device]) + " bytes, beyond the limit of 2^62 bytes");
+    }
+    if (!(t.longest_op_ms * 1e6 <= kMaxStepNs)) {
+      fail("an op would take " + number(t.longest_op_ms) + " ms, beyond the limit of 2^62 ns");
+    }
+    // Activations forward and gradients back over the stage's output boundary, then
+    // a ring all-reduce of its gradients over its replicas.
+    step_ns_ += M * (t.op_ms * 1e6 + 2 * transfer_ns(t.send_bytes)) +
+                (r > 1 ? transfer_ns(2 * (r - 1) / r * t.parameter_bytes) + 2 * (r - 1) * latency_ns_ : 0);
+    if (!(step_ns_ <= kMaxStepNs)) {
+      fail("the step's ops and transfers add up to " + number(step_ns_ / 3.15576e16) +
+           " years, beyond the simulator's limit of 2^62 ns (146 years)");
+    }
+  }
+
+ private:
+  double transfer_ns(double bytes) const { return (bandwidth_ > 0 ? bytes / bandwidth_ : 0.0) + latency_ns_; }
+
+  const Plan& plan_;
+  std::vector<double> device_bytes_, device_params_;
+  double bandwidth_ = 0, latency_ns_ = 0, step_ns_ = 0;
+};
+
+}  // namespace
+
+int64_t boundary_bytes(const Profile& profile, int cut, double batch) {
+  int64_t bytes = 0;
+  for (int i : crossing_layers(profile, cut)) bytes += profile.output_bytes(i, batch);
   return bytes;
 }
 
@@ -41,6 +142,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     c.position_device.push_back(devices.front());
     c.position_devices.push_back(devices);
   }
+  LimitCheck limits(plan, hardware);
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& ps = plan.stages[s];
     StageCost st;
@@ -51,20 +153,31 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     // The slowest replica sets the pace of a replicated stage.
     double speed = 1e300;
     for (int d : ps.devices) speed = std::min(speed, hardware.device_speed(d));
-    double f = 0, bw = 0, bi = 0, w = 0;
-    int64_t act = 0, params = 0;
+    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {
       f += profile.forward_ms(l, b);
       bw += profile.backward_ms(l, b);
       bi += profile.backward_input_ms(l, b);
       w += profile.backward_weight_ms(l, b);
+      act_real += profile.interpolate(profile.layers[l].activation_bytes, b);
+      params_real += static_cast<double>(profile.layers[l].parameter_bytes);
+    }
+    f /= speed, bw /= speed, bi /= speed, w /= speed;
+    const bool split = plan.schedule == ScheduleKind::ZeroBubbleH1;
+    limits.add(s,
+               {f * (plan.recompute ? 2 : 1) + (split ? bi + w : bw), std::max({f, bw, bi, w}), act_real,
+                boundary_bytes_real(profile, ps.first_layer, b), boundary_bytes_real(profile, ps.end_layer, b),
+                params_real},
+               b);
+    int64_t act = 0, params = 0;
+    for (int l = ps.first_layer; l < ps.end_layer; ++l) {
       act += profile.activation_bytes(l, b);
       params += profile.layers[l].parameter_bytes;
     }
-    st.forward_ns = ms_to_ns(f / speed);
-    st.backward_ns = ms_to_ns(bw / speed);
-    st.backward_input_ns = ms_to_ns(bi / speed);
-    st.backward_weight_ns = ms_to_ns(w / speed);
+    st.forward_ns = ms_to_ns(f);
+    st.backward_ns = ms_to_ns(bw);
+    st.backward_input_ns = ms_to_ns(bi);
+    st.backward_weight_ns = ms_to_ns(w);
     st.recompute_ns = st.forward_ns;
     st.send_bytes = boundary_bytes(profile, ps.end_layer, b);
     st.input_bytes = boundary_bytes(profile, ps.first_layer, b);

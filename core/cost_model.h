@@ -11,6 +11,12 @@
 //   at the start of R(s,m)    += activation_bytes(s) (the recomputed activations)
 //   at the end of B(s,m)      -= all bytes held for (s,m); with split backward this
 //                                 happens at the end of W(s,m) instead.
+//
+// On the executor (exec/stage_worker.h) a layer's activation_bytes is, by construction,
+// what its forward stashes for its backward (its input and the tensors it creates, never
+// its output), as measured by the tracking allocator in `pipescope profile --model`.
+// The output gradients kept from B(s,m) to W(s,m) under split backward are not
+// activations (the tracker counts them as transient), nor are tensors in flight.
 #pragma once
 
 #include <cstdint>
@@ -59,5 +65,14 @@ int64_t boundary_bytes(const Profile& profile, int cut, double batch);
 CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardware& hardware);
 
 inline int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
+
+// Limits that keep every integer the simulator and the executor's tracker compute
+// (event times, busy times, bytes held per device) inside int64_t. build_cost_model
+// checks them in floating point before converting anything and throws InputError
+// naming the stage when a plan exceeds them:
+//   a device's static bytes + M x (activation + input bytes of its stages) <= 2^62,
+//   every op, transfer and all-reduce of the step together take <= 2^62 ns (146 years).
+inline constexpr double kMaxDeviceBytes = 4611686018427387904.0;  // 2^62
+inline constexpr double kMaxStepNs = 4611686018427387904.0;       // 2^62
 
 }  // namespace pipescope

@@ -60,10 +60,10 @@ int64_t Profile::output_bytes(int layer, double batch) const {
 
 namespace {
 
-// Byte counts are bounded so that sums over layers and micro-batches stay far from
-// 64-bit overflow: 2^50 bytes (1 PiB) per value.
-constexpr double kMaxBytes = 1125899906842624.0;
-constexpr double kMaxMs = 1.0e9;
+// Byte counts are bounded at 2^50 bytes (1 PiB) per value; sums over layers and
+// micro-batches are checked against int64 by build_cost_model.
+constexpr double kMaxBytes = kMaxProfileBytes;
+constexpr double kMaxMs = kMaxProfileMs;
 
 std::vector<double> per_batch(const JsonReader& layer, const char* key, std::size_t n,
                               double max) {
@@ -104,7 +104,10 @@ Profile profile_from_json(const JsonReader& r) {
   const std::size_t n = p.batch_sizes.size();
   JsonReader layers = r["layers"];
   if (layers.size() == 0) layers.fail("expected at least one layer");
-  if (layers.size() > 1000000) layers.fail("more than 1000000 layers is not supported");
+  if (layers.size() > static_cast<std::size_t>(kMaxProfileLayers)) {
+    layers.fail("more than " + std::to_string(kMaxProfileLayers) + " layers is not supported, got " +
+                std::to_string(layers.size()));
+  }
   for (const JsonReader& l : layers.items()) {
     LayerProfile layer;
     layer.name = l["name"].as_string();

@@ -62,6 +62,11 @@ struct Profile {
 // extrapolation from the nearest two points outside; y0 * x / x0 for one point.
 double interpolate_piecewise(const std::vector<double>& xs, const std::vector<double>& ys, double x);
 
+// Limits of a profile, checked by the reader and by the synthetic generators.
+inline constexpr int kMaxProfileLayers = 1'000'000;
+inline constexpr double kMaxProfileBytes = 1125899906842624.0;  // 2^50 (1 PiB) per value
+inline constexpr double kMaxProfileMs = 1.0e9;                   // per value
+
 Profile load_profile(const std::string& path);
 Profile profile_from_json(const JsonReader& reader);
 Json profile_to_json(const Profile& profile);

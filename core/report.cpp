@@ -176,37 +176,45 @@ std::string report_table(const StepReport& r) {
 
 std::string chrome_trace(const StepReport& r) {
   // Trace-event format: "X" complete events in microseconds, one tid per track.
-  Json events = Json::array();
-  events.push_back({{"ph", "M"}, {"pid", 0}, {"name", "process_name"},
-                    {"args", {{"name", "pipescope " + r.kind}}}});
+  // Events are dumped one at a time into the text (the same bytes as dumping one
+  // {"displayTimeUnit", "traceEvents"} object, whose keys nlohmann sorts), so memory
+  // stays near the size of the file instead of a JSON tree of every event.
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  bool first = true;
+  auto add = [&](const Json& event) {
+    if (!first) out += ',';
+    first = false;
+    out += event.dump();
+  };
+  add({{"ph", "M"}, {"pid", 0}, {"name", "process_name"}, {"args", {{"name", "pipescope " + r.kind}}}});
   for (std::size_t t = 0; t < r.timeline.tracks.size(); ++t) {
-    events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", t}, {"name", "thread_name"},
-                      {"args", {{"name", r.timeline.tracks[t]}}}});
-    events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", t}, {"name", "thread_sort_index"},
-                      {"args", {{"sort_index", t}}}});
+    add({{"ph", "M"}, {"pid", 0}, {"tid", t}, {"name", "thread_name"},
+         {"args", {{"name", r.timeline.tracks[t]}}}});
+    add({{"ph", "M"}, {"pid", 0}, {"tid", t}, {"name", "thread_sort_index"},
+         {"args", {{"sort_index", t}}}});
   }
   for (const TimelineEvent& e : r.timeline.events) {
     std::string name = e.category;
     if (e.microbatch >= 0) name += " mb" + std::to_string(e.microbatch);
     if (e.stage >= 0) name += " s" + std::to_string(e.stage);
-    events.push_back({{"ph", "X"},
-                      {"pid", 0},
-                      {"tid", e.track},
-                      {"name", name},
-                      {"cat", e.category},
-                      {"ts", static_cast<double>(e.start_ns) / 1e3},
-                      {"dur", static_cast<double>(e.duration_ns) / 1e3},
-                      {"args", {{"stage", e.stage}, {"microbatch", e.microbatch}}}});
+    add({{"ph", "X"},
+         {"pid", 0},
+         {"tid", e.track},
+         {"name", name},
+         {"cat", e.category},
+         {"ts", static_cast<double>(e.start_ns) / 1e3},
+         {"dur", static_cast<double>(e.duration_ns) / 1e3},
+         {"args", {{"stage", e.stage}, {"microbatch", e.microbatch}}}});
   }
   for (const MemorySample& m : r.timeline.memory) {
-    events.push_back({{"ph", "C"},
-                      {"pid", 0},
-                      {"name", "activation bytes, device " + std::to_string(m.device)},
-                      {"ts", static_cast<double>(m.time_ns) / 1e3},
-                      {"args", {{"bytes", m.activation_bytes}}}});
+    add({{"ph", "C"},
+         {"pid", 0},
+         {"name", "activation bytes, device " + std::to_string(m.device)},
+         {"ts", static_cast<double>(m.time_ns) / 1e3},
+         {"args", {{"bytes", m.activation_bytes}}}});
   }
-  Json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  return trace.dump() + "\n";
+  out += "]}\n";
+  return out;
 }
 
 }  // namespace pipescope

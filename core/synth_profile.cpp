@@ -1,5 +1,8 @@
 #include "core/synth_profile.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "core/error.h"
 
 namespace pipescope {
@@ -8,14 +11,34 @@ namespace {
 
 void add_spec(LayerProfile& layer, const Json& spec) { layer.spec = spec; }
 
+// Byte counts are computed in double; past the profile limit (or NaN) they are
+// refused before the conversion to an integer could overflow.
+int64_t to_bytes(double v, const char* what) {
+  if (!(v >= 0 && v <= kMaxProfileBytes)) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.4g", v);
+    throw InputError(std::string("profile synth: ") + what + " would be " + number +
+                     " bytes, beyond the profile limit of 2^50 bytes");
+  }
+  return static_cast<int64_t>(v);
+}
+
+void check_layers(int layers) {
+  if (layers < 1 || layers > kMaxProfileLayers) {
+    throw InputError("--layers: expected 1 to " + std::to_string(kMaxProfileLayers) + ", got " +
+                     std::to_string(layers));
+  }
+}
+
 }  // namespace
 
 Profile make_gpt_profile(const GptSpec& g) {
   if (g.layers < 1 || g.hidden < 1 || g.heads < 1 || g.sequence < 1 || g.vocabulary < 1) {
     throw InputError("profile synth: layers, hidden, heads, sequence and vocabulary must be positive");
   }
+  check_layers(g.layers);
   if (g.hidden % g.heads != 0) throw InputError("profile synth: hidden must be a multiple of heads");
-  if (!(g.peak_tflops > 0) || !(g.efficiency > 0) || g.efficiency > 1) {
+  if (!(g.peak_tflops > 0) || !std::isfinite(g.peak_tflops) || !(g.efficiency > 0) || g.efficiency > 1) {
     throw InputError("profile synth: peak TFLOP/s must be positive and efficiency in (0, 1]");
   }
   Profile p;
@@ -31,7 +54,7 @@ Profile make_gpt_profile(const GptSpec& g) {
 
   LayerProfile emb;
   emb.name = "embedding";
-  emb.parameter_bytes = static_cast<int64_t>(2 * (V * h + s * h));
+  emb.parameter_bytes = to_bytes(2 * (V * h + s * h), "the embedding's parameters");
   for (double b : g.batch_sizes) {
     double moved = 2 * b * s * h * 2;  // read rows + write the hidden state
     double t = moved / (g.memory_gb_per_s * 1e6);
@@ -48,7 +71,7 @@ Profile make_gpt_profile(const GptSpec& g) {
   for (int l = 0; l < g.layers; ++l) {
     LayerProfile blk;
     blk.name = "block." + std::to_string(l);
-    blk.parameter_bytes = static_cast<int64_t>(2 * (12 * h * h + 13 * h));
+    blk.parameter_bytes = to_bytes(2 * (12 * h * h + 13 * h), "a block's parameters");
     for (double b : g.batch_sizes) {
       double dense = 24 * b * s * h * h, attn = 4 * b * s * s * h;
       blk.forward_ms.push_back(ms(dense + attn));
@@ -64,7 +87,7 @@ Profile make_gpt_profile(const GptSpec& g) {
 
   LayerProfile head;
   head.name = "head";
-  head.parameter_bytes = static_cast<int64_t>(2 * (V * h + 2 * h));
+  head.parameter_bytes = to_bytes(2 * (V * h + 2 * h), "the head's parameters");
   for (double b : g.batch_sizes) {
     double f = 2 * b * s * h * V;
     head.forward_ms.push_back(ms(f));
@@ -80,7 +103,11 @@ Profile make_gpt_profile(const GptSpec& g) {
 }
 
 Profile make_uniform_profile(const UniformSpec& u) {
-  if (u.layers < 1) throw InputError("profile synth: layers must be positive");
+  check_layers(u.layers);
+  if (!(u.forward_ms >= 0) || !(u.backward_ms >= 0) || !(u.activation_bytes >= 0) ||
+      !(u.output_bytes >= 0) || u.parameter_bytes < 0 || !(u.heavy_factor > 0) || u.heavy_every < 0) {
+    throw InputError("profile synth: times, sizes and --heavy-every must be >= 0 and --heavy-factor > 0");
+  }
   Profile p;
   p.model = u.name;
   p.device_name = "analytic device";
@@ -93,7 +120,7 @@ Profile make_uniform_profile(const UniformSpec& u) {
     double k = heavy ? u.heavy_factor : 1.0;
     LayerProfile layer;
     layer.name = (heavy ? "heavy." : "layer.") + std::to_string(l);
-    layer.parameter_bytes = static_cast<int64_t>(u.parameter_bytes * k);
+    layer.parameter_bytes = to_bytes(static_cast<double>(u.parameter_bytes) * k, "a layer's parameters");
     for (double b : u.batch_sizes) {
       layer.forward_ms.push_back(u.forward_ms * k * b);
       layer.backward_ms.push_back(u.backward_ms * k * b);

@@ -46,6 +46,14 @@ std::vector<double> layer_cost_prefix(const Profile& profile, double b, bool rec
 LayerRanges gpipe_partition(const Profile& profile, int stages, double b, bool recompute) {
   const int L = profile.num_layers();
   check_stage_count(L, stages);
+  // The dynamic programme below takes about stages x L^2 / 2 steps; past a few
+  // seconds' worth it is refused rather than left running for hours.
+  constexpr double kMaxSteps = 4e9;
+  if (static_cast<double>(stages) * L * L / 2 > kMaxSteps) {
+    throw InputError("--partition gpipe: cutting " + std::to_string(L) + " layers into " +
+                     std::to_string(stages) + " stages is beyond the gpipe partitioner's limit "
+                     "(stages x layers^2 / 2 <= 4e9 steps); use --partition optimal or uniform");
+  }
   const std::vector<double> prefix = layer_cost_prefix(profile, b, recompute);
   // best[k][j]: least sum of squared stage costs cutting [0, j) into k stages.
   const double inf = std::numeric_limits<double>::infinity();

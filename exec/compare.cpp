@@ -1,0 +1,76 @@
+// Prediction vs measurement, value by value; the reports must describe the same stages.
+#include "exec/compare.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace pipescope::exec {
+
+double ComparedValue::relative_error() const {
+  if (predicted == 0) return measured == 0 ? 0.0 : INFINITY;
+  return (measured - predicted) / predicted;
+}
+
+Comparison compare_reports(const StepReport& p, const StepReport& m) {
+  if (p.stages.size() != m.stages.size()) {
+    throw InputError("compare: the prediction has " + std::to_string(p.stages.size()) +
+                     " stages but the measurement has " + std::to_string(m.stages.size()));
+  }
+  Comparison c;
+  auto warn_if = [&](bool differ, const std::string& what) {
+    if (differ) c.warnings.push_back("the reports differ in " + what);
+  };
+  warn_if(p.schedule != m.schedule, "schedule (" + p.schedule + " vs " + m.schedule + ")");
+  warn_if(p.microbatches != m.microbatches, "micro-batches");
+  warn_if(p.batch_size != m.batch_size, "batch size");
+  warn_if(p.recompute != m.recompute, "re-materialisation");
+  warn_if(p.chunks != m.chunks, "chunks");
+  c.values.push_back({"step_time_ms", p.step_ns / 1e6, m.step_ns / 1e6});
+  c.values.push_back({"throughput_samples_per_s", p.throughput_samples_per_s, m.throughput_samples_per_s});
+  c.values.push_back({"bubble_fraction", p.bubble_fraction, m.bubble_fraction});
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const StageReport &a = p.stages[s], &b = m.stages[s];
+    const std::string st = "stage " + std::to_string(a.index) + " ";
+    c.values.push_back({st + "busy_ms", a.busy_ns / 1e6, b.busy_ns / 1e6});
+    c.values.push_back({st + "peak_activation_bytes", double(a.peak_activation_bytes), double(b.peak_activation_bytes)});
+    c.values.push_back({st + "peak_memory_bytes", double(a.peak_memory_bytes), double(b.peak_memory_bytes)});
+  }
+  return c;
+}
+
+Json comparison_to_json(const Comparison& c) {
+  Json values = Json::array();
+  for (const ComparedValue& v : c.values) {
+    double e = v.relative_error();
+    values.push_back({{"name", v.name},
+                      {"predicted", v.predicted},
+                      {"measured", v.measured},
+                      {"relative_error", std::isfinite(e) ? Json(e) : Json(nullptr)}});
+  }
+  return {{"format", "pipescope.comparison"}, {"version", 1}, {"values", values}, {"warnings", c.warnings}};
+}
+
+std::string comparison_table(const Comparison& c) {
+  std::ostringstream out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-34s %16s %16s %10s\n", "quantity", "predicted", "measured", "error");
+  out << buf;
+  for (const ComparedValue& v : c.values) {
+    double e = v.relative_error();
+    char err[32];
+    if (std::isfinite(e)) {
+      std::snprintf(err, sizeof err, "%+.1f%%", 100 * e);
+    } else {
+      std::snprintf(err, sizeof err, "n/a");
+    }
+    std::snprintf(buf, sizeof buf, "%-34s %16.6g %16.6g %10s\n", v.name.c_str(), v.predicted, v.measured, err);
+    out << buf;
+  }
+  for (const std::string& w : c.warnings) out << "warning: " << w << "\n";
+  return out.str();
+}
+
+}  // namespace pipescope::exec

@@ -1,0 +1,52 @@
+// Runs a plan for real: one StageWorker per device walks the same Schedule the simulator
+// replays, over a transport (threads in this process, or MPI ranks), for several steps,
+// and the workers' records are merged into a StepReport of kind "measurement" with the
+// prediction's keys and tracks (device tracks "device d", link tracks "link a->b").
+// The reported step is the median of the measured steps (the first `warmup` are not).
+//   RunResult r = run_plan(profile, plan, schedule, {.steps = 5});
+//   std::cout << report_table(r.report);
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/report.h"
+#include "core/schedule.h"
+#include "exec/run_types.h"
+
+namespace pipescope::exec {
+
+struct RunResult {
+  bool is_root = true;             // MPI: only rank 0 holds the merged report
+  StepReport report;
+  double max_gradient_error = -1;  // when options.check_gradients
+  std::vector<double> losses;      // every step's loss (mean squared error), warm-up included
+  std::vector<int64_t> step_ns;    // every measured step, in order
+  int64_t optimizer_ns = 0;        // slowest device's optimizer step in the reported step
+  double cpu_share = 0;            // measured steps: ops' thread CPU time / their wall time
+};
+
+// Throws InputError when the plan cannot be executed (replicated stages, layers without
+// spec, a non-chain model, an unknown backend).
+void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                    const RunOptions& options);
+
+// Dispatches on options.transport ("threads" or "mpi"). Throws RunError when a worker fails.
+RunResult run_plan(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                   const RunOptions& options);
+RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                      const RunOptions& options);
+
+// Rank 0 side of every transport: merges per-device records into the measurement.
+RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                        const RunOptions& options, std::vector<WorkerResult> workers);
+
+// The reference for synchronous semantics: one process runs the whole mini-batch
+// through the whole model without pipelining; returns the largest relative error
+// ||g - g_ref||_2 / ||g_ref||_2 over the parameter tensors of the layers in `gradients`.
+double gradient_error(const Profile& profile, const Plan& plan, const std::string& backend,
+                      const std::map<int, std::vector<std::vector<float>>>& gradients);
+
+}  // namespace pipescope::exec

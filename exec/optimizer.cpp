@@ -1,0 +1,37 @@
+// SGD and Adam over a worker's parameters; gradients are zeroed after every step.
+#include "exec/optimizer.h"
+
+#include "core/error.h"
+
+namespace pipescope::exec {
+
+Optimizer::Optimizer(Context ctx, std::vector<Parameter*> params, const OptimizerSettings& settings)
+    : ctx_(ctx), params_(std::move(params)), settings_(settings) {
+  if (settings_.kind != "sgd" && settings_.kind != "adam") {
+    throw InputError("--optimizer: expected sgd or adam, got \"" + settings_.kind + "\"");
+  }
+  if (settings_.kind == "adam") {
+    for (Parameter* p : params_) {
+      m_.push_back(Tensor::zeros(ctx, p->value.rows, p->value.cols, Category::OptimizerState));
+      v_.push_back(Tensor::zeros(ctx, p->value.rows, p->value.cols, Category::OptimizerState));
+    }
+  }
+}
+
+void Optimizer::step() {
+  ++steps_;
+  Backend& be = ctx_.backend;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Parameter& p = *params_[i];
+    if (settings_.kind == "sgd") {
+      be.sgd_step(p.value.data(), p.grad.data(), settings_.lr, p.value.numel());
+    } else {
+      AdamSettings a;
+      a.lr = settings_.lr;
+      be.adam_step(p.value.data(), p.grad.data(), m_[i].data(), v_[i].data(), a, steps_, p.value.numel());
+    }
+    be.fill(p.grad.data(), 0.0f, p.grad.numel());
+  }
+}
+
+}  // namespace pipescope::exec

@@ -1,0 +1,33 @@
+// The optimizer step applied once per training step, after every micro-batch's
+// gradients have been accumulated: SGD (no state) or Adam (two moments per parameter,
+// charged as Category::OptimizerState from construction on, so a stage's static bytes
+// are constant over a run). step() also zeroes the gradients for the next step.
+//   Optimizer opt(ctx, params, {.kind = "adam", .lr = 1e-3f});  opt.step();
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/layer.h"
+
+namespace pipescope::exec {
+
+struct OptimizerSettings {
+  std::string kind = "adam";  // sgd | adam
+  float lr = 1e-3f;
+};
+
+class Optimizer {
+ public:
+  Optimizer(Context ctx, std::vector<Parameter*> params, const OptimizerSettings& settings);
+  void step();
+
+ private:
+  Context ctx_;
+  std::vector<Parameter*> params_;
+  OptimizerSettings settings_;
+  std::vector<Tensor> m_, v_;
+  int steps_ = 0;
+};
+
+}  // namespace pipescope::exec

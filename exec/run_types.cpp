@@ -1,0 +1,87 @@
+// --inject-fault parsing and the JSON form of a worker's records (sent by MPI ranks to rank 0).
+#include "exec/run_types.h"
+
+#include <sstream>
+
+#include "core/error.h"
+
+namespace pipescope::exec {
+
+FaultSpec parse_fault(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ':')) parts.push_back(item);
+  auto bad = [&] {
+    return InputError("--inject-fault: expected STAGE:OP:MICROBATCH[:crash] with OP one of forward, "
+                      "backward, backward_input, backward_weight, recompute; got \"" + text + "\"");
+  };
+  if (parts.size() < 3 || parts.size() > 4) throw bad();
+  FaultSpec f;
+  try {
+    f.stage = std::stoi(parts[0]);
+    f.microbatch = std::stoi(parts[2]);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  const std::vector<OpKind> kinds = {OpKind::Forward, OpKind::Backward, OpKind::BackwardInput,
+                                     OpKind::BackwardWeight, OpKind::Recompute};
+  bool found = false;
+  for (OpKind k : kinds) {
+    if (to_string(k) == parts[1]) {
+      f.kind = k;
+      found = true;
+    }
+  }
+  if (!found || f.stage < 0 || f.microbatch < 0) throw bad();
+  if (parts.size() == 4) {
+    if (parts[3] != "crash") throw bad();
+    f.crash = true;
+  }
+  return f;
+}
+
+Json worker_result_to_json(const WorkerResult& r) {
+  Json steps = Json::array();
+  for (const StepRecord& s : r.steps) {
+    Json ops = Json::array(), transfers = Json::array(), memory = Json::array();
+    for (const OpRecord& o : s.ops) ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.start_ns, o.end_ns, o.cpu_ns});
+    for (const TransferRecord& t : s.transfers) {
+      transfers.push_back({t.from_device, t.to_device, t.stage, t.microbatch, t.start_ns, t.end_ns});
+    }
+    for (auto [t, b] : s.memory) memory.push_back({t, b});
+    steps.push_back({{"origin", s.origin_ns}, {"ops", ops}, {"transfers", transfers}, {"memory", memory},
+                     {"optimizer", s.optimizer_ns}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
+                     {"peak_total", s.peak_total_bytes}});
+  }
+  return {{"device", r.device}, {"static", r.static_bytes},
+          {"grad_error", r.max_gradient_error}, {"steps", steps}};
+}
+
+WorkerResult worker_result_from_json(const Json& j) {
+  WorkerResult r;
+  r.device = j.at("device").get<int>();
+  r.static_bytes = j.at("static").get<int64_t>();
+  r.max_gradient_error = j.at("grad_error").get<double>();
+  for (const Json& s : j.at("steps")) {
+    StepRecord rec;
+    rec.origin_ns = s.at("origin").get<int64_t>();
+    for (const Json& o : s.at("ops")) {
+      rec.ops.push_back({static_cast<OpKind>(o[0].get<int>()), o[1].get<int>(), o[2].get<int>(),
+                         o[3].get<int64_t>(), o[4].get<int64_t>(), o[5].get<int64_t>()});
+    }
+    for (const Json& t : s.at("transfers")) {
+      rec.transfers.push_back({t[0].get<int>(), t[1].get<int>(), t[2].get<int>(), t[3].get<int>(),
+                               t[4].get<int64_t>(), t[5].get<int64_t>()});
+    }
+    for (const Json& m : s.at("memory")) rec.memory.emplace_back(m[0].get<int64_t>(), m[1].get<int64_t>());
+    rec.optimizer_ns = s.at("optimizer").get<int64_t>();
+    rec.loss = s.at("loss").get<double>();
+    rec.peak_activation_bytes = s.at("peak_act").get<int64_t>();
+    rec.peak_total_bytes = s.at("peak_total").get<int64_t>();
+    r.steps.push_back(std::move(rec));
+  }
+  return r;
+}
+
+}  // namespace pipescope::exec

@@ -1,0 +1,79 @@
+// What a run is asked to do (RunOptions) and what each stage worker brings back
+// (WorkerResult: per-step op and transfer times, memory peaks, gradients for the check).
+// Worker results serialise to JSON so that MPI ranks can send them to rank 0.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.h"
+#include "core/report.h"
+#include "core/schedule.h"
+#include "exec/optimizer.h"
+
+namespace pipescope::exec {
+
+// Makes one op fail on purpose (tests of fault handling). `crash` ends the process
+// abruptly instead of throwing (MPI: a rank that dies).
+struct FaultSpec {
+  int stage = 0;
+  OpKind kind = OpKind::Forward;
+  int microbatch = 0;
+  int step = 0;
+  bool crash = false;
+};
+// "STAGE:OP:MB[:crash]" with OP one of forward, backward, backward_input, backward_weight, recompute.
+FaultSpec parse_fault(const std::string& text);
+
+struct RunOptions {
+  std::string backend = "cpu";
+  int steps = 3;
+  int warmup = -1;              // -1: 1 when steps > 1, else 0
+  OptimizerSettings optimizer;
+  bool check_gradients = false;
+  double timeout_s = 20.0;      // longest wait for a message or a barrier
+  std::optional<FaultSpec> fault;
+  std::string transport = "threads";
+
+  int warmup_steps() const { return warmup >= 0 ? warmup : (steps > 1 ? 1 : 0); }
+};
+
+struct OpRecord {
+  OpKind kind;
+  int stage, microbatch;
+  int64_t start_ns, end_ns;  // steady clock
+  int64_t cpu_ns = 0;        // CPU time of the worker's thread during the op
+};
+
+struct TransferRecord {
+  int from_device, to_device, stage, microbatch;
+  int64_t start_ns, end_ns;
+};
+
+struct StepRecord {
+  int64_t origin_ns = 0;  // this worker's clock right after the step's start barrier
+  std::vector<OpRecord> ops;
+  std::vector<TransferRecord> transfers;
+  std::vector<std::pair<int64_t, int64_t>> memory;  // (time, activation bytes)
+  int64_t optimizer_ns = 0;
+  double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)
+  int64_t peak_activation_bytes = 0;
+  int64_t peak_total_bytes = 0;
+};
+
+struct WorkerResult {
+  int device = 0;
+  std::vector<StepRecord> steps;
+  int64_t static_bytes = 0;
+  // Gradients after step 0, per layer index, per parameter (when checking gradients).
+  std::map<int, std::vector<std::vector<float>>> gradients;
+  double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers
+};
+
+Json worker_result_to_json(const WorkerResult& r);
+WorkerResult worker_result_from_json(const Json& j);
+
+}  // namespace pipescope::exec

@@ -1,0 +1,222 @@
+// One device's op loop. Invariant: a micro-batch's stash is dropped only at the end of
+// its B (or W under split backward), exactly when the simulator frees it.
+#include "exec/stage_worker.h"
+
+#include <cstdlib>
+#include <ctime>
+
+#include "core/error.h"
+
+namespace pipescope::exec {
+
+namespace {
+// CPU time of the calling thread: with wall time it tells whether an op had a core to itself.
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+}  // namespace
+
+struct StageWorker::MicroState {
+  Tensor input;                    // the stage input kept under re-materialisation
+  std::vector<LayerStash> stashes;  // one per layer
+  Tensor loss_grad;                // last stage: dLoss/dOutput, from F until B
+};
+
+struct StageWorker::StageState {
+  int first_layer = 0;
+  StageLayers layers;
+  std::vector<MicroState> micro;
+};
+
+StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
+    : setup_(setup),
+      endpoint_(endpoint),
+      backend_(make_backend(setup.options.backend, setup.device, setup.schedule.devices())) {
+  const Plan& plan = setup_.plan;
+  const Schedule& sched = setup_.schedule;
+  microbatch_size_ = plan.batch_size / plan.microbatches;
+  Context ctx{*backend_, tracker_};
+  stages_.resize(sched.stages());
+  for (int s = 0; s < sched.stages(); ++s) {
+    if (sched.stage_device[s] != setup_.device) continue;
+    auto st = std::make_unique<StageState>();
+    st->first_layer = plan.stages[s].first_layer;
+    st->layers = build_stage_layers(setup_.profile, plan.stages[s].first_layer, plan.stages[s].end_layer, ctx);
+    st->micro.resize(sched.microbatches());
+    sequence_ = st->layers.front()->sequence();
+    for (auto& layer : st->layers) {
+      for (Parameter* p : layer->parameters()) parameters_.push_back(p);
+    }
+    stages_[s] = std::move(st);
+  }
+  optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
+  result_.device = setup_.device;
+  result_.static_bytes = tracker_.current_total();
+}
+
+StageWorker::~StageWorker() = default;
+
+Clock::time_point StageWorker::deadline() const {
+  return Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(setup_.options.timeout_s * 1000));
+}
+
+void StageWorker::sample_memory(StepRecord& record) {
+  record.memory.emplace_back(backend_->now_ns(), tracker_.current(Category::Activations));
+}
+
+Tensor StageWorker::upload_input(int m) {
+  const int64_t b = microbatch_size_;
+  const int64_t features = stages_[0]->layers.front()->in_features();
+  Context ctx{*backend_, tracker_};
+  return Tensor::from_host(ctx, b * sequence_, features, input_data(m * b, b, sequence_, features));
+}
+
+WorkerResult StageWorker::run() {
+  const RunOptions& o = setup_.options;
+  Op current{OpKind::Forward, -1, -1};
+  int step = 0;
+  try {
+    for (step = 0; step < o.steps; ++step) {
+      StepRecord record;
+      endpoint_.barrier(deadline(), "the start of step " + std::to_string(step));
+      record.origin_ns = backend_->now_ns();
+      tracker_.reset_peaks();
+      for (const Op& op : setup_.schedule.device_ops[setup_.device]) {
+        current = op;
+        run_op(op, step, record);
+      }
+      current = Op{OpKind::Forward, -1, -1};
+      endpoint_.flush(deadline());
+      record.peak_activation_bytes = tracker_.peak(Category::Activations);
+      record.peak_total_bytes = tracker_.peak_total();
+      if (step == 0 && o.check_gradients) {
+        for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
+          if (!stages_[s]) continue;
+          for (std::size_t l = 0; l < stages_[s]->layers.size(); ++l) {
+            auto& out = result_.gradients[stages_[s]->first_layer + static_cast<int>(l)];
+            for (Parameter* p : stages_[s]->layers[l]->parameters()) out.push_back(p->grad.to_host());
+          }
+        }
+      }
+      const int64_t t0 = backend_->now_ns();
+      optimizer_->step();
+      record.optimizer_ns = backend_->now_ns() - t0;
+      result_.steps.push_back(std::move(record));
+    }
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    // A worker that stopped because another one failed passes the root cause on as is.
+    if (what.find(" stopped while waiting for ") != std::string::npos) throw RunError(what);
+    std::string where = current.stage >= 0
+                            ? "stage " + std::to_string(current.stage) + " (device " + std::to_string(setup_.device) +
+                                  ") failed at " + to_string(current.kind) + " of micro-batch " +
+                                  std::to_string(current.microbatch) + " in step " + std::to_string(step)
+                            : "device " + std::to_string(setup_.device) + " failed in step " + std::to_string(step);
+    std::string message = where + ": " + what;
+    endpoint_.report_failure(message);
+    throw RunError(message);
+  }
+  return std::move(result_);
+}
+
+void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
+  const RunOptions& o = setup_.options;
+  if (o.fault && o.fault->stage == op.stage && o.fault->kind == op.kind &&
+      o.fault->microbatch == op.microbatch && o.fault->step == step) {
+    if (o.fault->crash) std::_Exit(9);  // a worker that dies without a word
+    throw RunError("injected fault");
+  }
+  const Schedule& sched = setup_.schedule;
+  const int s = op.stage, m = op.microbatch, S = sched.stages();
+  StageState& st = *stages_.at(s);
+  MicroState& ms = st.micro[m];
+  Context ctx{*backend_, tracker_};
+  const int64_t rows = microbatch_size_ * sequence_;
+  const bool recompute = sched.spec.recompute;
+  auto device_of = [&](int stage) { return sched.stage_device[stage]; };
+  auto send = [&](int to_stage, MessageKind kind, const Tensor& t) {
+    const int to = device_of(to_stage);
+    const int64_t t0 = backend_->now_ns();
+    endpoint_.send(to, MessageKey{kind, to_stage, m}, t);
+    record.transfers.push_back({setup_.device, to, to_stage, m, t0, backend_->now_ns()});
+  };
+  auto forward = [&](Tensor h, bool keep) {
+    if (keep) ms.stashes.assign(st.layers.size(), LayerStash{});
+    for (std::size_t l = 0; l < st.layers.size(); ++l) {
+      h = st.layers[l]->forward(h, keep ? &ms.stashes[l] : nullptr);
+    }
+    return h;
+  };
+
+  switch (op.kind) {
+    case OpKind::Forward: {
+      Tensor x = s == 0 ? upload_input(m)
+                        : endpoint_.recv(device_of(s - 1), {MessageKind::Activation, s, m}, rows,
+                                         st.layers.front()->in_features(), ctx, deadline());
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
+      sample_memory(record);
+      if (recompute && s > 0) {
+        x.stash();
+        ms.input = x;
+      }
+      Tensor y = forward(std::move(x), !recompute);
+      if (s == S - 1) {
+        const int64_t features = st.layers.back()->out_features();
+        Tensor target = Tensor::from_host(ctx, rows, features,
+                                          target_data(m * microbatch_size_, microbatch_size_, sequence_, features));
+        ms.loss_grad = Tensor::empty(ctx, rows, features);
+        const double denom = static_cast<double>(setup_.plan.batch_size) * sequence_ * features;
+        double sq = backend_->mse_gradient(ms.loss_grad.data(), y.data(), target.data(),
+                                           static_cast<float>(2.0 / denom), y.numel());
+        record.loss += sq / denom;
+      }
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
+      sample_memory(record);
+      if (s < S - 1) send(s + 1, MessageKind::Activation, y);
+      break;
+    }
+    case OpKind::Recompute: {
+      Tensor x;
+      if (s == 0) x = upload_input(m);
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
+      if (s > 0) {
+        x = Tensor::empty(ctx, ms.input.rows, ms.input.cols);
+        backend_->copy(x.data(), ms.input.data(), x.numel());
+      }
+      forward(std::move(x), true);
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
+      sample_memory(record);
+      break;
+    }
+    case OpKind::Backward:
+    case OpKind::BackwardInput: {
+      Tensor g = s == S - 1 ? std::move(ms.loss_grad)
+                            : endpoint_.recv(device_of(s + 1), {MessageKind::Gradient, s, m}, rows,
+                                             st.layers.back()->out_features(), ctx, deadline());
+      ms.loss_grad = Tensor{};
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
+      const bool whole = op.kind == OpKind::Backward;
+      for (std::size_t l = st.layers.size(); l-- > 0;) {
+        g = st.layers[l]->backward_input(g, ms.stashes.at(l));
+        if (whole) st.layers[l]->backward_weight(ms.stashes[l]);
+      }
+      if (whole) ms = MicroState{};
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
+      sample_memory(record);
+      if (s > 0) send(s - 1, MessageKind::Gradient, g);
+      break;
+    }
+    case OpKind::BackwardWeight: {
+      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
+      for (std::size_t l = 0; l < st.layers.size(); ++l) st.layers[l]->backward_weight(ms.stashes.at(l));
+      ms = MicroState{};
+      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
+      sample_memory(record);
+      break;
+    }
+  }
+}
+
+}  // namespace pipescope::exec

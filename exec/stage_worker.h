@@ -1,0 +1,66 @@
+// A stage worker runs one device's op list of the Schedule, step after step. Per op:
+//   F(s,m): receive the input (stage 0: upload the data), run the layers' forward,
+//           stash per the accounting rules, send the output (last stage: loss gradient);
+//   R(s,m): forward again from the kept stage input, stashing this time;
+//   B(s,m): receive the output gradient, backward through the layers, send the input
+//           gradient, drop the micro-batch's stash;  Bi / W: the two halves of B
+//           (the stash is dropped at the end of W).
+// Activation accounting, the same rules as core/cost_model.h: F charges the layers'
+// stashes (what each layer's forward keeps, = the profile's activation_bytes), or with
+// re-materialisation only the received stage input (nothing for stage 0, whose input is
+// data); R charges the stashes again on a copy of that input; everything is discharged
+// when the stash is dropped. Gradients accumulate over micro-batches; the optimizer steps
+// once at the end of the step. Op times exclude waiting for messages.
+//   StageWorker w(setup, hub.endpoint(d));  WorkerResult r = w.run();
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/schedule.h"
+#include "exec/model.h"
+#include "exec/run_types.h"
+#include "exec/transport.h"
+
+namespace pipescope::exec {
+
+struct WorkerSetup {
+  const Profile& profile;
+  const Plan& plan;
+  const Schedule& schedule;
+  const RunOptions& options;
+  int device;
+};
+
+class StageWorker {
+ public:
+  StageWorker(const WorkerSetup& setup, Endpoint& endpoint);
+  ~StageWorker();
+  // Runs every step. On a failure it tells the other workers (Endpoint::report_failure)
+  // and throws RunError naming the stage, the op and the micro-batch.
+  WorkerResult run();
+
+ private:
+  struct MicroState;
+  struct StageState;
+  void run_step(int step, StepRecord& record);
+  void run_op(const Op& op, int step, StepRecord& record);
+  Tensor upload_input(int microbatch);
+  Clock::time_point deadline() const;
+  void sample_memory(StepRecord& record);
+
+  WorkerSetup setup_;
+  Endpoint& endpoint_;
+  std::unique_ptr<Backend> backend_;
+  MemoryTracker tracker_;
+  int64_t microbatch_size_;
+  int64_t sequence_ = 1;
+  std::vector<std::unique_ptr<StageState>> stages_;  // indexed by model stage; null when not ours
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<Parameter*> parameters_;
+  WorkerResult result_;
+};
+
+}  // namespace pipescope::exec

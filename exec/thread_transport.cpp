@@ -1,0 +1,114 @@
+// Mailboxes and a barrier under one mutex. Invariant: every wait also ends when any
+// worker reported a failure (failed_), so no thread outlives a failed run waiting.
+#include "exec/thread_transport.h"
+
+#include "core/error.h"
+
+namespace pipescope::exec {
+
+std::string MessageKey::describe() const {
+  return std::string(kind == MessageKind::Activation ? "activation" : "gradient") + " for stage " +
+         std::to_string(stage) + ", micro-batch " + std::to_string(microbatch);
+}
+
+class ThreadEndpoint : public Endpoint {
+ public:
+  ThreadEndpoint(ThreadHub& hub, int device) : hub_(hub), device_(device) {}
+  int device() const override { return device_; }
+  int devices() const override { return hub_.devices_; }
+
+  void send(int to, const MessageKey& key, const Tensor& t) override {
+    ThreadHub::Message m{t.rows, t.cols, t.to_host()};
+    std::lock_guard<std::mutex> lock(hub_.mu_);
+    hub_.boxes_.at(to).messages[key].push_back(std::move(m));
+    hub_.cv_.notify_all();
+  }
+
+  Tensor recv(int from, const MessageKey& key, int64_t rows, int64_t cols, Context ctx,
+              Clock::time_point deadline) override {
+    ThreadHub::Message m;
+    {
+      std::unique_lock<std::mutex> lock(hub_.mu_);
+      auto& box = hub_.boxes_[device_].messages;
+      auto ready = [&] {
+        if (hub_.failed_) return true;
+        auto it = box.find(key);
+        return it != box.end() && !it->second.empty();
+      };
+      if (!hub_.cv_.wait_until(lock, deadline, ready)) {
+        throw RunError("device " + std::to_string(device_) + " timed out waiting for the " +
+                       key.describe() + " from device " + std::to_string(from));
+      }
+      if (hub_.failed_) {
+        lock.unlock();
+        hub_.throw_stopped(device_, "the " + key.describe());
+      }
+      auto it = box.find(key);
+      m = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) box.erase(it);
+    }
+    if (m.rows != rows || m.cols != cols) {
+      throw RunError("device " + std::to_string(device_) + " received [" + std::to_string(m.rows) +
+                     ", " + std::to_string(m.cols) + "] as the " + key.describe() + ", expected [" +
+                     std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    }
+    return Tensor::from_host(ctx, rows, cols, m.data);
+  }
+
+  void barrier(Clock::time_point deadline, const std::string& where) override {
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    const int64_t generation = hub_.barrier_generation_;
+    if (++hub_.barrier_count_ == hub_.devices_) {
+      hub_.barrier_count_ = 0;
+      ++hub_.barrier_generation_;
+      hub_.cv_.notify_all();
+      return;
+    }
+    auto done = [&] { return hub_.failed_ || hub_.barrier_generation_ != generation; };
+    if (!hub_.cv_.wait_until(lock, deadline, done)) {
+      throw RunError("device " + std::to_string(device_) + " timed out at " + where);
+    }
+    if (hub_.barrier_generation_ == generation) {
+      lock.unlock();
+      hub_.throw_stopped(device_, where);
+    }
+  }
+
+  void flush(Clock::time_point) override {}  // sends copy synchronously
+
+  void report_failure(const std::string& message) override { hub_.fail(message); }
+
+ private:
+  ThreadHub& hub_;
+  int device_;
+};
+
+ThreadHub::ThreadHub(int devices) : devices_(devices), boxes_(devices) {
+  for (int d = 0; d < devices; ++d) endpoints_.push_back(std::make_unique<ThreadEndpoint>(*this, d));
+}
+
+ThreadHub::~ThreadHub() = default;
+
+Endpoint& ThreadHub::endpoint(int device) { return *endpoints_.at(device); }
+
+std::string ThreadHub::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+void ThreadHub::fail(const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_) {
+    failed_ = true;
+    failure_ = message;
+  }
+  cv_.notify_all();
+}
+
+void ThreadHub::throw_stopped(int device, const std::string& waiting_for) {
+  throw RunError("device " + std::to_string(device) + " stopped while waiting for " + waiting_for +
+                 " because " + failure());
+}
+
+}  // namespace pipescope::exec

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the library, CLI and tests with AddressSanitizer + UndefinedBehaviorSanitizer
+# in build-asan/ and runs the test suite there. Any sanitizer report fails the test
+# that triggered it (UBSan is built with -fno-sanitize-recover; ASan halts on error).
+#   scripts/sanitize.sh            build + ctest (labels "slow" included)
+#   SANITIZE_BUILD_DIR=... scripts/sanitize.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${SANITIZE_BUILD_DIR:-build-asan}
+jobs=${JOBS:-2}
+
+cmake -S . -B "$build" -G Ninja -DPIPESCOPE_SANITIZE=ON -DPIPESCOPE_BUILD_GUI=OFF \
+  -DPIPESCOPE_BUILD_BENCHMARKS=OFF -DPIPESCOPE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build" -j"$jobs"
+
+# detect_leaks: a leak is a failure. allocator_may_return_null: an absurd allocation
+# becomes std::bad_alloc (which the code must handle) instead of an ASan abort.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$build" --output-on-failure -j"$jobs" "${@}"

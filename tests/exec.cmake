@@ -1,0 +1,19 @@
+# exec (issue 4): layers, pipeline oracles, faults, and the commands end to end.
+if(TARGET pipescope_exec)
+  add_executable(exec_tests exec_layers_test.cpp exec_pipeline_test.cpp exec_fault_test.cpp)
+  target_link_libraries(exec_tests PRIVATE pipescope_exec pipescope_planner pipescope_sim GTest::gtest_main)
+  gtest_discover_tests(exec_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
+
+  add_executable(exec_cli_tests exec_cli_test.cpp)
+  target_link_libraries(exec_cli_tests PRIVATE GTest::gtest_main)
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/exec_tmp)
+  target_compile_definitions(exec_cli_tests PRIVATE
+    PIPESCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    PIPESCOPE_BINARY="$<TARGET_FILE:pipescope>"
+    PIPESCOPE_TEST_TMP="${CMAKE_CURRENT_BINARY_DIR}/exec_tmp")
+  if(PIPESCOPE_EXEC_MPI)
+    target_compile_definitions(exec_cli_tests PRIVATE PIPESCOPE_MPIEXEC="${PIPESCOPE_MPIEXEC}")
+  endif()
+  add_dependencies(exec_cli_tests pipescope)
+  gtest_discover_tests(exec_cli_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120 RUN_SERIAL TRUE)
+endif()

@@ -1,0 +1,110 @@
+// The exec commands end to end through the pipescope binary: run (threads and, when
+// built, MPI), run --check-gradients, compare, the fault paths and their exit codes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Outcome {
+  int exit_code;
+  std::string output;
+  double seconds;
+};
+
+Outcome shell(const std::string& command) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string full = "cd " PIPESCOPE_SOURCE_DIR " && " + command + " 2>&1";
+  FILE* pipe = popen(full.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (pipe && fgets(buf.data(), buf.size(), pipe)) out += buf.data();
+  int status = pipe ? pclose(pipe) : -1;
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, out, s};
+}
+
+const std::string kBin = PIPESCOPE_BINARY;
+const std::string kPlan = " --profile profiles/gpt-tiny-cpu.json -K 2 -M 4 ";
+
+TEST(ExecCli, RunChecksGradientsOnTheShippedProfile) {
+  Outcome o = shell(kBin + " run" + kPlan + "--schedule zb-h1 --recompute --steps 1 --check-gradients");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("largest relative gradient error"), std::string::npos) << o.output;
+}
+
+TEST(ExecCli, CompareReadsPredictionAndMeasurement) {
+  const std::string dir = std::string(PIPESCOPE_TEST_TMP);
+  Outcome sim = shell(kBin + " simulate" + kPlan + "-o " + dir + "/pred.json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  Outcome run = shell(kBin + " run" + kPlan + "--steps 2 -o " + dir + "/meas.json --trace " + dir + "/trace.json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  Outcome cmp = shell(kBin + " compare " + dir + "/pred.json " + dir + "/meas.json --json");
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.output;
+  EXPECT_NE(cmp.output.find("\"stage 1 peak_activation_bytes\""), std::string::npos) << cmp.output;
+  // Identical accounting rules: the activation peaks agree exactly (error 0).
+  EXPECT_NE(cmp.output.find("\"relative_error\": 0.0"), std::string::npos) << cmp.output;
+}
+
+TEST(ExecCli, BadInputExitsTwoAndFailedRunExitsThree) {
+  Outcome bad = shell(kBin + " run --profile profiles/toy-uniform.json -K 2 -M 2");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("has no spec"), std::string::npos) << bad.output;
+  Outcome fault = shell(kBin + " run" + kPlan + "--inject-fault 1:forward:2 --timeout 60");
+  EXPECT_EQ(fault.exit_code, 3) << fault.output;
+  EXPECT_NE(fault.output.find("stage 1 (device 1) failed at forward of micro-batch 2"), std::string::npos) << fault.output;
+  EXPECT_LT(fault.seconds, 10.0);
+}
+
+#ifdef PIPESCOPE_MPIEXEC
+const std::string kMpi = std::string(PIPESCOPE_MPIEXEC) + " --allow-run-as-root --oversubscribe -np ";
+
+// Over MPI as over threads: gradients equal one process's (< 1e-5) and the tracked
+// activation peaks equal the prediction exactly ("+0.0%" on every peak_activation line).
+TEST(ExecMpi, RunOverMpiKeepsBothOracles) {
+  for (std::string schedule : {"1f1b", "interleaved --chunks 2 --recompute", "zb-h1"}) {
+    Outcome o = shell(kMpi + "2 " + kBin + " run" + kPlan + "--schedule " + schedule +
+                      " --transport mpi --steps 2 --check-gradients --compare");
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find("mpi transport"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("largest relative gradient error"), std::string::npos) << o.output;
+    int peaks = 0;
+    std::size_t at = 0;
+    while ((at = o.output.find("peak_activation_bytes", at)) != std::string::npos) {
+      std::size_t eol = o.output.find('\n', at);
+      EXPECT_NE(o.output.substr(at, eol - at).find("+0.0%"), std::string::npos) << o.output.substr(at, eol - at);
+      ++peaks;
+      at = eol;
+    }
+    EXPECT_EQ(peaks, 2) << schedule;
+  }
+}
+
+TEST(ExecMpi, FailedRankStopsTheJobWithinTenSeconds) {
+  Outcome o = shell(kMpi + "3 " + kBin + " run --profile profiles/gpt-tiny-cpu.json -K 3 -M 4 --transport mpi "
+                    "--steps 2 --timeout 60 --inject-fault 1:forward:2");
+  EXPECT_NE(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("stage 1 (device 1) failed at forward of micro-batch 2"), std::string::npos) << o.output;
+  EXPECT_LT(o.seconds, 10.0) << o.output;
+}
+
+TEST(ExecMpi, DeadRankEndsTheJobWithinTenSeconds) {
+  Outcome o = shell(kMpi + "2 " + kBin + " run" + kPlan + "--transport mpi --steps 2 --timeout 60 "
+                    "--inject-fault 1:backward:1:crash");
+  EXPECT_NE(o.exit_code, 0) << o.output;
+  // mpirun names the rank that died ("Process name: [[job,1],1]"); rank = stage here.
+  EXPECT_NE(o.output.find(",1],1]"), std::string::npos) << o.output;
+  EXPECT_LT(o.seconds, 10.0) << o.output;
+}
+
+TEST(ExecMpi, WrongRankCountIsAnInputError) {
+  Outcome o = shell(kMpi + "3 " + kBin + " run" + kPlan + "--transport mpi --steps 1");
+  EXPECT_NE(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("started with 3 rank(s) but the plan has 2 pipeline stages"), std::string::npos) << o.output;
+}
+#endif
+
+}  // namespace
