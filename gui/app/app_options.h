@@ -1,0 +1,45 @@
+// The command line of pipescope-gui: the plan flags of `pipescope simulate`
+// (--profile, --hardware, --stages, --microbatches, --microbatch-size, --schedule,
+// --chunks, --recompute, --partition) plus --screenshot FILE, --tab and --size.
+// Without --profile the bundled GPT profile and its H200 hardware file load.
+#pragma once
+
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+namespace pipescope::gui {
+
+// The largest values the controls accept (the command line is held to the same).
+inline constexpr int kMaxGuiMicrobatches = 65536;
+inline constexpr int kMaxGuiMicrobatchSize = 65536;
+inline constexpr int kMaxGuiChunks = 64;
+
+struct AppOptions {
+  QString profile_path;
+  QString hardware_path;
+  int stages = 4;
+  int microbatches = 8;
+  double microbatch_size = 0;
+  QString schedule = "1f1b";
+  int chunks = 1;
+  bool recompute = false;
+  QString partition = "optimal";
+  int replicas = 1;
+  QString screenshot_path;
+  QString tab = "timeline";  // timeline | layers | sweep | compare
+  QSize size{1400, 900};
+  bool run_sweep = false;    // start the K x M sweep at once
+  QString measurement_path;
+  QString trace_path;
+  QString help_text;         // set when --help was given: main() prints it and exits 0
+};
+
+// Parses `arguments` (argv[0] first). Throws InputError naming the bad flag.
+AppOptions parse_app_options(const QStringList& arguments);
+
+// The folder of bundled profiles: <exe>/../../profiles (a build tree), else the
+// source tree's profiles/ (compile-time PIPESCOPE_SOURCE_DIR).
+QString profiles_dir();
+
+}  // namespace pipescope::gui

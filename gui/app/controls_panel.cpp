@@ -1,0 +1,113 @@
+#include "gui/app/controls_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+
+#include "core/schedule.h"
+#include "gui/app/app_options.h"
+
+namespace pipescope::gui {
+
+ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  auto file_row = [&](QLabel*& label, const char* button, void (ControlsPanel::*signal)()) {
+    auto* row = new QHBoxLayout;
+    label = new QLabel("-", this);
+    label->setMinimumWidth(120);
+    auto* open = new QPushButton(button, this);
+    row->addWidget(label, 1);
+    row->addWidget(open);
+    connect(open, &QPushButton::clicked, this, signal);
+    return row;
+  };
+  form->addRow("Profile", file_row(profile_, "Open...", &ControlsPanel::openProfileRequested));
+  form->addRow("Hardware", file_row(hardware_, "Open...", &ControlsPanel::openHardwareRequested));
+  stages_ = new QSpinBox(this);
+  stages_->setRange(1, kMaxDevices);  // more than the hardware has: the library says so
+  microbatches_ = new QSpinBox(this);
+  microbatches_->setRange(1, kMaxGuiMicrobatches);
+  microbatch_size_ = new QSpinBox(this);
+  microbatch_size_->setRange(0, kMaxGuiMicrobatchSize);
+  microbatch_size_->setSpecialValueText("profile's first");
+  schedule_ = new QComboBox(this);
+  schedule_->addItems({"gpipe", "1f1b", "interleaved", "zb-h1"});
+  chunks_ = new QSpinBox(this);
+  chunks_->setRange(1, kMaxGuiChunks);
+  recompute_ = new QCheckBox("re-materialise activations", this);
+  partition_ = new QComboBox(this);
+  partition_->addItems({"optimal", "gpipe", "uniform"});
+  replicas_ = new QSpinBox(this);
+  replicas_->setRange(1, kMaxDevices);
+  form->addRow("Stages K", stages_);
+  form->addRow("Micro-batches M", microbatches_);
+  form->addRow("Micro-batch size", microbatch_size_);
+  form->addRow("Schedule", schedule_);
+  form->addRow("Chunks", chunks_);
+  form->addRow("Recompute", recompute_);
+  form->addRow("Partitioner", partition_);
+  form->addRow("Replicas r", replicas_);
+  auto emit_changed = [this] {
+    update_enabled();
+    if (!quiet_) emit changed();
+  };
+  for (QSpinBox* s : {stages_, microbatches_, microbatch_size_, chunks_, replicas_}) {
+    connect(s, &QSpinBox::valueChanged, this, emit_changed);
+  }
+  for (QComboBox* c : {schedule_, partition_}) connect(c, &QComboBox::currentIndexChanged, this, emit_changed);
+  connect(recompute_, &QCheckBox::toggled, this, emit_changed);
+  update_enabled();
+}
+
+void ControlsPanel::update_enabled() { chunks_->setEnabled(schedule_->currentText() == "interleaved"); }
+
+void ControlsPanel::set_from(const AppOptions& o) {
+  quiet_ = true;
+  stages_->setValue(o.stages);
+  microbatches_->setValue(o.microbatches);
+  microbatch_size_->setValue(static_cast<int>(o.microbatch_size));
+  schedule_->setCurrentText(o.schedule);
+  chunks_->setValue(o.chunks);
+  recompute_->setChecked(o.recompute);
+  partition_->setCurrentText(o.partition == "balanced" ? QString("optimal") : o.partition);
+  replicas_->setValue(o.replicas);
+  update_enabled();
+  quiet_ = false;
+}
+
+PlanChoice ControlsPanel::choice() const {
+  PlanChoice c;
+  c.stages = stages_->value();
+  c.microbatches = microbatches_->value();
+  c.microbatch_size = microbatch_size_->value();
+  c.schedule = parse_schedule_kind(schedule_->currentText().toStdString());
+  c.chunks = c.schedule == ScheduleKind::Interleaved ? chunks_->value() : 1;
+  c.recompute = recompute_->isChecked();
+  c.partition = partition_->currentText().toStdString();
+  c.replicas = replicas_->value();
+  return c;
+}
+
+void ControlsPanel::set_cell(int stages, int microbatches, int microbatch_size, int replicas) {
+  quiet_ = true;
+  stages_->setValue(stages);
+  microbatches_->setValue(microbatches);
+  if (microbatch_size > 0) microbatch_size_->setValue(microbatch_size);
+  if (replicas > 0) replicas_->setValue(replicas);
+  quiet_ = false;
+  emit changed();
+}
+
+void ControlsPanel::set_files(const QString& profile, const QString& hardware) {
+  profile_->setText(QFileInfo(profile).fileName());
+  profile_->setToolTip(profile);
+  hardware_->setText(hardware.isEmpty() ? QString("ideal (free links)") : QFileInfo(hardware).fileName());
+  hardware_->setToolTip(hardware);
+}
+
+}  // namespace pipescope::gui

@@ -1,0 +1,419 @@
+#include "gui/app/main_window.h"
+
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "gui/app/compare_view.h"
+#include "gui/app/controls_panel.h"
+#include "gui/app/export.h"
+#include "gui/app/layer_chart.h"
+#include "gui/app/memory_view.h"
+#include "gui/app/sweep_view.h"
+#include "gui/app/timeline_view.h"
+#include "gui/models/memory_curves.h"
+#include "gui/models/timeline_merge.h"
+#include "gui/models/trace_reader.h"
+
+namespace pipescope::gui {
+
+MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow(parent), options_(options) {
+  setWindowTitle("pipescope - pipeline plans");
+  setAcceptDrops(true);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(build_left_panel());
+  tabs_ = new QTabWidget(split);
+
+  auto* plan_tab = new QSplitter(Qt::Vertical, tabs_);
+  timeline_view_ = new TimelineView(plan_tab);
+  timeline_view_->set_model(&timeline_);
+  memory_view_ = new MemoryView(plan_tab);
+  plan_tab->setStretchFactor(0, 3);
+  plan_tab->setStretchFactor(1, 2);
+  tabs_->addTab(plan_tab, "Timeline && memory");
+
+  auto* layers_tab = new QWidget(tabs_);
+  auto* layers_layout = new QVBoxLayout(layers_tab);
+  auto* metric = new QComboBox(layers_tab);
+  metric->addItem("F+B time", LayerTableModel::CostMs);
+  metric->addItem("Forward time", LayerTableModel::ForwardMs);
+  metric->addItem("Backward time", LayerTableModel::BackwardMs);
+  metric->addItem("Activation bytes", LayerTableModel::ActivationBytes);
+  metric->addItem("Output bytes", LayerTableModel::OutputBytes);
+  metric->addItem("Parameter bytes", LayerTableModel::ParameterBytes);
+  auto* layer_split = new QSplitter(Qt::Vertical, layers_tab);
+  layer_chart_ = new LayerChart(layer_split);
+  layer_chart_->set_model(&layers_);
+  layer_chart_->set_column(LayerTableModel::CostMs);
+  auto* layer_table = new QTableView(layer_split);
+  layer_table->setModel(&layers_);
+  layer_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  layers_layout->addWidget(metric);
+  layers_layout->addWidget(layer_split, 1);
+  connect(metric, &QComboBox::currentIndexChanged, this,
+          [this, metric](int) { layer_chart_->set_column(metric->currentData().toInt()); });
+  tabs_->addTab(layers_tab, "Layers");
+
+  sweep_view_ = new SweepView(tabs_);
+  sweep_view_->set_model(&sweep_);
+  tabs_->addTab(sweep_view_, "Sweep K x M");
+
+  compare_view_ = new CompareView(tabs_);
+  compare_view_->set_models(&compare_, &compare_rows_);
+  tabs_->addTab(compare_view_, "Compare");
+
+  split->addWidget(tabs_);
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({340, 1060});
+  setCentralWidget(split);
+  build_menus();
+
+  connect(&plan_worker_, &PlanWorker::ready, this, &MainWindow::show_evaluation);
+  connect(&plan_worker_, &PlanWorker::failed, this, &MainWindow::show_failure);
+  connect(&plan_worker_, &PlanWorker::busyChanged, this, [this](bool busy) {
+    if (busy) set_status("simulating...", false);
+  });
+  connect(controls_, &ControlsPanel::changed, this, &MainWindow::simulate);
+  connect(controls_, &ControlsPanel::openProfileRequested, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open profile", profiles_dir(), "JSON (*.json)");
+    if (!f.isEmpty()) open_profile(f);
+  });
+  connect(controls_, &ControlsPanel::openHardwareRequested, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open hardware", profiles_dir(), "JSON (*.json)");
+    if (!f.isEmpty()) open_hardware(f);
+  });
+  connect(sweep_view_, &SweepView::runRequested, this, &MainWindow::run_sweep);
+  connect(sweep_view_, &SweepView::cancelRequested, this, [this] { sweep_worker_.cancel(); });
+  connect(sweep_view_, &SweepView::cellClicked, this, [this](int k, int m) {
+    const SweepAxes& axes = sweep_.result().axes;
+    if (axes.batch > 0) {
+      controls_->set_cell(k, m, static_cast<int>(axes.batch / m), axes.devices / k);
+    } else {
+      controls_->set_cell(k, m);
+    }
+    tabs_->setCurrentIndex(0);
+  });
+  connect(&sweep_worker_, &SweepWorker::progress, sweep_view_, &SweepView::set_progress);
+  connect(&sweep_worker_, &SweepWorker::finished, this, [this](const SweepResult& r) {
+    sweep_view_->set_running(false);
+    sweep_.set_result(r);
+    if (r.cancelled) {
+      sweep_view_->set_message("cancelled");
+    } else if (r.best < 0) {
+      sweep_view_->set_message("no plan fits");
+    } else {
+      const SweepCell& b = r.cells[r.best];
+      sweep_view_->set_message(QString("best: K=%1, M=%2, %3 samples/s (click a cell to load it)")
+                                   .arg(b.stages).arg(b.microbatches).arg(b.throughput, 0, 'f', 1));
+    }
+  });
+  connect(&sweep_worker_, &SweepWorker::failed, this, [this](const QString& m) {
+    sweep_view_->set_running(false);
+    sweep_view_->set_message(m);
+  });
+  connect(compare_view_, &CompareView::openMeasurementRequested, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open measurement", QString(), "JSON (*.json)");
+    if (!f.isEmpty()) open_measurement(f);
+  });
+  connect(compare_view_, &CompareView::openTraceRequested, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open Chrome trace", QString(), "JSON (*.json)");
+    if (!f.isEmpty()) open_trace(f);
+  });
+
+  controls_->set_from(options_);
+  resize(options_.size);
+  show_tab(options_.tab);
+  const bool ok = open_hardware(options_.hardware_path) && open_profile(options_.profile_path);
+  if (ok && !options_.measurement_path.isEmpty()) open_measurement(options_.measurement_path);
+  if (ok && !options_.trace_path.isEmpty()) open_trace(options_.trace_path);
+  if (ok && options_.run_sweep) run_sweep();
+}
+
+MainWindow::~MainWindow() = default;
+
+QWidget* MainWindow::build_left_panel() {
+  auto* panel = new QWidget(this);
+  auto* layout = new QVBoxLayout(panel);
+  controls_ = new ControlsPanel(panel);
+  layout->addWidget(controls_);
+  summary_view_ = new QTableView(panel);
+  summary_view_->setModel(&summary_);
+  summary_view_->verticalHeader()->hide();
+  summary_view_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  summary_view_->horizontalHeader()->setStretchLastSection(true);
+  summary_view_->setSelectionMode(QAbstractItemView::NoSelection);
+  summary_view_->setAlternatingRowColors(true);
+  layout->addWidget(new QLabel("<b>Summary</b>", panel));
+  layout->addWidget(summary_view_, 1);
+  status_ = new QLabel(panel);
+  status_->setWordWrap(true);
+  layout->addWidget(status_);
+  panel->setMinimumWidth(300);
+  return panel;
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addAction("Open &profile...", QKeySequence::Open, controls_, &ControlsPanel::openProfileRequested);
+  file->addAction("Open &hardware...", controls_, &ControlsPanel::openHardwareRequested);
+  file->addAction("Use ideal hardware", this, [this] { open_hardware(QString()); });
+  file->addAction("Open &measurement...", compare_view_, &CompareView::openMeasurementRequested);
+  file->addAction("Open Chrome &trace...", compare_view_, &CompareView::openTraceRequested);
+  file->addSeparator();
+  file->addAction("Export timeline as PNG...", this, [this] { export_widget(timeline_view_, "timeline", "png"); });
+  file->addAction("Export timeline as SVG...", this, [this] { export_widget(timeline_view_, "timeline", "svg"); });
+  file->addAction("Export current chart as PNG...", this, [this] { export_widget(current_chart(), "chart", "png"); });
+  file->addAction("Export current chart as SVG...", this, [this] { export_widget(current_chart(), "chart", "svg"); });
+  file->addAction("Export plan as JSON...", this, &MainWindow::export_plan);
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+}
+
+QWidget* MainWindow::current_chart() const {
+  switch (tabs_->currentIndex()) {
+    case 0: return memory_view_;
+    case 1: return layer_chart_;
+    case 2: return sweep_view_->heat_map();
+    default: return compare_view_;
+  }
+}
+
+void MainWindow::show_tab(const QString& name) {
+  const QStringList names = {"timeline", "layers", "sweep", "compare"};
+  tabs_->setCurrentIndex(std::max<int>(0, static_cast<int>(names.indexOf(name))));
+}
+
+bool MainWindow::open_profile(const QString& path) {
+  try {
+    profile_ = std::make_shared<const Profile>(load_profile(path.toStdString()));
+  } catch (const std::exception& e) {
+    set_status(e.what(), true);
+    return false;
+  }
+  profile_path_ = path;
+  controls_->set_files(profile_path_, hardware_path_);
+  simulate();
+  return true;
+}
+
+bool MainWindow::open_hardware(const QString& path) {
+  std::shared_ptr<const Hardware> hardware;
+  if (!path.isEmpty()) {
+    try {
+      hardware = std::make_shared<const Hardware>(load_hardware(path.toStdString()));
+    } catch (const std::exception& e) {
+      set_status(e.what(), true);
+      return false;
+    }
+  }
+  set_hardware(hardware, path);
+  return true;
+}
+
+void MainWindow::set_hardware(std::shared_ptr<const Hardware> hardware, const QString& label) {
+  hardware_ = std::move(hardware);
+  hardware_path_ = label;
+  controls_->set_files(profile_path_, hardware_path_);
+  if (profile_) simulate();
+}
+
+bool MainWindow::open_measurement(const QString& path) {
+  try {
+    measurement_ = load_report(path.toStdString());
+  } catch (const std::exception& e) {
+    compare_view_->set_message(e.what());
+    set_status(e.what(), true);
+    return false;
+  }
+  compare_view_->set_message(QString("%1: %2 %3, K=%4, M=%5")
+                                 .arg(QFileInfo(path).fileName(), QString::fromStdString(measurement_->kind),
+                                      QString::fromStdString(measurement_->schedule))
+                                 .arg(measurement_->devices).arg(measurement_->microbatches));
+  update_comparison();
+  return true;
+}
+
+bool MainWindow::open_trace(const QString& path) {
+  try {
+    measured_trace_ = read_chrome_trace(path.toStdString());
+  } catch (const std::exception& e) {
+    set_status(e.what(), true);
+    return false;
+  }
+  compare_view_->set_has_trace(true);
+  update_compare_rows();
+  return true;
+}
+
+bool MainWindow::open_any(const QString& path) {
+  std::string format;
+  try {
+    JsonReader r = JsonReader::from_file(path.toStdString());
+    if (r.json().is_object() && r.has("format")) format = r["format"].as_string();
+    else if (r.json().is_object() && r.has("traceEvents")) format = "trace";
+  } catch (const std::exception& e) {
+    set_status(e.what(), true);
+    return false;
+  }
+  if (format == "pipescope.profile") return open_profile(path);
+  if (format == "pipescope.hardware") return open_hardware(path);
+  if (format == "pipescope.measurement" || format == "pipescope.prediction") return open_measurement(path);
+  if (format == "trace") return open_trace(path);
+  set_status(path + ": format: expected a profile, hardware, measurement or Chrome trace file", true);
+  return false;
+}
+
+PlanInputs MainWindow::current_inputs() const {
+  PlanInputs in;
+  in.profile = profile_;
+  in.hardware = hardware_;
+  in.choice = controls_->choice();
+  in.choice.profile_path = QFileInfo(profile_path_).fileName().toStdString();
+  return in;
+}
+
+void MainWindow::simulate() {
+  if (!profile_) return;
+  PlanInputs in;
+  try {
+    in = current_inputs();
+  } catch (const std::exception& e) {
+    show_failure(e.what());
+    return;
+  }
+  plan_worker_.request(in);
+}
+
+void MainWindow::run_sweep() {
+  if (!profile_) return;
+  PlanInputs in = current_inputs();
+  sweep_view_->set_running(true);
+  sweep_view_->set_message(QString("sweeping %1 ...").arg(QString::fromStdString(to_string(in.choice.schedule))));
+  const int devices = hardware_ ? hardware_->devices : 8;
+  if (sweep_view_->planner_grid()) {
+    const double b = in.choice.microbatch_size > 0 ? in.choice.microbatch_size : profile_->batch_sizes.front();
+    const int64_t batch = static_cast<int64_t>(b) * in.choice.microbatches;
+    in.choice.microbatch_size = 0;
+    sweep_worker_.start(in, planner_sweep_axes(devices, batch, profile_->num_layers()));
+  } else {
+    in.choice.replicas = 1;
+    sweep_worker_.start(in, default_sweep_axes(devices, profile_->num_layers()));
+  }
+}
+
+void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
+  evaluation_ = std::move(e);
+  const StepReport& r = evaluation_->report;
+  layers_.set_plan(profile_, evaluation_->plan);
+  timeline_.set_timeline(r.timeline, r.step_ns);
+  timeline_view_->set_stage_stripes(r.chunks > 1);
+  summary_.set_report(r);
+  memory_view_->set_curves(memory_curves(r));
+  timeline_view_->set_title(QString("%1 | %2 | K=%3 | M=%4 | micro-batch %5  -  step %6 ms, %7 samples/s, bubble %8 %")
+                                .arg(QString::fromStdString(r.model), QString::fromStdString(r.schedule))
+                                .arg(r.devices).arg(r.microbatches).arg(r.microbatch_size)
+                                .arg(static_cast<double>(r.step_ns) / 1e6, 0, 'f', 3)
+                                .arg(r.throughput_samples_per_s, 0, 'f', 1)
+                                .arg(100 * r.bubble_fraction, 0, 'f', 1));
+  update_comparison();
+  update_compare_rows();
+  QString status = r.fits() ? "plan fits the device memory" : "some stages do not fit the device memory";
+  for (const std::string& n : r.notes) status += "\nnote: " + QString::fromStdString(n);
+  set_status(status, !r.fits());
+}
+
+void MainWindow::show_failure(const QString& message) {
+  evaluation_.reset();
+  summary_.clear();
+  layers_.set_plan(profile_, Plan{});
+  timeline_.set_timeline({});
+  compare_rows_.set_timeline({});
+  memory_view_->set_curves({});
+  set_status(message, true);
+}
+
+void MainWindow::set_status(const QString& message, bool error) {
+  status_->setText(message);
+  status_->setStyleSheet(error ? "color: #d62728;" : "");
+}
+
+QString MainWindow::status_text() const { return status_->text(); }
+
+void MainWindow::update_compare_rows() {
+  if (!evaluation_) {
+    compare_rows_.set_timeline({});
+  } else if (measured_trace_) {
+    compare_rows_.set_timeline(interleave_timelines(evaluation_->report.timeline, "pred", *measured_trace_, "meas"));
+  } else {
+    compare_rows_.set_timeline(evaluation_->report.timeline, evaluation_->report.step_ns);
+  }
+}
+
+void MainWindow::update_comparison() {
+  if (!measurement_ || !evaluation_) return;
+  compare_.set_reports(evaluation_->report, *measurement_);
+  if (measurement_->devices != evaluation_->report.devices || measurement_->microbatches != evaluation_->report.microbatches) {
+    compare_view_->set_message(QString("note: the measurement has K=%1, M=%2 but the plan shown has K=%3, M=%4")
+                                   .arg(measurement_->devices).arg(measurement_->microbatches)
+                                   .arg(evaluation_->report.devices).arg(evaluation_->report.microbatches));
+  }
+}
+
+void MainWindow::export_widget(QWidget* widget, const QString& name, const QString& extension) {
+  const QString filter = extension == "svg" ? "SVG (*.svg)" : "PNG (*.png)";
+  const QString path = QFileDialog::getSaveFileName(this, "Export " + name, name + "." + extension, filter);
+  if (path.isEmpty()) return;
+  try {
+    save_image(widget, path, "pipescope " + name);
+    set_status("wrote " + path, false);
+  } catch (const std::exception& e) {
+    set_status(e.what(), true);
+  }
+}
+
+void MainWindow::save_plan(const QString& path) const {
+  if (!evaluation_) throw InputError("no plan to save: the current choices do not make a plan");
+  write_file_atomically(path.toStdString(), plan_to_json(evaluation_->plan).dump(2) + "\n");
+}
+
+void MainWindow::export_plan() {
+  if (!evaluation_) return;
+  const QString path = QFileDialog::getSaveFileName(this, "Export plan", "plan.json", "JSON (*.json)");
+  if (path.isEmpty()) return;
+  try {
+    save_plan(path);
+    set_status("wrote " + path, false);
+  } catch (const std::exception& e) {
+    set_status(e.what(), true);
+  }
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  open_dropped(*e->mimeData());
+  e->acceptProposedAction();
+}
+
+void MainWindow::open_dropped(const QMimeData& mime) {
+  for (const QUrl& url : mime.urls()) {
+    if (url.isLocalFile()) open_any(url.toLocalFile());
+  }
+}
+
+}  // namespace pipescope::gui

@@ -1,0 +1,113 @@
+// The main window: plan controls and the summary on the left, tabs on the right
+// (timeline + memory, layers, sweep, compare). It owns the models and the workers
+// and only wires them: every number shown comes from an Evaluation (plan_evaluation.h)
+// or a SweepResult computed off the GUI thread.
+//   MainWindow w(parse_app_options(args)); w.show();
+#pragma once
+
+#include <QMainWindow>
+#include <memory>
+#include <optional>
+
+#include "gui/app/app_options.h"
+#include "gui/models/compare_model.h"
+#include "gui/models/layer_table_model.h"
+#include "gui/models/summary_model.h"
+#include "gui/models/sweep_model.h"
+#include "gui/models/timeline_model.h"
+#include "gui/models/workers.h"
+
+class QLabel;
+class QTabWidget;
+class QTableView;
+
+namespace pipescope::gui {
+
+class CompareView;
+class ControlsPanel;
+class LayerChart;
+class MemoryView;
+class SweepView;
+class TimelineView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(const AppOptions& options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Each returns false and shows the message in the status line when the file is bad.
+  bool open_profile(const QString& path);
+  bool open_hardware(const QString& path);  // empty path: ideal hardware
+  bool open_measurement(const QString& path);
+  bool open_trace(const QString& path);
+  bool open_any(const QString& path);       // by the file's "format"
+  void open_dropped(const class QMimeData& mime);  // what dropEvent does with the files
+  void set_hardware(std::shared_ptr<const Hardware> hardware, const QString& label);
+  // Writes the shown plan as pipescope.plan JSON (atomically); throws InputError.
+  void save_plan(const QString& path) const;
+
+  PlanInputs current_inputs() const;
+  void simulate();
+  void wait_for_plan() { plan_worker_.wait(); }
+  void run_sweep();
+  void show_tab(const QString& name);  // timeline | layers | sweep | compare
+
+  std::shared_ptr<const Evaluation> evaluation() const { return evaluation_; }
+  ControlsPanel* controls() const { return controls_; }
+  const SummaryModel& summary() const { return summary_; }
+  const SweepModel& sweep() const { return sweep_; }
+  const CompareModel& comparison() const { return compare_; }
+  const TimelineModel& compare_rows() const { return compare_rows_; }
+  TimelineView* timeline_view() const { return timeline_view_; }
+  MemoryView* memory_view() const { return memory_view_; }
+  SweepView* sweep_view() const { return sweep_view_; }
+  SweepWorker& sweep_worker() { return sweep_worker_; }
+  PlanWorker& plan_worker() { return plan_worker_; }
+  QString status_text() const;
+
+ protected:
+  void dragEnterEvent(class QDragEnterEvent*) override;
+  void dropEvent(class QDropEvent*) override;
+
+ private:
+  void build_menus();
+  QWidget* build_left_panel();
+  void show_evaluation(std::shared_ptr<const Evaluation> evaluation);
+  void show_failure(const QString& message);
+  void set_status(const QString& message, bool error);
+  void update_comparison();
+  void update_compare_rows();
+  void export_widget(QWidget* widget, const QString& name, const QString& extension);
+  void export_plan();
+  QWidget* current_chart() const;
+
+  AppOptions options_;
+  std::shared_ptr<const Profile> profile_;
+  std::shared_ptr<const Hardware> hardware_;
+  QString profile_path_, hardware_path_;
+  std::shared_ptr<const Evaluation> evaluation_;
+  std::optional<StepReport> measurement_;
+  std::optional<Timeline> measured_trace_;
+
+  LayerTableModel layers_;
+  TimelineModel timeline_;
+  TimelineModel compare_rows_;
+  SummaryModel summary_;
+  SweepModel sweep_;
+  CompareModel compare_;
+  PlanWorker plan_worker_;
+  SweepWorker sweep_worker_;
+
+  ControlsPanel* controls_ = nullptr;
+  QTableView* summary_view_ = nullptr;
+  QLabel* status_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  TimelineView* timeline_view_ = nullptr;
+  MemoryView* memory_view_ = nullptr;
+  LayerChart* layer_chart_ = nullptr;
+  SweepView* sweep_view_ = nullptr;
+  CompareView* compare_view_ = nullptr;
+};
+
+}  // namespace pipescope::gui

@@ -1,0 +1,39 @@
+// Per-stage memory over the step: one small chart per pipeline stage, static bytes
+// (weights, gradients, optimizer state) stacked under the activations held over
+// time, the device capacity as a dashed line. A stage that does not fit is drawn in
+// red (fill, frame and title). All charts share one y axis so stages compare; it
+// reaches the capacity, or with "zoom to usage" just above the highest peak.
+#pragma once
+
+#include <QWidget>
+
+class QCheckBox;
+
+#include "gui/models/memory_curves.h"
+
+namespace pipescope::gui {
+
+class MemoryView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit MemoryView(QWidget* parent = nullptr);
+  void set_curves(const MemoryCurves& curves);
+  const MemoryCurves& curves() const { return curves_; }
+  // The chart area of stage `s`, in widget coordinates.
+  QRect stage_rect(int s) const;
+  // The colour stage s's activations are filled with (red when it does not fit).
+  QColor stage_fill(int s) const;
+  QSize sizeHint() const override { return {900, 300}; }
+  // Off: the y axis reaches just above the highest peak (the capacity line may be off scale).
+  void set_scale_to_capacity(bool on);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void resizeEvent(QResizeEvent*) override;
+
+ private:
+  MemoryCurves curves_;
+  QCheckBox* zoom_;
+};
+
+}  // namespace pipescope::gui

@@ -1,0 +1,42 @@
+// Measured over predicted: one row per quantity both reports carry (step time,
+// throughput, bubble fraction, then each stage's busy time and peak memory), with
+// the relative error (predicted - measured) / measured. Rows for stages exist only
+// for positions both reports have.
+//   CompareModel m; m.set_reports(prediction, measurement);
+#pragma once
+
+#include <QAbstractTableModel>
+#include <vector>
+
+#include "core/report.h"
+
+namespace pipescope::gui {
+
+class CompareModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Quantity, Predicted, Measured, ErrorPercent, ColumnCount };
+  enum Role { RawRole = Qt::UserRole + 1 };
+
+  using QAbstractTableModel::QAbstractTableModel;
+  void set_reports(const StepReport& predicted, const StepReport& measured);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+  // Relative error in percent; 0 when both are 0, +-inf avoided (measured 0 -> NaN).
+  static double error_percent(double predicted, double measured);
+
+ private:
+  struct Line {
+    QString name;
+    double predicted = 0, measured = 0;
+    int decimals = 3;
+    bool bytes = false;
+  };
+  std::vector<Line> lines_;
+};
+
+}  // namespace pipescope::gui

@@ -1,0 +1,35 @@
+#include "gui/models/palette.h"
+
+namespace pipescope::gui {
+
+QColor stage_color(int stage) {
+  // Tableau 10 without its red (red means "does not fit").
+  static const QColor colors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
+                                  QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194),
+                                  QColor(127, 127, 127), QColor(188, 189, 34), QColor(23, 190, 207)};
+  const int n = static_cast<int>(sizeof colors / sizeof colors[0]);
+  return colors[((stage % n) + n) % n];
+}
+
+QColor category_color(const QString& c) {
+  if (c == "forward") return QColor(66, 133, 244);
+  if (c == "backward") return QColor(52, 168, 83);
+  if (c == "backward_input") return QColor(52, 168, 83);
+  if (c == "backward_weight") return QColor(251, 188, 5);
+  if (c == "recompute") return QColor(171, 71, 188);
+  if (c == "transfer") return QColor(120, 144, 156);
+  if (c == "allreduce") return QColor(0, 150, 136);
+  if (c == "idle") return QColor(245, 245, 245);
+  return QColor(200, 200, 200);
+}
+
+const std::vector<LegendEntry>& category_legend() {
+  static const std::vector<LegendEntry> legend = {
+      {"forward", "forward"},          {"backward", "backward (B / input grad)"},
+      {"backward_weight", "weight grad (W)"}, {"recompute", "recompute"},
+      {"transfer", "transfer"},        {"allreduce", "all-reduce"},
+      {"idle", "idle"}};
+  return legend;
+}
+
+}  // namespace pipescope::gui

@@ -1,0 +1,21 @@
+// The colours every view uses, so a stage or an op kind looks the same everywhere:
+// stages cycle through a qualitative palette; op categories (forward, backward, ...)
+// have fixed colours listed with their legend labels in category order.
+#pragma once
+
+#include <QColor>
+#include <QString>
+#include <vector>
+
+namespace pipescope::gui {
+
+QColor stage_color(int stage);
+QColor category_color(const QString& category);  // forward, backward, ..., idle
+struct LegendEntry {
+  QString category;
+  QString label;
+};
+const std::vector<LegendEntry>& category_legend();
+inline QColor does_not_fit_color() { return QColor(214, 39, 40); }
+
+}  // namespace pipescope::gui

@@ -1,0 +1,44 @@
+// Mirrors cli/plan_options.cpp resolve() + cli/cmd_simulate.cpp, call for call.
+#include "gui/models/plan_evaluation.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/schedule.h"
+#include "sim/simulator.h"
+
+namespace pipescope::gui {
+
+Hardware hardware_for(const PlanInputs& in, const Plan& plan) {
+  if (in.hardware) return *in.hardware;
+  int needed = 0;
+  for (const PlanStage& s : plan.stages) {
+    for (int d : s.devices) needed = std::max(needed, d + 1);
+  }
+  return Hardware::ideal(needed);
+}
+
+Evaluation evaluate(const PlanInputs& in) {
+  if (!in.profile) throw InputError("no profile loaded");
+  Evaluation e;
+  PlanChoice choice = in.choice;
+  choice.hardware = in.hardware.get();  // the optimal partitioner reads links, speeds, memory
+  const int needed = choice.stages * choice.replicas;
+  if (in.hardware && needed > in.hardware->devices) {
+    throw InputError("--stages " + std::to_string(choice.stages) + " x --replicas " + std::to_string(choice.replicas) +
+                     " needs " + std::to_string(needed) + " devices, but " + in.hardware->name + " has " +
+                     std::to_string(in.hardware->devices));
+  }
+  e.plan = make_plan(*in.profile, choice);
+  const Hardware hardware = hardware_for(in, e.plan);
+  Schedule schedule = make_schedule(e.plan.schedule_spec());
+  validate_schedule(schedule);
+  e.costs = build_cost_model(*in.profile, e.plan, hardware);
+  SimOptions options;
+  options.model = in.profile->model;
+  options.record_timeline = in.record_timeline;
+  e.report = simulate(schedule, e.costs, hardware, options);
+  return e;
+}
+
+}  // namespace pipescope::gui

@@ -1,0 +1,38 @@
+// One evaluation of a plan, made of exactly the library calls `pipescope simulate`
+// makes: make_plan -> make_schedule -> validate_schedule -> build_cost_model ->
+// simulate. The GUI adds no planning logic of its own; every view shows an Evaluation.
+//   PlanInputs in{profile, hardware, {.stages = 4, .microbatches = 8}};
+//   Evaluation e = evaluate(in);   // throws InputError for an impossible plan
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/cost_model.h"
+#include "core/hardware.h"
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/report.h"
+#include "planner/plan_builder.h"
+
+namespace pipescope::gui {
+
+struct PlanInputs {
+  std::shared_ptr<const Profile> profile;
+  std::shared_ptr<const Hardware> hardware;  // null: Hardware::ideal (as the CLI without --hardware)
+  PlanChoice choice;
+  bool record_timeline = true;
+};
+
+struct Evaluation {
+  Plan plan;
+  CostModel costs;
+  StepReport report;
+};
+
+Evaluation evaluate(const PlanInputs& inputs);
+
+// The hardware a plan runs on: the given file, or ideal hardware with enough devices.
+Hardware hardware_for(const PlanInputs& inputs, const Plan& plan);
+
+}  // namespace pipescope::gui

@@ -1,0 +1,56 @@
+#include "gui/models/summary_model.h"
+
+#include "gui/models/palette.h"
+
+namespace pipescope::gui {
+
+void SummaryModel::clear() {
+  beginResetModel();
+  lines_.clear();
+  endResetModel();
+}
+
+void SummaryModel::set_report(const StepReport& r) {
+  beginResetModel();
+  lines_.clear();
+  lines_.push_back({"Step time", QString::fromStdString(format_ms(r.step_ns)) + " ms",
+                    static_cast<qlonglong>(r.step_ns), true});
+  lines_.push_back({"Throughput", QString::number(r.throughput_samples_per_s, 'f', 1) + " samples/s",
+                    r.throughput_samples_per_s, true});
+  lines_.push_back({"Bubble fraction", QString::number(100.0 * r.bubble_fraction, 'f', 1) + " %",
+                    r.bubble_fraction, true});
+  for (const StageReport& s : r.stages) {
+    QString value = QString::fromStdString(format_bytes(static_cast<double>(s.peak_memory_bytes)));
+    if (!s.fits) value += "  (does not fit)";
+    lines_.push_back({QString("Peak memory, stage %1").arg(s.index), value,
+                      static_cast<qlonglong>(s.peak_memory_bytes), s.fits});
+  }
+  endResetModel();
+}
+
+int SummaryModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(lines_.size());
+}
+
+int SummaryModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : 2; }
+
+QVariant SummaryModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= 2) return {};
+  const Line& l = lines_[index.row()];
+  switch (role) {
+    case Qt::DisplayRole: return index.column() == 0 ? l.name : l.value;
+    case RawRole: return l.raw;
+    case FitsRole: return l.fits;
+    case Qt::ForegroundRole:
+      if (!l.fits) return does_not_fit_color();
+      return {};
+  }
+  return {};
+}
+
+QVariant SummaryModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (role != Qt::DisplayRole || o != Qt::Horizontal) return {};
+  return section == 0 ? QString("Quantity") : QString("Value");
+}
+
+}  // namespace pipescope::gui

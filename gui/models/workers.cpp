@@ -1,0 +1,84 @@
+#include "gui/models/workers.h"
+
+#include <QCoreApplication>
+#include <QMetaObject>
+#include <exception>
+
+namespace pipescope::gui {
+
+PlanWorker::PlanWorker(QObject* parent) : QObject(parent) { pool_.setMaxThreadCount(1); }
+
+PlanWorker::~PlanWorker() { pool_.waitForDone(); }
+
+void PlanWorker::request(const PlanInputs& inputs) {
+  const uint64_t generation = ++generation_;
+  if (pending_++ == 0) emit busyChanged(true);
+  pool_.start([this, inputs, generation] {
+    std::shared_ptr<const Evaluation> result;
+    QString error;
+    try {
+      result = std::make_shared<const Evaluation>(evaluate(inputs));
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(this, [this, result, error, generation] {
+      const bool latest = generation == generation_;
+      if (--pending_ == 0) emit busyChanged(false);
+      if (!latest) return;
+      if (result) {
+        emit ready(result);
+      } else {
+        emit failed(error);
+      }
+    }, Qt::QueuedConnection);
+  });
+}
+
+void PlanWorker::wait() {
+  pool_.waitForDone();
+  QCoreApplication::sendPostedEvents(this);
+}
+
+SweepWorker::SweepWorker(QObject* parent)
+    : QObject(parent), cancel_(std::make_shared<std::atomic<bool>>(false)) {
+  pool_.setMaxThreadCount(1);
+}
+
+SweepWorker::~SweepWorker() {
+  cancel_->store(true);
+  pool_.waitForDone();
+}
+
+void SweepWorker::wait() {
+  pool_.waitForDone();
+  QCoreApplication::sendPostedEvents(this);
+}
+
+void SweepWorker::start(const PlanInputs& base, const SweepAxes& axes) {
+  if (running_) return;
+  running_ = true;
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  auto cancel = cancel_;
+  pool_.start([this, base, axes, cancel] {
+    SweepResult result;
+    QString error;
+    try {
+      result = compute_sweep(base, axes, [this, cancel](int done, int total) {
+        QMetaObject::invokeMethod(this, [this, done, total] { emit progress(done, total); }, Qt::QueuedConnection);
+        return !cancel->load();
+      });
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(this, [this, result, error] {
+      running_ = false;
+      if (error.isEmpty()) {
+        emit finished(result);
+      } else {
+        emit failed(error);
+      }
+    }, Qt::QueuedConnection);
+  });
+}
+
+}  // namespace pipescope::gui

@@ -1,0 +1,66 @@
+// Long work off the GUI thread. Each worker runs its job on a private thread pool
+// and reports back on the thread that owns it, by signals only:
+//   PlanWorker:  ready(evaluation) or failed(message); a newer request supersedes
+//                older ones, whose results are dropped (only the latest is reported).
+//   SweepWorker: progress(done, total), then finished(result) or failed(message);
+//                cancel() stops it after the cell in flight (finished then reports
+//                result.cancelled = true).
+// Destroying a worker waits for its job, so a job never reports to a dead object.
+//   PlanWorker w; connect(&w, &PlanWorker::ready, view, ...); w.request(inputs);
+#pragma once
+
+#include <QObject>
+#include <QThreadPool>
+#include <atomic>
+#include <memory>
+
+#include "gui/models/plan_evaluation.h"
+#include "gui/models/sweep.h"
+
+namespace pipescope::gui {
+
+class PlanWorker : public QObject {
+  Q_OBJECT
+ public:
+  explicit PlanWorker(QObject* parent = nullptr);
+  ~PlanWorker() override;
+  void request(const PlanInputs& inputs);
+  bool busy() const { return pending_ > 0; }
+  // Blocks until every job has reported (for the --screenshot path and tests).
+  void wait();
+
+ signals:
+  void ready(std::shared_ptr<const pipescope::gui::Evaluation> evaluation);
+  void failed(const QString& message);
+  void busyChanged(bool busy);
+
+ private:
+  QThreadPool pool_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+};
+
+class SweepWorker : public QObject {
+  Q_OBJECT
+ public:
+  explicit SweepWorker(QObject* parent = nullptr);
+  ~SweepWorker() override;
+  // Ignored while a sweep is running.
+  void start(const PlanInputs& base, const SweepAxes& axes);
+  void cancel() { cancel_->store(true); }
+  bool running() const { return running_; }
+  // Blocks until the sweep has reported (for the --screenshot path and tests).
+  void wait();
+
+ signals:
+  void progress(int done, int total);
+  void finished(const pipescope::gui::SweepResult& result);
+  void failed(const QString& message);
+
+ private:
+  QThreadPool pool_;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  bool running_ = false;
+};
+
+}  // namespace pipescope::gui
