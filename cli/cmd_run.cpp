@@ -62,7 +62,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print the measurement JSON instead of the table");
   cmd->add_option("--trace", a->trace_path, "Write a Chrome trace of the reported step");
   cmd->add_option("-o,--output", a->output_path, "Write the measurement JSON to this file");
-  cmd->add_option("--inject-fault", a->fault, "Testing: make STAGE:OP:MICROBATCH[:crash] fail (OP = forward, backward, ...)");
+  cmd->add_option("--inject-fault", a->fault, "Testing: make STAGE:OP:MICROBATCH fail (OP = forward, backward, ...); :crash kills the process, :drop loses the op's output message");
   cmd->callback([a] {
     a->run.backend = backend_spec(a->run.backend, a->dtype, 1);
     a->run.optimizer.kind = a->optimizer;

@@ -13,7 +13,7 @@ FaultSpec parse_fault(const std::string& text) {
   std::string item;
   while (std::getline(in, item, ':')) parts.push_back(item);
   auto bad = [&] {
-    return InputError("--inject-fault: expected STAGE:OP:MICROBATCH[:crash] with OP one of forward, "
+    return InputError("--inject-fault: expected STAGE:OP:MICROBATCH[:crash|:drop] with OP one of forward, "
                       "backward, backward_input, backward_weight, recompute; got \"" + text + "\"");
   };
   if (parts.size() < 3 || parts.size() > 4) throw bad();
@@ -35,8 +35,9 @@ FaultSpec parse_fault(const std::string& text) {
   }
   if (!found || f.stage < 0 || f.microbatch < 0) throw bad();
   if (parts.size() == 4) {
-    if (parts[3] != "crash") throw bad();
-    f.crash = true;
+    if (parts[3] != "crash" && parts[3] != "drop") throw bad();
+    f.crash = parts[3] == "crash";
+    f.drop = parts[3] == "drop";
   }
   return f;
 }

@@ -17,15 +17,17 @@
 namespace pipescope::exec {
 
 // Makes one op fail on purpose (tests of fault handling). `crash` ends the process
-// abruptly instead of throwing (MPI: a rank that dies).
+// abruptly instead of throwing (MPI: a rank that dies); `drop` runs the op but never
+// sends its output (a message that never arrives: the receiver's wait times out).
 struct FaultSpec {
   int stage = 0;
   OpKind kind = OpKind::Forward;
   int microbatch = 0;
   int step = 0;
   bool crash = false;
+  bool drop = false;
 };
-// "STAGE:OP:MB[:crash]" with OP one of forward, backward, backward_input, backward_weight, recompute.
+// "STAGE:OP:MB[:crash|:drop]" with OP one of forward, backward, backward_input, backward_weight, recompute.
 FaultSpec parse_fault(const std::string& text);
 
 struct RunOptions {

@@ -123,10 +123,12 @@ WorkerResult StageWorker::run() {
 
 void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   const RunOptions& o = setup_.options;
+  bool drop_output = false;
   if (o.fault && o.fault->stage == op.stage && o.fault->kind == op.kind &&
       o.fault->microbatch == op.microbatch && o.fault->step == step) {
     if (o.fault->crash) std::_Exit(9);  // a worker that dies without a word
-    throw RunError("injected fault");
+    if (!o.fault->drop) throw RunError("injected fault");
+    drop_output = true;  // the op runs, its output is lost on the way
   }
   const Schedule& sched = setup_.schedule;
   const int s = op.stage, m = op.microbatch, S = sched.stages();
@@ -137,6 +139,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   const bool recompute = sched.spec.recompute;
   auto device_of = [&](int stage) { return sched.stage_device[stage]; };
   auto send = [&](int to_stage, MessageKind kind, const Tensor& t) {
+    if (drop_output) return;
     const int to = device_of(to_stage);
     const int64_t t0 = backend_->now_ns();
     endpoint_.send(to, MessageKey{kind, to_stage, m}, t);

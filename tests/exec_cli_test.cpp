@@ -59,6 +59,17 @@ TEST(ExecCli, BadInputExitsTwoAndFailedRunExitsThree) {
   EXPECT_LT(fault.seconds, 10.0);
 }
 
+TEST(ExecCli, AMessageThatNeverArrivesEndsTheRunAfterTheTimeout) {
+  // Stage 0 runs forward of micro-batch 1 but its output is lost: stage 1 waits for it
+  // until --timeout (2 s), then fails naming what it waited for and from whom, and the
+  // other stage stops too: exit 3 within 10 s.
+  Outcome lost = shell(kBin + " run" + kPlan + "--inject-fault 0:forward:1:drop --timeout 2");
+  EXPECT_EQ(lost.exit_code, 3) << lost.output;
+  EXPECT_NE(lost.output.find("timed out waiting for"), std::string::npos) << lost.output;
+  EXPECT_NE(lost.output.find("from device 0"), std::string::npos) << lost.output;
+  EXPECT_LT(lost.seconds, 10.0);
+}
+
 #ifdef PIPESCOPE_MPIEXEC
 const std::string kMpi = std::string(PIPESCOPE_MPIEXEC) + " --allow-run-as-root --oversubscribe -np ";
 
