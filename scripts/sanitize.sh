@@ -17,4 +17,9 @@ cmake --build "$build" -j"$jobs"
 # becomes std::bad_alloc (which the code must handle) instead of an ASan abort.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-ctest --test-dir "$build" --output-on-failure -j"$jobs" "${@}"
+ctest --test-dir "$build" --output-on-failure -j"$jobs" -E '^ExecMpi[.]' "${@}"
+# Open MPI leaves its own allocations (in plugins it has unloaded, so they cannot be
+# named in a suppression file) at exit: the MPI runs are checked for memory errors and
+# undefined behaviour, not for leaks.
+ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+  ctest --test-dir "$build" --output-on-failure -j"$jobs" -R '^ExecMpi[.]' "${@}"

@@ -6,8 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.ccache}"
+# Paths relative to the checkout, so a clone in another folder reuses the cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 300
 (cd python && /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
+# The same suites under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+bash scripts/sanitize.sh
