@@ -81,24 +81,29 @@ void check_executable(const Profile& profile) {
   }
 }
 
-std::vector<float> input_data(int64_t first, int64_t count, int64_t sequence, int64_t features) {
+namespace {
+
+// Sample n's values come from its own seed, so any micro-batch split of the same
+// mini-batch sees the same data.
+std::vector<float> per_sample_data(uint64_t seed_base, int64_t first, int64_t count, int64_t sequence,
+                                   int64_t features) {
   std::vector<float> out;
   out.reserve(static_cast<std::size_t>(count * sequence * features));
   for (int64_t n = first; n < first + count; ++n) {
-    std::vector<float> v = uniform_values(0xDA7A0000ull + static_cast<uint64_t>(n), sequence * features, 1.0f);
+    std::vector<float> v = uniform_values(seed_base + static_cast<uint64_t>(n), sequence * features, 1.0f);
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;
 }
 
+}  // namespace
+
+std::vector<float> input_data(int64_t first, int64_t count, int64_t sequence, int64_t features) {
+  return per_sample_data(0xDA7A0000ull, first, count, sequence, features);
+}
+
 std::vector<float> target_data(int64_t first, int64_t count, int64_t sequence, int64_t features) {
-  std::vector<float> out;
-  out.reserve(static_cast<std::size_t>(count * sequence * features));
-  for (int64_t n = first; n < first + count; ++n) {
-    std::vector<float> v = uniform_values(0x7A26E70000ull + static_cast<uint64_t>(n), sequence * features, 1.0f);
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
+  return per_sample_data(0x7A26E70000ull, first, count, sequence, features);
 }
 
 }  // namespace pipescope::exec
