@@ -1,21 +1,44 @@
 #!/usr/bin/env bash
-# profile -> simulate -> run for the small GPT-like model, back to back, for K = 1, 2, 4:
-# prints predicted and measured step time (median of the measured steps) and the error.
-# Usage: benchmarks/timing_check.sh [M] [microbatch-size] [steps]   (from the repository root)
+# profile -> simulate -> run for the small GPT-like model, for K = 1, 2, 4, repeated for
+# ROUNDS rounds (a fresh profile each round). Prints each round's predicted and measured
+# step time (the run's median step) and error, then per K the median error over rounds
+# and the median of (error at K) - (error at K = 1) within a round: both runs of a round
+# share one profile, so that difference cancels what the profile caught of the machine's
+# slow or fast spell and leaves what pipelining itself adds.
+# Usage: benchmarks/timing_check.sh [ROUNDS] [M] [microbatch-size] [steps] [extra run options...]
+#        (from the repository root; e.g. benchmarks/timing_check.sh 5 8 4 11 --wait block)
 set -euo pipefail
-M=${1:-8}; B=${2:-4}; STEPS=${3:-6}
+ROUNDS=${1:-5}; M=${2:-8}; B=${3:-4}; STEPS=${4:-11}
+shift $(( $# < 4 ? $# : 4 ))
 BIN=build/bin/pipescope
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-$BIN profile --model models/gpt-tiny.json --batch-sizes "$B" -o "$TMP/profile.json"
-printf "%-3s %-6s %12s %12s %9s\n" K sched "predicted ms" "measured ms" error
-for K in 1 2 4; do
-  $BIN simulate --profile "$TMP/profile.json" -K "$K" -M "$M" --microbatch-size "$B" -o "$TMP/p.json" > /dev/null
-  $BIN run --profile "$TMP/profile.json" -K "$K" -M "$M" --microbatch-size "$B" --steps "$STEPS" -o "$TMP/m.json" > /dev/null
-  /usr/bin/python3 - "$K" "$TMP/p.json" "$TMP/m.json" <<'PY'
+for r in $(seq 1 "$ROUNDS"); do
+  $BIN profile --model models/gpt-tiny.json --batch-sizes "$B" -o "$TMP/profile.json" 2> "$TMP/profile.log"
+  for K in 1 2 4; do
+    $BIN simulate --profile "$TMP/profile.json" -K "$K" -M "$M" --microbatch-size "$B" -o "$TMP/p$K.json" > /dev/null
+    $BIN run --profile "$TMP/profile.json" -K "$K" -M "$M" --microbatch-size "$B" --steps "$STEPS" "$@" \
+      -o "$TMP/m$K.json" > /dev/null
+    /usr/bin/python3 - "$r" "$K" "$TMP/p$K.json" "$TMP/m$K.json" >> "$TMP/rows" <<'PY'
 import json, sys
-k, p, m = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-a, b = p["step_time_ms"], m["step_time_ms"]
-print(f"{k:<3} {p['schedule']:<6} {a:12.2f} {b:12.2f} {100 * (b - a) / a:+8.1f}%")
+r, k, p, m = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
+print(r, k, p["step_time_ms"], m["step_time_ms"])
 PY
+  done
+  echo "round $r done ($(grep -o 'typically [0-9]*%' "$TMP/profile.log" | head -1) profile timing spread)" >&2
 done
+/usr/bin/python3 - "$TMP/rows" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+err = {(int(r), int(k)): 100 * (float(m) - float(p)) / float(p) for r, k, p, m in rows}
+print(f"{'round':>5} {'K':>2} {'predicted ms':>13} {'measured ms':>12} {'error':>8}")
+for r, k, p, m in rows:
+    print(f"{r:>5} {k:>2} {float(p):13.1f} {float(m):12.1f} {err[(int(r), int(k))]:+7.1f}%")
+rounds = sorted({r for r, _ in err})
+print()
+print(f"{'K':>2} {'median error':>13} {'range':>18} {'median (K) - (K=1) in a round':>31}")
+for k in sorted({k for _, k in err}):
+    e = [err[(r, k)] for r in rounds]
+    d = [err[(r, k)] - err[(r, 1)] for r in rounds]
+    print(f"{k:>2} {statistics.median(e):+12.1f}% {min(e):+8.1f}%..{max(e):+6.1f}% {statistics.median(d):+30.1f}%")
+PY

@@ -60,7 +60,7 @@ void add_profile_command(CLI::App& app) {
                       "cuda: measure on an SM partition of 1/K of the GPU (what each of K virtual devices gets)")
       ->capture_default_str();
   profile->add_option("--batch-sizes", m->batch_sizes, "Micro-batch sizes to measure")->capture_default_str();
-  profile->add_option("--repeats", m->options.repeats, "Timed repeats per value (the median is kept)")
+  profile->add_option("--repeats", m->options.repeats, "Timed rounds (each times every layer once); the mean less the fastest and slowest tenth is kept")
       ->capture_default_str();
   profile->add_option("--warmup", m->options.warmup, "Untimed runs before the repeats")->capture_default_str();
   profile->add_option("-o,--output", m->output, "Output file ('-' = stdout)")->capture_default_str();
@@ -145,6 +145,7 @@ void add_profile_command(CLI::App& app) {
     if (m->model.empty()) throw InputError("profile: give --model MODEL.json to measure, or use `profile synth`");
     m->options.batch_sizes = parse_batch_sizes(m->batch_sizes);
     m->options.backend = backend_spec(m->options.backend, m->dtype, m->partitions);
+    m->options.progress = &std::cerr;
     Profile p = exec::profile_model(exec::load_model(m->model), m->options);
     write_output(m->output, profile_to_json(p).dump(1) + "\n");
   });

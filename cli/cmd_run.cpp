@@ -49,6 +49,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--transport", a->run.transport,
                   "threads (one thread per stage) | mpi (one rank per stage: mpirun -np K pipescope run ...)")
       ->capture_default_str();
+  cmd->add_option("--wait", a->run.wait,
+                  "How a stage waits for its input: spin (keep the core busy) | block (sleep until woken) | auto "
+                  "(spin when every stage on this machine has a core of its own)")
+      ->capture_default_str();
   cmd->add_option("--steps", a->run.steps, "Training steps to run")->capture_default_str();
   cmd->add_option("--warmup", a->run.warmup, "Warm-up steps left out of the measurement (default: 1 when --steps > 1)");
   cmd->add_option("--optimizer", a->optimizer, "sgd | adam")->capture_default_str();

@@ -34,12 +34,12 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int device, int d
 
 std::unique_ptr<Backend> make_backend(const std::string& name) { return make_backend(name, 0, 1); }
 
-std::unique_ptr<Hub> make_hub(const std::string& backend, const Schedule& schedule) {
+std::unique_ptr<Hub> make_hub(const std::string& backend, const Schedule& schedule, bool spin) {
 #ifdef PIPESCOPE_WITH_CUDA
   if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return make_cuda_hub(schedule);
 #endif
   (void)backend;
-  return std::make_unique<ThreadHub>(schedule.devices());
+  return std::make_unique<ThreadHub>(schedule.devices(), spin);
 }
 
 std::unique_ptr<Endpoint> make_rank_endpoint(const std::string& backend, Endpoint& control,

@@ -18,6 +18,7 @@ namespace pipescope::exec {
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
                     const RunOptions& options) {
   make_backend(options.backend);
+  options.spin_waits(1);  // refuses an unknown --wait before anything runs
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
   if (options.warmup_steps() >= options.steps) {
     throw InputError("--warmup: expected fewer warm-up steps than --steps (" + std::to_string(options.steps) + ")");
@@ -50,7 +51,7 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
                       const RunOptions& options) {
   check_runnable(profile, plan, schedule, options);
   const int K = schedule.devices();
-  std::unique_ptr<Hub> hub = make_hub(options.backend, schedule);
+  std::unique_ptr<Hub> hub = make_hub(options.backend, schedule, options.spin_waits(K));
   std::vector<WorkerResult> results(K);
   std::vector<std::thread> threads;
   for (int d = 0; d < K; ++d) {
@@ -67,7 +68,7 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
   for (std::thread& t : threads) t.join();
   std::string failure = hub->failure();
   if (!failure.empty()) throw RunError(failure);
-  RunResult r = merge_results(profile, plan, schedule, options, std::move(results));
+  RunResult r = merge_results(profile, plan, schedule, options, std::move(results), options.spin_waits(K));
   return r;
 }
 
@@ -115,8 +116,9 @@ double gradient_error(const Profile& profile, const Plan& plan, const std::strin
 }
 
 RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
-                        const RunOptions& options, std::vector<WorkerResult> workers) {
+                        const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
   RunResult r;
+  r.spin_waits = spin_waits;
   const int K = schedule.devices();
   const int steps = options.steps, warmup = options.warmup_steps();
   // Step times of the measured steps, then the median one.
@@ -193,8 +195,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     rep.timeline.events.push_back({track, "transfer", t.stage, t.microbatch, t.start_ns - t0, t.end_ns - t.start_ns});
   }
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
-  rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport, median of " +
-                      std::to_string(steps - warmup) + " step(s) after " + std::to_string(warmup) + " warm-up");
+  rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport (" +
+                      (r.spin_waits ? "waits spin" : "waits block") + "), median of " + std::to_string(steps - warmup) +
+                      " step(s) after " + std::to_string(warmup) + " warm-up");
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   rep.notes.push_back("step time runs from the step's start barrier to the end of its last op; the optimizer step (" +
                       format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");

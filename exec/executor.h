@@ -25,6 +25,7 @@ struct RunResult {
   std::vector<double> losses;      // every step's loss (mean squared error), warm-up included
   std::vector<int64_t> step_ns;    // every measured step, in order
   int64_t optimizer_ns = 0;        // slowest device's optimizer step in the reported step
+  bool spin_waits = false;         // whether the stages' waits spun (RunOptions::wait)
   double cpu_share = 0;            // measured steps: ops' thread CPU time / their wall time
 };
 
@@ -41,7 +42,7 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
 
 // Rank 0 side of every transport: merges per-device records into the measurement.
 RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
-                        const RunOptions& options, std::vector<WorkerResult> workers);
+                        const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits);
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error

@@ -18,9 +18,19 @@ namespace {
 
 constexpr int kFailureTag = 0;
 
+// Ranks of this job on this machine (they share its cores).
+int local_ranks() {
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int n = 1;
+  MPI_Comm_size(local, &n);
+  MPI_Comm_free(&local);
+  return n;
+}
+
 class MpiEndpoint : public Endpoint {
  public:
-  MpiEndpoint(int stages, int microbatches) : stages_(stages), microbatches_(microbatches) {
+  MpiEndpoint(int stages, int microbatches, bool spin) : stages_(stages), microbatches_(microbatches), spin_(spin) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     int* ub = nullptr;
@@ -119,8 +129,9 @@ class MpiEndpoint : public Endpoint {
                    " because " + text);
   }
 
-  // Polls: spins with yield for the first millisecond (short waits stay short), then
-  // sleeps 50 us between polls so that waiting ranks leave the cores to working ones.
+  // Polls: spins with yield for the first millisecond (short waits stay short), then,
+  // unless spin_ (RunOptions::wait), sleeps 50 us between polls so that waiting ranks
+  // leave the cores to working ones.
   void wait(MPI_Request& req, Clock::time_point deadline, const std::string& what) {
     const auto spin_until = Clock::now() + std::chrono::milliseconds(1);
     for (;;) {
@@ -133,7 +144,7 @@ class MpiEndpoint : public Endpoint {
         throw RunError("device " + std::to_string(rank_) + " timed out waiting for " + what +
                        " (a stage may have died)");
       }
-      if (now < spin_until) {
+      if (spin_ || now < spin_until) {
         std::this_thread::yield();
       } else {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -143,6 +154,7 @@ class MpiEndpoint : public Endpoint {
 
   int rank_ = 0, size_ = 1;
   int stages_, microbatches_;
+  bool spin_;
   std::vector<std::pair<MPI_Request, std::unique_ptr<std::vector<float>>>> pending_;
   std::string failure_text_;
 };
@@ -200,8 +212,9 @@ RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& sche
   }
   check_runnable(profile, plan, schedule, options);
   WorkerResult mine;
+  const bool spin = options.spin_waits(local_ranks());
   {
-    MpiEndpoint endpoint(schedule.stages(), schedule.microbatches());
+    MpiEndpoint endpoint(schedule.stages(), schedule.microbatches(), spin);
     // CUDA: tensors travel by NCCL, barriers and failure notices by MPI.
     std::unique_ptr<Endpoint> data = make_rank_endpoint(options.backend, endpoint, schedule, [](void* p, std::size_t n) {
       MPI_Bcast(p, static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -219,7 +232,7 @@ RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& sche
   if (r.is_root) {
     std::vector<WorkerResult> workers;
     for (const std::string& b : blobs) workers.push_back(worker_result_from_json(Json::parse(b)));
-    r = merge_results(profile, plan, schedule, options, std::move(workers));
+    r = merge_results(profile, plan, schedule, options, std::move(workers), spin);
     r.is_root = true;
   }
   MPI_Finalize();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "core/error.h"
@@ -35,6 +36,42 @@ std::string cpu_name() {
 
 }  // namespace
 
+namespace {
+
+// The per-op figure the profile keeps: the mean after dropping the fastest and slowest
+// tenth of the samples. A step's time is a sum of many ops, so what predicts it is the
+// ops' mean duration over the machine's fast and slow spells, not their median (which
+// picks whichever spell was longer); the trimming drops one-off outliers (a page fault,
+// a preempted thread).
+double trimmed_mean_ms(std::vector<int64_t> ns) {
+  std::sort(ns.begin(), ns.end());
+  const std::size_t cut = ns.size() / 10;
+  double sum = 0;
+  for (std::size_t i = cut; i < ns.size() - cut; ++i) sum += static_cast<double>(ns[i]);
+  return sum / static_cast<double>(ns.size() - 2 * cut) / 1e6;
+}
+
+// One layer at one micro-batch size, set up once and timed in every round.
+struct Probe {
+  std::size_t index = 0;
+  std::unique_ptr<Layer> layer;
+  Tensor x, dy;
+  int64_t activation_bytes = 0, output_bytes = 0;
+  std::vector<int64_t> forward, backward, backward_input, backward_weight;
+};
+
+// (p75 - p25) / median of one op's samples: how much the machine disturbed it.
+double relative_spread(std::vector<int64_t> ns) {
+  if (ns.size() < 4) return 0.0;
+  std::sort(ns.begin(), ns.end());
+  const double med = median_ms(ns) * 1e6;
+  if (med <= 0) return 0.0;
+  const std::size_t n = ns.size();
+  return static_cast<double>(ns[(3 * n) / 4] - ns[n / 4]) / med;
+}
+
+}  // namespace
+
 Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
   if (o.repeats < 1) throw InputError("--repeats: expected at least 1");
   if (o.warmup < 0) throw InputError("--warmup: expected 0 or more");
@@ -52,72 +89,113 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
   p.dtype = backend->dtype();
   p.batch_sizes = o.batch_sizes;
   p.source = model.source;
-  auto root = std::make_shared<const Json>(Json{{"layers", Json::array()}});
+  p.layers.resize(model.layers.size());
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    const ModelLayer& ml = model.layers[i];
-    auto spec_root = std::make_shared<const Json>(ml.spec);
-    JsonReader spec(spec_root, spec_root.get(), model.source, "layers[" + std::to_string(i) + "].spec");
-    LayerProfile lp;
-    lp.name = ml.name;
-    lp.spec = ml.spec;
-    for (double bd : o.batch_sizes) {
-      const int64_t b = static_cast<int64_t>(bd);
-      MemoryTracker tracker;
-      Context ctx{*backend, tracker};
-      std::unique_ptr<Layer> layer = make_layer(spec, ctx, kLayerSeed + i);
-      const int64_t rows = b * layer->sequence();
-      lp.parameter_bytes = 0;
-      for (Parameter* prm : layer->parameters()) lp.parameter_bytes += prm->value.bytes();
-      Tensor x = Tensor::from_host(ctx, rows, layer->in_features(),
-                                   uniform_values(77 + i, rows * layer->in_features(), 1.0f));
-      Tensor dy = Tensor::from_host(ctx, rows, layer->out_features(),
-                                    uniform_values(99 + i, rows * layer->out_features(), 0.01f));
+    p.layers[i].name = model.layers[i].name;
+    p.layers[i].spec = model.layers[i].spec;
+  }
+
+  std::vector<char> flush(static_cast<std::size_t>(std::max<int64_t>(o.cache_flush_bytes, 0)));
+  auto time = [&](auto&& fn) {
+    for (std::size_t k = 0; k < flush.size(); k += 64) flush[k] = static_cast<char>(flush[k] + 1);
+    if (o.cache_flush_bytes > 0) backend->flush_caches();  // CUDA: evicts L2
+    int64_t t0 = backend->now_ns();
+    fn();
+    return backend->now_ns() - t0;
+  };
+
+  for (double bd : o.batch_sizes) {
+    const int64_t b = static_cast<int64_t>(bd);
+    const int64_t started = backend->now_ns();
+    MemoryTracker tracker;
+    Context ctx{*backend, tracker};
+    // Describe: every layer at this size, with its input, output gradient and byte counts.
+    std::vector<Probe> probes(model.layers.size());
+    for (std::size_t i = 0; i < model.layers.size(); ++i) {
+      auto spec_root = std::make_shared<const Json>(model.layers[i].spec);
+      JsonReader spec(spec_root, spec_root.get(), model.source, "layers[" + std::to_string(i) + "].spec");
+      Probe& pr = probes[i];
+      pr.index = i;
+      pr.layer = make_layer(spec, ctx, kLayerSeed + i);
+      const int64_t rows = b * pr.layer->sequence();
+      p.layers[i].parameter_bytes = 0;
+      for (Parameter* prm : pr.layer->parameters()) p.layers[i].parameter_bytes += prm->value.bytes();
+      pr.x = Tensor::from_host(ctx, rows, pr.layer->in_features(),
+                               uniform_values(77 + i, rows * pr.layer->in_features(), 1.0f));
+      pr.dy = Tensor::from_host(ctx, rows, pr.layer->out_features(),
+                                uniform_values(99 + i, rows * pr.layer->out_features(), 0.01f));
       // Bytes: a fresh input, one forward with stash.
-      int64_t act = 0, out = 0;
-      {
-        Tensor fresh = Tensor::empty(ctx, x.rows, x.cols);
-        backend->copy(fresh.data(), x.data(), x.numel());
-        const int64_t before = tracker.current(Category::Activations);
+      Tensor fresh = Tensor::empty(ctx, pr.x.rows, pr.x.cols);
+      backend->copy(fresh.data(), pr.x.data(), pr.x.numel());
+      const int64_t before = tracker.current(Category::Activations);
+      LayerStash st;
+      Tensor y = pr.layer->forward(fresh, &st);
+      pr.activation_bytes = tracker.current(Category::Activations) - before;
+      pr.output_bytes = y.bytes();
+    }
+    // Run: round r times every layer once, so a slow spell of the machine (another
+    // tenant, a frequency change) lands on all layers alike instead of on whichever layer
+    // was being timed; each round starts at a different layer for the same reason.
+    const std::size_t n = probes.size();
+    for (int r = 0; r < o.warmup + o.repeats; ++r) {
+      const bool keep = r >= o.warmup;
+      for (std::size_t j = 0; j < n; ++j) {
+        Probe& pr = probes[(j + static_cast<std::size_t>(r)) % n];
         LayerStash st;
-        Tensor y = layer->forward(fresh, &st);
-        act = tracker.current(Category::Activations) - before;
-        out = y.bytes();
-      }
-      std::vector<int64_t> f, bw, bi, w;
-      std::vector<char> flush(static_cast<std::size_t>(std::max<int64_t>(o.cache_flush_bytes, 0)));
-      for (int r = 0; r < o.warmup + o.repeats; ++r) {
-        auto time = [&](auto&& fn) {
-          for (std::size_t k = 0; k < flush.size(); k += 64) flush[k] = static_cast<char>(flush[k] + 1);
-          if (o.cache_flush_bytes > 0) backend->flush_caches();  // CUDA: evicts L2
-          int64_t t0 = backend->now_ns();
-          fn();
-          return backend->now_ns() - t0;
-        };
-        const bool keep = r >= o.warmup;
-        LayerStash st;
-        Tensor in = Tensor::empty(ctx, x.rows, x.cols);
-        backend->copy(in.data(), x.data(), x.numel());
-        int64_t tf = time([&] { layer->forward(in, &st); });
-        int64_t tb = time([&] { layer->backward(dy, st); });
+        Tensor in = Tensor::empty(ctx, pr.x.rows, pr.x.cols);
+        backend->copy(in.data(), pr.x.data(), pr.x.numel());
+        int64_t tf = time([&] { pr.layer->forward(in, &st); });
+        int64_t tb = time([&] { pr.layer->backward(pr.dy, st); });
         LayerStash st2;
-        layer->forward(in, &st2);
-        int64_t tbi = time([&] { layer->backward_input(dy, st2); });
-        int64_t tw = time([&] { layer->backward_weight(st2); });
+        pr.layer->forward(in, &st2);
+        int64_t tbi = time([&] { pr.layer->backward_input(pr.dy, st2); });
+        int64_t tw = time([&] { pr.layer->backward_weight(st2); });
         if (keep) {
-          f.push_back(tf);
-          bw.push_back(tb);
-          bi.push_back(tbi);
-          w.push_back(tw);
+          pr.forward.push_back(tf);
+          pr.backward.push_back(tb);
+          pr.backward_input.push_back(tbi);
+          pr.backward_weight.push_back(tw);
         }
       }
-      lp.forward_ms.push_back(median_ms(f));
-      lp.backward_ms.push_back(median_ms(bw));
-      lp.backward_input_ms.push_back(median_ms(bi));
-      lp.backward_weight_ms.push_back(median_ms(w));
-      lp.activation_bytes.push_back(static_cast<double>(act));
-      lp.output_bytes.push_back(static_cast<double>(out));
     }
-    p.layers.push_back(std::move(lp));
+    std::vector<double> spreads;
+    double worst = -1;
+    std::string worst_name;
+    for (Probe& pr : probes) {
+      LayerProfile& lp = p.layers[pr.index];
+      lp.forward_ms.push_back(trimmed_mean_ms(pr.forward));
+      lp.backward_ms.push_back(trimmed_mean_ms(pr.backward));
+      lp.backward_input_ms.push_back(trimmed_mean_ms(pr.backward_input));
+      lp.backward_weight_ms.push_back(trimmed_mean_ms(pr.backward_weight));
+      lp.activation_bytes.push_back(static_cast<double>(pr.activation_bytes));
+      lp.output_bytes.push_back(static_cast<double>(pr.output_bytes));
+      for (auto* samples : {&pr.forward, &pr.backward}) {
+        const double s = relative_spread(*samples);
+        spreads.push_back(s);
+        if (s > worst) {
+          worst = s;
+          worst_name = lp.name + (samples == &pr.forward ? " forward" : " backward");
+        }
+      }
+    }
+    if (o.progress != nullptr) {
+      std::sort(spreads.begin(), spreads.end());
+      const double typical = spreads.empty() ? 0.0 : spreads[spreads.size() / 2];
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "profile: micro-batch %lld: %zu layers x %d rounds in %.1f s; timing spread "
+                    "(IQR / median) typically %.0f%%, worst %.0f%% (%s)\n",
+                    static_cast<long long>(b), n, o.warmup + o.repeats,
+                    static_cast<double>(backend->now_ns() - started) / 1e9, 100 * typical,
+                    100 * std::max(worst, 0.0), worst_name.c_str());
+      *o.progress << line;
+      if (typical > 0.15) {
+        *o.progress << "profile: warning: this machine is noisy (typical spread above 15%); "
+                       "predictions from this profile carry errors of that order; raise --repeats "
+                       "or measure on a quieter machine\n";
+      }
+      o.progress->flush();
+    }
   }
   return p;
 }

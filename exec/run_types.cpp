@@ -1,11 +1,29 @@
 // --inject-fault parsing and the JSON form of a worker's records (sent by MPI ranks to rank 0).
 #include "exec/run_types.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 
 namespace pipescope::exec {
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+bool RunOptions::spin_waits(int devices_here) const {
+  if (wait == "spin") return true;
+  if (wait == "block") return false;
+  if (wait == "auto") return devices_here <= usable_cores();
+  throw InputError("--wait: expected auto, spin or block, got \"" + wait + "\"");
+}
 
 FaultSpec parse_fault(const std::string& text) {
   std::vector<std::string> parts;

@@ -30,6 +30,9 @@ struct FaultSpec {
 // "STAGE:OP:MB[:crash|:drop]" with OP one of forward, backward, backward_input, backward_weight, recompute.
 FaultSpec parse_fault(const std::string& text);
 
+// Cores this process may run on (its CPU affinity mask).
+int usable_cores();
+
 struct RunOptions {
   std::string backend = "cpu";
   int steps = 3;
@@ -39,8 +42,16 @@ struct RunOptions {
   double timeout_s = 20.0;      // longest wait for a message or a barrier
   std::optional<FaultSpec> fault;
   std::string transport = "threads";
+  // How a stage waits for a message or a barrier: "spin" polls and keeps its core busy,
+  // "block" sleeps until woken, "auto" spins when every device on this machine has a
+  // core of its own. On a virtual machine an idle core may be handed to another tenant
+  // and comes back with cold caches, which slows the next op; spinning avoids that.
+  std::string wait = "auto";
 
   int warmup_steps() const { return warmup >= 0 ? warmup : (steps > 1 ? 1 : 0); }
+  // Whether waits spin, given how many devices run on this machine; throws InputError
+  // for an unknown `wait`.
+  bool spin_waits(int devices_here) const;
 };
 
 struct OpRecord {

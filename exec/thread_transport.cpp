@@ -21,6 +21,7 @@ class ThreadEndpoint : public Endpoint {
     ThreadHub::Message m{t.rows, t.cols, t.to_host()};
     std::lock_guard<std::mutex> lock(hub_.mu_);
     hub_.boxes_.at(to).messages[key].push_back(std::move(m));
+    hub_.events_.fetch_add(1, std::memory_order_release);
     hub_.cv_.notify_all();
   }
 
@@ -35,6 +36,7 @@ class ThreadEndpoint : public Endpoint {
         auto it = box.find(key);
         return it != box.end() && !it->second.empty();
       };
+      hub_.spin_until(lock, deadline, ready);
       if (!hub_.cv_.wait_until(lock, deadline, ready)) {
         throw RunError("device " + std::to_string(device_) + " timed out waiting for the " +
                        key.describe() + " from device " + std::to_string(from));
@@ -62,10 +64,12 @@ class ThreadEndpoint : public Endpoint {
     if (++hub_.barrier_count_ == hub_.devices_) {
       hub_.barrier_count_ = 0;
       ++hub_.barrier_generation_;
+      hub_.events_.fetch_add(1, std::memory_order_release);
       hub_.cv_.notify_all();
       return;
     }
     auto done = [&] { return hub_.failed_ || hub_.barrier_generation_ != generation; };
+    hub_.spin_until(lock, deadline, done);
     if (!hub_.cv_.wait_until(lock, deadline, done)) {
       throw RunError("device " + std::to_string(device_) + " timed out at " + where);
     }
@@ -84,7 +88,7 @@ class ThreadEndpoint : public Endpoint {
   int device_;
 };
 
-ThreadHub::ThreadHub(int devices) : devices_(devices), boxes_(devices) {
+ThreadHub::ThreadHub(int devices, bool spin) : devices_(devices), boxes_(devices), spin_(spin) {
   for (int d = 0; d < devices; ++d) endpoints_.push_back(std::make_unique<ThreadEndpoint>(*this, d));
 }
 
@@ -103,6 +107,7 @@ void ThreadHub::fail(const std::string& message) {
     failed_ = true;
     failure_ = message;
   }
+  events_.fetch_add(1, std::memory_order_release);
   cv_.notify_all();
 }
 

@@ -11,6 +11,9 @@
 #include <memory>
 #include <mutex>
 #include <vector>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "exec/transport.h"
 
@@ -18,7 +21,8 @@ namespace pipescope::exec {
 
 class ThreadHub : public Hub {
  public:
-  explicit ThreadHub(int devices);
+  // spin: waits poll instead of sleeping (RunOptions::wait).
+  ThreadHub(int devices, bool spin);
   ~ThreadHub() override;
   Endpoint& endpoint(int device) override;
   // The first failure reported, or "" when none.
@@ -34,6 +38,23 @@ class ThreadHub : public Hub {
     std::map<MessageKey, std::deque<Message>> messages;
   };
   void fail(const std::string& message);
+  // With spinning on: polls `ready` (re-taking the lock only when an event happened)
+  // until it holds or the deadline passes, so the waiting core never idles.
+  template <class Ready>
+  void spin_until(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, Ready ready) {
+    if (!spin_) return;
+    while (!ready() && Clock::now() < deadline) {
+      const uint64_t seen = events_.load(std::memory_order_acquire);
+      lock.unlock();
+      for (int i = 0; events_.load(std::memory_order_acquire) == seen; ++i) {
+#if defined(__x86_64__)
+        _mm_pause();
+#endif
+        if ((i & 1023) == 1023 && Clock::now() >= deadline) break;
+      }
+      lock.lock();
+    }
+  }
   [[noreturn]] void throw_stopped(int device, const std::string& waiting_for);
 
   const int devices_;
@@ -45,6 +66,8 @@ class ThreadHub : public Hub {
   int barrier_count_ = 0;
   int64_t barrier_generation_ = 0;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  const bool spin_;
+  std::atomic<uint64_t> events_{0};  // bumped by every send, barrier release and failure
 };
 
 }  // namespace pipescope::exec

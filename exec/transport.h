@@ -61,7 +61,7 @@ class Hub {
 // The hub an in-process run of `schedule` over `backend` uses: a ThreadHub (host
 // copies), or for CUDA one whose transfers are NCCL send/recv (one GPU per device) or
 // device-to-device copies (SM partitions of one GPU) (registered in backend_registry.cpp).
-std::unique_ptr<Hub> make_hub(const std::string& backend, const Schedule& schedule);
+std::unique_ptr<Hub> make_hub(const std::string& backend, const Schedule& schedule, bool spin);
 
 // The data endpoint of one rank of a multi-process run over `backend`: nullptr when the
 // control endpoint (MPI) also carries the data (cpu); for CUDA an NCCL endpoint whose

@@ -1,7 +1,8 @@
 // A stage that fails makes every other stage stop with an error naming the failed
 // stage, its op and micro-batch, within seconds, never a hang. The receive timeout is
 // set to 60 s here, so a run that ends in under 10 s was stopped by the failure notice,
-// not by a timeout.
+// not by a timeout. Every case runs twice: with waits that sleep and with waits that
+// spin (a spinning stage must see the failure notice as promptly as a sleeping one).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,7 +15,9 @@
 namespace pipescope::exec {
 namespace {
 
-void expect_fault_stops_everyone(ScheduleKind kind, int K, const FaultSpec& fault, const std::string& expected) {
+void expect_fault_stops_everyone_with(const std::string& wait, ScheduleKind kind, int K, const FaultSpec& fault,
+                                     const std::string& expected) {
+  SCOPED_TRACE("--wait " + wait);
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
   PlanChoice c;
   c.stages = K;
@@ -27,6 +30,7 @@ void expect_fault_stops_everyone(ScheduleKind kind, int K, const FaultSpec& faul
   o.steps = 3;
   o.timeout_s = 60;
   o.fault = fault;
+  o.wait = wait;
   const auto t0 = std::chrono::steady_clock::now();
   try {
     run_threads(profile, plan, schedule, o);
@@ -37,6 +41,10 @@ void expect_fault_stops_everyone(ScheduleKind kind, int K, const FaultSpec& faul
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(seconds, 10.0);
+}
+
+void expect_fault_stops_everyone(ScheduleKind kind, int K, const FaultSpec& fault, const std::string& expected) {
+  for (const char* wait : {"block", "spin"}) expect_fault_stops_everyone_with(wait, kind, K, fault, expected);
 }
 
 TEST(ExecFaults, FailedForwardStopsEveryStage) {
@@ -52,6 +60,15 @@ TEST(ExecFaults, FailedBackwardInLaterStepStopsEveryStage) {
 TEST(ExecFaults, FailedWeightGradientStopsEveryStage) {
   expect_fault_stops_everyone(ScheduleKind::ZeroBubbleH1, 2, {0, OpKind::BackwardWeight, 3, 0, false},
                               "stage 0 (device 0) failed at backward_weight of micro-batch 3 in step 0");
+}
+
+TEST(ExecFaults, UnknownWaitModeIsAnInputError) {
+  RunOptions o;
+  o.wait = "nap";
+  EXPECT_THROW(o.spin_waits(1), InputError);
+  o.wait = "auto";  // spins exactly when every device has a core of its own
+  EXPECT_TRUE(o.spin_waits(usable_cores()));
+  EXPECT_FALSE(o.spin_waits(usable_cores() + 1));
 }
 
 TEST(ExecFaults, ParseFaultRejectsGarbage) {

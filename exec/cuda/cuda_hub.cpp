@@ -117,7 +117,7 @@ class CudaEndpoint : public Endpoint {
 };
 
 CudaHub::CudaHub(const Schedule& schedule)
-    : control_(schedule.devices()), devices_(schedule.devices()), schedule_(schedule), boxes_(schedule.devices()) {
+    : control_(schedule.devices(), /*spin=*/false), devices_(schedule.devices()), schedule_(schedule), boxes_(schedule.devices()) {
   const int devices = devices_;
   // One GPU per device: let each reach the others directly (NVLink / PCIe peer copies).
   int gpus = 0;
