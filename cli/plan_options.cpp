@@ -17,6 +17,10 @@ void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--hardware", hardware_path,
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
   cmd->add_option("--stages,-K", stages, "Pipeline stages K (devices)");
+  cmd->add_option("--replicas", replicas,
+                  "Replicas r of every stage (data parallel inside the stage: K x r devices; each replica takes "
+                  "b/r samples of every micro-batch)")
+      ->capture_default_str();
   cmd->add_option("--microbatches,-M", microbatches, "Micro-batches M per step");
   cmd->add_option("--schedule", schedule, "gpipe | 1f1b | interleaved | zb-h1")->capture_default_str();
   cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved only)")->capture_default_str();
@@ -51,6 +55,7 @@ ResolvedPlan resolve(const PlanOptions& o) {
     r.profile = load_profile(o.profile_path);
     PlanChoice c;
     c.stages = o.stages;
+    c.replicas = o.replicas;
     c.microbatches = o.microbatches;
     c.microbatch_size = o.microbatch_size;
     c.schedule = parse_schedule_kind(o.schedule);
@@ -60,8 +65,10 @@ ResolvedPlan resolve(const PlanOptions& o) {
     c.profile_path = o.profile_path;
     if (!o.hardware_path.empty()) {
       r.hardware = load_hardware(o.hardware_path);
-      if (o.stages > r.hardware.devices) {
-        throw InputError("--stages " + std::to_string(o.stages) + " needs " + std::to_string(o.stages) +
+      const int64_t devices = static_cast<int64_t>(o.stages) * o.replicas;
+      if (devices > r.hardware.devices) {
+        const std::string times = o.replicas > 1 ? " x --replicas " + std::to_string(o.replicas) : "";
+        throw InputError("--stages " + std::to_string(o.stages) + times + " needs " + std::to_string(devices) +
                          " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
       }
     }

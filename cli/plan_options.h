@@ -1,6 +1,6 @@
 // The flags that describe a plan, shared by every command that takes one
-// (simulate, run, ...): either --plan FILE, or --profile with --stages/--microbatches/
-// --schedule and friends. resolve() loads the files and builds the Plan.
+// (simulate, run, ...): either --plan FILE, or --profile with --stages/--replicas/
+// --microbatches/--schedule and friends. resolve() loads the files and builds the Plan.
 #pragma once
 
 #include <optional>
@@ -22,6 +22,7 @@ struct PlanOptions {
   std::string profile_path;
   std::string hardware_path;
   int stages = 0;
+  int replicas = 1;
   int microbatches = 0;
   std::string schedule = "1f1b";
   int chunks = 1;

@@ -144,6 +144,7 @@ std::string report_table(const StepReport& r) {
   std::ostringstream out;
   char buf[256];
   out << r.kind << ": " << r.model << ", " << r.schedule << ", K = " << r.devices;
+  if (!r.stages.empty() && r.stages[0].hardware_devices.size() > 1) out << ", r = " << r.stages[0].hardware_devices.size();
   if (r.chunks > 1) out << ", v = " << r.chunks;
   out << ", M = " << r.microbatches << ", micro-batch " << r.microbatch_size << " (batch "
       << r.batch_size << ")" << (r.recompute ? ", re-materialisation on" : "") << "\n";

@@ -3,6 +3,9 @@
 // and the workers' records are merged into a StepReport of kind "measurement" with the
 // prediction's keys and tracks (device tracks "device d", link tracks "link a->b").
 // The reported step is the median of the measured steps (the first `warmup` are not).
+// Replicated stages (exec/replica_layout.h) run one worker per replica: D = K x r.
+// Step time, the same rule as the simulator's: from the step's start barrier to the
+// latest end of any op or gradient all-reduce; the optimizer step is not included.
 //   RunResult r = run_plan(profile, plan, schedule, {.steps = 5});
 //   std::cout << report_table(r.report);
 #pragma once
@@ -27,9 +30,12 @@ struct RunResult {
   int64_t optimizer_ns = 0;        // slowest device's optimizer step in the reported step
   bool spin_waits = false;         // whether the stages' waits spun (RunOptions::wait)
   double cpu_share = 0;            // measured steps: ops' thread CPU time / their wall time
+  int64_t allreduce_ns = 0;        // slowest replica's gradient all-reduce in the reported step
+  bool replicas_identical = true;  // every replica of a position ended with the same parameters
 };
 
-// Throws InputError when the plan cannot be executed (replicated stages, layers without
+// Throws InputError when the plan cannot be executed (stages with different replica
+// counts, r not dividing the micro-batch, replicas off the cpu backend, layers without
 // spec, a non-chain model, an unknown backend).
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
                     const RunOptions& options);
@@ -46,7 +52,8 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error
-// ||g - g_ref||_2 / ||g_ref||_2 over the parameter tensors of the layers in `gradients`.
+// ||g - g_ref||_2 / ||g_ref||_2 over the parameter tensors of the layers in `gradients`
+// (for replicated stages: the gradients after the all-reduce, of any one replica).
 double gradient_error(const Profile& profile, const Plan& plan, const std::string& backend,
                       const std::map<int, std::vector<std::vector<float>>>& gradients);
 

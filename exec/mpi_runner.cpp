@@ -1,15 +1,18 @@
-// MPI endpoint and runner. Invariant: every request this rank starts is completed,
-// cancelled or left to MPI_Abort. A send goes out of a host copy owned by the endpoint
-// (pending_) until it completes, so the worker may free or reuse its tensor at once and
-// may even be destroyed before the endpoint.
+// MPI endpoint and runner; rank = worker (replica rank % r of position rank / r).
+// Invariant: every request this rank starts is completed, cancelled or left to
+// MPI_Abort. A send goes out of a host copy owned by the endpoint (pending_) until it
+// completes, so the worker may free or reuse its tensor at once and may even be
+// destroyed before the endpoint.
 #include "exec/mpi_runner.h"
 
 #include <mpi.h>
 
+#include <exception>
 #include <memory>
 #include <thread>
 
 #include "core/error.h"
+#include "exec/replica_layout.h"
 #include "exec/stage_worker.h"
 
 namespace pipescope::exec {
@@ -30,9 +33,12 @@ int local_ranks() {
 
 class MpiEndpoint : public Endpoint {
  public:
-  MpiEndpoint(int stages, int microbatches, bool spin) : stages_(stages), microbatches_(microbatches), spin_(spin) {
+  // replicas: ranks r p .. r p + r - 1 form position p's all-reduce communicator.
+  MpiEndpoint(int stages, int microbatches, int replicas, bool spin)
+      : stages_(stages), microbatches_(microbatches), spin_(spin) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm_split(MPI_COMM_WORLD, rank_ / replicas, rank_ % replicas, &replicas_comm_);
     int* ub = nullptr;
     int found = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
@@ -47,7 +53,11 @@ class MpiEndpoint : public Endpoint {
       MPI_Cancel(&p.first);
       MPI_Request_free(&p.first);
     }
+    // Freeing a communicator is collective: not while a failure unwinds (MPI_Abort follows).
+    if (std::uncaught_exceptions() == 0) MPI_Comm_free(&replicas_comm_);
   }
+  MpiEndpoint(const MpiEndpoint&) = delete;
+  MpiEndpoint& operator=(const MpiEndpoint&) = delete;
 
   int device() const override { return rank_; }
   int devices() const override { return size_; }
@@ -73,6 +83,20 @@ class MpiEndpoint : public Endpoint {
     MPI_Request req;
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
     wait(req, deadline, where);
+  }
+
+  // MPI_Iallreduce polled like a receive (a blocking MPI_Allreduce could not see a
+  // failure notice); the group is this rank's replicas communicator.
+  void allreduce_sum(std::vector<float>& data, const std::vector<int>& group, Clock::time_point deadline) override {
+    int members = 0;
+    MPI_Comm_size(replicas_comm_, &members);
+    if (members != static_cast<int>(group.size())) {
+      throw RunError("device " + std::to_string(rank_) + ": the all-reduce group has " + std::to_string(group.size()) +
+                     " devices but the replicas communicator " + std::to_string(members));
+    }
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, replicas_comm_, &req);
+    wait(req, deadline, "the gradient all-reduce of the " + std::to_string(members) + " replicas of its stage");
   }
 
   void flush(Clock::time_point deadline) override {
@@ -154,6 +178,7 @@ class MpiEndpoint : public Endpoint {
 
   int rank_ = 0, size_ = 1;
   int stages_, microbatches_;
+  MPI_Comm replicas_comm_ = MPI_COMM_NULL;
   bool spin_;
   std::vector<std::pair<MPI_Request, std::unique_ptr<std::vector<float>>>> pending_;
   std::string failure_text_;
@@ -205,16 +230,19 @@ RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& sche
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != schedule.devices()) {
+  const ReplicaLayout layout = replica_layout(plan);
+  if (size != layout.workers()) {
+    const std::string replicas =
+        layout.replicas > 1 ? " x " + std::to_string(layout.replicas) + " replicas" : "";
     throw InputError("--transport mpi: started with " + std::to_string(size) + " rank(s) but the plan has " +
-                     std::to_string(schedule.devices()) + " pipeline stages (use mpirun -np " +
-                     std::to_string(schedule.devices()) + ")");
+                     std::to_string(schedule.devices()) + " pipeline stages" + replicas + " (use mpirun -np " +
+                     std::to_string(layout.workers()) + ")");
   }
   check_runnable(profile, plan, schedule, options);
   WorkerResult mine;
   const bool spin = options.spin_waits(local_ranks());
   {
-    MpiEndpoint endpoint(schedule.stages(), schedule.microbatches(), spin);
+    MpiEndpoint endpoint(schedule.stages(), schedule.microbatches(), layout.replicas, spin);
     // CUDA: tensors travel by NCCL, barriers and failure notices by MPI.
     std::unique_ptr<Endpoint> data = make_rank_endpoint(options.backend, endpoint, schedule, [](void* p, std::size_t n) {
       MPI_Bcast(p, static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);

@@ -31,13 +31,20 @@ FaultSpec parse_fault(const std::string& text) {
   std::string item;
   while (std::getline(in, item, ':')) parts.push_back(item);
   auto bad = [&] {
-    return InputError("--inject-fault: expected STAGE:OP:MICROBATCH[:crash|:drop] with OP one of forward, "
+    return InputError("--inject-fault: expected STAGE[/REPLICA]:OP:MICROBATCH[:crash|:drop] with OP one of forward, "
                       "backward, backward_input, backward_weight, recompute; got \"" + text + "\"");
   };
   if (parts.size() < 3 || parts.size() > 4) throw bad();
   FaultSpec f;
   try {
-    f.stage = std::stoi(parts[0]);
+    const std::size_t slash = parts[0].find('/');
+    std::size_t used = 0, used_replica = 0;
+    f.stage = std::stoi(parts[0].substr(0, slash), &used);
+    if (slash != std::string::npos) f.replica = std::stoi(parts[0].substr(slash + 1), &used_replica);
+    if (used != std::min(slash, parts[0].size()) ||
+        (slash != std::string::npos && used_replica != parts[0].size() - slash - 1)) {
+      throw bad();
+    }
     f.microbatch = std::stoi(parts[2]);
   } catch (const std::exception&) {
     throw bad();
@@ -51,7 +58,7 @@ FaultSpec parse_fault(const std::string& text) {
       found = true;
     }
   }
-  if (!found || f.stage < 0 || f.microbatch < 0) throw bad();
+  if (!found || f.stage < 0 || f.replica < 0 || f.microbatch < 0) throw bad();
   if (parts.size() == 4) {
     if (parts[3] != "crash" && parts[3] != "drop") throw bad();
     f.crash = parts[3] == "crash";
@@ -70,11 +77,11 @@ Json worker_result_to_json(const WorkerResult& r) {
     }
     for (auto [t, b] : s.memory) memory.push_back({t, b});
     steps.push_back({{"origin", s.origin_ns}, {"ops", ops}, {"transfers", transfers}, {"memory", memory},
-                     {"optimizer", s.optimizer_ns}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
+                     {"optimizer", s.optimizer_ns}, {"allreduce", {s.allreduce_start_ns, s.allreduce_end_ns}}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
                      {"peak_total", s.peak_total_bytes}});
   }
   return {{"device", r.device}, {"static", r.static_bytes},
-          {"grad_error", r.max_gradient_error}, {"steps", steps}};
+          {"grad_error", r.max_gradient_error}, {"parameter_hash", r.parameter_hash}, {"steps", steps}};
 }
 
 WorkerResult worker_result_from_json(const Json& j) {
@@ -82,6 +89,7 @@ WorkerResult worker_result_from_json(const Json& j) {
   r.device = j.at("device").get<int>();
   r.static_bytes = j.at("static").get<int64_t>();
   r.max_gradient_error = j.at("grad_error").get<double>();
+  r.parameter_hash = j.at("parameter_hash").get<uint64_t>();
   for (const Json& s : j.at("steps")) {
     StepRecord rec;
     rec.origin_ns = s.at("origin").get<int64_t>();
@@ -95,6 +103,8 @@ WorkerResult worker_result_from_json(const Json& j) {
     }
     for (const Json& m : s.at("memory")) rec.memory.emplace_back(m[0].get<int64_t>(), m[1].get<int64_t>());
     rec.optimizer_ns = s.at("optimizer").get<int64_t>();
+    rec.allreduce_start_ns = s.at("allreduce")[0].get<int64_t>();
+    rec.allreduce_end_ns = s.at("allreduce")[1].get<int64_t>();
     rec.loss = s.at("loss").get<double>();
     rec.peak_activation_bytes = s.at("peak_act").get<int64_t>();
     rec.peak_total_bytes = s.at("peak_total").get<int64_t>();

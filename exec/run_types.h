@@ -26,8 +26,9 @@ struct FaultSpec {
   int step = 0;
   bool crash = false;
   bool drop = false;
+  int replica = 0;  // which replica of a replicated stage
 };
-// "STAGE:OP:MB[:crash|:drop]" with OP one of forward, backward, backward_input, backward_weight, recompute.
+// "STAGE[/REPLICA]:OP:MB[:crash|:drop]" with OP one of forward, backward, backward_input, backward_weight, recompute.
 FaultSpec parse_fault(const std::string& text);
 
 // Cores this process may run on (its CPU affinity mask).
@@ -72,6 +73,7 @@ struct StepRecord {
   std::vector<TransferRecord> transfers;
   std::vector<std::pair<int64_t, int64_t>> memory;  // (time, activation bytes)
   int64_t optimizer_ns = 0;
+  int64_t allreduce_start_ns = 0, allreduce_end_ns = 0;  // both 0 when the stage is not replicated
   double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)
   int64_t peak_activation_bytes = 0;
   int64_t peak_total_bytes = 0;
@@ -84,6 +86,7 @@ struct WorkerResult {
   // Gradients after step 0, per layer index, per parameter (when checking gradients).
   std::map<int, std::vector<std::vector<float>>> gradients;
   double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers
+  uint64_t parameter_hash = 0;     // of every parameter after the last optimizer step
 };
 
 Json worker_result_to_json(const WorkerResult& r);

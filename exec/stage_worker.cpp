@@ -3,6 +3,7 @@
 #include "exec/stage_worker.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "core/error.h"
@@ -32,15 +33,18 @@ struct StageWorker::StageState {
 
 StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
     : setup_(setup),
+      layout_(replica_layout(setup.plan)),
+      position_(layout_.position(setup.device)),
+      replica_(layout_.replica(setup.device)),
       endpoint_(endpoint),
-      backend_(make_backend(setup.options.backend, setup.device, setup.schedule.devices())) {
+      backend_(make_backend(setup.options.backend, setup.device, layout_.workers())) {
   const Plan& plan = setup_.plan;
   const Schedule& sched = setup_.schedule;
-  microbatch_size_ = plan.batch_size / plan.microbatches;
+  microbatch_size_ = layout_.rows_per_replica();
   Context ctx{*backend_, tracker_};
   stages_.resize(sched.stages());
   for (int s = 0; s < sched.stages(); ++s) {
-    if (sched.stage_device[s] != setup_.device) continue;
+    if (sched.stage_device[s] != position_) continue;
     auto st = std::make_unique<StageState>();
     st->first_layer = plan.stages[s].first_layer;
     st->layers = build_stage_layers(setup_.profile, plan.stages[s].first_layer, plan.stages[s].end_layer, ctx);
@@ -70,7 +74,43 @@ Tensor StageWorker::upload_input(int m) {
   const int64_t b = microbatch_size_;
   const int64_t features = stages_[0]->layers.front()->in_features();
   Context ctx{*backend_, tracker_};
-  return Tensor::from_host(ctx, b * sequence_, features, input_data(m * b, b, sequence_, features));
+  return Tensor::from_host(ctx, b * sequence_, features, input_data(layout_.first_sample(m, replica_), b, sequence_, features));
+}
+
+std::string StageWorker::where(int stage) const {
+  return "stage " + std::to_string(stage) + (layout_.replicas > 1 ? " replica " + std::to_string(replica_) : "") +
+         " (device " + std::to_string(setup_.device) + ")";
+}
+
+void StageWorker::allreduce_gradients(StepRecord& record) {
+  if (layout_.replicas < 2) return;
+  const int64_t t0 = backend_->now_ns();
+  std::vector<float> flat;
+  for (Parameter* p : parameters_) {
+    std::vector<float> g = p->grad.to_host();
+    flat.insert(flat.end(), g.begin(), g.end());
+  }
+  endpoint_.allreduce_sum(flat, layout_.group_of(setup_.device), deadline());
+  std::size_t at = 0;
+  for (Parameter* p : parameters_) {
+    backend_->upload(p->grad.data(), flat.data() + at, p->grad.numel());
+    at += static_cast<std::size_t>(p->grad.numel());
+  }
+  record.allreduce_start_ns = t0;
+  record.allreduce_end_ns = backend_->now_ns();
+}
+
+// FNV-1a over every parameter's bytes: replicas that applied the same update agree.
+uint64_t StageWorker::parameter_hash() const {
+  uint64_t h = 1469598103934665603ull;
+  for (const Parameter* p : parameters_) {
+    for (float v : p->value.to_host()) {
+      unsigned char bytes[sizeof v];
+      std::memcpy(bytes, &v, sizeof v);
+      for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+    }
+  }
+  return h;
 }
 
 WorkerResult StageWorker::run() {
@@ -83,12 +123,13 @@ WorkerResult StageWorker::run() {
       endpoint_.barrier(deadline(), "the start of step " + std::to_string(step));
       record.origin_ns = backend_->now_ns();
       tracker_.reset_peaks();
-      for (const Op& op : setup_.schedule.device_ops[setup_.device]) {
+      for (const Op& op : setup_.schedule.device_ops[position_]) {
         current = op;
         run_op(op, step, record);
       }
       current = Op{OpKind::Forward, -1, -1};
       endpoint_.flush(deadline());
+      allreduce_gradients(record);
       record.peak_activation_bytes = tracker_.peak(Category::Activations);
       record.peak_total_bytes = tracker_.peak_total();
       if (step == 0 && o.check_gradients) {
@@ -105,16 +146,16 @@ WorkerResult StageWorker::run() {
       record.optimizer_ns = backend_->now_ns() - t0;
       result_.steps.push_back(std::move(record));
     }
+    result_.parameter_hash = parameter_hash();
   } catch (const std::exception& e) {
     std::string what = e.what();
     // A worker that stopped because another one failed passes the root cause on as is.
     if (what.find(" stopped while waiting for ") != std::string::npos) throw RunError(what);
-    std::string where = current.stage >= 0
-                            ? "stage " + std::to_string(current.stage) + " (device " + std::to_string(setup_.device) +
-                                  ") failed at " + to_string(current.kind) + " of micro-batch " +
+    std::string place = current.stage >= 0
+                            ? where(current.stage) + " failed at " + to_string(current.kind) + " of micro-batch " +
                                   std::to_string(current.microbatch) + " in step " + std::to_string(step)
                             : "device " + std::to_string(setup_.device) + " failed in step " + std::to_string(step);
-    std::string message = where + ": " + what;
+    std::string message = place + ": " + what;
     endpoint_.report_failure(message);
     throw RunError(message);
   }
@@ -124,7 +165,7 @@ WorkerResult StageWorker::run() {
 void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   const RunOptions& o = setup_.options;
   bool drop_output = false;
-  if (o.fault && o.fault->stage == op.stage && o.fault->kind == op.kind &&
+  if (o.fault && o.fault->stage == op.stage && o.fault->replica == replica_ && o.fault->kind == op.kind &&
       o.fault->microbatch == op.microbatch && o.fault->step == step) {
     if (o.fault->crash) std::_Exit(9);  // a worker that dies without a word
     if (!o.fault->drop) throw RunError("injected fault");
@@ -137,7 +178,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   Context ctx{*backend_, tracker_};
   const int64_t rows = microbatch_size_ * sequence_;
   const bool recompute = sched.spec.recompute;
-  auto device_of = [&](int stage) { return sched.stage_device[stage]; };
+  auto device_of = [&](int stage) { return layout_.worker(sched.stage_device[stage], replica_); };
   auto send = [&](int to_stage, MessageKind kind, const Tensor& t) {
     if (drop_output) return;
     const int to = device_of(to_stage);
@@ -168,7 +209,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
       if (s == S - 1) {
         const int64_t features = st.layers.back()->out_features();
         Tensor target = Tensor::from_host(ctx, rows, features,
-                                          target_data(m * microbatch_size_, microbatch_size_, sequence_, features));
+                                          target_data(layout_.first_sample(m, replica_), microbatch_size_, sequence_, features));
         ms.loss_grad = Tensor::empty(ctx, rows, features);
         const double denom = static_cast<double>(setup_.plan.batch_size) * sequence_ * features;
         double sq = backend_->mse_gradient(ms.loss_grad.data(), y.data(), target.data(),

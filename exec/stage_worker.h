@@ -11,6 +11,10 @@
 // data); R charges the stashes again on a copy of that input; everything is discharged
 // when the stash is dropped. Gradients accumulate over micro-batches; the optimizer steps
 // once at the end of the step. Op times exclude waiting for messages.
+// Replicated stages (exec/replica_layout.h): a worker is one replica of one position; it
+// runs the position's op list on its b/r rows of every micro-batch, and after the step's
+// last op its replicas sum their gradients (Endpoint::allreduce_sum) before the optimizer
+// steps, so every replica applies the full-batch gradient.
 //   StageWorker w(setup, hub.endpoint(d));  WorkerResult r = w.run();
 #pragma once
 
@@ -21,6 +25,7 @@
 #include "core/profile.h"
 #include "core/schedule.h"
 #include "exec/model.h"
+#include "exec/replica_layout.h"
 #include "exec/run_types.h"
 #include "exec/transport.h"
 
@@ -31,7 +36,7 @@ struct WorkerSetup {
   const Plan& plan;
   const Schedule& schedule;
   const RunOptions& options;
-  int device;
+  int device;  // the worker: replica device % r of position device / r
 };
 
 class StageWorker {
@@ -50,8 +55,13 @@ class StageWorker {
   Tensor upload_input(int microbatch);
   Clock::time_point deadline() const;
   void sample_memory(StepRecord& record);
+  void allreduce_gradients(StepRecord& record);
+  std::string where(int stage) const;  // "stage 1 (device 1)", or "stage 1 replica 1 (device 3)"
+  uint64_t parameter_hash() const;
 
   WorkerSetup setup_;
+  ReplicaLayout layout_;
+  int position_, replica_;
   Endpoint& endpoint_;
   std::unique_ptr<Backend> backend_;
   MemoryTracker tracker_;

@@ -1,5 +1,6 @@
-// Mailboxes and a barrier under one mutex. Invariant: every wait also ends when any
-// worker reported a failure (failed_), so no thread outlives a failed run waiting.
+// Mailboxes, a barrier and all-reduce groups under one mutex. Invariant: every wait also
+// ends when any worker reported a failure (failed_) or at its deadline, so no thread
+// outlives a failed run waiting.
 #include "exec/thread_transport.h"
 
 #include "core/error.h"
@@ -10,6 +11,18 @@ std::string MessageKey::describe() const {
   return std::string(kind == MessageKind::Activation ? "activation" : "gradient") + " for stage " +
          std::to_string(stage) + ", micro-batch " + std::to_string(microbatch);
 }
+
+void Endpoint::allreduce_sum(std::vector<float>&, const std::vector<int>&, Clock::time_point) {
+  throw RunError("this transport cannot all-reduce the gradients of replicated stages");
+}
+
+namespace {
+std::string describe_group(const std::vector<int>& group) {
+  std::string out;
+  for (int d : group) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return "the gradient all-reduce of devices " + out;
+}
+}  // namespace
 
 class ThreadEndpoint : public Endpoint {
  public:
@@ -77,6 +90,41 @@ class ThreadEndpoint : public Endpoint {
       lock.unlock();
       hub_.throw_stopped(device_, where);
     }
+  }
+
+  void allreduce_sum(std::vector<float>& data, const std::vector<int>& group, Clock::time_point deadline) override {
+    std::size_t me = 0;
+    while (me < group.size() && group[me] != device_) ++me;
+    if (me == group.size()) throw RunError("device " + std::to_string(device_) + " is not in " + describe_group(group));
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    ThreadHub::ReduceGroup& g = hub_.groups_[group.front()];
+    g.parts.resize(group.size());
+    g.parts[me] = std::move(data);
+    const int64_t generation = g.generation;
+    if (++g.arrived == static_cast<int>(group.size())) {
+      // Summed once, in member order: every member gets the same bits.
+      g.arrived = 0;
+      g.sum = std::move(g.parts[0]);
+      for (std::size_t i = 1; i < g.parts.size(); ++i) {
+        if (g.parts[i].size() != g.sum.size()) throw RunError(describe_group(group) + ": parts differ in size");
+        for (std::size_t k = 0; k < g.sum.size(); ++k) g.sum[k] += g.parts[i][k];
+      }
+      ++g.generation;
+      hub_.events_.fetch_add(1, std::memory_order_release);
+      hub_.cv_.notify_all();
+      data = g.sum;
+      return;
+    }
+    auto done = [&] { return hub_.failed_ || g.generation != generation; };
+    hub_.spin_until(lock, deadline, done);
+    if (!hub_.cv_.wait_until(lock, deadline, done)) {
+      throw RunError("device " + std::to_string(device_) + " timed out waiting for " + describe_group(group));
+    }
+    if (g.generation == generation) {
+      lock.unlock();
+      hub_.throw_stopped(device_, describe_group(group));
+    }
+    data = g.sum;
   }
 
   void flush(Clock::time_point) override {}  // sends copy synchronously

@@ -1,6 +1,7 @@
 // In-process transport: one mailbox per device, guarded by a mutex and a condition
-// variable. A send copies the tensor into the receiver's mailbox; a failure reported by
-// any worker wakes every waiter, which then throws RunError with that failure.
+// variable. A send copies the tensor into the receiver's mailbox; an all-reduce meets its
+// group in a shared slot; a failure reported by any worker wakes every waiter, which then
+// throws RunError with that failure.
 //   ThreadHub hub(K);  // then worker d uses hub.endpoint(d) on its own thread
 #pragma once
 
@@ -37,6 +38,14 @@ class ThreadHub : public Hub {
   struct Mailbox {
     std::map<MessageKey, std::deque<Message>> messages;
   };
+  // One all-reduce group (a stage's replicas): each member leaves its part; the last to
+  // arrive sums the parts in member order into `sum` and starts the next generation.
+  struct ReduceGroup {
+    int arrived = 0;
+    int64_t generation = 0;
+    std::vector<std::vector<float>> parts;  // by member index
+    std::vector<float> sum;
+  };
   void fail(const std::string& message);
   // With spinning on: polls `ready` (re-taking the lock only when an event happened)
   // until it holds or the deadline passes, so the waiting core never idles.
@@ -61,13 +70,14 @@ class ThreadHub : public Hub {
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   std::vector<Mailbox> boxes_;
+  std::map<int, ReduceGroup> groups_;  // keyed by the group's first device
   std::string failure_;
   bool failed_ = false;
   int barrier_count_ = 0;
   int64_t barrier_generation_ = 0;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   const bool spin_;
-  std::atomic<uint64_t> events_{0};  // bumped by every send, barrier release and failure
+  std::atomic<uint64_t> events_{0};  // bumped by every send, barrier or all-reduce release and failure
 };
 
 }  // namespace pipescope::exec

@@ -3,6 +3,7 @@
 // message is there, another worker reported a failure, or the deadline passes; the
 // last two throw RunError naming what was awaited. Messages are matched by key
 // (activation or gradient, receiving stage, micro-batch), never by arrival order.
+// Replicas of a stage sum their gradients with allreduce_sum, which waits like recv.
 // Implementations: ThreadHub (in-process, one thread per device) and MPI (one rank per
 // device, exec/mpi_transport.h, built when PIPESCOPE_WITH_MPI is on).
 #pragma once
@@ -13,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/schedule.h"
 #include "exec/tensor.h"
@@ -46,6 +48,10 @@ class Endpoint {
   virtual void barrier(Clock::time_point deadline, const std::string& where) = 0;
   // Waits until every send of this endpoint has left (its buffer may be reused).
   virtual void flush(Clock::time_point deadline) = 0;
+  // Sums `data` element-wise over the devices of `group` (ascending, this one among
+  // them; every member calls with the same group and size) and leaves the same bits in
+  // every member's `data`. Throws like recv; transports without it throw RunError.
+  virtual void allreduce_sum(std::vector<float>& data, const std::vector<int>& group, Clock::time_point deadline);
   // Tells every other endpoint that this one failed, so that their waits stop now.
   virtual void report_failure(const std::string& message) = 0;
 };

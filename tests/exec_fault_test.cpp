@@ -3,6 +3,7 @@
 // set to 60 s here, so a run that ends in under 10 s was stopped by the failure notice,
 // not by a timeout. Every case runs twice: with waits that sleep and with waits that
 // spin (a spinning stage must see the failure notice as promptly as a sleeping one).
+// With replicated stages the failed replica is named too.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,11 +17,13 @@ namespace pipescope::exec {
 namespace {
 
 void expect_fault_stops_everyone_with(const std::string& wait, ScheduleKind kind, int K, const FaultSpec& fault,
-                                     const std::string& expected) {
+                                     const std::string& expected, int replicas) {
   SCOPED_TRACE("--wait " + wait);
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
   PlanChoice c;
   c.stages = K;
+  c.replicas = replicas;
+  c.microbatch_size = replicas;  // one sample per replica
   c.microbatches = 4;
   c.schedule = kind;
   c.partition = "uniform";
@@ -43,8 +46,9 @@ void expect_fault_stops_everyone_with(const std::string& wait, ScheduleKind kind
   EXPECT_LT(seconds, 10.0);
 }
 
-void expect_fault_stops_everyone(ScheduleKind kind, int K, const FaultSpec& fault, const std::string& expected) {
-  for (const char* wait : {"block", "spin"}) expect_fault_stops_everyone_with(wait, kind, K, fault, expected);
+void expect_fault_stops_everyone(ScheduleKind kind, int K, const FaultSpec& fault, const std::string& expected,
+                                 int replicas = 1) {
+  for (const char* wait : {"block", "spin"}) expect_fault_stops_everyone_with(wait, kind, K, fault, expected, replicas);
 }
 
 TEST(ExecFaults, FailedForwardStopsEveryStage) {
@@ -60,6 +64,16 @@ TEST(ExecFaults, FailedBackwardInLaterStepStopsEveryStage) {
 TEST(ExecFaults, FailedWeightGradientStopsEveryStage) {
   expect_fault_stops_everyone(ScheduleKind::ZeroBubbleH1, 2, {0, OpKind::BackwardWeight, 3, 0, false},
                               "stage 0 (device 0) failed at backward_weight of micro-batch 3 in step 0");
+}
+
+// Replicated stages: worker 3 is replica 1 of stage 1 (K = 2, r = 2). Its failure stops
+// its pipeline neighbours and the other replicas, which by then may wait in the
+// gradient all-reduce.
+TEST(ExecFaults, FailedReplicaStopsEveryDevice) {
+  expect_fault_stops_everyone(ScheduleKind::OneFOneB, 2, {1, OpKind::Forward, 2, 0, false, false, 1},
+                              "stage 1 replica 1 (device 3) failed at forward of micro-batch 2 in step 0", 2);
+  expect_fault_stops_everyone(ScheduleKind::ZeroBubbleH1, 2, {0, OpKind::BackwardWeight, 3, 1, false, false, 1},
+                              "stage 0 replica 1 (device 1) failed at backward_weight of micro-batch 3 in step 1", 2);
 }
 
 TEST(ExecFaults, UnknownWaitModeIsAnInputError) {
@@ -79,6 +93,14 @@ TEST(ExecFaults, ParseFaultRejectsGarbage) {
   EXPECT_EQ(f.kind, OpKind::Recompute);
   EXPECT_EQ(f.microbatch, 5);
   EXPECT_TRUE(f.crash);
+  EXPECT_EQ(f.replica, 0);
+  FaultSpec g = parse_fault("1/2:forward:3");
+  EXPECT_EQ(g.stage, 1);
+  EXPECT_EQ(g.replica, 2);
+  EXPECT_EQ(g.microbatch, 3);
+  EXPECT_THROW(parse_fault("1/:forward:3"), InputError);
+  EXPECT_THROW(parse_fault("1/x:forward:3"), InputError);
+  EXPECT_THROW(parse_fault("1/-1:forward:3"), InputError);
 }
 
 }  // namespace

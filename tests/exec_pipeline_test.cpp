@@ -204,14 +204,5 @@ TEST(ExecPipeline, SgdAndAdamStepsLowerTheLoss) {
   }
 }
 
-TEST(ExecPipeline, ReplicatedStagesAreRefused) {
-  const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
-  Plan plan = plan_for(profile, {ScheduleKind::OneFOneB, 2, 2, false}, 1);
-  plan.stages[1].devices = {1, 2};
-  Schedule schedule = make_schedule(plan.schedule_spec());
-  RunOptions o;
-  EXPECT_THROW(run_threads(profile, plan, schedule, o), InputError);
-}
-
 }  // namespace
 }  // namespace pipescope::exec

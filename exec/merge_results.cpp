@@ -1,0 +1,187 @@
+// Merges every worker's records into the measurement. Invariant: every time in the
+// report is relative to the step's origin, the earliest post-barrier clock reading of
+// any worker (one steady clock serves every thread and every rank of one machine).
+// A replicated position's row holds the largest of its replicas' numbers; replica 0's
+// events go on the prediction's tracks, replica i's on tracks suffixed " replica i".
+#include <algorithm>
+#include <cstdio>
+
+#include "exec/executor.h"
+#include "exec/replica_layout.h"
+
+namespace pipescope::exec {
+
+namespace {
+
+std::string replica_suffix(int replica) { return replica > 0 ? " replica " + std::to_string(replica) : ""; }
+
+// The latest end of any op or all-reduce of a step: where the step ends.
+int64_t step_end(const StepRecord& s) {
+  int64_t end = s.allreduce_end_ns;
+  for (const OpRecord& o : s.ops) end = std::max(end, o.end_ns);
+  return end;
+}
+
+}  // namespace
+
+RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                        const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
+  RunResult r;
+  r.spin_waits = spin_waits;
+  const ReplicaLayout layout = replica_layout(plan);
+  const int K = schedule.devices(), R = layout.replicas;
+  const int steps = options.steps, warmup = options.warmup_steps();
+  std::sort(workers.begin(), workers.end(), [](const WorkerResult& a, const WorkerResult& b) { return a.device < b.device; });
+  // Step times of the measured steps, then the median one.
+  std::vector<int64_t> origin(steps, INT64_MAX), end(steps, 0);
+  for (const WorkerResult& w : workers) {
+    for (int i = 0; i < steps; ++i) {
+      origin[i] = std::min(origin[i], w.steps.at(i).origin_ns);
+      end[i] = std::max(end[i], step_end(w.steps.at(i)));
+    }
+  }
+  std::vector<int> measured;
+  for (int i = warmup; i < steps; ++i) {
+    measured.push_back(i);
+    r.step_ns.push_back(end[i] - origin[i]);
+  }
+  std::vector<int> order = measured;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return end[a] - origin[a] < end[b] - origin[b]; });
+  const int pick = order[(order.size() - 1) / 2];
+  const int64_t t0 = origin[pick];
+
+  StepReport& rep = r.report;
+  rep.kind = "measurement";
+  rep.model = profile.model;
+  rep.schedule = to_string(schedule.spec.kind);
+  rep.devices = K;
+  rep.chunks = schedule.spec.chunks;
+  rep.microbatches = schedule.microbatches();
+  rep.microbatch_size = plan.microbatch_size();
+  rep.batch_size = plan.batch_size;
+  rep.recompute = schedule.spec.recompute;
+  rep.step_ns = end[pick] - t0;
+  rep.simulated_ops = static_cast<int64_t>(schedule.num_ops());
+  rep.throughput_samples_per_s = rep.step_ns > 0 ? static_cast<double>(plan.batch_size) * 1e9 / rep.step_ns : 0;
+  for (int d = 0; d < K; ++d) rep.timeline.tracks.push_back("device " + std::to_string(d));
+  r.losses.assign(steps, 0.0);
+  for (const WorkerResult& w : workers) {
+    for (int i = 0; i < steps; ++i) r.losses[i] += w.steps.at(i).loss;
+  }
+  int64_t total_busy = 0;
+  std::vector<TransferRecord> transfers;
+  std::vector<std::pair<int64_t, int>> allreduces;  // (start, worker) in the reported step
+  for (int p = 0; p < K; ++p) {
+    StageReport st;
+    st.index = p;
+    for (int stage = p; stage < schedule.stages(); stage += K) {
+      st.layers.emplace_back(plan.stages[stage].first_layer, plan.stages[stage].end_layer);
+    }
+    st.hardware_devices = plan.stages[p].devices;
+    int memory_replica = 0;  // the replica with the highest activation peak draws the memory counter
+    for (int i = 0; i < R; ++i) {
+      const WorkerResult& w = workers.at(layout.worker(p, i));
+      const StepRecord& s = w.steps.at(pick);
+      const int track = i == 0 ? p : rep.timeline.track_for("device " + std::to_string(p) + replica_suffix(i));
+      int64_t busy = 0;
+      for (const OpRecord& o : s.ops) {
+        busy += o.end_ns - o.start_ns;
+        rep.timeline.events.push_back({track, to_string(o.kind), o.stage, o.microbatch, o.start_ns - t0, o.end_ns - o.start_ns});
+      }
+      for (const TransferRecord& t : s.transfers) {
+        if (t.from_device != t.to_device) transfers.push_back(t);
+      }
+      if (s.allreduce_end_ns > 0) allreduces.emplace_back(s.allreduce_start_ns, w.device);
+      st.busy_ns = std::max(st.busy_ns, busy);
+      st.static_bytes = std::max(st.static_bytes, w.static_bytes);
+      for (const StepRecord& any : w.steps) {
+        if (any.peak_activation_bytes > st.peak_activation_bytes) memory_replica = i;
+        st.peak_activation_bytes = std::max(st.peak_activation_bytes, any.peak_activation_bytes);
+        st.peak_memory_bytes = std::max(st.peak_memory_bytes, any.peak_total_bytes);
+      }
+      r.optimizer_ns = std::max(r.optimizer_ns, s.optimizer_ns);
+      r.allreduce_ns = std::max(r.allreduce_ns, s.allreduce_end_ns - s.allreduce_start_ns);
+      if (w.parameter_hash != workers.at(layout.worker(p, 0)).parameter_hash) r.replicas_identical = false;
+    }
+    for (auto [time, bytes] : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
+      rep.timeline.memory.push_back({p, time - t0, bytes});
+    }
+    total_busy += st.busy_ns;
+    st.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(st.busy_ns) / rep.step_ns : 0;
+    rep.stages.push_back(std::move(st));
+  }
+  // Link tracks, then all-reduce tracks, in order of their first event, as the simulator creates them.
+  std::sort(transfers.begin(), transfers.end(),
+            [](const TransferRecord& a, const TransferRecord& b) { return a.start_ns < b.start_ns; });
+  for (const TransferRecord& t : transfers) {
+    int track = rep.timeline.track_for("link " + std::to_string(layout.position(t.from_device)) + "->" +
+                                       std::to_string(layout.position(t.to_device)) +
+                                       replica_suffix(layout.replica(t.from_device)));
+    rep.timeline.events.push_back({track, "transfer", t.stage, t.microbatch, t.start_ns - t0, t.end_ns - t.start_ns});
+  }
+  std::sort(allreduces.begin(), allreduces.end());
+  for (auto [start, worker] : allreduces) {
+    const StepRecord& s = workers.at(worker).steps.at(pick);
+    int track = rep.timeline.track_for("allreduce " + std::to_string(layout.position(worker)) +
+                                       replica_suffix(layout.replica(worker)));
+    rep.timeline.events.push_back({track, "allreduce", -1, -1, start - t0, s.allreduce_end_ns - start});
+  }
+  rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
+  rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport (" +
+                      (r.spin_waits ? "waits spin" : "waits block") + "), median of " + std::to_string(steps - warmup) +
+                      " step(s) after " + std::to_string(warmup) + " warm-up");
+  if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
+  if (R > 1) {
+    rep.notes.push_back("every stage runs as r = " + std::to_string(R) + " replicas (" + std::to_string(K * R) +
+                        " workers), each on b/r = " + std::to_string(layout.rows_per_replica()) +
+                        " sample(s) of every micro-batch; a stage's row shows the largest of its replicas' numbers; "
+                        "trace tracks of replica i > 0 end in \"replica i\"");
+    rep.notes.push_back("gradient all-reduce of the replicas: " + format_ms(r.allreduce_ns) +
+                        " ms on the slowest replica, from its last op to the summed gradients; replicas hold " +
+                        (r.replicas_identical ? "identical" : "DIFFERENT") + " parameters after the last step");
+  }
+  rep.notes.push_back("step time runs from the step's start barrier to the end of its last op or gradient all-reduce "
+                      "(as the simulator counts it); the optimizer step (" +
+                      format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");
+  rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "
+                      "activations and transient buffers)");
+  // How much of a core the ops got: well below 1 means the stages shared cores (K > free
+  // cores, or other load), and measured times will exceed a prediction from a quiet profile.
+  int64_t cpu = 0, wall = 0;
+  for (const WorkerResult& w : workers) {
+    for (int i : measured) {
+      for (const OpRecord& o : w.steps.at(i).ops) {
+        cpu += o.cpu_ns;
+        wall += o.end_ns - o.start_ns;
+      }
+    }
+  }
+  r.cpu_share = wall > 0 ? static_cast<double>(cpu) / wall : 0;
+  char share_text[256];
+  std::snprintf(share_text, sizeof share_text,
+                "ops got %.0f%% of a core on average (thread CPU time / wall time)%s", 100 * r.cpu_share,
+                r.cpu_share < 0.9 ? ": the workers did not have a core each (other load, or more stages than cores), so ops ran slower than on a quiet machine" : "");
+  rep.notes.push_back(share_text);
+  char loss_text[64];
+  std::snprintf(loss_text, sizeof loss_text, "%.6g", r.losses[pick]);
+  rep.notes.push_back(std::string("training loss (mean squared error) in the reported step: ") + loss_text);
+  if (options.check_gradients) {
+    // Every replica holds the summed gradients: check each replica's set of layers.
+    double worst = 0;
+    for (int i = 0; i < R; ++i) {
+      std::map<int, std::vector<std::vector<float>>> grads;
+      bool have_all = true;
+      for (WorkerResult& w : workers) {
+        if (layout.replica(w.device) != i) continue;
+        if (w.gradients.empty()) have_all = false;
+        for (auto& [layer, g] : w.gradients) grads[layer] = std::move(g);
+      }
+      if (have_all) worst = std::max(worst, gradient_error(profile, plan, options.backend, grads));
+    }
+    for (const WorkerResult& w : workers) worst = std::max(worst, w.max_gradient_error);
+    r.max_gradient_error = worst;
+  }
+  return r;
+}
+
+}  // namespace pipescope::exec
