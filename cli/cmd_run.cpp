@@ -47,7 +47,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--backend", a->run.backend, "Backend to run on: " + backend_list())->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "fp32 | bf16 (bf16: cuda only; fp32 arithmetic)")->capture_default_str();
   cmd->add_option("--transport", a->run.transport,
-                  "threads (one thread per stage) | mpi (one rank per stage: mpirun -np K pipescope run ...)")
+                  "threads (one thread per stage replica) | mpi (one rank per stage replica: mpirun -np K*r pipescope run ...)")
       ->capture_default_str();
   cmd->add_option("--wait", a->run.wait,
                   "How a stage waits for its input: spin (keep the core busy) | block (sleep until woken) | auto "
@@ -61,12 +61,12 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--check-gradients", a->run.check_gradients,
                 "Compare step 0's gradients with one process running the whole mini-batch; print the largest "
-                "relative error (fails above 1e-5)");
+                "relative error (fails above 1e-5, or when the replicas of a stage end with different parameters)");
   cmd->add_flag("--compare", a->compare, "Also simulate the plan and print predicted vs measured");
   cmd->add_flag("--json", a->json, "Print the measurement JSON instead of the table");
   cmd->add_option("--trace", a->trace_path, "Write a Chrome trace of the reported step");
   cmd->add_option("-o,--output", a->output_path, "Write the measurement JSON to this file");
-  cmd->add_option("--inject-fault", a->fault, "Testing: make STAGE:OP:MICROBATCH fail (OP = forward, backward, ...); :crash kills the process, :drop loses the op's output message");
+  cmd->add_option("--inject-fault", a->fault, "Testing: make STAGE[/REPLICA]:OP:MICROBATCH fail (OP = forward, backward, ...); :crash kills the process, :drop loses the op's output message");
   cmd->callback([a] {
     a->run.backend = backend_spec(a->run.backend, a->dtype, 1);
     a->run.optimizer.kind = a->optimizer;
@@ -91,6 +91,7 @@ void add_run_command(CLI::App& app) {
         if (!(result.max_gradient_error < kGradientTolerance)) {
           throw RunError("gradient check failed: largest relative error " + std::to_string(result.max_gradient_error));
         }
+        if (!result.replicas_identical) throw RunError("replica check failed: the replicas of a stage ended with different parameters");
       }
     } catch (const std::exception& e) {
       if (!mpi || !exec::mpi_active()) throw;

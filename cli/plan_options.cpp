@@ -16,7 +16,7 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "Profile file (pipescope.profile); with --plan it overrides the plan's profile");
   cmd->add_option("--hardware", hardware_path,
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
-  cmd->add_option("--stages,-K", stages, "Pipeline stages K (devices)");
+  cmd->add_option("--stages,-K", stages, "Pipeline stages K (positions; K x r devices with --replicas r)");
   cmd->add_option("--replicas", replicas,
                   "Replicas r of every stage (data parallel inside the stage: K x r devices; each replica takes "
                   "b/r samples of every micro-batch)")

@@ -70,6 +70,52 @@ TEST(ExecCli, AMessageThatNeverArrivesEndsTheRunAfterTheTimeout) {
   EXPECT_LT(lost.seconds, 10.0);
 }
 
+// Replicated stages end to end: a plan from `pipescope plan` whose stages are
+// replicated (D = 4 devices but at most 2 stages forces r >= 2) runs with --plan, and
+// -K 2 --replicas 2 runs from the flags; both pass the gradient check (exit 3 above
+// 1e-5), say r, and keep the activation peaks equal to the prediction (+0.0%).
+const std::string kReplicated = " --profile profiles/gpt-tiny-cpu.json -K 2 --replicas 2 -M 4 --microbatch-size 2 ";
+
+void expect_exact_peaks(const std::string& output, int positions) {
+  int peaks = 0;
+  std::size_t at = 0;
+  while ((at = output.find("peak_activation_bytes", at)) != std::string::npos) {
+    std::size_t eol = output.find('\n', at);
+    EXPECT_NE(output.substr(at, eol - at).find("+0.0%"), std::string::npos) << output.substr(at, eol - at);
+    ++peaks;
+    at = eol;
+  }
+  EXPECT_EQ(peaks, positions) << output;
+}
+
+TEST(ExecCli, RunsAReplicatedPlanFromThePlanner) {
+  const std::string plan = std::string(PIPESCOPE_TEST_TMP) + "/replicated-plan.json";
+  Outcome made = shell(kBin + " plan --profile profiles/gpt-tiny-cpu.json -D 4 -N 8 --max-stages 2 -o " + plan);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  Outcome o = shell(kBin + " run --plan " + plan + " --steps 2 --check-gradients");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find(", r = "), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("replicas hold identical parameters"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("largest relative gradient error"), std::string::npos) << o.output;
+}
+
+TEST(ExecCli, RunsReplicatedStagesFromTheFlags) {
+  Outcome o = shell(kBin + " run" + kReplicated + "--steps 2 --check-gradients --compare");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("K = 2, r = 2"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("replicas hold identical parameters"), std::string::npos) << o.output;
+  expect_exact_peaks(o.output, 2);
+  // r = 2 cannot split one sample; a fault in replica 1 of stage 1 (worker 3) is named.
+  Outcome odd = shell(kBin + " run --profile profiles/gpt-tiny-cpu.json -K 2 --replicas 2 -M 4 --microbatch-size 1");
+  EXPECT_EQ(odd.exit_code, 2) << odd.output;
+  EXPECT_NE(odd.output.find("divisible by 2, got 1"), std::string::npos) << odd.output;
+  Outcome fault = shell(kBin + " run" + kReplicated + "--inject-fault 1/1:forward:2 --timeout 60");
+  EXPECT_EQ(fault.exit_code, 3) << fault.output;
+  EXPECT_NE(fault.output.find("stage 1 replica 1 (device 3) failed at forward of micro-batch 2"), std::string::npos)
+      << fault.output;
+  EXPECT_LT(fault.seconds, 10.0);
+}
+
 #ifdef PIPESCOPE_MPIEXEC
 const std::string kMpi = std::string(PIPESCOPE_MPIEXEC) + " --allow-run-as-root --oversubscribe -np ";
 
@@ -82,16 +128,27 @@ TEST(ExecMpi, RunOverMpiKeepsBothOracles) {
     EXPECT_EQ(o.exit_code, 0) << o.output;
     EXPECT_NE(o.output.find("mpi transport"), std::string::npos) << o.output;
     EXPECT_NE(o.output.find("largest relative gradient error"), std::string::npos) << o.output;
-    int peaks = 0;
-    std::size_t at = 0;
-    while ((at = o.output.find("peak_activation_bytes", at)) != std::string::npos) {
-      std::size_t eol = o.output.find('\n', at);
-      EXPECT_NE(o.output.substr(at, eol - at).find("+0.0%"), std::string::npos) << o.output.substr(at, eol - at);
-      ++peaks;
-      at = eol;
-    }
-    EXPECT_EQ(peaks, 2) << schedule;
+    expect_exact_peaks(o.output, 2);
   }
+}
+
+// D = K x r = 4 ranks: the replicas' MPI all-reduce gives the full-batch gradients and
+// identical replicas; a failed replica ends the job naming it.
+TEST(ExecMpi, ReplicatedStagesOverMpiKeepBothOracles) {
+  Outcome o = shell(kMpi + "4 " + kBin + " run" + kReplicated + "--transport mpi --steps 2 --check-gradients --compare");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("mpi transport"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("replicas hold identical parameters"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("largest relative gradient error"), std::string::npos) << o.output;
+  expect_exact_peaks(o.output, 2);
+  Outcome fault = shell(kMpi + "4 " + kBin + " run" + kReplicated + "--transport mpi --steps 2 --timeout 60 "
+                        "--inject-fault 0/1:backward:1");
+  EXPECT_NE(fault.exit_code, 0) << fault.output;
+  EXPECT_NE(fault.output.find("stage 0 replica 1 (device 1) failed at backward of micro-batch 1"), std::string::npos)
+      << fault.output;
+  EXPECT_LT(fault.seconds, 10.0) << fault.output;
+  Outcome wrong = shell(kMpi + "2 " + kBin + " run" + kReplicated + "--transport mpi --steps 1");
+  EXPECT_NE(wrong.output.find("2 pipeline stages x 2 replicas (use mpirun -np 4)"), std::string::npos) << wrong.output;
 }
 
 TEST(ExecMpi, FailedRankStopsTheJobWithinTenSeconds) {
