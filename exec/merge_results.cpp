@@ -68,7 +68,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   for (const WorkerResult& w : workers) {
     for (int i = 0; i < steps; ++i) r.losses[i] += w.steps.at(i).loss;
   }
-  int64_t total_busy = 0;
+  int64_t total_busy = 0, after_arrival = 0;
   std::vector<TransferRecord> transfers;
   std::vector<std::pair<int64_t, int>> allreduces;  // (start, worker) in the reported step
   for (int p = 0; p < K; ++p) {
@@ -79,6 +79,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     }
     st.hardware_devices = plan.stages[p].devices;
     int memory_replica = 0;  // the replica with the highest activation peak draws the memory counter
+    int64_t last_arrival = 0, summed = 0;  // this position's all-reduce: its last member's start, its end
     for (int i = 0; i < R; ++i) {
       const WorkerResult& w = workers.at(layout.worker(p, i));
       const StepRecord& s = w.steps.at(pick);
@@ -101,11 +102,14 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
       }
       r.optimizer_ns = std::max(r.optimizer_ns, s.optimizer_ns);
       r.allreduce_ns = std::max(r.allreduce_ns, s.allreduce_end_ns - s.allreduce_start_ns);
+      last_arrival = std::max(last_arrival, s.allreduce_start_ns);
+      summed = std::max(summed, s.allreduce_end_ns);
       if (w.parameter_hash != workers.at(layout.worker(p, 0)).parameter_hash) r.replicas_identical = false;
     }
     for (auto [time, bytes] : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
       rep.timeline.memory.push_back({p, time - t0, bytes});
     }
+    after_arrival = std::max(after_arrival, summed - last_arrival);
     total_busy += st.busy_ns;
     st.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(st.busy_ns) / rep.step_ns : 0;
     rep.stages.push_back(std::move(st));
@@ -136,8 +140,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
                         " workers), each on b/r = " + std::to_string(layout.rows_per_replica()) +
                         " sample(s) of every micro-batch; a stage's row shows the largest of its replicas' numbers; "
                         "trace tracks of replica i > 0 end in \"replica i\"");
-    rep.notes.push_back("gradient all-reduce of the replicas: " + format_ms(r.allreduce_ns) +
-                        " ms on the slowest replica, from its last op to the summed gradients; replicas hold " +
+    rep.notes.push_back("gradient all-reduce of the replicas: up to " + format_ms(r.allreduce_ns) +
+                        " ms from a replica's last op to the summed gradients (waiting for its slower replicas "
+                        "included), " + format_ms(after_arrival) + " ms after the last replica arrived; replicas hold " +
                         (r.replicas_identical ? "identical" : "DIFFERENT") + " parameters after the last step");
   }
   rep.notes.push_back("step time runs from the step's start barrier to the end of its last op or gradient all-reduce "
