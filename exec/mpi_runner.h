@@ -1,6 +1,6 @@
 // The MPI transport: one rank per device (`mpirun -np D pipescope run ... --transport
-// mpi`, D = K x r with replicated stages). Each rank runs its StageWorker; rank 0 gathers every worker's records and
-// merges them. Receives poll MPI_Test with a deadline and watch for failure notices
+// mpi`, D = K x r with replicated stages). Each rank runs its StageWorker; rank 0
+// gathers every worker's records and merges them. Receives poll MPI_Test with a deadline and watch for failure notices
 // (a rank that fails sends one to every other rank), so no rank waits forever.
 // Built only with PIPESCOPE_WITH_MPI; otherwise run_mpi throws InputError.
 #pragma once

@@ -74,12 +74,18 @@ Tensor StageWorker::upload_input(int m) {
   const int64_t b = microbatch_size_;
   const int64_t features = stages_[0]->layers.front()->in_features();
   Context ctx{*backend_, tracker_};
-  return Tensor::from_host(ctx, b * sequence_, features, input_data(layout_.first_sample(m, replica_), b, sequence_, features));
+  return Tensor::from_host(ctx, b * sequence_, features,
+                           input_data(layout_.first_sample(m, replica_), b, sequence_, features));
 }
 
 std::string StageWorker::where(int stage) const {
   return "stage " + std::to_string(stage) + (layout_.replicas > 1 ? " replica " + std::to_string(replica_) : "") +
          " (device " + std::to_string(setup_.device) + ")";
+}
+
+std::string StageWorker::replica_of() const {
+  if (layout_.replicas < 2) return "";
+  return " (replica " + std::to_string(replica_) + " of position " + std::to_string(position_) + ")";
 }
 
 void StageWorker::allreduce_gradients(StepRecord& record) {
@@ -154,7 +160,8 @@ WorkerResult StageWorker::run() {
     std::string place = current.stage >= 0
                             ? where(current.stage) + " failed at " + to_string(current.kind) + " of micro-batch " +
                                   std::to_string(current.microbatch) + " in step " + std::to_string(step)
-                            : "device " + std::to_string(setup_.device) + " failed in step " + std::to_string(step);
+                            : "device " + std::to_string(setup_.device) + replica_of() + " failed in step " +
+                                  std::to_string(step);
     std::string message = place + ": " + what;
     endpoint_.report_failure(message);
     throw RunError(message);
@@ -208,8 +215,8 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
       Tensor y = forward(std::move(x), !recompute);
       if (s == S - 1) {
         const int64_t features = st.layers.back()->out_features();
-        Tensor target = Tensor::from_host(ctx, rows, features,
-                                          target_data(layout_.first_sample(m, replica_), microbatch_size_, sequence_, features));
+        const int64_t first = layout_.first_sample(m, replica_);
+        Tensor target = Tensor::from_host(ctx, rows, features, target_data(first, microbatch_size_, sequence_, features));
         ms.loss_grad = Tensor::empty(ctx, rows, features);
         const double denom = static_cast<double>(setup_.plan.batch_size) * sequence_ * features;
         double sq = backend_->mse_gradient(ms.loss_grad.data(), y.data(), target.data(),

@@ -57,6 +57,7 @@ class StageWorker {
   void sample_memory(StepRecord& record);
   void allreduce_gradients(StepRecord& record);
   std::string where(int stage) const;  // "stage 1 (device 1)", or "stage 1 replica 1 (device 3)"
+  std::string replica_of() const;      // "", or " (replica 1 of position 1)"
   uint64_t parameter_hash() const;
 
   WorkerSetup setup_;

@@ -76,6 +76,39 @@ TEST(ExecFaults, FailedReplicaStopsEveryDevice) {
                               "stage 0 replica 1 (device 1) failed at backward_weight of micro-batch 3 in step 1", 2);
 }
 
+// Replica 1 of stage 0 (worker 1) loses its output of micro-batch 1: its peer, replica 1
+// of stage 1 (worker 3), times out after 2 s naming what it waited for; the other
+// workers, waiting in receives or in the gradient all-reduce, stop on that failure: the
+// run ends within 10 s.
+TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
+  const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
+  PlanChoice c;
+  c.stages = 2;
+  c.replicas = 2;
+  c.microbatch_size = 2;
+  c.microbatches = 4;
+  c.partition = "uniform";
+  Plan plan = make_plan(profile, c);
+  Schedule schedule = make_schedule(plan.schedule_spec());
+  for (const char* wait : {"block", "spin"}) {
+    RunOptions o;
+    o.timeout_s = 2;
+    o.wait = wait;
+    o.fault = FaultSpec{0, OpKind::Forward, 1, 0, false, true, 1};
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      run_threads(profile, plan, schedule, o);
+      FAIL() << "the lost message did not fail the run";
+    } catch (const RunError& e) {
+      // Worker 3 starts waiting first, so it normally times out first; were it delayed,
+      // worker 1 (waiting for worker 3's gradient) would: either way replica 1 is named.
+      EXPECT_NE(std::string(e.what()).find("replica 1 (device "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("timed out waiting for the "), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0) << wait;
+  }
+}
+
 TEST(ExecFaults, UnknownWaitModeIsAnInputError) {
   RunOptions o;
   o.wait = "nap";
