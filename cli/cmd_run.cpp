@@ -53,6 +53,10 @@ void add_run_command(CLI::App& app) {
                   "How a stage waits for its input: spin (keep the core busy) | block (sleep until woken) | auto "
                   "(spin when every stage on this machine has a core of its own)")
       ->capture_default_str();
+  cmd->add_option("--pin", a->run.pin,
+                  "threads transport: on (pin stage d's thread to core d) | off | auto (pin when every stage has a "
+                  "core of its own); under MPI use mpirun's --bind-to")
+      ->capture_default_str();
   cmd->add_option("--steps", a->run.steps, "Training steps to run")->capture_default_str();
   cmd->add_option("--warmup", a->run.warmup, "Warm-up steps left out of the measurement (default: 1 when --steps > 1)");
   cmd->add_option("--optimizer", a->optimizer, "sgd | adam")->capture_default_str();

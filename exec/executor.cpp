@@ -18,7 +18,8 @@ namespace pipescope::exec {
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
                     const RunOptions& options) {
   make_backend(options.backend);
-  options.spin_waits(1);  // refuses an unknown --wait before anything runs
+  options.spin_waits(1);  // refuses an unknown --wait or --pin before anything runs
+  options.pin_threads(1);
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
   if (options.warmup_steps() >= options.steps) {
     throw InputError("--warmup: expected fewer warm-up steps than --steps (" + std::to_string(options.steps) + ")");
@@ -54,8 +55,10 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
   std::unique_ptr<Hub> hub = make_hub(options.backend, schedule, options.spin_waits(K));
   std::vector<WorkerResult> results(K);
   std::vector<std::thread> threads;
+  const bool pin = options.pin_threads(K);
   for (int d = 0; d < K; ++d) {
-    threads.emplace_back([&, d] {
+    threads.emplace_back([&, d, pin] {
+      if (pin) pin_current_thread(d);
       try {
         StageWorker worker(WorkerSetup{profile, plan, schedule, options, d}, hub->endpoint(d));
         results[d] = worker.run();
@@ -196,7 +199,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   }
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
   rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport (" +
-                      (r.spin_waits ? "waits spin" : "waits block") + "), median of " + std::to_string(steps - warmup) +
+                      (r.spin_waits ? "waits spin" : "waits block") +
+                      (options.transport == "threads" ? (options.pin_threads(K) ? ", threads pinned" : ", threads unpinned") : "") +
+                      "), median of " + std::to_string(steps - warmup) +
                       " step(s) after " + std::to_string(warmup) + " warm-up");
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   rep.notes.push_back("step time runs from the step's start barrier to the end of its last op; the optimizer step (" +

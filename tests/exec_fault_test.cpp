@@ -62,13 +62,18 @@ TEST(ExecFaults, FailedWeightGradientStopsEveryStage) {
                               "stage 0 (device 0) failed at backward_weight of micro-batch 3 in step 0");
 }
 
-TEST(ExecFaults, UnknownWaitModeIsAnInputError) {
+TEST(ExecFaults, UnknownWaitOrPinModeIsAnInputError) {
   RunOptions o;
   o.wait = "nap";
   EXPECT_THROW(o.spin_waits(1), InputError);
   o.wait = "auto";  // spins exactly when every device has a core of its own
   EXPECT_TRUE(o.spin_waits(usable_cores()));
   EXPECT_FALSE(o.spin_waits(usable_cores() + 1));
+  o.pin = "sometimes";
+  EXPECT_THROW(o.pin_threads(1), InputError);
+  o.pin = "auto";  // pins exactly when every device has a core of its own
+  EXPECT_TRUE(o.pin_threads(usable_cores()));
+  EXPECT_FALSE(o.pin_threads(usable_cores() + 1));
 }
 
 TEST(ExecFaults, ParseFaultRejectsGarbage) {
