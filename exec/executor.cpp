@@ -1,6 +1,7 @@
 // Runs the workers and merges what they measured. Invariant of the merge: every time in
 // the report is relative to the step's origin, the earliest post-barrier clock reading
 // of any worker (one steady clock serves every thread and every rank of one machine).
+#include "exec/blas_kernels.h"
 #include "exec/executor.h"
 
 #include <algorithm>
@@ -198,7 +199,8 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     rep.timeline.events.push_back({track, "transfer", t.stage, t.microbatch, t.start_ns - t0, t.end_ns - t.start_ns});
   }
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
-  rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport (" +
+  rep.notes.push_back("measured: " + options.backend + " backend" +
+                      (options.backend == "cpu" ? " (OpenBLAS " + blas_kernels() + " kernels)" : std::string()) + ", " + options.transport + " transport (" +
                       (r.spin_waits ? "waits spin" : "waits block") +
                       (options.transport == "threads" ? (options.pin_threads(K) ? ", threads pinned" : ", threads unpinned") : "") +
                       "), median of " + std::to_string(steps - warmup) +
