@@ -27,6 +27,14 @@ StepReport predict(const ResolvedPlan& r) {
   return simulate(r.schedule, costs, r.hardware, options);
 }
 
+// The measured step re-simulated with the measured mean op times (exec/compare.h).
+StepReport replay_with_measured_op_times(const ResolvedPlan& r, const StepReport& measured) {
+  CostModel costs = exec::with_measured_op_times(build_cost_model(r.profile, r.plan, r.hardware), measured);
+  SimOptions options;
+  options.model = r.profile.model;
+  return simulate(r.schedule, costs, r.hardware, options);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
@@ -87,7 +95,11 @@ void add_run_command(CLI::App& app) {
       std::cout << (a->json ? json : report_table(result.report));
       if (a->compare) {
         exec::Comparison c = exec::compare_reports(predict(r), result.report);
-        std::cout << "\n" << exec::comparison_table(c);
+        const StepReport replay = replay_with_measured_op_times(r, result.report);
+        c.values.insert(c.values.begin() + 1, {"step_time_ms, replayed", replay.step_ns / 1e6, result.report.step_ns / 1e6});
+        std::cout << "\n" << exec::comparison_table(c)
+                  << "(replayed: the simulator fed with the measured mean op times; its error is what the pipeline\n"
+                     " adds to the op times: waits, transfers, executor overhead, ops that vary)\n";
       }
       if (a->run.check_gradients) {
         std::printf("largest relative gradient error: %.3g (limit %.0e)\n", result.max_gradient_error,
