@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "exec/blas_kernels.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "exec/executor.h"
@@ -26,6 +27,7 @@
 using namespace pipescope;
 
 int main(int argc, char** argv) {
+  exec::use_native_blas_kernels(argv);  // may re-execute this program once
   CLI::App app{"bench_exec: measured vs predicted throughput of every schedule on the CPU backend"};
   std::string profile_path, model_path = "models/gpt-tiny.json";
   int K = 2, M = 8, steps = 6;
@@ -46,7 +48,8 @@ int main(int argc, char** argv) {
       exec::ProfileOptions po;
       po.batch_sizes = {microbatch_size};
       profile = exec::profile_model(exec::load_model(model_path), po);
-      std::printf("profiled %s at micro-batch %g (median of %d)\n", model_path.c_str(), microbatch_size, po.repeats);
+      std::printf("profiled %s at micro-batch %g (trimmed mean of %d rounds)\n", model_path.c_str(), microbatch_size,
+                  po.repeats);
     } else {
       profile = load_profile(profile_path);
     }

@@ -27,6 +27,14 @@ StepReport predict(const ResolvedPlan& r) {
   return simulate(r.schedule, costs, r.hardware, options);
 }
 
+// The measured step re-simulated with the measured mean op times (exec/compare.h).
+StepReport replay_with_measured_op_times(const ResolvedPlan& r, const StepReport& measured) {
+  CostModel costs = exec::with_measured_op_times(build_cost_model(r.profile, r.plan, r.hardware), measured);
+  SimOptions options;
+  options.model = r.profile.model;
+  return simulate(r.schedule, costs, r.hardware, options);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
@@ -52,6 +60,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--wait", a->run.wait,
                   "How a stage waits for its input: spin (keep the core busy) | block (sleep until woken) | auto "
                   "(spin when every stage on this machine has a core of its own)")
+      ->capture_default_str();
+  cmd->add_option("--pin", a->run.pin,
+                  "threads transport: on (pin stage d's thread to core d) | off | auto (pin when every stage has a "
+                  "core of its own); under MPI use mpirun's --bind-to")
       ->capture_default_str();
   cmd->add_option("--steps", a->run.steps, "Training steps to run")->capture_default_str();
   cmd->add_option("--warmup", a->run.warmup, "Warm-up steps left out of the measurement (default: 1 when --steps > 1)");
@@ -83,7 +95,11 @@ void add_run_command(CLI::App& app) {
       std::cout << (a->json ? json : report_table(result.report));
       if (a->compare) {
         exec::Comparison c = exec::compare_reports(predict(r), result.report);
-        std::cout << "\n" << exec::comparison_table(c);
+        const StepReport replay = replay_with_measured_op_times(r, result.report);
+        c.values.insert(c.values.begin() + 1, {"step_time_ms, replayed", replay.step_ns / 1e6, result.report.step_ns / 1e6});
+        std::cout << "\n" << exec::comparison_table(c)
+                  << "(replayed: the simulator fed with the measured mean op times; its error is what the pipeline\n"
+                     " adds to the op times: waits, transfers, executor overhead, ops that vary)\n";
       }
       if (a->run.check_gradients) {
         std::printf("largest relative gradient error: %.3g (limit %.0e)\n", result.max_gradient_error,

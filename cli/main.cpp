@@ -8,8 +8,10 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "exec/blas_kernels.h"
 
 int main(int argc, char** argv) {
+  pipescope::exec::use_native_blas_kernels(argv);  // may re-execute this program once
   CLI::App app{"pipescope: plan pipeline-parallel training, simulate it, run it, compare."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "pipescope 0.1.0");

@@ -4,6 +4,8 @@
 
 #include <cblas.h>
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -73,19 +75,23 @@ constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluA = 0.044715f;
 }  // namespace
 
+// GELU goes through Eigen's vectorised tanh: with libm's scalar tanhf the two GELU
+// kernels took 45% of a gpt-tiny step (perf, after the BLAS kernels were fixed).
 void CpuBackend::gelu_forward(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
-  }
+  Eigen::Map<const Eigen::ArrayXf> v(x, n);
+  Eigen::Map<Eigen::ArrayXf> out(y, n);
+  out = 0.5f * v * (1.0f + (kGeluC * (v + kGeluA * v.cube())).tanh());
 }
 
 void CpuBackend::gelu_backward(float* dx, const float* x, const float* dy, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
-    float d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
-    dx[i] = dy[i] * d;
+  constexpr int64_t kBlock = 1024;  // tanh kept on the stack, one block at a time
+  Eigen::Array<float, Eigen::Dynamic, 1, 0, kBlock, 1> t;
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t len = std::min(kBlock, n - i);
+    Eigen::Map<const Eigen::ArrayXf> v(x + i, len), g(dy + i, len);
+    Eigen::Map<Eigen::ArrayXf> out(dx + i, len);
+    t = (kGeluC * (v + kGeluA * v.cube())).tanh();
+    out = g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * kGeluC * (1.0f + 3.0f * kGeluA * v.square()));
   }
 }
 

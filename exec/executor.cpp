@@ -18,7 +18,8 @@ namespace pipescope::exec {
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
                     const RunOptions& options) {
   make_backend(options.backend);
-  options.spin_waits(1);  // refuses an unknown --wait before anything runs
+  options.spin_waits(1);  // refuses an unknown --wait or --pin before anything runs
+  options.pin_threads(1);
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
   if (options.warmup_steps() >= options.steps) {
     throw InputError("--warmup: expected fewer warm-up steps than --steps (" + std::to_string(options.steps) + ")");
@@ -62,8 +63,10 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
                                                  : make_hub(options.backend, schedule, spin);
   std::vector<WorkerResult> results(D);
   std::vector<std::thread> threads;
+  const bool pin = options.pin_threads(D);
   for (int d = 0; d < D; ++d) {
-    threads.emplace_back([&, d] {
+    threads.emplace_back([&, d, pin] {
+      if (pin) pin_current_thread(d);
       try {
         StageWorker worker(WorkerSetup{profile, plan, schedule, options, d}, hub->endpoint(d));
         results[d] = worker.run();

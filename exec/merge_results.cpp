@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "exec/blas_kernels.h"
 #include "exec/executor.h"
 #include "exec/replica_layout.h"
 
@@ -131,9 +132,12 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     rep.timeline.events.push_back({track, "allreduce", -1, -1, start - t0, s.allreduce_end_ns - start});
   }
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
-  rep.notes.push_back("measured: " + options.backend + " backend, " + options.transport + " transport (" +
-                      (r.spin_waits ? "waits spin" : "waits block") + "), median of " + std::to_string(steps - warmup) +
-                      " step(s) after " + std::to_string(warmup) + " warm-up");
+  const std::string kernels = options.backend == "cpu" ? " (OpenBLAS " + blas_kernels() + " kernels)" : "";
+  const std::string pinned =
+      options.transport == "threads" ? (options.pin_threads(K * R) ? ", threads pinned" : ", threads unpinned") : "";
+  rep.notes.push_back("measured: " + options.backend + " backend" + kernels + ", " + options.transport +
+                      " transport (" + (r.spin_waits ? "waits spin" : "waits block") + pinned + "), median of " +
+                      std::to_string(steps - warmup) + " step(s) after " + std::to_string(warmup) + " warm-up");
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   if (R > 1) {
     rep.notes.push_back("every stage runs as r = " + std::to_string(R) + " replicas (" + std::to_string(K * R) +

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "exec/blas_kernels.h"
 
 namespace pipescope::exec {
 
@@ -81,7 +82,7 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
   std::unique_ptr<Backend> backend = make_backend(o.backend);
   Profile p;
   p.model = model.name;
-  p.device_name = o.backend == "cpu" ? cpu_name() + " (1 thread)" : o.backend;
+  p.device_name = o.backend == "cpu" ? cpu_name() + " (1 thread, OpenBLAS " + blas_kernels() + " kernels)" : o.backend;
   if (!backend->device_name().empty()) p.device_name = backend->device_name();
   p.device_memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   if (backend->device_memory_bytes() > 0) p.device_memory_bytes = backend->device_memory_bytes();

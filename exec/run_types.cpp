@@ -1,11 +1,13 @@
 // --inject-fault parsing and the JSON form of a worker's records (sent by MPI ranks to rank 0).
 #include "exec/run_types.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 
@@ -16,6 +18,28 @@ int usable_cores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+void pin_current_thread(int i) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+  }
+  if (cores.empty()) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cores[static_cast<std::size_t>(i) % cores.size()], &one);
+  pthread_setaffinity_np(pthread_self(), sizeof one, &one);  // best effort: a refusal leaves placement to the OS
+}
+
+bool RunOptions::pin_threads(int devices_here) const {
+  if (pin == "on") return true;
+  if (pin == "off") return false;
+  if (pin == "auto") return devices_here <= usable_cores();
+  throw InputError("--pin: expected auto, on or off, got \"" + pin + "\"");
 }
 
 bool RunOptions::spin_waits(int devices_here) const {

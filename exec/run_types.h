@@ -33,6 +33,8 @@ FaultSpec parse_fault(const std::string& text);
 
 // Cores this process may run on (its CPU affinity mask).
 int usable_cores();
+// Pins the calling thread to the i-th (mod count) core of the process's affinity mask.
+void pin_current_thread(int i);
 
 struct RunOptions {
   std::string backend = "cpu";
@@ -48,11 +50,17 @@ struct RunOptions {
   // core of its own. On a virtual machine an idle core may be handed to another tenant
   // and comes back with cold caches, which slows the next op; spinning avoids that.
   std::string wait = "auto";
+  // threads transport: "on" pins device d's thread to the d-th core this process may use
+  // (round robin), "off" leaves placement to the OS, "auto" pins when every device has a
+  // core of its own (a thread that migrates leaves its warm caches behind).
+  std::string pin = "auto";
 
   int warmup_steps() const { return warmup >= 0 ? warmup : (steps > 1 ? 1 : 0); }
   // Whether waits spin, given how many devices run on this machine; throws InputError
   // for an unknown `wait`.
   bool spin_waits(int devices_here) const;
+  // Whether worker threads are pinned (see `pin`); throws InputError for an unknown `pin`.
+  bool pin_threads(int devices_here) const;
 };
 
 struct OpRecord {

@@ -49,6 +49,13 @@ TEST(ExecCli, CompareReadsPredictionAndMeasurement) {
   EXPECT_NE(cmp.output.find("\"relative_error\": 0.0"), std::string::npos) << cmp.output;
 }
 
+// run --compare adds the replay row: the simulator fed with the measured op times.
+TEST(ExecCli, RunCompareShowsTheReplayedStepTime) {
+  Outcome o = shell(kBin + " run" + kPlan + "--steps 2 --compare");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("step_time_ms, replayed"), std::string::npos) << o.output;
+}
+
 TEST(ExecCli, BadInputExitsTwoAndFailedRunExitsThree) {
   Outcome bad = shell(kBin + " run --profile profiles/toy-uniform.json -K 2 -M 2");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

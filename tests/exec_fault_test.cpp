@@ -109,13 +109,18 @@ TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
   }
 }
 
-TEST(ExecFaults, UnknownWaitModeIsAnInputError) {
+TEST(ExecFaults, UnknownWaitOrPinModeIsAnInputError) {
   RunOptions o;
   o.wait = "nap";
   EXPECT_THROW(o.spin_waits(1), InputError);
   o.wait = "auto";  // spins exactly when every device has a core of its own
   EXPECT_TRUE(o.spin_waits(usable_cores()));
   EXPECT_FALSE(o.spin_waits(usable_cores() + 1));
+  o.pin = "sometimes";
+  EXPECT_THROW(o.pin_threads(1), InputError);
+  o.pin = "auto";  // pins exactly when every device has a core of its own
+  EXPECT_TRUE(o.pin_threads(usable_cores()));
+  EXPECT_FALSE(o.pin_threads(usable_cores() + 1));
 }
 
 TEST(ExecFaults, ParseFaultRejectsGarbage) {
