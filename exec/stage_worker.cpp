@@ -91,13 +91,17 @@ std::string StageWorker::replica_of() const {
 void StageWorker::allreduce_gradients(StepRecord& record) {
   if (layout_.replicas < 2) return;
   const int64_t t0 = backend_->now_ns();
-  std::vector<float> flat;
-  for (Parameter* p : parameters_) {
-    std::vector<float> g = p->grad.to_host();
-    flat.insert(flat.end(), g.begin(), g.end());
+  std::vector<float>& flat = allreduce_buffer_;  // kept from step to step: no new pages
+  std::size_t n = 0;
+  for (const Parameter* p : parameters_) n += static_cast<std::size_t>(p->grad.numel());
+  flat.resize(n);
+  std::size_t at = 0;
+  for (const Parameter* p : parameters_) {
+    backend_->download(flat.data() + at, p->grad.data(), p->grad.numel());
+    at += static_cast<std::size_t>(p->grad.numel());
   }
   endpoint_.allreduce_sum(flat, layout_.group_of(setup_.device), deadline());
-  std::size_t at = 0;
+  at = 0;
   for (Parameter* p : parameters_) {
     backend_->upload(p->grad.data(), flat.data() + at, p->grad.numel());
     at += static_cast<std::size_t>(p->grad.numel());

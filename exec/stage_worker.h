@@ -71,6 +71,7 @@ class StageWorker {
   std::vector<std::unique_ptr<StageState>> stages_;  // indexed by model stage; null when not ours
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Parameter*> parameters_;
+  std::vector<float> allreduce_buffer_;  // this worker's gradients, flat, for the all-reduce
   WorkerResult result_;
 };
 

@@ -99,12 +99,12 @@ class ThreadEndpoint : public Endpoint {
     std::unique_lock<std::mutex> lock(hub_.mu_);
     ThreadHub::ReduceGroup& g = hub_.groups_[group.front()];
     g.parts.resize(group.size());
-    g.parts[me] = std::move(data);
+    g.parts[me].assign(data.begin(), data.end());  // copies into last step's buffer: no new pages
     const int64_t generation = g.generation;
     if (++g.arrived == static_cast<int>(group.size())) {
       // Summed once, in member order: every member gets the same bits.
       g.arrived = 0;
-      g.sum = std::move(g.parts[0]);
+      g.sum.assign(g.parts[0].begin(), g.parts[0].end());
       for (std::size_t i = 1; i < g.parts.size(); ++i) {
         if (g.parts[i].size() != g.sum.size()) throw RunError(describe_group(group) + ": parts differ in size");
         for (std::size_t k = 0; k < g.sum.size(); ++k) g.sum[k] += g.parts[i][k];
@@ -112,7 +112,7 @@ class ThreadEndpoint : public Endpoint {
       ++g.generation;
       hub_.events_.fetch_add(1, std::memory_order_release);
       hub_.cv_.notify_all();
-      data = g.sum;
+      data.assign(g.sum.begin(), g.sum.end());
       return;
     }
     auto done = [&] { return hub_.failed_ || g.generation != generation; };
@@ -124,7 +124,7 @@ class ThreadEndpoint : public Endpoint {
       lock.unlock();
       hub_.throw_stopped(device_, describe_group(group));
     }
-    data = g.sum;
+    data.assign(g.sum.begin(), g.sum.end());
   }
 
   void flush(Clock::time_point) override {}  // sends copy synchronously
