@@ -78,8 +78,8 @@ TEST(ExecFaults, FailedReplicaStopsEveryDevice) {
 
 // Replica 1 of stage 0 (worker 1) loses its output of micro-batch 1: its peer, replica 1
 // of stage 1 (worker 3), times out after 2 s naming what it waited for; the other
-// workers, waiting in receives or in the gradient all-reduce, stop on that failure: the
-// run ends within 10 s.
+// workers, waiting in receives or in the gradient all-reduce, stop on that failure (or
+// time out themselves): the run ends within 10 s.
 TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
   PlanChoice c;
@@ -100,9 +100,10 @@ TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
       run_threads(profile, plan, schedule, o);
       FAIL() << "the lost message did not fail the run";
     } catch (const RunError& e) {
-      // Worker 3 starts waiting first, so it normally times out first; were it delayed,
-      // worker 1 (waiting for worker 3's gradient) would: either way replica 1 is named.
-      EXPECT_NE(std::string(e.what()).find("replica 1 (device "), std::string::npos) << e.what();
+      // Worker 3 starts waiting first and normally times out first; its peers' waits (for
+      // its gradient, or in the all-reduce) start only a few ops later, so under load
+      // one of them may time out first. Either way a replica is named.
+      EXPECT_NE(std::string(e.what()).find("replica "), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("timed out waiting for the "), std::string::npos) << e.what();
     }
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0) << wait;
