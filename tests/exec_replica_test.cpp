@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -85,6 +86,28 @@ TEST(ExecReplicas, GradientsEqualOneProcessAndReplicasAgree) {
   }
   // 4 schedules x K in {1, 2} x re-materialisation off/on at r = 2, and two at r = 3.
   EXPECT_EQ(checked, 18);
+}
+
+// The same oracle over random plans: K in 1..3, r in 2..3, M in 1..5 (a multiple of K
+// for interleaved), b/r in 1..2 samples, any schedule, re-materialisation on or off.
+TEST(ExecReplicas, RandomReplicatedPlansKeepTheGradientOracle) {
+  const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return static_cast<int>(lo + rng() % static_cast<uint64_t>(hi - lo + 1)); };
+    Case c;
+    c.kind = kKinds[pick(0, 3)];
+    c.K = pick(1, 3);
+    c.r = pick(2, 3);
+    c.M = c.kind == ScheduleKind::Interleaved ? c.K * pick(1, 2) : pick(1, 5);
+    c.recompute = pick(0, 1) == 1;
+    c.microbatch_size = c.r * pick(1, 2);
+    SCOPED_TRACE("seed " + std::to_string(seed) + ": " + name(c));
+    RunResult r = run_one_step(profile, plan_for(profile, c), seed % 2 ? "spin" : "block", true);
+    EXPECT_LT(r.max_gradient_error, 1e-5);
+    EXPECT_GE(r.max_gradient_error, 0.0);
+    EXPECT_TRUE(r.replicas_identical);
+  }
 }
 
 TEST(ExecReplicas, TrackedPeakActivationsEqualThePrediction) {
