@@ -105,6 +105,7 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
     return backend->now_ns() - t0;
   };
 
+  double noisiest = 0;  // largest typical timing spread over the batch sizes
   for (double bd : o.batch_sizes) {
     const int64_t b = static_cast<int64_t>(bd);
     const int64_t started = backend->now_ns();
@@ -190,13 +191,14 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
                     static_cast<double>(backend->now_ns() - started) / 1e9, 100 * typical,
                     100 * std::max(worst, 0.0), worst_name.c_str());
       *o.progress << line;
-      if (typical > 0.15) {
-        *o.progress << "profile: warning: this machine is noisy (typical spread above 15%); "
-                       "predictions from this profile carry errors of that order; raise --repeats "
-                       "or measure on a quieter machine\n";
-      }
       o.progress->flush();
+      noisiest = std::max(noisiest, typical);
     }
+  }
+  if (o.progress != nullptr && noisiest > 0.15) {
+    *o.progress << "profile: warning: this machine is noisy (typical spread above 15%): a single "
+                   "measured step may differ from predictions by that much; compare medians of "
+                   "several runs, or measure on a quieter machine\n";
   }
   return p;
 }
