@@ -58,11 +58,11 @@ void add_run_command(CLI::App& app) {
                   "threads (one thread per stage replica) | mpi (one rank per stage replica: mpirun -np K*r pipescope run ...)")
       ->capture_default_str();
   cmd->add_option("--wait", a->run.wait,
-                  "How a stage waits for its input: spin (keep the core busy) | block (sleep until woken) | auto "
-                  "(spin when every stage on this machine has a core of its own)")
+                  "How a worker (one per stage replica) waits for its input: spin (keep the core busy) | block (sleep "
+                  "until woken) | auto (spin when every worker on this machine has a core of its own)")
       ->capture_default_str();
   cmd->add_option("--pin", a->run.pin,
-                  "threads transport: on (pin stage d's thread to core d) | off | auto (pin when every stage has a "
+                  "threads transport: on (pin worker d's thread to core d) | off | auto (pin when every worker has a "
                   "core of its own); under MPI use mpirun's --bind-to")
       ->capture_default_str();
   cmd->add_option("--steps", a->run.steps, "Training steps to run")->capture_default_str();
