@@ -242,6 +242,8 @@ class PipelineSim {
                         "each take half of backward_ms");
     }
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
+    r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
+                      "(core/cost_model.h); a layer's temporaries and tensors in flight are not counted");
     return std::move(r);
   }
 
