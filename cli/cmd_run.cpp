@@ -74,7 +74,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--check-gradients", a->run.check_gradients,
                 "Compare step 0's gradients with one process running the whole mini-batch; print the largest "
                 "relative error (fails above 1e-5, or when the replicas of a stage end with different parameters)");
-  cmd->add_flag("--compare", a->compare, "Also simulate the plan and print predicted vs measured");
+  cmd->add_flag("--compare", a->compare, "Also simulate the plan and print predicted vs measured, with the step replayed through the simulator with the measured op times");
   cmd->add_flag("--json", a->json, "Print the measurement JSON instead of the table");
   cmd->add_option("--trace", a->trace_path, "Write a Chrome trace of the reported step");
   cmd->add_option("-o,--output", a->output_path, "Write the measurement JSON to this file");

@@ -10,8 +10,8 @@ namespace pipescope::gui {
 
 double CompareModel::error_percent(double predicted, double measured) {
   if (predicted == measured) return 0.0;
-  if (measured == 0) return std::numeric_limits<double>::quiet_NaN();
-  return 100.0 * (predicted - measured) / measured;
+  if (predicted == 0) return std::numeric_limits<double>::quiet_NaN();
+  return 100.0 * (measured - predicted) / predicted;
 }
 
 void CompareModel::set_reports(const StepReport& p, const StepReport& m) {
@@ -73,7 +73,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
 
 QVariant CompareModel::headerData(int section, Qt::Orientation o, int role) const {
   if (role != Qt::DisplayRole || o != Qt::Horizontal) return {};
-  static const char* names[] = {"Quantity", "Predicted", "Measured", "Error % (pred - meas) / meas"};
+  static const char* names[] = {"Quantity", "Predicted", "Measured", "Error % (meas - pred) / pred"};
   return section >= 0 && section < ColumnCount ? QVariant(QString(names[section])) : QVariant();
 }
 

@@ -1,6 +1,6 @@
 // Measured over predicted: one row per quantity both reports carry (step time,
 // throughput, bubble fraction, then each stage's busy time and peak memory), with
-// the relative error (predicted - measured) / measured. Rows for stages exist only
+// the relative error (measured - predicted) / predicted, as `pipescope compare` prints it. Rows for stages exist only
 // for positions both reports have.
 //   CompareModel m; m.set_reports(prediction, measurement);
 #pragma once
@@ -26,7 +26,7 @@ class CompareModel : public QAbstractTableModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-  // Relative error in percent; 0 when both are 0, +-inf avoided (measured 0 -> NaN).
+  // Relative error in percent; 0 when both are 0, +-inf avoided (predicted 0 -> NaN).
   static double error_percent(double predicted, double measured);
 
  private:

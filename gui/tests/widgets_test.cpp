@@ -259,8 +259,8 @@ void WidgetsTest::compare_shows_errors() {
   QVERIFY(w.open_any(path));
   const CompareModel& c = w.comparison();
   QVERIFY(c.rowCount() > 0);
-  // (predicted - measured) / measured = (1 - 1.25) / 1.25 = -20 %.
-  QVERIFY(std::fabs(c.data(c.index(0, CompareModel::ErrorPercent), CompareModel::RawRole).toDouble() + 20.0) < 0.01);
+  // (measured - predicted) / predicted = (1.25 - 1) / 1 = +25 %.
+  QVERIFY(std::fabs(c.data(c.index(0, CompareModel::ErrorPercent), CompareModel::RawRole).toDouble() - 25.0) < 0.01);
   const QString trace = dir.filePath("trace.json");
   write_file_atomically(trace.toStdString(), chrome_trace(w.evaluation()->report));
   QVERIFY(w.open_any(trace));
