@@ -12,6 +12,7 @@
 #include "exec/compare.h"
 #include "exec/executor.h"
 #include "exec/mpi_runner.h"
+#include "sim/replay.h"
 #include "sim/simulator.h"
 
 namespace pipescope::cli {
@@ -29,7 +30,7 @@ StepReport predict(const ResolvedPlan& r) {
 
 // The measured step re-simulated with the measured mean op times (exec/compare.h).
 StepReport replay_with_measured_op_times(const ResolvedPlan& r, const StepReport& measured) {
-  CostModel costs = exec::with_measured_op_times(build_cost_model(r.profile, r.plan, r.hardware), measured);
+  CostModel costs = with_measured_op_times(build_cost_model(r.profile, r.plan, r.hardware), measured.timeline);
   SimOptions options;
   options.model = r.profile.model;
   return simulate(r.schedule, costs, r.hardware, options);

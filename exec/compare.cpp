@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -40,32 +39,6 @@ Comparison compare_reports(const StepReport& p, const StepReport& m) {
     c.values.push_back({st + "peak_memory_bytes", double(a.peak_memory_bytes), double(b.peak_memory_bytes)});
   }
   return c;
-}
-
-CostModel with_measured_op_times(CostModel costs, const StepReport& m) {
-  struct Sum {
-    int64_t ns = 0, count = 0;
-  };
-  std::map<std::pair<int, std::string>, Sum> sums;
-  for (const TimelineEvent& e : m.timeline.events) {
-    if (e.stage < 0 || e.stage >= static_cast<int>(costs.stages.size())) continue;
-    Sum& s = sums[{e.stage, e.category}];
-    s.ns += e.duration_ns;
-    ++s.count;
-  }
-  auto mean = [&](int stage, const char* kind, int64_t& field) {
-    auto it = sums.find({stage, kind});
-    if (it != sums.end() && it->second.count > 0) field = it->second.ns / it->second.count;
-  };
-  for (int s = 0; s < static_cast<int>(costs.stages.size()); ++s) {
-    StageCost& c = costs.stages[s];
-    mean(s, "forward", c.forward_ns);
-    mean(s, "backward", c.backward_ns);
-    mean(s, "backward_input", c.backward_input_ns);
-    mean(s, "backward_weight", c.backward_weight_ns);
-    mean(s, "recompute", c.recompute_ns);
-  }
-  return costs;
 }
 
 Json comparison_to_json(const Comparison& c) {

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "core/cost_model.h"
 #include "core/report.h"
 
 namespace pipescope::exec {
@@ -29,13 +28,6 @@ struct Comparison {
 Comparison compare_reports(const StepReport& prediction, const StepReport& measurement);
 Json comparison_to_json(const Comparison& c);
 
-// A copy of `costs` whose op times are the measurement's: for every model stage and op
-// kind, the mean duration of that kind's ops in the measurement's timeline (kinds it did
-// not run keep the model's time). Simulating it replays the measured step with the
-// measured op times, which splits an error in two: replayed - predicted is what the op
-// times explain, measured - replayed what the pipeline adds (waiting, transfers, the
-// executor's own work, ops whose durations vary from one to the next).
-CostModel with_measured_op_times(CostModel costs, const StepReport& measurement);
 std::string comparison_table(const Comparison& c);
 
 }  // namespace pipescope::exec

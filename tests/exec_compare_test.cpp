@@ -1,4 +1,4 @@
-// with_measured_op_times, the replay behind `run --compare`'s "replayed" row.
+// with_measured_op_times (sim/replay.h), the replay behind `run --compare`'s "replayed" row.
 // Oracles: a prediction replayed through its own timeline is itself, to the nanosecond
 // (every op of a kind on a stage has the same duration, so the means are exact), for
 // random plans over the four schedules; and a hand-made timeline gives the means one
@@ -8,8 +8,8 @@
 #include <random>
 
 #include "core/cost_model.h"
-#include "exec/compare.h"
 #include "planner/plan_builder.h"
+#include "sim/replay.h"
 #include "sim/simulator.h"
 
 namespace pipescope {
@@ -49,7 +49,7 @@ TEST(ExecReplay, ReplayingAPredictionReproducesItExactly) {
     const CostModel costs = build_cost_model(p, plan, h);
     const Schedule s = make_schedule(plan.schedule_spec());
     const StepReport predicted = simulate(s, costs, h, {});
-    const StepReport replayed = simulate(s, exec::with_measured_op_times(costs, predicted), h, {});
+    const StepReport replayed = simulate(s, with_measured_op_times(costs, predicted.timeline), h, {});
     EXPECT_EQ(replayed.step_ns, predicted.step_ns)
         << "seed " << seed << ": " << to_string(choice.schedule) << " K=" << choice.stages
         << " M=" << choice.microbatches << " recompute=" << choice.recompute;
@@ -64,7 +64,7 @@ TEST(ExecReplay, TakesTheMeanDurationOfEachKindOnEachStage) {
   m.timeline.events = {{0, "forward", 0, 0, 0, 10}, {0, "forward", 0, 1, 10, 20},     // mean 15
                        {1, "backward", 1, 0, 40, 30},                                // 30
                        {2, "transfer", 0, 0, 30, 1000}, {0, "allreduce", -1, -1, 0, 99}};  // not ops of a stage
-  const CostModel got = exec::with_measured_op_times(costs, m);
+  const CostModel got = with_measured_op_times(costs, m.timeline);
   EXPECT_EQ(got.stages[0].forward_ns, 15);
   EXPECT_EQ(got.stages[0].backward_ns, 7);  // not measured: the model's time stays
   EXPECT_EQ(got.stages[1].backward_ns, 30);

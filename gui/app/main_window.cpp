@@ -26,6 +26,8 @@
 #include "gui/models/memory_curves.h"
 #include "gui/models/timeline_merge.h"
 #include "gui/models/trace_reader.h"
+#include "sim/replay.h"
+#include "sim/simulator.h"
 
 namespace pipescope::gui {
 
@@ -255,6 +257,7 @@ bool MainWindow::open_trace(const QString& path) {
   }
   compare_view_->set_has_trace(true);
   update_compare_rows();
+  update_comparison();
   return true;
 }
 
@@ -364,7 +367,16 @@ void MainWindow::update_compare_rows() {
 
 void MainWindow::update_comparison() {
   if (!measurement_ || !evaluation_) return;
-  compare_.set_reports(evaluation_->report, *measurement_);
+  std::optional<double> replayed;
+  if (measured_trace_ && measured_trace_->events.size() > 0) {
+    // The measured op times through the simulator: what the pipeline adds to them.
+    const PlanInputs in = current_inputs();
+    const Schedule schedule = make_schedule(evaluation_->plan.schedule_spec());
+    const StepReport r = pipescope::simulate(schedule, with_measured_op_times(evaluation_->costs, *measured_trace_),
+                                             hardware_for(in, evaluation_->plan), SimOptions{false, {}});
+    replayed = r.step_ns / 1e6;
+  }
+  compare_.set_reports(evaluation_->report, *measurement_, replayed);
   if (measurement_->devices != evaluation_->report.devices || measurement_->microbatches != evaluation_->report.microbatches) {
     compare_view_->set_message(QString("note: the measurement has K=%1, M=%2 but the plan shown has K=%3, M=%4")
                                    .arg(measurement_->devices).arg(measurement_->microbatches)

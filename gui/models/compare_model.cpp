@@ -14,10 +14,13 @@ double CompareModel::error_percent(double predicted, double measured) {
   return 100.0 * (measured - predicted) / predicted;
 }
 
-void CompareModel::set_reports(const StepReport& p, const StepReport& m) {
+void CompareModel::set_reports(const StepReport& p, const StepReport& m, std::optional<double> replayed_step_ms) {
   beginResetModel();
   lines_.clear();
   lines_.push_back({"Step time (ms)", p.step_ns / 1e6, m.step_ns / 1e6, 3, false});
+  if (replayed_step_ms) {
+    lines_.push_back({"Step time, replayed with measured op times (ms)", *replayed_step_ms, m.step_ns / 1e6, 3, false});
+  }
   lines_.push_back({"Throughput (samples/s)", p.throughput_samples_per_s, m.throughput_samples_per_s, 1, false});
   lines_.push_back({"Bubble fraction (%)", 100 * p.bubble_fraction, 100 * m.bubble_fraction, 1, false});
   const std::size_t n = std::min(p.stages.size(), m.stages.size());

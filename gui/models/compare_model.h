@@ -6,6 +6,8 @@
 #pragma once
 
 #include <QAbstractTableModel>
+
+#include <optional>
 #include <vector>
 
 #include "core/report.h"
@@ -19,7 +21,10 @@ class CompareModel : public QAbstractTableModel {
   enum Role { RawRole = Qt::UserRole + 1 };
 
   using QAbstractTableModel::QAbstractTableModel;
-  void set_reports(const StepReport& predicted, const StepReport& measured);
+  // replayed_step_ms: the measured step replayed through the simulator with the
+  // measured op times (sim/replay.h), shown as a second step-time row when given.
+  void set_reports(const StepReport& predicted, const StepReport& measured,
+                   std::optional<double> replayed_step_ms = std::nullopt);
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

@@ -264,6 +264,13 @@ void WidgetsTest::compare_shows_errors() {
   const QString trace = dir.filePath("trace.json");
   write_file_atomically(trace.toStdString(), chrome_trace(w.evaluation()->report));
   QVERIFY(w.open_any(trace));
+  // With a trace the table gains the replayed step: the prediction's own trace replays
+  // to the predicted step exactly (sim/replay.h), so that row's "predicted" column is
+  // the predicted step time and its measured column the measurement's.
+  QCOMPARE(c.data(c.index(1, CompareModel::Quantity), Qt::DisplayRole).toString(),
+           QString("Step time, replayed with measured op times (ms)"));
+  QCOMPARE(c.data(c.index(1, CompareModel::Predicted), CompareModel::RawRole).toDouble(),
+           c.data(c.index(0, CompareModel::Predicted), CompareModel::RawRole).toDouble());
   // Rows side by side: 10 predicted tracks, each followed by its measured twin.
   const TimelineModel& rows = w.compare_rows();
   QCOMPARE(rows.track_count(), 20);
