@@ -8,7 +8,8 @@
 # with the run's measured mean op times (run --compare): measured vs replayed is what the
 # pipeline adds to the op times (waits, transfers, executor overhead, varying ops).
 # Usage: benchmarks/timing_check.sh [ROUNDS] [M] [microbatch-size] [steps] [extra run options...]
-#        (from the repository root; e.g. benchmarks/timing_check.sh 5 8 4 11 --wait block)
+#        (from the repository root; e.g. benchmarks/timing_check.sh 5 8 4 11 --wait block;
+#        PROFILE_ARGS="--statistic median" benchmarks/timing_check.sh passes options to profile)
 set -euo pipefail
 ROUNDS=${1:-5}; M=${2:-8}; B=${3:-4}; STEPS=${4:-11}
 shift $(( $# < 4 ? $# : 4 ))
@@ -16,7 +17,7 @@ BIN=build/bin/pipescope
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 for r in $(seq 1 "$ROUNDS"); do
-  $BIN profile --model models/gpt-tiny.json --batch-sizes "$B" -o "$TMP/profile.json" 2> "$TMP/profile.log"
+  $BIN profile --model models/gpt-tiny.json --batch-sizes "$B" ${PROFILE_ARGS:-} -o "$TMP/profile.json" 2> "$TMP/profile.log"
   for K in 1 2 4; do
     $BIN run --profile "$TMP/profile.json" -K "$K" -M "$M" --microbatch-size "$B" --steps "$STEPS" "$@" \
       --compare > "$TMP/run.txt"

@@ -60,9 +60,13 @@ void add_profile_command(CLI::App& app) {
                       "cuda: measure on an SM partition of 1/K of the GPU (what each of K virtual devices gets)")
       ->capture_default_str();
   profile->add_option("--batch-sizes", m->batch_sizes, "Micro-batch sizes to measure")->capture_default_str();
-  profile->add_option("--repeats", m->options.repeats, "Timed rounds (each times every layer once); the mean less the fastest and slowest tenth is kept")
+  profile->add_option("--repeats", m->options.repeats, "Timed rounds (each times every layer once)")
       ->capture_default_str();
   profile->add_option("--warmup", m->options.warmup, "Untimed runs before the repeats")->capture_default_str();
+  profile->add_option("--statistic", m->options.statistic,
+                      "What each op keeps of its timings: median | trimmed-mean (the mean less the fastest and slowest "
+                      "tenth)")
+      ->capture_default_str();
   profile->add_option("-o,--output", m->output, "Output file ('-' = stdout)")->capture_default_str();
 
   struct Args {

@@ -39,11 +39,11 @@ std::string cpu_name() {
 
 namespace {
 
-// The per-op figure the profile keeps: the mean after dropping the fastest and slowest
-// tenth of the samples. A step's time is a sum of many ops, so what predicts it is the
-// ops' mean duration over the machine's fast and slow spells, not their median (which
-// picks whichever spell was longer); the trimming drops one-off outliers (a page fault,
-// a preempted thread).
+// --statistic trimmed-mean: the mean after dropping the fastest and slowest tenth of the
+// samples. A step's time is a sum of many ops, so in principle the ops' mean over the
+// machine's fast and slow spells predicts it better than their median (which picks
+// whichever spell was longer); on this project's VM the two predicted equally well
+// (docs/exec.md), so the default is the median. The trimming drops one-off outliers.
 double trimmed_mean_ms(std::vector<int64_t> ns) {
   std::sort(ns.begin(), ns.end());
   const std::size_t cut = ns.size() / 10;
@@ -76,6 +76,12 @@ double relative_spread(std::vector<int64_t> ns) {
 Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
   if (o.repeats < 1) throw InputError("--repeats: expected at least 1");
   if (o.warmup < 0) throw InputError("--warmup: expected 0 or more");
+  if (o.statistic != "trimmed-mean" && o.statistic != "median") {
+    throw InputError("--statistic: expected trimmed-mean or median, got \"" + o.statistic + "\"");
+  }
+  auto keep = [&](const std::vector<int64_t>& ns) {
+    return o.statistic == "median" ? median_ms(ns) : trimmed_mean_ms(ns);
+  };
   for (double b : o.batch_sizes) {
     if (b != std::floor(b) || b < 1) throw InputError("--batch-sizes: the executor needs whole micro-batch sizes >= 1");
   }
@@ -165,10 +171,10 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
     std::string worst_name;
     for (Probe& pr : probes) {
       LayerProfile& lp = p.layers[pr.index];
-      lp.forward_ms.push_back(trimmed_mean_ms(pr.forward));
-      lp.backward_ms.push_back(trimmed_mean_ms(pr.backward));
-      lp.backward_input_ms.push_back(trimmed_mean_ms(pr.backward_input));
-      lp.backward_weight_ms.push_back(trimmed_mean_ms(pr.backward_weight));
+      lp.forward_ms.push_back(keep(pr.forward));
+      lp.backward_ms.push_back(keep(pr.backward));
+      lp.backward_input_ms.push_back(keep(pr.backward_input));
+      lp.backward_weight_ms.push_back(keep(pr.backward_weight));
       lp.activation_bytes.push_back(static_cast<double>(pr.activation_bytes));
       lp.output_bytes.push_back(static_cast<double>(pr.output_bytes));
       for (auto* samples : {&pr.forward, &pr.backward}) {

@@ -1,8 +1,8 @@
 // Measures each layer of a model file on a backend into a v1 profile that can be
 // executed (every layer keeps its spec). Per layer and micro-batch size: forward,
-// backward, backward_input and backward_weight times (warm-up rounds, then the mean of
-// `repeats` rounds less the fastest and slowest tenth; each round times every layer
-// once, so the machine's slow spells fall on all layers alike), activation_bytes = what the tracking allocator charged as activations
+// backward, backward_input and backward_weight times (warm-up rounds, then the median
+// of `repeats` rounds, or their trimmed mean; each round times every layer once, so the
+// machine's slow spells fall on all layers alike), activation_bytes = what the tracking allocator charged as activations
 // during forward (the layer's stash, which is exactly what a stage worker keeps),
 // output_bytes = the output tensor, parameter_bytes = the weights. Before each timed op
 // the profiler overwrites a buffer larger than the per-core cache, because in a pipelined
@@ -24,6 +24,9 @@ struct ProfileOptions {
   std::vector<double> batch_sizes = {1, 2, 4, 8};
   int warmup = 2;
   int repeats = 20;
+  // What each op keeps of its `repeats` timings: "median" or "trimmed-mean" (the mean
+  // less the fastest and slowest tenth).
+  std::string statistic = "median";
   int64_t cache_flush_bytes = 8 << 20;  // 0: time with warm caches
   std::ostream* progress = nullptr;     // one line per micro-batch size: time taken, timing spread
 };
