@@ -56,6 +56,12 @@ TEST(ExecCli, RunCompareShowsTheReplayedStepTime) {
   EXPECT_NE(o.output.find("step_time_ms, replayed"), std::string::npos) << o.output;
 }
 
+TEST(ExecCli, ProfileRefusesAnUnknownStatistic) {
+  Outcome o = shell(kBin + " profile --model models/gpt-tiny.json --batch-sizes 1 --statistic mode -o /dev/null");
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_NE(o.output.find("--statistic: expected trimmed-mean or median, got \"mode\""), std::string::npos) << o.output;
+}
+
 TEST(ExecCli, BadInputExitsTwoAndFailedRunExitsThree) {
   Outcome bad = shell(kBin + " run --profile profiles/toy-uniform.json -K 2 -M 2");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
