@@ -21,16 +21,7 @@ namespace {
 
 constexpr double kGradientTolerance = 1e-5;
 
-StepReport predict(const ResolvedPlan& r) {
-  CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
-  SimOptions options;
-  options.model = r.profile.model;
-  return simulate(r.schedule, costs, r.hardware, options);
-}
-
-// The measured step re-simulated with the measured mean op times (exec/compare.h).
-StepReport replay_with_measured_op_times(const ResolvedPlan& r, const StepReport& measured) {
-  CostModel costs = with_measured_op_times(build_cost_model(r.profile, r.plan, r.hardware), measured.timeline);
+StepReport simulate_plan(const ResolvedPlan& r, const CostModel& costs) {
   SimOptions options;
   options.model = r.profile.model;
   return simulate(r.schedule, costs, r.hardware, options);
@@ -95,8 +86,10 @@ void add_run_command(CLI::App& app) {
       if (!a->trace_path.empty()) write_output(a->trace_path, chrome_trace(result.report));
       std::cout << (a->json ? json : report_table(result.report));
       if (a->compare) {
-        exec::Comparison c = exec::compare_reports(predict(r), result.report);
-        const StepReport replay = replay_with_measured_op_times(r, result.report);
+        // The prediction, and the measured step replayed with its measured op times (sim/replay.h).
+        const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
+        exec::Comparison c = exec::compare_reports(simulate_plan(r, costs), result.report);
+        const StepReport replay = simulate_plan(r, with_measured_op_times(costs, result.report.timeline));
         c.values.insert(c.values.begin() + 1, {"step_time_ms, replayed", replay.step_ns / 1e6, result.report.step_ns / 1e6});
         std::cout << "\n" << exec::comparison_table(c)
                   << "(replayed: the simulator fed with the measured mean op times; its error is what the pipeline\n"

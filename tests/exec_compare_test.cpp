@@ -1,14 +1,13 @@
 // with_measured_op_times (sim/replay.h), the replay behind `run --compare`'s "replayed" row.
 // Oracles: a prediction replayed through its own timeline is itself, to the nanosecond
 // (every op of a kind on a stage has the same duration, so the means are exact), for
-// random plans over the four schedules; and a hand-made timeline gives the means one
+// random plans over the four schedules (tests/random_plans.h); and a hand-made timeline gives the means one
 // computes by hand.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "core/cost_model.h"
 #include "planner/plan_builder.h"
+#include "random_plans.h"
 #include "sim/replay.h"
 #include "sim/simulator.h"
 
@@ -17,35 +16,11 @@ namespace {
 
 TEST(ExecReplay, ReplayingAPredictionReproducesItExactly) {
   for (uint64_t seed = 1; seed <= 80; ++seed) {
-    std::mt19937_64 rng(seed);
-    Profile p;
-    p.model = "random";
-    p.batch_sizes = {1, 4};
-    const int L = 4 + rng() % 16;
-    for (int l = 0; l < L; ++l) {
-      LayerProfile layer;
-      layer.name = "l";
-      layer.name += std::to_string(l);
-      const double f = 0.01 + (rng() % 1000) / 100.0, b = 0.01 + (rng() % 2000) / 100.0;
-      layer.forward_ms = {f, 3.7 * f};
-      layer.backward_ms = {b, 3.9 * b};
-      layer.activation_bytes = {1000.0, 4000.0};
-      layer.output_bytes = {100.0, 400.0};
-      layer.parameter_bytes = 1000;
-      p.layers.push_back(layer);
-    }
-    PlanChoice choice;
-    choice.stages = 1 + rng() % std::min(L / 2, 4);
-    const ScheduleKind kinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-                                  ScheduleKind::ZeroBubbleH1};
-    choice.schedule = kinds[rng() % 4];
-    choice.chunks = choice.schedule == ScheduleKind::Interleaved ? 2 : 1;
-    choice.microbatches = choice.schedule == ScheduleKind::Interleaved ? choice.stages * (1 + rng() % 3)
-                                                                        : 1 + rng() % 9;
-    choice.recompute = rng() % 2;
-    Plan plan = make_plan(p, choice);
-    Hardware h = Hardware::ideal(choice.stages);
-    h.link = {0.0, static_cast<double>(rng() % 50)};  // random latency (us)
+    const testing::RandomPlan rp = testing::random_plan(seed);
+    const Profile& p = rp.profile;
+    const PlanChoice& choice = rp.choice;
+    const Plan& plan = rp.plan;
+    const Hardware& h = rp.hardware;
     const CostModel costs = build_cost_model(p, plan, h);
     const Schedule s = make_schedule(plan.schedule_spec());
     const StepReport predicted = simulate(s, costs, h, {});

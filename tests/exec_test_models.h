@@ -2,7 +2,12 @@
 // steps, yet with every layer type (attention, MLP block, LayerNorm, GELU, linear).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <string>
+
 #include "core/profile.h"
+#include "core/report.h"
 #include "exec/model.h"
 
 namespace pipescope::test {
@@ -47,6 +52,18 @@ inline Profile profile_with_specs(const exec::ModelFile& m) {
     p.layers.push_back(lp);
   }
   return p;
+}
+
+// The tracked activation peak of every position equals the prediction's, byte for byte
+// (and is not vacuously 0).
+inline void expect_activation_peaks_equal(const StepReport& predicted, const StepReport& measured,
+                                          const std::string& label) {
+  ASSERT_EQ(predicted.stages.size(), measured.stages.size()) << label;
+  for (std::size_t d = 0; d < predicted.stages.size(); ++d) {
+    EXPECT_GT(predicted.stages[d].peak_activation_bytes, 0) << label;
+    EXPECT_EQ(measured.stages[d].peak_activation_bytes, predicted.stages[d].peak_activation_bytes)
+        << label << ", position " << d;
+  }
 }
 
 }  // namespace pipescope::test

@@ -9,9 +9,9 @@
 #include <boost/graph/dag_shortest_paths.hpp>
 
 #include <map>
-#include <random>
 
 #include "planner/plan_builder.h"
+#include "random_plans.h"
 #include "sim/simulator.h"
 
 using namespace pipescope;
@@ -85,36 +85,11 @@ int64_t longest_path(const Schedule& s, const CostModel& c, const Hardware& h) {
 
 TEST(SimLongestPath, EqualsBoostGraphLongestPathForRandomPlans) {
   for (uint64_t seed = 1; seed <= 120; ++seed) {
-    std::mt19937_64 rng(seed);
-    Profile p;
-    p.model = "random";
-    p.batch_sizes = {1, 4};
-    const int L = 4 + rng() % 20;
-    for (int l = 0; l < L; ++l) {
-      LayerProfile layer;
-      layer.name = "l" + std::to_string(l);
-      double f = 0.01 + (rng() % 1000) / 100.0, b = 0.01 + (rng() % 2000) / 100.0;
-      layer.forward_ms = {f, 3.7 * f};
-      layer.backward_ms = {b, 3.9 * b};
-      layer.activation_bytes = {1000.0 * (1 + rng() % 100), 4000.0 * (1 + rng() % 100)};
-      layer.output_bytes = {100.0, 400.0};
-      layer.parameter_bytes = 1000;
-      p.layers.push_back(layer);
-    }
-    PlanChoice choice;
-    choice.stages = 1 + rng() % std::min(L / 2, 6);
-    const ScheduleKind kinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-                                  ScheduleKind::ZeroBubbleH1};
-    choice.schedule = kinds[rng() % 4];
-    choice.chunks = choice.schedule == ScheduleKind::Interleaved ? 2 : 1;
-    choice.microbatches = choice.schedule == ScheduleKind::Interleaved ? choice.stages * (1 + rng() % 3)
-                                                                        : 1 + rng() % 9;
-    choice.microbatch_size = 1 + rng() % 6;
-    choice.recompute = rng() % 2;
-    choice.partition = rng() % 2 ? "uniform" : "balanced";
-    Plan plan = make_plan(p, choice);
-    Hardware h = Hardware::ideal(choice.stages);
-    h.link = {0.0, static_cast<double>(rng() % 50)};  // bandwidth-free, random latency (us)
+    const pipescope::testing::RandomPlan rp = pipescope::testing::random_plan(seed);
+    const Profile& p = rp.profile;
+    const PlanChoice& choice = rp.choice;
+    const Plan& plan = rp.plan;
+    const Hardware& h = rp.hardware;
     CostModel c = build_cost_model(p, plan, h);
     Schedule s = make_schedule(plan.schedule_spec());
     StepReport r = simulate(s, c, h, {});
