@@ -62,7 +62,7 @@ void add_profile_command(CLI::App& app) {
   profile->add_option("--batch-sizes", m->batch_sizes, "Micro-batch sizes to measure")->capture_default_str();
   profile->add_option("--repeats", m->options.repeats, "Timed rounds (each times every layer once)")
       ->capture_default_str();
-  profile->add_option("--warmup", m->options.warmup, "Untimed runs before the repeats")->capture_default_str();
+  profile->add_option("--warmup", m->options.warmup, "Untimed rounds before the timed ones")->capture_default_str();
   profile->add_option("--statistic", m->options.statistic,
                       "What each op keeps of its timings: median | trimmed-mean (the mean less the fastest and slowest "
                       "tenth)")
