@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       c.profile_path = profile_path;
       if (c.schedule == ScheduleKind::Interleaved && M % K != 0) continue;
       Plan plan = make_plan(profile, c);
-      Schedule schedule = make_schedule(plan.schedule_spec());
+      Schedule schedule = schedule_for(plan);
       Hardware hw = Hardware::ideal(K);
       StepReport predicted = simulate(schedule, build_cost_model(profile, plan, hw), hw);
       exec::RunOptions check;
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
       c.microbatch_size = microbatch_size;
       c.schedule = ScheduleKind::GPipe;
       Plan plan = make_plan(profile, c);
-      Schedule schedule = make_schedule(plan.schedule_spec());
+      Schedule schedule = schedule_for(plan);
       exec::RunOptions o;
       o.steps = steps;
       exec::RunResult one = exec::run_threads(profile, plan, schedule, o);

@@ -24,7 +24,7 @@ struct SearchArgs {
   std::string profile_path, hardware_path;
   int devices = 0;
   int64_t batch = 0;
-  std::string schedules = "gpipe,1f1b,interleaved,zb-h1";
+  std::string schedules = schedule_kind_names(",");
   std::string chunks = "2,4";
   int max_stages = 0;
   std::string recompute = "auto";

@@ -1,5 +1,5 @@
 // `pipescope simulate`: predict one training step of a plan; `pipescope schedule`:
-// print a schedule's per-device op order as a text diagram.
+// write a schedule (built-in or read from a file) as a text diagram, JSON or PyTorch CSV.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -8,6 +8,7 @@
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/schedule_io.h"
 #include "sim/simulator.h"
 
 namespace pipescope::cli {
@@ -15,6 +16,8 @@ namespace pipescope::cli {
 // A Chrome trace takes about 1.5 KiB of memory and 350 bytes of file per op; past a
 // million ops it is refused (viewers cannot open such traces anyway).
 constexpr std::size_t kMaxTraceOps = 1'000'000;
+// A text diagram wider than this is unreadable (JSON and CSV have no limit of their own).
+constexpr int64_t kMaxDiagramCells = 100'000;
 
 void add_simulate_command(CLI::App& app) {
   struct Args {
@@ -58,23 +61,53 @@ void add_schedule_command(CLI::App& app) {
   struct Args {
     int stages = 0, microbatches = 0, chunks = 1;
     std::string schedule = "1f1b";
+    std::string schedule_file;
+    std::string format = "text";
+    std::string output_path = "-";
     bool recompute = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("schedule", "Print a schedule's per-device op order as a text diagram");
-  cmd->add_option("--stages,-K", args->stages, "Pipeline stages K")->required();
-  cmd->add_option("--microbatches,-M", args->microbatches, "Micro-batches M")->required();
-  cmd->add_option("--schedule", args->schedule, "gpipe | 1f1b | interleaved | zb-h1")->capture_default_str();
+  CLI::App* cmd = app.add_subcommand(
+      "schedule", "Write a schedule's per-device op order: a text diagram, pipescope.schedule JSON or PyTorch CSV");
+  cmd->add_option("--stages,-K", args->stages, "Pipeline stages K (devices)");
+  cmd->add_option("--microbatches,-M", args->microbatches, "Micro-batches M");
+  cmd->add_option("--schedule", args->schedule, schedule_kind_names())->capture_default_str();
   cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved)")->capture_default_str();
-  cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation before each backward");
+  cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation (R) before each backward");
+  cmd->add_option("--schedule-file", args->schedule_file,
+                  "Read this schedule file (JSON or PyTorch CSV) instead of generating one: converts between formats");
+  cmd->add_option("--format", args->format, "text | json | csv (PyTorch pipelining's compute-only CSV)")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", args->output_path, "Write to this file instead of stdout")->capture_default_str();
   cmd->callback([args] {
-    if (static_cast<int64_t>(args->stages) * std::max(args->chunks, 1) * args->microbatches > 100000) {
-      throw InputError("schedule: the diagram is limited to K x v x M <= 100000 cells");
+    Schedule s;
+    if (!args->schedule_file.empty()) {
+      s = load_schedule_file(args->schedule_file);
+      if (args->recompute) s = with_recompute(std::move(s));
+    } else {
+      if (args->format == "text" &&
+          static_cast<int64_t>(args->stages) * std::max(args->chunks, 1) * args->microbatches > kMaxDiagramCells) {
+        throw InputError("schedule: the diagram is limited to K x v x M <= 100000 cells (use --format json or csv)");
+      }
+      if (args->stages < 1) throw InputError("--stages: expected K >= 1 (or give --schedule-file)");
+      if (args->microbatches < 1) throw InputError("--microbatches: expected M >= 1 (or give --schedule-file)");
+      s = make_schedule({parse_schedule_kind(args->schedule), args->stages, args->microbatches, args->chunks,
+                         args->recompute});
     }
-    Schedule s = make_schedule({parse_schedule_kind(args->schedule), args->stages, args->microbatches,
-                                args->chunks, args->recompute});
     validate_schedule(s);
-    std::cout << schedule_diagram(s);
+    std::string text;
+    if (args->format == "json") {
+      text = schedule_to_json(s).dump(1) + "\n";
+    } else if (args->format == "csv") {
+      text = schedule_to_csv(s);
+    } else {
+      if (static_cast<int64_t>(s.stages()) * s.microbatches() > kMaxDiagramCells) {
+        throw InputError("schedule: the diagram is limited to K x v x M <= 100000 cells (use --format json or csv)");
+      }
+      text = schedule_diagram(s);
+    }
+    write_output(args->output_path, text);
   });
 }
 

@@ -22,7 +22,10 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "b/r samples of every micro-batch)")
       ->capture_default_str();
   cmd->add_option("--microbatches,-M", microbatches, "Micro-batches M per step");
-  cmd->add_option("--schedule", schedule, "gpipe | 1f1b | interleaved | zb-h1")->capture_default_str();
+  cmd->add_option("--schedule", schedule, schedule_kind_names())->capture_default_str();
+  cmd->add_option("--schedule-file", schedule_file,
+                  "A schedule file instead of --schedule: pipescope.schedule JSON or PyTorch pipelining CSV "
+                  "(K, M and the stage -> device map come from it; docs/schedule-files.md)");
   cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved only)")->capture_default_str();
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
@@ -36,6 +39,9 @@ void PlanOptions::add_to(CLI::App* cmd) {
 ResolvedPlan resolve(const PlanOptions& o) {
   ResolvedPlan r;
   if (!o.plan_path.empty()) {
+    if (!o.schedule_file.empty()) {
+      throw InputError("--schedule-file: a plan names its schedule (\"schedule\": {\"file\": ...}); give --profile instead of --plan");
+    }
     r.plan = load_plan(o.plan_path);
     std::string profile_path = o.profile_path;
     if (profile_path.empty()) {
@@ -47,8 +53,9 @@ ResolvedPlan resolve(const PlanOptions& o) {
     check_plan_layers(r.plan, r.profile.num_layers(), r.profile.source);
   } else {
     if (o.profile_path.empty()) throw InputError("give --plan FILE, or --profile FILE with --stages and --microbatches");
-    if (o.stages < 1) throw InputError("--stages: expected a number of stages >= 1 (or give --plan)");
-    if (o.microbatches < 1) throw InputError("--microbatches: expected a number of micro-batches >= 1");
+    const bool file = !o.schedule_file.empty();
+    if (o.stages < 1 && !file) throw InputError("--stages: expected a number of stages >= 1 (or give --plan)");
+    if (o.microbatches < 1 && !file) throw InputError("--microbatches: expected a number of micro-batches >= 1");
     if (!(o.microbatch_size >= 0)) {
       throw InputError("--microbatch-size: expected a positive number of samples, got " + CLI::detail::to_string(o.microbatch_size));
     }
@@ -59,13 +66,14 @@ ResolvedPlan resolve(const PlanOptions& o) {
     c.microbatches = o.microbatches;
     c.microbatch_size = o.microbatch_size;
     c.schedule = parse_schedule_kind(o.schedule);
+    c.schedule_file = o.schedule_file;
     c.chunks = o.chunks;
     c.recompute = o.recompute;
     c.partition = o.partition;
     c.profile_path = o.profile_path;
     if (!o.hardware_path.empty()) {
       r.hardware = load_hardware(o.hardware_path);
-      const int64_t devices = static_cast<int64_t>(o.stages) * o.replicas;
+      const int64_t devices = static_cast<int64_t>(o.stages) * o.replicas;  // 0 with a schedule file: checked below
       if (devices > r.hardware.devices) {
         const std::string times = o.replicas > 1 ? " x --replicas " + std::to_string(o.replicas) : "";
         throw InputError("--stages " + std::to_string(o.stages) + times + " needs " + std::to_string(devices) +
@@ -82,10 +90,10 @@ ResolvedPlan resolve(const PlanOptions& o) {
   if (o.hardware_path.empty()) r.hardware = Hardware::ideal(needed);
   if (!o.plan_path.empty() && !o.hardware_path.empty()) r.hardware = load_hardware(o.hardware_path);
   if (o.plan_path.empty() && needed > r.hardware.devices) {
-    throw InputError("--stages " + std::to_string(o.stages) + " needs " + std::to_string(needed) +
+    throw InputError("--stages " + std::to_string(r.plan.pipeline_devices()) + " needs " + std::to_string(needed) +
                      " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
   }
-  r.schedule = make_schedule(r.plan.schedule_spec());
+  r.schedule = schedule_for(r.plan);
   validate_schedule(r.schedule);
   return r;
 }

@@ -25,6 +25,7 @@ struct PlanOptions {
   int replicas = 1;
   int microbatches = 0;
   std::string schedule = "1f1b";
+  std::string schedule_file;
   int chunks = 1;
   double microbatch_size = 0;
   bool recompute = false;

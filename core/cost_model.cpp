@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/op_rules.h"
 
 namespace pipescope {
 
@@ -66,7 +67,7 @@ class LimitCheck {
     }
   }
 
-  void add(std::size_t s, const StageTotals& t, double microbatch) {
+  void add(std::size_t s, std::size_t device, const StageTotals& t, double microbatch) {
     auto fail = [&](const std::string& what) {
       throw InputError(plan_.source.empty() ? "plan" : plan_.source, "stages[" + std::to_string(s) + "]",
                        what + " (layers [" + std::to_string(plan_.stages[s].first_layer) + ", " +
@@ -80,7 +81,6 @@ class LimitCheck {
         fail("a tensor of " + number(v) + " bytes exceeds the limit of 2^62 bytes");
       }
     }
-    const std::size_t device = s % device_bytes_.size();
     device_bytes_[device] += t.parameter_bytes * (2.0 + plan_.optimizer_state_factor) +
                              M * (t.activation_bytes + t.input_bytes);
     device_params_[device] += t.parameter_bytes;
@@ -128,7 +128,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
   c.microbatch_size = plan.microbatch_size();
   c.batch_size = plan.batch_size;
   c.optimizer_state_factor = plan.optimizer_state_factor;
-  c.split_estimated = plan.schedule == ScheduleKind::ZeroBubbleH1 && !profile.has_split_backward();
+  c.split_measured = profile.has_split_backward();
   const int K = plan.pipeline_devices();
   for (int p = 0; p < K; ++p) {
     const std::vector<int>& devices = plan.stages[p].devices;
@@ -142,6 +142,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     c.position_device.push_back(devices.front());
     c.position_devices.push_back(devices);
   }
+  c.stage_position = plan.stage_positions();
   LimitCheck limits(plan, hardware);
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& ps = plan.stages[s];
@@ -150,9 +151,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.end_layer = ps.end_layer;
     st.replicas = static_cast<int>(ps.devices.size());
     const double b = c.microbatch_size / st.replicas;
-    // The slowest replica sets the pace of a replicated stage.
-    double speed = 1e300;
-    for (int d : ps.devices) speed = std::min(speed, hardware.device_speed(d));
+    const double speed = slowest_speed(hardware, ps.devices);
     double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {
       f += profile.forward_ms(l, b);
@@ -163,9 +162,9 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
       params_real += static_cast<double>(profile.layers[l].parameter_bytes);
     }
     f /= speed, bw /= speed, bi /= speed, w /= speed;
-    const bool split = plan.schedule == ScheduleKind::ZeroBubbleH1;
-    limits.add(s,
-               {f * (plan.recompute ? 2 : 1) + (split ? bi + w : bw), std::max({f, bw, bi, w}), act_real,
+    // Whichever backward the schedule runs (B, or I then W), the larger bounds the step.
+    limits.add(s, static_cast<std::size_t>(c.stage_position[s]),
+               {f * (plan.recompute ? 2 : 1) + std::max(bw, bi + w), std::max({f, bw, bi, w}), act_real,
                 boundary_bytes_real(profile, ps.first_layer, b), boundary_bytes_real(profile, ps.end_layer, b),
                 params_real},
                b);

@@ -1,22 +1,12 @@
-// What each model stage of a plan costs on its device: compute times in integer
+// What each model stage of a plan costs on its devices: compute times in integer
 // nanoseconds (profile times at the per-replica micro-batch size, divided by the
-// device's speed), bytes sent across each stage boundary, and the memory the
-// accounting rules below charge. The simulator and the executor's tracker follow
-// the same rules, so predicted and measured activation peaks agree byte for byte:
-//
-//   static bytes of a device  = parameters x (1 weights + 1 gradients + optimizer factor)
-//   at the start of F(s,m)    += stash(s): the stage's activation_bytes, or with
-//                                 re-materialisation only its input (the tensors it
-//                                 receives; 0 for the first stage, whose input is data)
-//   at the start of R(s,m)    += activation_bytes(s) (the recomputed activations)
-//   at the end of B(s,m)      -= all bytes held for (s,m); with split backward this
-//                                 happens at the end of W(s,m) instead.
+// slowest replica's speed), the bytes that cross each stage boundary, and the byte
+// counts the memory rules of core/op_rules.h charge. The rules themselves (what an op
+// charges, frees and costs) live in core/op_rules.h only.
 //
 // On the executor (exec/stage_worker.h) a layer's activation_bytes is, by construction,
 // what its forward stashes for its backward (its input and the tensors it creates, never
 // its output), as measured by the tracking allocator in `pipescope profile --model`.
-// The output gradients kept from B(s,m) to W(s,m) under split backward are not
-// activations (the tracker counts them as transient), nor are tensors in flight.
 #pragma once
 
 #include <cstdint>
@@ -47,14 +37,11 @@ struct CostModel {
   std::vector<StageCost> stages;       // per model stage
   std::vector<int> position_device;    // pipeline position -> first hardware device
   std::vector<std::vector<int>> position_devices;  // all replicas' hardware devices
+  std::vector<int> stage_position;     // model stage -> pipeline position (plan order)
   double microbatch_size = 1;
   int64_t batch_size = 1;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
-  bool split_estimated = false;        // B and W taken as halves of backward_ms
-
-  int64_t stash_bytes(int stage, bool recompute) const {
-    return recompute ? stages[stage].input_bytes : stages[stage].activation_bytes;
-  }
+  bool split_measured = true;          // false: I and W are taken as halves of backward_ms
 };
 
 // Bytes that cross the cut after `last_layer_of_stage` (exclusive end `cut`): the

@@ -1,8 +1,11 @@
 #include "core/plan.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "core/error.h"
+#include "core/schedule_io.h"
 
 namespace pipescope {
 
@@ -10,6 +13,54 @@ std::vector<std::pair<int, int>> Plan::layer_ranges() const {
   std::vector<std::pair<int, int>> out;
   for (const PlanStage& s : stages) out.emplace_back(s.first_layer, s.end_layer);
   return out;
+}
+
+std::vector<int> Plan::stage_positions() const {
+  const int K = pipeline_devices();
+  std::vector<int> out(stages.size(), 0);
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    out[s] = K > 0 ? static_cast<int>(s) % K : 0;
+    for (int p = 0; p < K; ++p) {
+      if (stages[p].devices == stages[s].devices) {
+        out[s] = p;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::string Plan::schedule_name() const {
+  if (schedule_file.empty()) return to_string(schedule);
+  return std::filesystem::path(schedule_file).stem().string();
+}
+
+Schedule schedule_for(const Plan& plan) {
+  if (plan.schedule_file.empty()) return make_schedule(plan.schedule_spec());  // generators are valid
+  Schedule s = load_schedule_file(plan.schedule_file);
+  if (plan.recompute && !s.recompute) s = with_recompute(std::move(s));
+  const std::string where = plan.schedule_file;
+  if (s.stages() != static_cast<int>(plan.stages.size())) {
+    throw InputError(where, "", "the schedule has " + std::to_string(s.stages()) + " stages but the plan has " +
+                                    std::to_string(plan.stages.size()));
+  }
+  if (s.microbatches() != plan.microbatches) {
+    throw InputError(where, "", "the schedule has " + std::to_string(s.microbatches()) +
+                                    " micro-batches but the plan has " + std::to_string(plan.microbatches));
+  }
+  if (s.recompute != plan.recompute) {
+    throw InputError(where, "", std::string("the schedule ") + (s.recompute ? "re-materialises" : "does not re-materialise") +
+                                    " but the plan " + (plan.recompute ? "does" : "does not"));
+  }
+  const std::vector<int> positions = plan.stage_positions();
+  const bool placed = std::all_of(plan.stages.begin(), plan.stages.end(), [](const PlanStage& p) { return !p.devices.empty(); });
+  for (int st = 0; st < s.stages() && placed; ++st) {
+    if (positions[st] != s.stage_device[st]) {
+      throw InputError(where, "", "stage " + std::to_string(st) + " runs on device " + std::to_string(s.stage_device[st]) +
+                                      " in the schedule but on position " + std::to_string(positions[st]) + " in the plan");
+    }
+  }
+  return s;
 }
 
 Plan plan_from_json(const JsonReader& r) {
@@ -25,14 +76,22 @@ Plan plan_from_json(const JsonReader& r) {
                            " micro-batches");
   }
   JsonReader schedule = r["schedule"];
-  try {
-    p.schedule = parse_schedule_kind(schedule["kind"].as_string());
-  } catch (const InputError& e) {
-    schedule["kind"].fail(e.what());
-  }
-  p.chunks = schedule.has("chunks") ? static_cast<int>(schedule["chunks"].as_int(1, 64)) : 1;
-  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved) {
-    schedule["chunks"].fail("only the interleaved schedule takes more than 1 chunk");
+  if (schedule.has("file")) {
+    // A schedule file, relative to the plan file's folder.
+    std::filesystem::path f(schedule["file"].as_string());
+    if (f.is_relative() && !p.source.empty()) f = std::filesystem::path(p.source).parent_path() / f;
+    p.schedule_file = f.string();
+    p.chunks = schedule.has("chunks") ? static_cast<int>(schedule["chunks"].as_int(1, 1 << 20)) : 1;
+  } else {
+    try {
+      p.schedule = parse_schedule_kind(schedule["kind"].as_string());
+    } catch (const InputError& e) {
+      schedule["kind"].fail(e.what());
+    }
+    p.chunks = schedule.has("chunks") ? static_cast<int>(schedule["chunks"].as_int(1, 64)) : 1;
+    if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved) {
+      schedule["chunks"].fail("only the interleaved schedule takes more than 1 chunk");
+    }
   }
   p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
   if (r.has("optimizer")) {
@@ -69,9 +128,11 @@ Plan plan_from_json(const JsonReader& r) {
   std::set<int> used;
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     if (i >= K) {
-      if (p.stages[i].devices != p.stages[i % K].devices) {
-        items[i]["devices"].fail("under interleaving stage " + std::to_string(i) +
-                                 " must use the devices of stage " + std::to_string(i % K));
+      bool shared = false;
+      for (std::size_t q = 0; q < K; ++q) shared = shared || p.stages[i].devices == p.stages[q].devices;
+      if (!shared) {
+        items[i]["devices"].fail("with " + std::to_string(p.chunks) + " chunks stage " + std::to_string(i) +
+                                 " must use the devices of one of the first " + std::to_string(K) + " stages");
       }
       continue;
     }
@@ -106,7 +167,8 @@ Json plan_to_json(const Plan& p) {
           {"profile", p.profile},
           {"batch_size", p.batch_size},
           {"microbatches", p.microbatches},
-          {"schedule", {{"kind", to_string(p.schedule)}, {"chunks", p.chunks}}},
+          {"schedule", p.schedule_file.empty() ? Json{{"kind", to_string(p.schedule)}, {"chunks", p.chunks}}
+                                               : Json{{"file", p.schedule_file}, {"chunks", p.chunks}}},
           {"recompute", p.recompute},
           {"optimizer", {{"state_bytes_per_parameter_byte", p.optimizer_state_factor}}},
           {"stages", std::move(stages)}};

@@ -1,9 +1,12 @@
 // A plan: how one training step of a profiled model is cut and run.
 // Stages are model stages listed in model order; their layer ranges [first, end)
-// tile [0, L) contiguously. Under interleaving (v chunks) there are K*v stages and
-// stage s shares its devices with stage s % K. A stage with several devices is
-// replicated (data parallel inside the stage). The micro-batch size is
-// batch_size / microbatches, which must divide evenly.
+// tile [0, L) contiguously. The first K stages sit on the K pipeline positions in
+// order; with v chunks there are K*v stages and every later stage uses the devices of
+// one of the first K (the schedule's stage -> device map: s % K when interleaved, any
+// map from a schedule file). A stage with several devices is replicated (data
+// parallel inside the stage). The micro-batch size is batch_size / microbatches,
+// which must divide evenly. The schedule is a built-in generator (`schedule`, `chunks`)
+// or a schedule file (`schedule_file`, pipescope.schedule JSON or PyTorch CSV).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,7 @@ struct Plan {
   int64_t batch_size = 1;
   int microbatches = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
+  std::string schedule_file;  // when set, the schedule comes from this file (path as given)
   int chunks = 1;
   bool recompute = false;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
@@ -42,7 +46,16 @@ struct Plan {
     return {schedule, pipeline_devices(), microbatches, chunks, recompute};
   }
   std::vector<std::pair<int, int>> layer_ranges() const;
+  // Model stage -> pipeline position: the first of the K first stages with its devices.
+  std::vector<int> stage_positions() const;
+  // "1f1b", or the schedule file's name.
+  std::string schedule_name() const;
 };
+
+// The plan's schedule: generated from its kind, or read from its schedule file (then
+// validated and checked against the plan: same stages, positions, micro-batches and
+// re-materialisation). Throws InputError.
+Schedule schedule_for(const Plan& plan);
 
 Plan load_plan(const std::string& path);
 Plan plan_from_json(const JsonReader& reader);

@@ -16,6 +16,52 @@ int Timeline::track_for(const std::string& name) {
   return static_cast<int>(tracks.size()) - 1;
 }
 
+std::string device_track(int device, int replica) {
+  return "device " + std::to_string(device) + (replica > 0 ? " replica " + std::to_string(replica) : "");
+}
+
+std::string link_track(int from, int to, int replica) {
+  return "link " + std::to_string(from) + "->" + std::to_string(to) +
+         (replica > 0 ? " replica " + std::to_string(replica) : "");
+}
+
+std::string allreduce_track(int device, int replica) {
+  return "allreduce " + std::to_string(device) + (replica > 0 ? " replica " + std::to_string(replica) : "");
+}
+
+TimelineRecorder::TimelineRecorder(Timeline& timeline, int devices) : t_(timeline), devices_(devices) {
+  for (int d = 0; d < devices; ++d) t_.tracks.push_back(device_track(d));
+  if (devices <= 256) link_track_.assign(static_cast<std::size_t>(devices) * devices, -1);
+}
+
+void TimelineRecorder::op(int device, int replica, const Op& op, int64_t start_ns, int64_t duration_ns) {
+  const int track = replica == 0 ? device : t_.track_for(device_track(device, replica));
+  t_.events.push_back({track, to_string(op.kind), op.stage, op.microbatch, start_ns, duration_ns});
+}
+
+void TimelineRecorder::transfer(int from, int to, int stage, int mb, int64_t start_ns, int64_t duration_ns,
+                                int replica) {
+  int track;
+  if (replica > 0) {
+    track = t_.track_for(link_track(from, to, replica));
+  } else if (!link_track_.empty() && from < devices_ && to < devices_) {
+    int& t = link_track_[static_cast<std::size_t>(from) * devices_ + to];
+    if (t < 0) t = t_.track_for(link_track(from, to));
+    track = t;
+  } else {
+    track = t_.track_for(link_track(from, to));
+  }
+  t_.events.push_back({track, "transfer", stage, mb, start_ns, duration_ns});
+}
+
+void TimelineRecorder::allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns) {
+  t_.events.push_back({t_.track_for(allreduce_track(device, replica)), "allreduce", -1, -1, start_ns, duration_ns});
+}
+
+void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes) {
+  t_.memory.push_back({device, time_ns, activation_bytes});
+}
+
 bool StepReport::fits() const {
   return std::all_of(stages.begin(), stages.end(), [](const StageReport& s) { return s.fits; });
 }

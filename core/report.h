@@ -37,6 +37,31 @@ struct Timeline {
   int track_for(const std::string& name);  // finds or appends
 };
 
+// Track names, made here only: "device 1", "device 1 replica 2", "link 0->1",
+// "allreduce 1" (replica > 0 adds " replica i" to a device or all-reduce track).
+std::string device_track(int device, int replica = 0);
+std::string link_track(int from_device, int to_device, int replica = 0);
+std::string allreduce_track(int device, int replica = 0);
+
+// The one observer of a step's timeline: the simulator and the executor's merge feed it
+// op, transfer, all-reduce and memory events; it owns the track numbering. Devices
+// 0..K-1 get tracks 0..K-1 up front; other tracks appear in order of first use.
+//   TimelineRecorder rec(report.timeline, K);  rec.op(0, 0, op, start, duration);
+class TimelineRecorder {
+ public:
+  TimelineRecorder(Timeline& timeline, int devices);
+  void op(int device, int replica, const Op& op, int64_t start_ns, int64_t duration_ns);
+  void transfer(int from_device, int to_device, int stage, int microbatch, int64_t start_ns, int64_t duration_ns,
+                int replica = 0);
+  void allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns);
+  void memory(int device, int64_t time_ns, int64_t activation_bytes);
+
+ private:
+  Timeline& t_;
+  int devices_;
+  std::vector<int> link_track_;  // K x K, -1 until used (only while K is small)
+};
+
 struct StageReport {
   int index = 0;                                 // pipeline position (device)
   std::vector<std::pair<int, int>> layers;       // one [first, end) per model chunk

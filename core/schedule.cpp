@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/op_rules.h"
 
 namespace pipescope {
 
@@ -27,7 +28,19 @@ ScheduleKind parse_schedule_kind(const std::string& name) {
   if (name == "1f1b") return ScheduleKind::OneFOneB;
   if (name == "interleaved") return ScheduleKind::Interleaved;
   if (name == "zb-h1") return ScheduleKind::ZeroBubbleH1;
-  throw InputError("unknown schedule \"" + name + "\" (expected gpipe, 1f1b, interleaved or zb-h1)");
+  throw InputError("unknown schedule \"" + name + "\" (expected " + schedule_kind_names(", ") + ")");
+}
+
+const std::vector<ScheduleKind>& schedule_kinds() {
+  static const std::vector<ScheduleKind> kinds = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                                                  ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1};
+  return kinds;
+}
+
+std::string schedule_kind_names(const std::string& separator) {
+  std::string out;
+  for (ScheduleKind k : schedule_kinds()) out += (out.empty() ? "" : separator) + to_string(k);
+  return out;
 }
 
 std::string to_string(OpKind kind) {
@@ -45,11 +58,58 @@ char op_letter(OpKind kind) {
   switch (kind) {
     case OpKind::Forward: return 'F';
     case OpKind::Backward: return 'B';
-    case OpKind::BackwardInput: return 'b';
+    case OpKind::BackwardInput: return 'I';
     case OpKind::BackwardWeight: return 'W';
     case OpKind::Recompute: return 'R';
   }
   return '?';
+}
+
+bool parse_op_letter(char letter, OpKind& kind) {
+  for (OpKind k : {OpKind::Forward, OpKind::Backward, OpKind::BackwardInput, OpKind::BackwardWeight,
+                   OpKind::Recompute}) {
+    if (op_letter(k) == letter) {
+      kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+int Schedule::chunks() const {
+  if (devices() == 0 || stages() % devices() != 0) return 0;
+  std::vector<int> count(static_cast<std::size_t>(devices()), 0);
+  for (int d : stage_device) {
+    if (d < 0 || d >= devices()) return 0;
+    ++count[d];
+  }
+  for (int c : count) {
+    if (c != count.front()) return 0;
+  }
+  return count.front();
+}
+
+std::vector<int> Schedule::stages_of(int device) const {
+  std::vector<int> out;
+  for (int s = 0; s < stages(); ++s) {
+    if (stage_device[s] == device) out.push_back(s);
+  }
+  return out;
+}
+
+bool Schedule::has_split_backward() const {
+  for (const auto& ops : device_ops) {
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::BackwardInput || op.kind == OpKind::BackwardWeight) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int> stage_device_map(ScheduleKind, int devices, int chunks) {
+  std::vector<int> map(static_cast<std::size_t>(devices) * chunks);
+  for (std::size_t st = 0; st < map.size(); ++st) map[st] = static_cast<int>(st) % devices;
+  return map;
 }
 
 std::size_t Schedule::num_ops() const {
@@ -83,18 +143,19 @@ void check_spec(const ScheduleSpec& spec) {
 
 Schedule empty_schedule(const ScheduleSpec& spec) {
   Schedule s;
-  s.spec = spec;
-  int stages = spec.devices * spec.chunks;
-  s.stage_device.resize(stages);
-  for (int st = 0; st < stages; ++st) s.stage_device[st] = st % spec.devices;
+  s.name = to_string(spec.kind);
+  s.num_microbatches = spec.microbatches;
+  s.recompute = spec.recompute;
+  s.stage_device = stage_device_map(spec.kind, spec.devices, spec.chunks);
   s.device_ops.resize(spec.devices);
   return s;
 }
 
 // Inserts R(s,m) right before the first backward op of (s,m) when recompute is on.
 void add_recompute(Schedule& s) {
-  if (!s.spec.recompute) return;
+  if (!s.recompute) return;
   for (auto& ops : s.device_ops) {
+    if (std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::Recompute; })) continue;
     std::vector<Op> out;
     out.reserve(ops.size() * 3 / 2);
     for (const Op& op : ops) {
@@ -108,6 +169,12 @@ void add_recompute(Schedule& s) {
 }
 
 }  // namespace
+
+Schedule with_recompute(Schedule s) {
+  s.recompute = true;
+  add_recompute(s);
+  return s;
+}
 
 Schedule make_gpipe(int devices, int microbatches, bool recompute) {
   ScheduleSpec spec{ScheduleKind::GPipe, devices, microbatches, 1, recompute};
@@ -258,108 +325,146 @@ Schedule make_schedule(const ScheduleSpec& spec) {
 
 namespace {
 
-// Walks the schedule in an order that respects every dependency, calling
-// visit(device, index) for each op; throws InputError on a deadlock.
-template <typename Visit>
-void walk_in_dependency_order(const Schedule& s, Visit&& visit) {
-  const int S = s.stages(), M = s.microbatches();
-  constexpr int kKinds = 5;
-  std::vector<uint8_t> done(static_cast<std::size_t>(kKinds) * S * M, 0);
-  auto flag = [&](OpKind k, int st, int m) -> uint8_t& {
-    return done[(static_cast<std::size_t>(k) * S + st) * M + m];
-  };
-  auto ready = [&](const Op& op) {
-    switch (op.kind) {
-      case OpKind::Forward: return op.stage == 0 || flag(OpKind::Forward, op.stage - 1, op.microbatch);
-      case OpKind::Recompute: return bool(flag(OpKind::Forward, op.stage, op.microbatch));
-      case OpKind::Backward:
-      case OpKind::BackwardInput: {
-        if (!flag(OpKind::Forward, op.stage, op.microbatch)) return false;
-        if (s.spec.recompute && !flag(OpKind::Recompute, op.stage, op.microbatch)) return false;
-        if (op.stage == S - 1) return true;
-        return bool(flag(OpKind::Backward, op.stage + 1, op.microbatch)) ||
-               bool(flag(OpKind::BackwardInput, op.stage + 1, op.microbatch));
-      }
-      case OpKind::BackwardWeight: return bool(flag(OpKind::BackwardInput, op.stage, op.microbatch));
+std::string op_name(const Op& op) {
+  return std::string(1, op_letter(op.kind)) + "(stage " + std::to_string(op.stage) + ", micro-batch " +
+         std::to_string(op.microbatch) + ")";
+}
+
+// The device that makes `need` for micro-batch m, and the op there, or -1.
+struct Maker {
+  int device = -1;
+  Op op{OpKind::Forward, -1, -1};
+};
+
+// Names the cycle of devices that wait on each other when no device can move.
+std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>& cursor,
+                              const ProductTable& done) {
+  std::vector<int> waits_on(static_cast<std::size_t>(s.devices()), -1);
+  std::vector<std::string> why(static_cast<std::size_t>(s.devices()));
+  for (int d = 0; d < s.devices(); ++d) {
+    if (cursor[d] >= s.device_ops[d].size()) continue;
+    const Op& op = s.device_ops[d][cursor[d]];
+    for (const Need& n : op_needs(op, s.stages(), s.recompute)) {
+      if (done.has(n.product, n.stage, op.microbatch)) continue;
+      waits_on[d] = s.stage_device[n.stage];
+      why[d] = "device " + std::to_string(d) + " at " + op_name(op) + " waits for stage " + std::to_string(n.stage) +
+               " on device " + std::to_string(waits_on[d]);
+      break;
     }
-    return false;
-  };
+  }
+  // Follow the waits from the first stuck device until a device repeats.
+  int start = 0;
+  while (start < s.devices() && waits_on[start] < 0) ++start;
+  if (start == s.devices()) return "";
+  std::vector<int> seen(static_cast<std::size_t>(s.devices()), -1);
+  std::vector<int> path;
+  int d = start;
+  while (d >= 0 && seen[d] < 0) {
+    seen[d] = static_cast<int>(path.size());
+    path.push_back(d);
+    d = waits_on[d];
+  }
+  std::string out;
+  const int from = d >= 0 ? seen[d] : 0;
+  for (std::size_t i = static_cast<std::size_t>(from); i < path.size(); ++i) {
+    if (!why[path[i]].empty()) out += (out.empty() ? "" : "; ") + why[path[i]];
+  }
+  if (d >= 0 && cursor[d] < s.device_ops[d].size()) out += " (a cycle)";
+  return out;
+}
+
+// Walks the schedule in an order that respects every need (core/op_rules.h), calling
+// visit(device, index) for each op; throws InputError naming the cycle on a deadlock.
+template <typename Visit>
+void walk_in_dependency_order(const Schedule& s, const std::string& source, Visit&& visit) {
+  ProductTable done(s.stages(), s.microbatches());
   std::vector<std::size_t> cursor(s.devices(), 0);
   std::size_t left = s.num_ops();
   while (left > 0) {
     bool progress = false;
     for (int d = 0; d < s.devices(); ++d) {
       const auto& ops = s.device_ops[d];
-      while (cursor[d] < ops.size() && ready(ops[cursor[d]])) {
+      while (cursor[d] < ops.size() && done.ready(ops[cursor[d]], s.recompute)) {
         const Op& op = ops[cursor[d]];
         visit(d, cursor[d]);
-        flag(op.kind, op.stage, op.microbatch) = 1;
+        done.mark(product_of(op.kind), op.stage, op.microbatch);
         ++cursor[d];
         --left;
         progress = true;
       }
     }
     if (!progress) {
-      std::ostringstream msg;
-      msg << "schedule cannot make progress; devices wait on:";
-      for (int d = 0; d < s.devices(); ++d) {
-        if (cursor[d] < s.device_ops[d].size()) {
-          const Op& op = s.device_ops[d][cursor[d]];
-          msg << " device " << d << " at " << to_string(op.kind) << "(stage " << op.stage
-              << ", micro-batch " << op.microbatch << ");";
-        }
-      }
-      throw InputError(msg.str());
+      throw InputError((source.empty() ? "" : source + ": ") +
+                       "schedule cannot make progress: " + describe_deadlock(s, cursor, done));
     }
   }
 }
 
 }  // namespace
 
-void validate_schedule(const Schedule& s) {
-  const int S = s.stages(), M = s.microbatches();
-  if (static_cast<int>(s.device_ops.size()) != s.devices()) {
-    throw InputError("schedule: expected one op list per device");
+void validate_schedule(const Schedule& s, const std::string& source) {
+  const std::string where = (source.empty() ? "" : source + ": ") + "schedule: ";
+  const int S = s.stages(), M = s.microbatches(), K = s.devices();
+  if (K < 1 || K > kMaxDevices) throw InputError(where + "expected 1 to " + std::to_string(kMaxDevices) + " devices");
+  if (S < 1) throw InputError(where + "expected at least one stage");
+  if (M < 1) throw InputError(where + "expected at least one micro-batch");
+  if (static_cast<int64_t>(S) * M * 5 > kMaxScheduleOps) {
+    throw InputError(where + "too large: " + std::to_string(S) + " stages x " + std::to_string(M) + " micro-batches");
   }
-  std::vector<OpKind> kinds = {OpKind::Forward};
-  if (s.split_backward()) {
-    kinds.push_back(OpKind::BackwardInput);
-    kinds.push_back(OpKind::BackwardWeight);
-  } else {
-    kinds.push_back(OpKind::Backward);
+  std::vector<char> used(static_cast<std::size_t>(K), 0);
+  for (int st = 0; st < S; ++st) {
+    if (s.stage_device[st] < 0 || s.stage_device[st] >= K) {
+      throw InputError(where + "stage " + std::to_string(st) + " is placed on device " +
+                       std::to_string(s.stage_device[st]) + ", outside 0.." + std::to_string(K - 1));
+    }
+    used[s.stage_device[st]] = 1;
   }
-  if (s.spec.recompute) kinds.push_back(OpKind::Recompute);
-  std::vector<int> count(static_cast<std::size_t>(5) * S * M, 0);
-  for (int d = 0; d < s.devices(); ++d) {
-    for (const Op& op : s.device_ops[d]) {
+  for (int d = 0; d < K; ++d) {
+    if (!used[d]) throw InputError(where + "device " + std::to_string(d) + " holds no stage");
+  }
+  constexpr int kKinds = 5;
+  std::vector<int> count(static_cast<std::size_t>(kKinds) * S * M, 0);
+  auto at = [&](OpKind k, int st, int m) -> int& { return count[(static_cast<std::size_t>(k) * S + st) * M + m]; };
+  for (int d = 0; d < K; ++d) {
+    for (std::size_t i = 0; i < s.device_ops[d].size(); ++i) {
+      const Op& op = s.device_ops[d][i];
+      const std::string here = where + "device " + std::to_string(d) + ", op " + std::to_string(i) + ": ";
       if (op.stage < 0 || op.stage >= S || op.microbatch < 0 || op.microbatch >= M) {
-        throw InputError("schedule: device " + std::to_string(d) + " has an op outside " +
-                         std::to_string(S) + " stages x " + std::to_string(M) + " micro-batches");
+        throw InputError(here + op_name(op) + " is outside " + std::to_string(S) + " stages x " + std::to_string(M) +
+                         " micro-batches");
       }
       if (s.stage_device[op.stage] != d) {
-        throw InputError("schedule: " + to_string(op.kind) + "(stage " + std::to_string(op.stage) +
-                         ") is on device " + std::to_string(d) + " but the stage lives on device " +
-                         std::to_string(s.stage_device[op.stage]));
+        throw InputError(here + op_name(op) + " runs on device " + std::to_string(d) + " but stage " +
+                         std::to_string(op.stage) + " lives on device " + std::to_string(s.stage_device[op.stage]));
       }
-      if (std::find(kinds.begin(), kinds.end(), op.kind) == kinds.end()) {
-        throw InputError("schedule: unexpected " + to_string(op.kind) + " op");
+      if (op.kind == OpKind::Recompute && !s.recompute) {
+        throw InputError(here + op_name(op) + ": an R op in a schedule without re-materialisation");
       }
-      ++count[(static_cast<std::size_t>(op.kind) * S + op.stage) * M + op.microbatch];
-    }
-  }
-  for (OpKind k : kinds) {
-    for (int st = 0; st < S; ++st) {
-      for (int m = 0; m < M; ++m) {
-        int c = count[(static_cast<std::size_t>(k) * S + st) * M + m];
-        if (c != 1) {
-          throw InputError("schedule: " + to_string(k) + "(stage " + std::to_string(st) +
-                           ", micro-batch " + std::to_string(m) + ") appears " + std::to_string(c) +
-                           " times, expected once");
-        }
+      if (++at(op.kind, op.stage, op.microbatch) > 1) {
+        throw InputError(here + op_name(op) + " appears twice");
       }
     }
   }
-  walk_in_dependency_order(s, [](int, std::size_t) {});
+  for (int st = 0; st < S; ++st) {
+    for (int m = 0; m < M; ++m) {
+      const Op f{OpKind::Forward, st, m};
+      auto missing = [&](OpKind k, const std::string& why) {
+        throw InputError(where + op_name({k, st, m}) + " is missing" + why);
+      };
+      if (!at(OpKind::Forward, st, m)) missing(OpKind::Forward, "");
+      if (s.recompute && !at(OpKind::Recompute, st, m)) missing(OpKind::Recompute, " (re-materialisation is on)");
+      const int b = at(OpKind::Backward, st, m), i = at(OpKind::BackwardInput, st, m), w = at(OpKind::BackwardWeight, st, m);
+      if (b && (i || w)) {
+        throw InputError(where + op_name({OpKind::Backward, st, m}) + " and a split backward (I/W) of the same " +
+                         "stage and micro-batch: use B, or I then W");
+      }
+      if (w && !i) throw InputError(where + op_name({OpKind::BackwardWeight, st, m}) + " has no I before it");
+      if (i && !w) missing(OpKind::BackwardWeight, " (its I is there)");
+      if (!b && !i) missing(OpKind::Backward, " (give B, or I and W)");
+      (void)f;
+    }
+  }
+  walk_in_dependency_order(s, source, [](int, std::size_t) {});
 }
 
 std::string schedule_diagram(const Schedule& s) {
@@ -368,31 +473,34 @@ std::string schedule_diagram(const Schedule& s) {
   std::vector<std::vector<int64_t>> start(s.devices());
   for (int d = 0; d < s.devices(); ++d) start[d].resize(s.device_ops[d].size());
   const int S = s.stages(), M = s.microbatches();
-  std::vector<int64_t> end_of(static_cast<std::size_t>(5) * S * M, 0);
-  auto end_ref = [&](OpKind k, int st, int m) -> int64_t& {
-    return end_of[(static_cast<std::size_t>(k) * S + st) * M + m];
+  std::vector<int64_t> end_of(static_cast<std::size_t>(kProducts) * S * M, 0);
+  auto end_ref = [&](Product p, int st, int m) -> int64_t& {
+    return end_of[(static_cast<std::size_t>(p) * S + st) * M + m];
   };
   std::vector<int64_t> device_free(s.devices(), 0);
-  walk_in_dependency_order(s, [&](int d, std::size_t i) {
+  walk_in_dependency_order(s, "", [&](int d, std::size_t i) {
     const Op& op = s.device_ops[d][i];
     int64_t t = device_free[d];
-    auto after = [&](OpKind k, int st) { t = std::max(t, end_ref(k, st, op.microbatch)); };
-    if (op.kind == OpKind::Forward && op.stage > 0) after(OpKind::Forward, op.stage - 1);
-    if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && op.stage + 1 < S) {
-      after(OpKind::Backward, op.stage + 1);
-      after(OpKind::BackwardInput, op.stage + 1);
-    }
+    for (const Need& n : op_needs(op, S, s.recompute)) t = std::max(t, end_ref(n.product, n.stage, op.microbatch));
     start[d][i] = t;
     device_free[d] = t + slots(op.kind);
-    end_ref(op.kind, op.stage, op.microbatch) = device_free[d];
+    end_ref(product_of(op.kind), op.stage, op.microbatch) = device_free[d];
   });
   int64_t width = *std::max_element(device_free.begin(), device_free.end());
+  // A stage's chunk: its rank among the stages of its device (a, b, ... in the cells).
+  std::vector<int> chunk(static_cast<std::size_t>(S), 0);
+  int most = 1;
+  for (int d = 0; d < s.devices(); ++d) {
+    std::vector<int> mine = s.stages_of(d);
+    for (std::size_t k = 0; k < mine.size(); ++k) chunk[mine[k]] = static_cast<int>(k);
+    most = std::max(most, static_cast<int>(mine.size()));
+  }
   const int cell = M > 99 ? 5 : (M > 9 ? 4 : 3);
   std::ostringstream out;
-  out << to_string(s.spec.kind) << ", K = " << s.devices() << ", M = " << M;
-  if (s.spec.chunks > 1) out << ", v = " << s.spec.chunks;
-  out << " (F forward, B backward, b input grad, W weight grad, R recompute";
-  if (s.spec.chunks > 1) out << "; a/b/... after the number = model chunk";
+  out << s.name << ", K = " << s.devices() << ", M = " << M;
+  if (most > 1) out << ", " << S << " stages";
+  out << " (F forward, B backward, I input grad, W weight grad, R recompute";
+  if (most > 1) out << "; a/b/... after the number = the device's 1st/2nd/... stage";
   out << "; '.' idle)\n";
   for (int d = 0; d < s.devices(); ++d) {
     std::vector<std::string> row(static_cast<std::size_t>(width), std::string(cell, ' '));
@@ -400,7 +508,7 @@ std::string schedule_diagram(const Schedule& s) {
     for (std::size_t i = 0; i < s.device_ops[d].size(); ++i) {
       const Op& op = s.device_ops[d][i];
       std::string label = std::string(1, op_letter(op.kind)) + std::to_string(op.microbatch);
-      if (s.spec.chunks > 1) label += static_cast<char>('a' + op.stage / s.devices());
+      if (most > 1) label += static_cast<char>('a' + std::min(chunk[op.stage], 25));
       for (int k = 0; k < slots(op.kind); ++k) {
         std::string text = k == 0 ? label : std::string("~");
         std::string padded = text.size() >= static_cast<std::size_t>(cell)

@@ -1,11 +1,12 @@
-// A Schedule is the order in which each device runs its ops in one training step.
-// The simulator and every executor stage worker walk the same per-device op lists
-// in order; a Schedule is built once by a generator and never modified afterwards.
-// Stages are model stages (virtual stages under interleaving: stage s of K*v lives
-// on device s % K). Data dependencies are implied, not listed:
-//   F(s,m) needs F(s-1,m)'s output;   R(s,m) (recompute) runs after F(s,m);
-//   B(s,m) / Bi(s,m) needs F(s,m) [and R(s,m)] and the input gradient of B(s+1,m);
-//   W(s,m) needs Bi(s,m).
+// A Schedule is data: the order in which each device runs its ops in one training
+// step, and the stage -> device map. The simulator, the planner and every executor
+// worker walk the same per-device op lists in order; a Schedule is built once (by a
+// generator, or read from a file) and never modified afterwards. What an op waits
+// for, charges and frees in memory, costs and sends is stated once, in
+// core/op_rules.h; nothing here or elsewhere restates it. The map may have any shape:
+// Megatron's interleaving puts stage s on device s % K, a V-shape puts stages d and
+// 2K-1-d on device d. Each (stage, micro-batch) runs F, then either B (whole backward)
+// or I then W (split backward), chosen per op; R (recompute) when `recompute` is set.
 //   Schedule s = make_schedule({ScheduleKind::OneFOneB, 4, 32});
 #pragma once
 
@@ -15,19 +16,25 @@
 
 namespace pipescope {
 
+// The built-in generators. A Schedule does not remember which one made it (it keeps
+// a name for reports); its ops say everything else.
 enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 enum class OpKind : uint8_t {
   Forward,         // F
   Backward,        // B: input and weight gradients together
-  BackwardInput,   // Bi: input gradient only (split backward)
+  BackwardInput,   // I: input gradient only (split backward)
   BackwardWeight,  // W: weight gradient (split backward)
   Recompute,       // R: re-run the stage's forward before its backward
 };
 
 std::string to_string(ScheduleKind kind);   // "gpipe", "1f1b", "interleaved", "zb-h1"
 ScheduleKind parse_schedule_kind(const std::string& name);  // throws InputError
+// Every built-in schedule, in the order --help and the GUI list them.
+const std::vector<ScheduleKind>& schedule_kinds();
+std::string schedule_kind_names(const std::string& separator = " | ");  // "gpipe | 1f1b | ..."
 std::string to_string(OpKind kind);         // "forward", "backward", ...
-char op_letter(OpKind kind);                // F B b W R
+char op_letter(OpKind kind);                // F B I W R (PyTorch's letters; R = recompute)
+bool parse_op_letter(char letter, OpKind& kind);  // false for any other letter
 
 struct Op {
   OpKind kind;
@@ -45,14 +52,21 @@ struct ScheduleSpec {
 };
 
 struct Schedule {
-  ScheduleSpec spec;
-  std::vector<int> stage_device;               // model stage -> device
+  std::string name = "custom";                 // "1f1b", "zb-h1", a file's name: for reports only
+  int num_microbatches = 1;                    // M
+  bool recompute = false;                      // F keeps only the stage input; R(s,m) re-runs it
+  std::vector<int> stage_device;               // model stage -> device (pipeline position)
   std::vector<std::vector<Op>> device_ops;     // per device, in execution order
 
-  int devices() const { return spec.devices; }
+  int devices() const { return static_cast<int>(device_ops.size()); }
   int stages() const { return static_cast<int>(stage_device.size()); }
-  int microbatches() const { return spec.microbatches; }
-  bool split_backward() const { return spec.kind == ScheduleKind::ZeroBubbleH1; }
+  int microbatches() const { return num_microbatches; }
+  // Stages per device (Megatron's v) when every device holds as many; else 0.
+  int chunks() const;
+  // The stages on `device`, in model order.
+  std::vector<int> stages_of(int device) const;
+  // Whether any op is an I or a W (reports say so when the profile has no split times).
+  bool has_split_backward() const;
   std::size_t num_ops() const;
 };
 
@@ -64,9 +78,18 @@ Schedule make_1f1b(int devices, int microbatches, bool recompute = false);
 Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute = false);
 Schedule make_zb_h1(int devices, int microbatches, bool recompute = false);
 
-// Throws InputError when an op is missing, duplicated, on the wrong device, or the
-// order cannot make progress (a device waits on an op that waits on it).
-void validate_schedule(const Schedule& schedule);
+// The same schedule with re-materialisation: R(s,m) right before the first backward op
+// (B or I) of (s,m) on its device.
+Schedule with_recompute(Schedule schedule);
+
+// The stage -> device map generator `kind` uses for K devices and v chunks.
+std::vector<int> stage_device_map(ScheduleKind kind, int devices, int chunks);
+
+// Throws InputError when an op is missing, duplicated, on the wrong device, a W comes
+// without its I, B and I/W are mixed for one (stage, micro-batch), or the order cannot
+// make progress (names the cycle of waiting devices). `source` prefixes the message
+// (a file name) when given.
+void validate_schedule(const Schedule& schedule, const std::string& source = "");
 
 // Text diagram: one row per device, one cell per op ("F3" = forward of micro-batch 3).
 std::string schedule_diagram(const Schedule& schedule);

@@ -2,7 +2,7 @@
 #include "exec/memory_tracker.h"
 
 #include <algorithm>
-#include <cassert>
+#include "core/invariant.h"
 
 namespace pipescope::exec {
 
@@ -29,7 +29,7 @@ void MemoryTracker::discharge(Category c, int64_t bytes) {
   int i = static_cast<int>(c);
   current_[i] -= bytes;
   total_ -= bytes;
-  assert(current_[i] >= 0 && "memory tracker discharged more than it was charged");
+  PS_INVARIANT(current_[i] >= 0, "memory tracker discharged more than it was charged");
 }
 
 void MemoryTracker::move(Category from, Category to, int64_t bytes) {

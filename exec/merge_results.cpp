@@ -14,8 +14,6 @@ namespace pipescope::exec {
 
 namespace {
 
-std::string replica_suffix(int replica) { return replica > 0 ? " replica " + std::to_string(replica) : ""; }
-
 // The latest end of any op or all-reduce of a step: where the step ends.
 int64_t step_end(const StepRecord& s) {
   int64_t end = s.allreduce_end_ns;
@@ -54,17 +52,17 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   StepReport& rep = r.report;
   rep.kind = "measurement";
   rep.model = profile.model;
-  rep.schedule = to_string(schedule.spec.kind);
+  rep.schedule = schedule.name;
   rep.devices = K;
-  rep.chunks = schedule.spec.chunks;
+  rep.chunks = std::max(1, schedule.stages() / K);
   rep.microbatches = schedule.microbatches();
   rep.microbatch_size = plan.microbatch_size();
   rep.batch_size = plan.batch_size;
-  rep.recompute = schedule.spec.recompute;
+  rep.recompute = schedule.recompute;
   rep.step_ns = end[pick] - t0;
   rep.simulated_ops = static_cast<int64_t>(schedule.num_ops());
   rep.throughput_samples_per_s = rep.step_ns > 0 ? static_cast<double>(plan.batch_size) * 1e9 / rep.step_ns : 0;
-  for (int d = 0; d < K; ++d) rep.timeline.tracks.push_back("device " + std::to_string(d));
+  TimelineRecorder timeline(rep.timeline, K);
   r.losses.assign(steps, 0.0);
   for (const WorkerResult& w : workers) {
     for (int i = 0; i < steps; ++i) r.losses[i] += w.steps.at(i).loss;
@@ -75,7 +73,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   for (int p = 0; p < K; ++p) {
     StageReport st;
     st.index = p;
-    for (int stage = p; stage < schedule.stages(); stage += K) {
+    for (int stage : schedule.stages_of(p)) {
       st.layers.emplace_back(plan.stages[stage].first_layer, plan.stages[stage].end_layer);
     }
     st.hardware_devices = plan.stages[p].devices;
@@ -84,11 +82,10 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     for (int i = 0; i < R; ++i) {
       const WorkerResult& w = workers.at(layout.worker(p, i));
       const StepRecord& s = w.steps.at(pick);
-      const int track = i == 0 ? p : rep.timeline.track_for("device " + std::to_string(p) + replica_suffix(i));
       int64_t busy = 0;
       for (const OpRecord& o : s.ops) {
         busy += o.end_ns - o.start_ns;
-        rep.timeline.events.push_back({track, to_string(o.kind), o.stage, o.microbatch, o.start_ns - t0, o.end_ns - o.start_ns});
+        timeline.op(p, i, Op{o.kind, o.stage, o.microbatch}, o.start_ns - t0, o.end_ns - o.start_ns);
       }
       for (const TransferRecord& t : s.transfers) {
         if (t.from_device != t.to_device) transfers.push_back(t);
@@ -108,7 +105,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
       if (w.parameter_hash != workers.at(layout.worker(p, 0)).parameter_hash) r.replicas_identical = false;
     }
     for (auto [time, bytes] : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
-      rep.timeline.memory.push_back({p, time - t0, bytes});
+      timeline.memory(p, time - t0, bytes);
     }
     after_arrival = std::max(after_arrival, summed - last_arrival);
     total_busy += st.busy_ns;
@@ -119,17 +116,13 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   std::sort(transfers.begin(), transfers.end(),
             [](const TransferRecord& a, const TransferRecord& b) { return a.start_ns < b.start_ns; });
   for (const TransferRecord& t : transfers) {
-    int track = rep.timeline.track_for("link " + std::to_string(layout.position(t.from_device)) + "->" +
-                                       std::to_string(layout.position(t.to_device)) +
-                                       replica_suffix(layout.replica(t.from_device)));
-    rep.timeline.events.push_back({track, "transfer", t.stage, t.microbatch, t.start_ns - t0, t.end_ns - t.start_ns});
+    timeline.transfer(layout.position(t.from_device), layout.position(t.to_device), t.stage, t.microbatch,
+                      t.start_ns - t0, t.end_ns - t.start_ns, layout.replica(t.from_device));
   }
   std::sort(allreduces.begin(), allreduces.end());
   for (auto [start, worker] : allreduces) {
     const StepRecord& s = workers.at(worker).steps.at(pick);
-    int track = rep.timeline.track_for("allreduce " + std::to_string(layout.position(worker)) +
-                                       replica_suffix(layout.replica(worker)));
-    rep.timeline.events.push_back({track, "allreduce", -1, -1, start - t0, s.allreduce_end_ns - start});
+    timeline.allreduce(layout.position(worker), layout.replica(worker), start - t0, s.allreduce_end_ns - start);
   }
   rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
   const std::string kernels = options.backend == "cpu" ? " (OpenBLAS " + blas_kernels() + " kernels)" : "";

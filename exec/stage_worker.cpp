@@ -1,5 +1,6 @@
 // One device's op loop. Invariant: a micro-batch's stash is dropped only at the end of
-// its B (or W under split backward), exactly when the simulator frees it.
+// an op that frees it (core/op_rules.h: B, or W under split backward), exactly when the
+// simulator frees it; what an op receives and sends is op_receives / op_sends.
 #include "exec/stage_worker.h"
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <ctime>
 
 #include "core/error.h"
+#include "core/op_rules.h"
 
 namespace pipescope::exec {
 
@@ -173,104 +175,115 @@ WorkerResult StageWorker::run() {
   return std::move(result_);
 }
 
-void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
+bool StageWorker::injected_fault(const Op& op, int step) const {
   const RunOptions& o = setup_.options;
-  bool drop_output = false;
-  if (o.fault && o.fault->stage == op.stage && o.fault->replica == replica_ && o.fault->kind == op.kind &&
-      o.fault->microbatch == op.microbatch && o.fault->step == step) {
-    if (o.fault->crash) std::_Exit(9);  // a worker that dies without a word
-    if (!o.fault->drop) throw RunError("injected fault");
-    drop_output = true;  // the op runs, its output is lost on the way
+  if (!(o.fault && o.fault->stage == op.stage && o.fault->replica == replica_ && o.fault->kind == op.kind &&
+        o.fault->microbatch == op.microbatch && o.fault->step == step)) {
+    return false;
   }
+  if (o.fault->crash) std::_Exit(9);  // a worker that dies without a word
+  if (!o.fault->drop) throw RunError("injected fault");
+  return true;  // the op runs, its output is lost on the way
+}
+
+// What the op starts from: the message core/op_rules.h says it receives, or at the
+// pipeline's ends the data (F of the first stage) and the loss gradient (B/I of the last).
+Tensor StageWorker::op_input(const Op& op) {
   const Schedule& sched = setup_.schedule;
-  const int s = op.stage, m = op.microbatch, S = sched.stages();
-  StageState& st = *stages_.at(s);
-  MicroState& ms = st.micro[m];
+  StageState& st = *stages_.at(op.stage);
+  MicroState& ms = st.micro[op.microbatch];
+  if (auto in = op_receives(op, sched.stages())) {
+    Context ctx{*backend_, tracker_};
+    const int64_t rows = microbatch_size_ * sequence_;
+    const int64_t cols = in->kind == MessageKind::Activation ? st.layers.front()->in_features()
+                                                             : st.layers.back()->out_features();
+    return endpoint_.recv(layout_.worker(sched.stage_device[in->from_stage], replica_),
+                          {in->kind, op.stage, op.microbatch}, rows, cols, ctx, deadline());
+  }
+  if (op.kind == OpKind::Forward || (op.kind == OpKind::Recompute && op.stage == 0)) return upload_input(op.microbatch);
+  if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) {
+    Tensor g = std::move(ms.loss_grad);
+    ms.loss_grad = Tensor{};
+    return g;
+  }
+  return Tensor{};
+}
+
+// The last stage's F also computes the loss and keeps dLoss/dOutput for its backward.
+void StageWorker::loss(int m, const Tensor& y, MicroState& ms, StepRecord& record) {
   Context ctx{*backend_, tracker_};
   const int64_t rows = microbatch_size_ * sequence_;
-  const bool recompute = sched.spec.recompute;
-  auto device_of = [&](int stage) { return layout_.worker(sched.stage_device[stage], replica_); };
-  auto send = [&](int to_stage, MessageKind kind, const Tensor& t) {
-    if (drop_output) return;
-    const int to = device_of(to_stage);
-    const int64_t t0 = backend_->now_ns();
-    endpoint_.send(to, MessageKey{kind, to_stage, m}, t);
-    record.transfers.push_back({setup_.device, to, to_stage, m, t0, backend_->now_ns()});
-  };
+  const int64_t features = y.cols;
+  const int64_t first = layout_.first_sample(m, replica_);
+  Tensor target = Tensor::from_host(ctx, rows, features, target_data(first, microbatch_size_, sequence_, features));
+  ms.loss_grad = Tensor::empty(ctx, rows, features);
+  const double denom = static_cast<double>(setup_.plan.batch_size) * sequence_ * features;
+  double sq = backend_->mse_gradient(ms.loss_grad.data(), y.data(), target.data(), static_cast<float>(2.0 / denom),
+                                     y.numel());
+  record.loss += sq / denom;
+}
+
+// Runs the op's layers on `x`; returns what the op sends (if anything).
+Tensor StageWorker::compute(const Op& op, Tensor x, StepRecord& record) {
+  const Schedule& sched = setup_.schedule;
+  StageState& st = *stages_.at(op.stage);
+  MicroState& ms = st.micro[op.microbatch];
+  Context ctx{*backend_, tracker_};
   auto forward = [&](Tensor h, bool keep) {
     if (keep) ms.stashes.assign(st.layers.size(), LayerStash{});
-    for (std::size_t l = 0; l < st.layers.size(); ++l) {
-      h = st.layers[l]->forward(h, keep ? &ms.stashes[l] : nullptr);
-    }
+    for (std::size_t l = 0; l < st.layers.size(); ++l) h = st.layers[l]->forward(h, keep ? &ms.stashes[l] : nullptr);
     return h;
   };
-
   switch (op.kind) {
     case OpKind::Forward: {
-      Tensor x = s == 0 ? upload_input(m)
-                        : endpoint_.recv(device_of(s - 1), {MessageKind::Activation, s, m}, rows,
-                                         st.layers.front()->in_features(), ctx, deadline());
-      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
-      sample_memory(record);
-      if (recompute && s > 0) {
+      // Under re-materialisation F keeps only its received input (core/op_rules.h's stash).
+      if (sched.recompute && op.stage > 0) {
         x.stash();
         ms.input = x;
       }
-      Tensor y = forward(std::move(x), !recompute);
-      if (s == S - 1) {
-        const int64_t features = st.layers.back()->out_features();
-        const int64_t first = layout_.first_sample(m, replica_);
-        Tensor target = Tensor::from_host(ctx, rows, features, target_data(first, microbatch_size_, sequence_, features));
-        ms.loss_grad = Tensor::empty(ctx, rows, features);
-        const double denom = static_cast<double>(setup_.plan.batch_size) * sequence_ * features;
-        double sq = backend_->mse_gradient(ms.loss_grad.data(), y.data(), target.data(),
-                                           static_cast<float>(2.0 / denom), y.numel());
-        record.loss += sq / denom;
-      }
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
-      sample_memory(record);
-      if (s < S - 1) send(s + 1, MessageKind::Activation, y);
-      break;
+      Tensor y = forward(std::move(x), !sched.recompute);
+      if (op.stage == sched.stages() - 1) loss(op.microbatch, y, ms, record);
+      return y;
     }
     case OpKind::Recompute: {
-      Tensor x;
-      if (s == 0) x = upload_input(m);
-      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
-      if (s > 0) {
+      if (op.stage > 0) {
         x = Tensor::empty(ctx, ms.input.rows, ms.input.cols);
         backend_->copy(x.data(), ms.input.data(), x.numel());
       }
       forward(std::move(x), true);
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
-      sample_memory(record);
-      break;
+      return Tensor{};
     }
     case OpKind::Backward:
     case OpKind::BackwardInput: {
-      Tensor g = s == S - 1 ? std::move(ms.loss_grad)
-                            : endpoint_.recv(device_of(s + 1), {MessageKind::Gradient, s, m}, rows,
-                                             st.layers.back()->out_features(), ctx, deadline());
-      ms.loss_grad = Tensor{};
-      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
       const bool whole = op.kind == OpKind::Backward;
       for (std::size_t l = st.layers.size(); l-- > 0;) {
-        g = st.layers[l]->backward_input(g, ms.stashes.at(l));
+        x = st.layers[l]->backward_input(x, ms.stashes.at(l));
         if (whole) st.layers[l]->backward_weight(ms.stashes[l]);
       }
-      if (whole) ms = MicroState{};
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
-      sample_memory(record);
-      if (s > 0) send(s - 1, MessageKind::Gradient, g);
-      break;
+      return x;
     }
-    case OpKind::BackwardWeight: {
-      const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
+    case OpKind::BackwardWeight:
       for (std::size_t l = 0; l < st.layers.size(); ++l) st.layers[l]->backward_weight(ms.stashes.at(l));
-      ms = MicroState{};
-      record.ops.push_back({op.kind, s, m, t0, backend_->now_ns(), thread_cpu_ns() - c0});
-      sample_memory(record);
-      break;
-    }
+      return Tensor{};
+  }
+  return Tensor{};
+}
+
+void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
+  const bool drop_output = injected_fault(op, step);
+  const Schedule& sched = setup_.schedule;
+  Tensor x = op_input(op);
+  const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
+  if (op.kind == OpKind::Forward) sample_memory(record);
+  Tensor out = compute(op, std::move(x), record);
+  if (op_frees(op.kind)) stages_.at(op.stage)->micro[op.microbatch] = MicroState{};
+  record.ops.push_back({op.kind, op.stage, op.microbatch, t0, backend_->now_ns(), thread_cpu_ns() - c0});
+  sample_memory(record);
+  if (auto msg = op_sends(op, sched.stages()); msg && !drop_output) {
+    const int to = layout_.worker(sched.stage_device[msg->to_stage], replica_);
+    const int64_t s0 = backend_->now_ns();
+    endpoint_.send(to, MessageKey{msg->kind, msg->to_stage, op.microbatch}, out);
+    record.transfers.push_back({setup_.device, to, msg->to_stage, op.microbatch, s0, backend_->now_ns()});
   }
 }
 

@@ -50,8 +50,11 @@ class StageWorker {
  private:
   struct MicroState;
   struct StageState;
-  void run_step(int step, StepRecord& record);
   void run_op(const Op& op, int step, StepRecord& record);
+  bool injected_fault(const Op& op, int step) const;  // true: drop the op's output
+  Tensor op_input(const Op& op);
+  Tensor compute(const Op& op, Tensor x, StepRecord& record);
+  void loss(int microbatch, const Tensor& y, MicroState& ms, StepRecord& record);
   Tensor upload_input(int microbatch);
   Clock::time_point deadline() const;
   void sample_memory(StepRecord& record);

@@ -5,7 +5,7 @@
 // (activation or gradient, receiving stage, micro-batch), never by arrival order.
 // Replicas of a stage sum their gradients with allreduce_sum, which waits like recv.
 // Implementations: ThreadHub (in-process, one thread per device) and MPI (one rank per
-// device, exec/mpi_transport.h, built when PIPESCOPE_WITH_MPI is on).
+// device, exec/mpi_runner.h, built when PIPESCOPE_WITH_MPI is on).
 #pragma once
 
 #include <chrono>
@@ -16,12 +16,13 @@
 #include <tuple>
 #include <vector>
 
+#include "core/op_rules.h"
 #include "core/schedule.h"
 #include "exec/tensor.h"
 
 namespace pipescope::exec {
 
-enum class MessageKind : uint8_t { Activation, Gradient };
+using pipescope::MessageKind;  // core/op_rules.h says who sends what
 
 struct MessageKey {
   MessageKind kind;

@@ -36,7 +36,7 @@ SpeedupTable gpipe_table2(const Profile& profile, const std::string& partition, 
       const Hardware ideal = Hardware::ideal(K);
       SimOptions o;
       o.record_timeline = false;
-      const StepReport r = simulate(make_schedule(plan.schedule_spec()), build_cost_model(profile, plan, ideal), ideal, o);
+      const StepReport r = simulate(schedule_for(plan), build_cost_model(profile, plan, ideal), ideal, o);
       row.push_back(r.throughput_samples_per_s);
     }
     throughput.push_back(row);

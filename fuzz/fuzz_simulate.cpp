@@ -63,7 +63,7 @@ void run(const uint8_t* h, std::string_view rest) {
     }
     hardware = Hardware::ideal(needed);
   }
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   validate_schedule(schedule);
   CostModel costs = build_cost_model(profile, plan, hardware);
   SimOptions options;

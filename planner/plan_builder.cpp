@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/schedule_io.h"
 #include "planner/stage_model.h"
 
 namespace pipescope {
@@ -20,7 +21,7 @@ LayerRanges partition_for(const Profile& profile, const Plan& plan, int replicas
   const std::string kind = check_partition_name(partition);
   if (kind == "uniform") return uniform_partition(profile.num_layers(), S);
   if (kind == "gpipe") return gpipe_partition(profile, S, b / replicas, plan.recompute);
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   StageModelSpec spec;
   spec.microbatch_size = b;
   spec.replicas = replicas;
@@ -33,13 +34,34 @@ LayerRanges partition_for(const Profile& profile, const Plan& plan, int replicas
   return best.ranges;
 }
 
-Plan make_plan(const Profile& profile, const PlanChoice& c) {
+Plan make_plan(const Profile& profile, const PlanChoice& choice) {
+  PlanChoice c = choice;
+  if (!c.schedule_file.empty()) {
+    // The file fixes K, M and the stage -> device map; flags may repeat them, not change them.
+    const Schedule file = load_schedule_file(c.schedule_file);
+    auto agree = [&](const char* flag, int given, int from_file) {
+      if (given > 0 && given != from_file) {
+        throw InputError(std::string(flag) + " " + std::to_string(given) + " disagrees with " + c.schedule_file +
+                         " (" + std::to_string(from_file) + "); leave it out to take the file's");
+      }
+    };
+    agree("--stages", choice.stages, file.devices());
+    agree("--microbatches", choice.microbatches, file.microbatches());
+    c.stages = file.devices();
+    c.microbatches = file.microbatches();
+    c.chunks = file.stages() / file.devices();
+    if (file.stages() % file.devices() != 0) {
+      throw InputError(c.schedule_file + ": " + std::to_string(file.stages()) + " stages on " +
+                       std::to_string(file.devices()) + " devices: every device must hold as many stages");
+    }
+    c.recompute = c.recompute || file.recompute;
+  }
   if (c.stages < 1 || c.stages > kMaxDevices) {
     throw InputError("--stages: expected 1 to " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.stages));
   }
   if (c.microbatches < 1) throw InputError("--microbatches: expected at least 1, got " + std::to_string(c.microbatches));
   if (c.chunks < 1 || c.chunks > 64) throw InputError("--chunks: expected 1 to 64, got " + std::to_string(c.chunks));
-  if (c.chunks > 1 && c.schedule != ScheduleKind::Interleaved) {
+  if (c.chunks > 1 && c.schedule != ScheduleKind::Interleaved && c.schedule_file.empty()) {
     throw InputError("--chunks: only the interleaved schedule takes more than 1 chunk");
   }
   if (c.replicas < 1) throw InputError("--replicas: expected at least 1, got " + std::to_string(c.replicas));
@@ -52,6 +74,7 @@ Plan make_plan(const Profile& profile, const PlanChoice& c) {
   plan.microbatches = c.microbatches;
   plan.batch_size = static_cast<int64_t>(b) * c.microbatches;
   plan.schedule = c.schedule;
+  plan.schedule_file = c.schedule_file;
   plan.chunks = c.chunks;
   plan.recompute = c.recompute;
   plan.optimizer_state_factor = c.optimizer_state_factor;
@@ -62,13 +85,18 @@ Plan make_plan(const Profile& profile, const PlanChoice& c) {
   // partition_for reads K and v from the plan: give it S placeholder stages.
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
   const LayerRanges ranges = partition_for(profile, plan, c.replicas, c.partition, hardware);
-  for (int s = 0; s < S; ++s) {
-    const int p = s % c.stages;
-    std::vector<int> devices;
-    for (int k = 0; k < c.replicas; ++k) devices.push_back(p * c.replicas + k);
-    plan.stages[s] = {ranges[s].first, ranges[s].second, devices};
-  }
+  place_stages(plan, schedule_for(plan), ranges, c.replicas);
   return plan;
+}
+
+void place_stages(Plan& plan, const Schedule& schedule, const LayerRanges& ranges, int replicas) {
+  plan.stages.resize(ranges.size());
+  for (std::size_t s = 0; s < ranges.size(); ++s) {
+    const int p = schedule.stage_device[s];
+    std::vector<int> devices;
+    for (int k = 0; k < replicas; ++k) devices.push_back(p * replicas + k);
+    plan.stages[s] = {ranges[s].first, ranges[s].second, std::move(devices)};
+  }
 }
 
 }  // namespace pipescope

@@ -19,6 +19,7 @@ struct PlanChoice {
   int microbatches = 1;           // M
   double microbatch_size = 0;     // 0: the profile's first batch size
   ScheduleKind schedule = ScheduleKind::OneFOneB;
+  std::string schedule_file;      // a schedule file instead (K, M and v come from it)
   int chunks = 1;
   bool recompute = false;
   int replicas = 1;               // r devices per position
@@ -38,5 +39,9 @@ LayerRanges partition_for(const Profile& profile, const Plan& plan, int replicas
                           const std::string& partition, const Hardware& hardware);
 
 Plan make_plan(const Profile& profile, const PlanChoice& choice);
+
+// Gives the plan's stages their layer ranges and devices: stage s on the schedule's
+// position stage_device[s], position p on hardware devices [p r, (p + 1) r).
+void place_stages(Plan& plan, const Schedule& schedule, const LayerRanges& ranges, int replicas);
 
 }  // namespace pipescope

@@ -132,7 +132,7 @@ void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
   plan.optimizer_state_factor = q.optimizer_state_factor;
   const int S = c.stages * c.chunks;
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
-  const Schedule schedule = make_schedule(plan.schedule_spec());
+  const Schedule schedule = schedule_for(plan);
   LayerRanges ranges;
   StageModelSpec spec;
   spec.microbatch_size = plan.microbatch_size();
@@ -150,14 +150,7 @@ void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
   } else {
     ranges = partition_for(profile, plan, c.replicas, kind, q.hardware);
   }
-  auto assign = [&](const LayerRanges& cut) {
-    for (int s = 0; s < S; ++s) {
-      const int p = s % c.stages;
-      std::vector<int> devices;
-      for (int k = 0; k < c.replicas; ++k) devices.push_back(p * c.replicas + k);
-      plan.stages[s] = {cut[s].first, cut[s].second, std::move(devices)};
-    }
-  };
+  auto assign = [&](const LayerRanges& cut) { place_stages(plan, schedule, cut, c.replicas); };
   auto run = [&](const LayerRanges& cut) {
     assign(cut);
     SimOptions options;

@@ -6,6 +6,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/op_rules.h"
 #include "planner/model_graph.h"
 
 namespace pipescope {
@@ -16,24 +17,23 @@ namespace {
 std::vector<std::pair<int64_t, int64_t>> memory_terms(const Schedule& schedule, int stage) {
   const int device = schedule.stage_device[stage];
   const int M = schedule.microbatches();
-  std::vector<uint8_t> recomputed(static_cast<std::size_t>(M), 0);
+  // What each micro-batch holds now, in (stash, activations) units (core/op_rules.h).
+  std::vector<std::pair<int64_t, int64_t>> held(static_cast<std::size_t>(M), {0, 0});
   int64_t stashed = 0, rematerialised = 0;
   std::vector<std::pair<int64_t, int64_t>> seen;
   for (const Op& op : schedule.device_ops[device]) {
     if (op.stage != stage) continue;
-    if (op.kind == OpKind::Forward) {
-      ++stashed;
-      seen.emplace_back(stashed, rematerialised);
-    } else if (op.kind == OpKind::Recompute) {
-      ++rematerialised;
-      recomputed[op.microbatch] = 1;
-      seen.emplace_back(stashed, rematerialised);
+    auto& mine = held[op.microbatch];
+    switch (op_charge(op.kind)) {
+      case Charge::Stash: ++stashed, ++mine.first; break;
+      case Charge::Activations: ++rematerialised, ++mine.second; break;
+      case Charge::Nothing: break;
     }
-    const bool frees = schedule.split_backward() ? op.kind == OpKind::BackwardWeight : op.kind == OpKind::Backward;
-    if (frees) {
-      --stashed;
-      if (recomputed[op.microbatch]) --rematerialised;
-      recomputed[op.microbatch] = 0;
+    if (op_charge(op.kind) != Charge::Nothing) seen.emplace_back(stashed, rematerialised);
+    if (op_frees(op.kind)) {
+      stashed -= mine.first;
+      rematerialised -= mine.second;
+      mine = {0, 0};
     }
   }
   std::sort(seen.begin(), seen.end(), [](auto x, auto y) { return x.first != y.first ? x.first > y.first : x.second > y.second; });
@@ -54,10 +54,10 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
       S_(schedule.stages()),
       K_(schedule.devices()),
       M_(schedule.microbatches()),
-      chunks_(schedule.spec.chunks),
+      chunks_(std::max(1, schedule.stages() / schedule.devices())),
       replicas_(spec.replicas),
-      recompute_(schedule.spec.recompute),
-      constrain_(spec.constrain_memory && schedule.spec.chunks == 1),
+      recompute_(schedule.recompute),
+      constrain_(spec.constrain_memory && schedule.stages() == schedule.devices()),
       limit_(hardware.memory_bytes),
       optimizer_factor_(spec.optimizer_state_factor) {
   check_stage_count(L_, S_);
@@ -80,7 +80,8 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     parameters_[l + 1] = parameters_[l] + profile.layers[l].parameter_bytes;
   }
   cut_ = cut_bytes(profile, b);
-  auto first_device = [&](int stage) { return (stage % K_) * replicas_; };
+  auto first_device = [&](int stage) { return schedule.stage_device[stage] * replicas_; };
+  stage_device_ = schedule.stage_device;
   std::vector<Link> tabled;
   auto transfer_table = [&](const Link& link) {
     for (std::size_t k = 0; k < tabled.size(); ++k) {
@@ -95,11 +96,11 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     return static_cast<int>(tabled.size()) - 1;
   };
   for (int s = 0; s < S_; ++s) {
-    double slowest = 1e300;
-    for (int d = first_device(s); d < first_device(s) + replicas_; ++d) slowest = std::min(slowest, hardware.device_speed(d));
-    speed_.push_back(slowest);
-    const bool next = s + 1 < S_ && (s + 1) % K_ != s % K_;
-    const bool prev = s > 0 && (s - 1) % K_ != s % K_;
+    std::vector<int> replicas;
+    for (int d = first_device(s); d < first_device(s) + replicas_; ++d) replicas.push_back(d);
+    speed_.push_back(slowest_speed(hardware, replicas));
+    const bool next = s + 1 < S_ && schedule.stage_device[s + 1] != schedule.stage_device[s];
+    const bool prev = s > 0 && schedule.stage_device[s - 1] != schedule.stage_device[s];
     next_table_.push_back(next ? transfer_table(hardware.link_between(first_device(s), first_device(s + 1))) : -1);
     prev_table_.push_back(prev ? transfer_table(hardware.link_between(first_device(s), first_device(s - 1))) : -1);
     terms_.push_back(memory_terms(schedule, s));
@@ -126,10 +127,7 @@ int64_t StageModel::compute_ns(int s, int i, int j) const {
 }
 
 int64_t StageModel::allreduce_ns(int s, int i, int j) const {
-  if (replicas_ < 2) return 0;
-  const int64_t grad = parameters_[j] - parameters_[i];
-  const int64_t r = replicas_;
-  return ring_link_[s].busy_ns(2 * (r - 1) * grad / r) + 2 * (r - 1) * ring_link_[s].latency_ns();
+  return pipescope::allreduce_ns(ring_link_[s], parameters_[j] - parameters_[i], replicas_);
 }
 
 int64_t StageModel::time_bound_ns(int s, int i, int j) const {
@@ -144,7 +142,7 @@ int64_t StageModel::time_ns(int s, int i, int j) const {
 }
 
 int64_t StageModel::memory_bytes(int s, int i, int j) const {
-  const int64_t stat = static_cast<int64_t>(static_cast<double>(parameters_[j] - parameters_[i]) * (2.0 + optimizer_factor_));
+  const int64_t stat = static_bytes(parameters_[j] - parameters_[i], optimizer_factor_);
   const int64_t act = activation_[j] - activation_[i];
   const int64_t stash = recompute_ ? cut_[i] : act;
   int64_t peak = 0;
@@ -153,13 +151,15 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
 }
 
 int64_t StageModel::memory_bound_bytes(int s, int i, int j) const {
-  const int64_t stat = static_cast<int64_t>(static_cast<double>(parameters_[j] - parameters_[i]) * (2.0 + optimizer_factor_));
+  const int64_t stat = static_bytes(parameters_[j] - parameters_[i], optimizer_factor_);
   return stat + bound_factor_[s] * (activation_[j] - activation_[i]);
 }
 
 int64_t StageModel::bottleneck_ns(const LayerRanges& ranges) const {
   std::vector<int64_t> device(static_cast<std::size_t>(K_), 0);  // a device's chunks add up
-  for (int s = 0; s < static_cast<int>(ranges.size()); ++s) device[s % K_] += time_ns(s, ranges[s].first, ranges[s].second);
+  for (int s = 0; s < static_cast<int>(ranges.size()); ++s) {
+    device[stage_device_[s]] += time_ns(s, ranges[s].first, ranges[s].second);
+  }
   return *std::max_element(device.begin(), device.end());
 }
 

@@ -43,7 +43,7 @@ class StageModel {
   int layers() const { return L_; }
   int stages() const { return S_; }
   int64_t memory_limit() const { return limit_; }
-  bool memory_exact() const { return chunks_ == 1; }
+  bool memory_exact() const { return S_ == K_; }
   bool constrains_memory() const { return constrain_ && limit_ > 0; }
 
   int64_t compute_ns(int s, int i, int j) const;
@@ -70,6 +70,7 @@ class StageModel {
   std::vector<double> forward_ms_, backward_ms_;  // prefix sums at the per-replica size
   std::vector<int64_t> activation_, parameters_, cut_;
   std::vector<double> speed_;                     // per model stage
+  std::vector<int> stage_device_;                 // the schedule's stage -> position map
   // Transfer time (latency + bytes / bandwidth) of each cut's tensors over each distinct
   // link; next_/prev_ name a stage's table, -1 when the neighbour shares its device.
   std::vector<std::vector<int64_t>> transfer_ns_;

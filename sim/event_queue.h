@@ -18,7 +18,6 @@ class EventQueue {
   void push(int64_t time, const Payload& payload) { heap_.push(Entry{time, next_seq_++, payload}); }
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
-  int64_t next_time() const { return heap_.top().time; }
   std::pair<int64_t, Payload> pop() {
     Entry e = heap_.top();
     heap_.pop();

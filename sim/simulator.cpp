@@ -1,29 +1,33 @@
-// Invariants kept by the main loop: time never goes backwards (asserted); a device
-// runs at most one op at a time and only the op at its cursor; an input is marked
-// arrived only at the event time it arrives, so an op never starts before its input.
+// Invariants kept by the main loop: time never goes backwards (PS_INVARIANT, checked in
+// every build); a device runs at most one op at a time and only the op at its cursor;
+// an input is marked arrived only at the event time it arrives, so an op never starts
+// before its input. What each op waits for, costs, charges and sends: core/op_rules.h.
 #include "sim/simulator.h"
 
 #include <algorithm>
-#include <cassert>
+#include <array>
 #include <map>
+#include <optional>
 
 #include "core/error.h"
+#include "core/invariant.h"
+#include "core/op_rules.h"
 #include "sim/event_queue.h"
 
 namespace pipescope {
 namespace {
 
-enum class EventType : uint8_t { OpDone, ActivationArrives, GradientArrives, AllReduceDone };
+enum class EventType : uint8_t { OpDone, Arrives, AllReduceDone };
 
 struct Event {
   EventType type;
-  int32_t a;  // device (OpDone, AllReduceDone) or stage (arrivals)
-  int32_t b;  // micro-batch (arrivals)
+  MessageKind kind;  // what arrives (Arrives)
+  int32_t a;         // device (OpDone, AllReduceDone) or receiving stage (Arrives)
+  int32_t b;         // micro-batch (Arrives)
 };
 
 struct LinkState {
   int64_t free_at = 0;
-  int track = -1;
 };
 
 class PipelineSim {
@@ -38,9 +42,15 @@ class PipelineSim {
       throw InputError("the cost model has " + std::to_string(c.position_device.size()) +
                        " pipeline positions but the schedule has " + std::to_string(K_));
     }
+    for (int st = 0; st < S_ && !c.stage_position.empty(); ++st) {
+      if (c.stage_position[st] != s.stage_device[st]) {
+        throw InputError("stage " + std::to_string(st) + " is on position " + std::to_string(c.stage_position[st]) +
+                         " in the plan but on device " + std::to_string(s.stage_device[st]) + " in the schedule");
+      }
+    }
     const std::size_t n = static_cast<std::size_t>(S_) * M_;
-    f_arrival_.assign(n, -1);
-    b_arrival_.assign(n, -1);
+    arrival_[0].assign(n, -1);
+    arrival_[1].assign(n, -1);
     held_.assign(n, 0);
     cursor_.assign(K_, 0);
     running_.assign(K_, 0);
@@ -51,7 +61,7 @@ class PipelineSim {
     prev_link_.resize(K_);
     queue_.reserve(2 * static_cast<std::size_t>(K_) + 16);
     if (o_.record_timeline) {
-      for (int d = 0; d < K_; ++d) report_.timeline.tracks.push_back("device " + std::to_string(d));
+      recorder_.emplace(report_.timeline, K_);
       report_.timeline.events.reserve(s.num_ops());
     }
   }
@@ -60,16 +70,12 @@ class PipelineSim {
     for (int d = 0; d < K_; ++d) try_start(d);
     while (!queue_.empty()) {
       auto [time, ev] = queue_.pop();
-      assert(time >= now_ && "simulated time went backwards");
+      PS_INVARIANT(time >= now_, "simulated time went backwards");
       now_ = time;
       switch (ev.type) {
         case EventType::OpDone: finish(ev.a); break;
-        case EventType::ActivationArrives:
-          f_arrival_[idx(ev.a, ev.b)] = now_;
-          try_start(s_.stage_device[ev.a]);
-          break;
-        case EventType::GradientArrives:
-          b_arrival_[idx(ev.a, ev.b)] = now_;
+        case EventType::Arrives:
+          arrival(ev.kind, ev.a, ev.b) = now_;
           try_start(s_.stage_device[ev.a]);
           break;
         case EventType::AllReduceDone: break;
@@ -87,68 +93,41 @@ class PipelineSim {
 
  private:
   std::size_t idx(int stage, int mb) const { return static_cast<std::size_t>(stage) * M_ + mb; }
+  int64_t& arrival(MessageKind kind, int stage, int mb) { return arrival_[static_cast<int>(kind)][idx(stage, mb)]; }
 
-  int64_t duration(const Op& op) const {
-    const StageCost& c = c_.stages[op.stage];
-    switch (op.kind) {
-      case OpKind::Forward: return c.forward_ns;
-      case OpKind::Backward: return c.backward_ns;
-      case OpKind::BackwardInput: return c.backward_input_ns;
-      case OpKind::BackwardWeight: return c.backward_weight_ns;
-      case OpKind::Recompute: return c.recompute_ns;
-    }
-    return 0;
-  }
-
-  void add_activation(int d, std::size_t i, int64_t bytes) {
+  void charge(int d, std::size_t i, int64_t bytes) {
+    if (bytes == 0) return;
     held_[i] += bytes;
     current_act_[d] += bytes;
     peak_act_[d] = std::max(peak_act_[d], current_act_[d]);
-    sample_memory(d);
+    if (recorder_) recorder_->memory(d, now_, current_act_[d]);
   }
 
-  void release_activation(int d, std::size_t i) {
+  void release(int d, std::size_t i) {
     current_act_[d] -= held_[i];
     held_[i] = 0;
-    sample_memory(d);
-  }
-
-  void sample_memory(int d) {
-    if (o_.record_timeline) report_.timeline.memory.push_back({d, now_, current_act_[d]});
+    PS_INVARIANT(current_act_[d] >= 0, "a device freed more than it held");
+    if (recorder_) recorder_->memory(d, now_, current_act_[d]);
   }
 
   void try_start(int d) {
     const auto& ops = s_.device_ops[d];
     if (running_[d] || cursor_[d] == ops.size()) return;
     const Op& op = ops[cursor_[d]];
-    const std::size_t i = idx(op.stage, op.microbatch);
-    if (op.kind == OpKind::Forward && op.stage > 0 && f_arrival_[i] < 0) return;
-    if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && op.stage + 1 < S_ &&
-        b_arrival_[i] < 0) {
-      return;
-    }
-    const int64_t dur = duration(op);
+    if (auto in = op_receives(op, S_); in && arrival(in->kind, op.stage, op.microbatch) < 0) return;
+    const StageCost& cost = c_.stages[op.stage];
+    const int64_t dur = op_duration_ns(op.kind, cost);
     running_[d] = 1;
     busy_[d] += dur;
-    if (op.kind == OpKind::Forward) add_activation(d, i, c_.stash_bytes(op.stage, s_.spec.recompute));
-    if (op.kind == OpKind::Recompute) add_activation(d, i, c_.stages[op.stage].activation_bytes);
-    if (o_.record_timeline) {
-      report_.timeline.events.push_back({d, to_string(op.kind), op.stage, op.microbatch, now_, dur});
-    }
-    queue_.push(now_ + dur, Event{EventType::OpDone, d, 0});
+    charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
+    if (recorder_) recorder_->op(d, 0, op, now_, dur);
+    queue_.push(now_ + dur, Event{EventType::OpDone, MessageKind::Activation, d, 0});
   }
 
   void finish(int d) {
     const Op& op = s_.device_ops[d][cursor_[d]];
-    const std::size_t i = idx(op.stage, op.microbatch);
-    const bool frees = s_.split_backward() ? op.kind == OpKind::BackwardWeight : op.kind == OpKind::Backward;
-    if (frees) release_activation(d, i);
-    if (op.kind == OpKind::Forward && op.stage + 1 < S_) {
-      send(op.stage, op.stage + 1, op.microbatch, c_.stages[op.stage].send_bytes, true);
-    }
-    if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && op.stage > 0) {
-      send(op.stage, op.stage - 1, op.microbatch, c_.stages[op.stage - 1].send_bytes, false);
-    }
+    if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
+    if (auto out = op_sends(op, S_)) send(*out, op.microbatch);
     running_[d] = 0;
     ++cursor_[d];
     if (cursor_[d] == s_.device_ops[d].size()) start_allreduce(d);
@@ -161,58 +140,46 @@ class PipelineSim {
     return other_links_[{from, to}];
   }
 
-  void send(int from_stage, int to_stage, int mb, int64_t bytes, bool forward) {
-    const int from = s_.stage_device[from_stage], to = s_.stage_device[to_stage];
-    const EventType arrives = forward ? EventType::ActivationArrives : EventType::GradientArrives;
+  void send(const Message& msg, int mb) {
+    const int from = s_.stage_device[msg.from_stage], to = s_.stage_device[msg.to_stage];
     if (from == to) {  // same device: the tensor is already there; finish() retries the device
-      (forward ? f_arrival_ : b_arrival_)[idx(to_stage, mb)] = now_;
+      arrival(msg.kind, msg.to_stage, mb) = now_;
       return;
     }
+    const int64_t bytes = c_.stages[msg.cut() - 1].send_bytes;
     const Link& link = h_.link_between(c_.position_device[from], c_.position_device[to]);
     LinkState& state = link_state(from, to);
     const int64_t start = std::max(now_, state.free_at);
     const int64_t busy = link.busy_ns(bytes);
     state.free_at = start + busy;
-    const int64_t arrival = start + busy + link.latency_ns();
-    ++transfers_;
-    if (o_.record_timeline) {
-      if (state.track < 0) {
-        state.track = report_.timeline.track_for("link " + std::to_string(from) + "->" + std::to_string(to));
-      }
-      report_.timeline.events.push_back({state.track, "transfer", to_stage, mb, start, arrival - start});
-    }
-    queue_.push(arrival, Event{arrives, to_stage, mb});
+    const int64_t at = start + busy + link.latency_ns();
+    if (recorder_) recorder_->transfer(from, to, msg.to_stage, mb, start, at - start);
+    queue_.push(at, Event{EventType::Arrives, msg.kind, msg.to_stage, mb});
   }
 
-  // Ring all-reduce of a replicated position's gradients once its last op is done:
-  // 2 (r-1)/r x gradient bytes / bandwidth + 2 (r-1) latencies.
+  // A replicated position's gradients are all-reduced once its last op is done.
   void start_allreduce(int d) {
     const std::vector<int>& devices = c_.position_devices[d];
     const int r = static_cast<int>(devices.size());
     if (r < 2) return;
     int64_t grad_bytes = 0;
-    for (int st = d; st < S_; st += K_) grad_bytes += c_.stages[st].parameter_bytes;
+    for (int st : stages_of_[d]) grad_bytes += c_.stages[st].parameter_bytes;
     // The ring runs at its slowest hop (an inter-node hop when the replicas span nodes).
-    const Link link = h_.ring_link(devices);
-    const int64_t bytes = 2 * (r - 1) * grad_bytes / r;
-    const int64_t dur = link.busy_ns(bytes) + 2 * (r - 1) * link.latency_ns();
-    if (o_.record_timeline) {
-      int track = report_.timeline.track_for("allreduce " + std::to_string(d));
-      report_.timeline.events.push_back({track, "allreduce", -1, -1, now_, dur});
-    }
-    queue_.push(now_ + dur, Event{EventType::AllReduceDone, d, 0});
+    const int64_t dur = allreduce_ns(h_.ring_link(devices), grad_bytes, r);
+    if (recorder_) recorder_->allreduce(d, 0, now_, dur);
+    queue_.push(now_ + dur, Event{EventType::AllReduceDone, MessageKind::Activation, d, 0});
   }
 
   StepReport make_report() {
     StepReport& r = report_;
     r.model = o_.model;
-    r.schedule = to_string(s_.spec.kind);
+    r.schedule = s_.name;
     r.devices = K_;
-    r.chunks = s_.spec.chunks;
+    r.chunks = std::max(1, S_ / K_);
     r.microbatches = M_;
     r.microbatch_size = c_.microbatch_size;
     r.batch_size = c_.batch_size;
-    r.recompute = s_.spec.recompute;
+    r.recompute = s_.recompute;
     r.memory_limit_bytes = h_.memory_bytes;
     r.step_ns = end_;
     r.simulated_ops = static_cast<int64_t>(s_.num_ops());
@@ -222,7 +189,7 @@ class PipelineSim {
       StageReport st;
       st.index = d;
       int64_t params = 0;
-      for (int s = d; s < S_; s += K_) {
+      for (int s : stages_of_[d]) {
         st.layers.emplace_back(c_.stages[s].first_layer, c_.stages[s].end_layer);
         params += c_.stages[s].parameter_bytes;
       }
@@ -230,20 +197,20 @@ class PipelineSim {
       st.busy_ns = busy_[d];
       total_busy += busy_[d];
       st.bubble_fraction = end_ > 0 ? 1.0 - static_cast<double>(busy_[d]) / end_ : 0.0;
-      st.static_bytes = static_cast<int64_t>(static_cast<double>(params) * (2.0 + c_.optimizer_state_factor));
+      st.static_bytes = static_bytes(params, c_.optimizer_state_factor);
       st.peak_activation_bytes = peak_act_[d];
       st.peak_memory_bytes = st.static_bytes + st.peak_activation_bytes;
       st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
       r.stages.push_back(std::move(st));
     }
     r.bubble_fraction = end_ > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K_) * end_) : 0.0;
-    if (c_.split_estimated) {
-      r.notes.push_back("the profile has no split backward: B (input gradient) and W (weight gradient) "
+    if (s_.has_split_backward() && !c_.split_measured) {
+      r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
                         "each take half of backward_ms");
     }
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
     r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
-                      "(core/cost_model.h); a layer's temporaries and tensors in flight are not counted");
+                      "(core/op_rules.h); a layer's temporaries and tensors in flight are not counted");
     return std::move(r);
   }
 
@@ -252,15 +219,22 @@ class PipelineSim {
   const Hardware& h_;
   const SimOptions& o_;
   const int K_, S_, M_;
+  const std::vector<std::vector<int>> stages_of_ = [this] {
+    std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.devices()));
+    for (int st = 0; st < s_.stages(); ++st) out[s_.stage_device[st]].push_back(st);
+    return out;
+  }();
   EventQueue<Event> queue_;
-  int64_t now_ = 0, end_ = 0, transfers_ = 0;
-  std::vector<int64_t> f_arrival_, b_arrival_, held_;
+  int64_t now_ = 0, end_ = 0;
+  std::array<std::vector<int64_t>, 2> arrival_;  // per message kind, per (stage, micro-batch)
+  std::vector<int64_t> held_;
   std::vector<std::size_t> cursor_;
   std::vector<uint8_t> running_;
   std::vector<int64_t> busy_, current_act_, peak_act_;
   std::vector<LinkState> next_link_, prev_link_;
   std::map<std::pair<int, int>, LinkState> other_links_;
   StepReport report_;
+  std::optional<TimelineRecorder> recorder_;
 };
 
 }  // namespace

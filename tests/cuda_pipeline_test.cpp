@@ -60,7 +60,7 @@ TEST(CudaPipeline, GradientsEqualOneProcessForGPipeAnd1F1B) {
       choice.schedule = kind;
       choice.partition = "uniform";
       Plan plan = make_plan(profile, choice);
-      Schedule schedule = make_schedule(plan.schedule_spec());
+      Schedule schedule = schedule_for(plan);
       RunOptions o;
       o.backend = "cuda";
       o.steps = 1;

@@ -22,7 +22,7 @@ TEST(ExecReplay, ReplayingAPredictionReproducesItExactly) {
     const Plan& plan = rp.plan;
     const Hardware& h = rp.hardware;
     const CostModel costs = build_cost_model(p, plan, h);
-    const Schedule s = make_schedule(plan.schedule_spec());
+    const Schedule s = schedule_for(plan);
     const StepReport predicted = simulate(s, costs, h, {});
     const StepReport replayed = simulate(s, with_measured_op_times(costs, predicted.timeline), h, {});
     EXPECT_EQ(replayed.step_ns, predicted.step_ns)

@@ -28,7 +28,7 @@ void expect_fault_stops_everyone_with(const std::string& wait, ScheduleKind kind
   c.schedule = kind;
   c.partition = "uniform";
   Plan plan = make_plan(profile, c);
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   RunOptions o;
   o.steps = 3;
   o.timeout_s = 60;
@@ -89,7 +89,7 @@ TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
   c.microbatches = 4;
   c.partition = "uniform";
   Plan plan = make_plan(profile, c);
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   for (const char* wait : {"block", "spin"}) {
     RunOptions o;
     o.timeout_s = 2;

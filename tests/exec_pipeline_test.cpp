@@ -63,7 +63,7 @@ TEST(ExecPipeline, GradientsEqualOneProcessForEverySchedule) {
   int checked = 0;
   for (const Case& c : all_cases()) {
     Plan plan = plan_for(profile, c, 2);
-    Schedule schedule = make_schedule(plan.schedule_spec());
+    Schedule schedule = schedule_for(plan);
     RunOptions o;
     o.steps = 1;
     o.check_gradients = true;
@@ -93,7 +93,7 @@ TEST(ExecPipeline, GradientCheckDetectsWrongGradients) {
   }
   EXPECT_DOUBLE_EQ(gradient_error(profile, plan, "cpu", zeros), 1.0);
   // The true gradients, from a one-device run, then one element off by 1%.
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   RunOptions o;
   o.steps = 1;
   o.check_gradients = true;
@@ -140,7 +140,7 @@ TEST(ExecPipeline, TrackedPeakActivationsEqualThePrediction) {
         // Micro-batch size 3 lies past the profiled sizes: extrapolation must stay exact.
         Case c{kind, K, K == 2 ? 4 : 6, rc};
         Plan plan = plan_for(profile, c, 3);
-        Schedule schedule = make_schedule(plan.schedule_spec());
+        Schedule schedule = schedule_for(plan);
         Hardware hw = Hardware::ideal(K);
         StepReport predicted = simulate(schedule, build_cost_model(profile, plan, hw), hw);
         RunOptions o;
@@ -157,7 +157,7 @@ TEST(ExecPipeline, MeasurementHasThePredictionsKeysAndTracks) {
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
   Case c{ScheduleKind::OneFOneB, 4, 4, false};
   Plan plan = plan_for(profile, c, 1);
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   Hardware hw = Hardware::ideal(4);
   StepReport predicted = simulate(schedule, build_cost_model(profile, plan, hw), hw);
   RunOptions o;
@@ -183,7 +183,7 @@ TEST(ExecPipeline, SgdAndAdamStepsLowerTheLoss) {
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
   Case c{ScheduleKind::ZeroBubbleH1, 2, 4, true};
   Plan plan = plan_for(profile, c, 2);
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   for (auto [kind, lr] : {std::pair<std::string, float>{"sgd", 0.5f}, {"adam", 1e-2f}}) {
     RunOptions o;
     o.steps = 20;

@@ -51,7 +51,7 @@ const ScheduleKind kKinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, Sche
                                ScheduleKind::ZeroBubbleH1};
 
 RunResult run_one_step(const Profile& profile, const Plan& plan, const std::string& wait, bool check) {
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   RunOptions o;
   o.steps = 1;
   o.check_gradients = check;
@@ -122,7 +122,7 @@ TEST(ExecReplicas, TrackedPeakActivationsEqualThePrediction) {
         // b/r = 3 lies past the profiled sizes: extrapolation must stay exact.
         Case c{kind, K, 2, 4, rc, 6};
         Plan plan = plan_for(profile, c);
-        Schedule schedule = make_schedule(plan.schedule_spec());
+        Schedule schedule = schedule_for(plan);
         Hardware hw = Hardware::ideal(K * c.r);
         StepReport predicted = simulate(schedule, build_cost_model(profile, plan, hw), hw);
         RunResult measured = run_one_step(profile, plan, "block", false);
@@ -138,7 +138,7 @@ TEST(ExecReplicas, MeasurementHasThePredictionsTracksAndCountsTheAllReduce) {
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
   Case c{ScheduleKind::OneFOneB, 2, 2, 4, false, 2};
   Plan plan = plan_for(profile, c);
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   Hardware hw = Hardware::ideal(4);
   StepReport predicted = simulate(schedule, build_cost_model(profile, plan, hw), hw);
   RunOptions o;
@@ -168,7 +168,7 @@ TEST(ExecReplicas, UnevenReplicationIsRefused) {
   const Profile profile = test::profile_with_specs(test::tiny_gpt_model());
   Plan plan = plan_for(profile, {ScheduleKind::OneFOneB, 2, 2, 2, false, 2});
   plan.stages[1].devices = {2};
-  Schedule schedule = make_schedule(plan.schedule_spec());
+  Schedule schedule = schedule_for(plan);
   RunOptions o;
   try {
     run_threads(profile, plan, schedule, o);
@@ -180,7 +180,7 @@ TEST(ExecReplicas, UnevenReplicationIsRefused) {
   // r = 2 cannot split a micro-batch of 3 samples evenly.
   Plan odd = plan_for(profile, {ScheduleKind::OneFOneB, 2, 2, 2, false, 3});
   try {
-    run_threads(profile, odd, make_schedule(odd.schedule_spec()), o);
+    run_threads(profile, odd, schedule_for(odd), o);
     FAIL() << "a micro-batch of 3 was split over 2 replicas";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("divisible by 2, got 3"), std::string::npos) << e.what();
@@ -188,7 +188,7 @@ TEST(ExecReplicas, UnevenReplicationIsRefused) {
   // A fault in a replica that does not exist.
   Plan good = plan_for(profile, {ScheduleKind::OneFOneB, 2, 2, 2, false, 2});
   o.fault = FaultSpec{1, OpKind::Forward, 0, 0, false, false, 2};
-  EXPECT_THROW(run_threads(profile, good, make_schedule(good.schedule_spec()), o), InputError);
+  EXPECT_THROW(run_threads(profile, good, schedule_for(good), o), InputError);
 }
 
 }  // namespace

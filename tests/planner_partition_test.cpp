@@ -169,8 +169,8 @@ TEST(OptimalPartition, PredictedStageMemoryEqualsTheSimulatorsPeakByteForByte) {
     Plan plan;
     plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * in.schedule.microbatches();
     plan.microbatches = in.schedule.microbatches();
-    plan.schedule = in.schedule.spec.kind;
-    plan.recompute = in.schedule.spec.recompute;
+    plan.schedule = parse_schedule_kind(in.schedule.name);
+    plan.recompute = in.schedule.recompute;
     for (int s = 0; s < m.stages(); ++s) {
       std::vector<int> devices;
       for (int k = 0; k < spec.replicas; ++k) devices.push_back(s * spec.replicas + k);

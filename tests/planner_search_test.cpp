@@ -67,7 +67,7 @@ TEST(PlanSearch, TheWinnerIsTheFastestFittingCandidateAndSimulatesToItsStepTime)
       EXPECT_GE(c.step_ns, w.step_ns) << c.label();
     }
   }
-  const StepReport again = simulate(make_schedule(w.plan.schedule_spec()), build_cost_model(q.profile, w.plan, q.hardware),
+  const StepReport again = simulate(schedule_for(w.plan), build_cost_model(q.profile, w.plan, q.hardware),
                                     q.hardware, {.record_timeline = false, .model = ""});
   EXPECT_EQ(again.step_ns, w.step_ns);
   EXPECT_TRUE(again.fits());
@@ -180,7 +180,7 @@ TEST(RingAllReduce, SimulatorMatchesTheClosedForm) {
     c.microbatch_size = 24;
     c.hardware = &h;
     const Plan plan = make_plan(p, c);
-    const StepReport rep = simulate(make_schedule(plan.schedule_spec()), build_cost_model(p, plan, h), h,
+    const StepReport rep = simulate(schedule_for(plan), build_cost_model(p, plan, h), h,
                                     {.record_timeline = false, .model = ""});
     const double b = 24.0 / r;
     const int64_t compute = 4 * (ms_to_ns(3 * 1.0 * b) + ms_to_ns(3 * 2.0 * b));

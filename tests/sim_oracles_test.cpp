@@ -134,7 +134,7 @@ TEST(SimOracle, SameInputGivesByteIdenticalJsonAndTrace) {
     std::string first_json, first_trace;
     for (int i = 0; i < 2; ++i) {
       CostModel c = build_cost_model(p, plan, h);
-      StepReport r = simulate(make_schedule(plan.schedule_spec()), c, h, {});
+      StepReport r = simulate(schedule_for(plan), c, h, {});
       std::string json = report_to_json(r).dump(2), trace = chrome_trace(r);
       if (i == 0) {
         first_json = json;

@@ -2,6 +2,8 @@
 // i-th ncclSend of the sender, because both walk the sender's op order.
 #include "exec/cuda/nccl_endpoint.h"
 
+#include "core/op_rules.h"
+
 #include <thread>
 
 #include "core/error.h"
@@ -24,12 +26,8 @@ std::deque<MessageKey> link_order(const Schedule& s, int from, int to) {
   std::deque<MessageKey> out;
   const int S = s.stages();
   for (const Op& op : s.device_ops.at(from)) {
-    if (op.kind == OpKind::Forward && op.stage + 1 < S && s.stage_device[op.stage + 1] == to) {
-      out.push_back({MessageKind::Activation, op.stage + 1, op.microbatch});
-    }
-    if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && op.stage > 0 &&
-        s.stage_device[op.stage - 1] == to) {
-      out.push_back({MessageKind::Gradient, op.stage - 1, op.microbatch});
+    if (auto m = op_sends(op, S); m && s.stage_device[m->to_stage] == to) {
+      out.push_back({m->kind, m->to_stage, op.microbatch});
     }
   }
   return out;

@@ -31,7 +31,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {{"stages", "K"}, "Pipeline stages K (default 4)", "K", "4"},
       {{"microbatches", "M"}, "Micro-batches M per step (default 8)", "M", "8"},
       {"microbatch-size", "Samples per micro-batch, a whole number (default 0: the profile's first batch size)", "B", "0"},
-      {"schedule", "gpipe | 1f1b | interleaved | zb-h1 (default 1f1b)", "KIND", "1f1b"},
+      {"schedule", QString::fromStdString(schedule_kind_names() + " (default 1f1b)"), "KIND", "1f1b"},
       {"chunks", "Model chunks per device, interleaved only (default 1)", "V", "1"},
       {"recompute", "Re-materialise activations"},
       {"partition", "uniform | gpipe | optimal (balanced = optimal; default optimal)", "NAME", "optimal"},

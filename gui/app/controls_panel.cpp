@@ -36,7 +36,7 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   microbatch_size_->setRange(0, kMaxGuiMicrobatchSize);
   microbatch_size_->setSpecialValueText("profile's first");
   schedule_ = new QComboBox(this);
-  schedule_->addItems({"gpipe", "1f1b", "interleaved", "zb-h1"});
+  for (ScheduleKind k : schedule_kinds()) schedule_->addItem(QString::fromStdString(to_string(k)));
   chunks_ = new QSpinBox(this);
   chunks_->setRange(1, kMaxGuiChunks);
   recompute_ = new QCheckBox("re-materialise activations", this);

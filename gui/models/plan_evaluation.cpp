@@ -31,7 +31,7 @@ Evaluation evaluate(const PlanInputs& in) {
   }
   e.plan = make_plan(*in.profile, choice);
   const Hardware hardware = hardware_for(in, e.plan);
-  Schedule schedule = make_schedule(e.plan.schedule_spec());
+  Schedule schedule = schedule_for(e.plan);
   validate_schedule(schedule);
   e.costs = build_cost_model(*in.profile, e.plan, hardware);
   SimOptions options;

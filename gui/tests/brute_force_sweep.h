@@ -32,7 +32,7 @@ inline BruteForce brute_force(const PlanInputs& base, const SweepAxes& axes) {
       try {
         if (k > base.hardware->devices) throw InputError("more stages than devices");
         Plan plan = make_plan(*base.profile, c);
-        Schedule s = make_schedule(plan.schedule_spec());
+        Schedule s = schedule_for(plan);
         validate_schedule(s);
         CostModel costs = build_cost_model(*base.profile, plan, *base.hardware);
         SimOptions o;

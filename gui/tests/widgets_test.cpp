@@ -326,7 +326,7 @@ void WidgetsTest::exported_plan_simulates_the_same() {
   QCOMPARE(plan.stages.size(), std::size_t{4});
   QCOMPARE(plan.microbatches, 8);
   const PlanInputs in = w.current_inputs();
-  Schedule s = make_schedule(plan.schedule_spec());
+  Schedule s = schedule_for(plan);
   validate_schedule(s);
   const StepReport r = simulate(s, build_cost_model(*in.profile, plan, *in.hardware), *in.hardware);
   QCOMPARE(r.step_ns, w.evaluation()->report.step_ns);

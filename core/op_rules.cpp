@@ -1,0 +1,104 @@
+// The rules of core/op_rules.h. Invariant: every function here is total over valid
+// ops and reads nothing but its arguments, so callers can rely on the same answer.
+#include "core/op_rules.h"
+
+#include <algorithm>
+
+#include "core/cost_model.h"
+
+namespace pipescope {
+
+Product product_of(OpKind kind) {
+  switch (kind) {
+    case OpKind::Forward: return Product::Output;
+    case OpKind::Backward:
+    case OpKind::BackwardInput: return Product::InputGradient;
+    case OpKind::Recompute: return Product::Recomputed;
+    case OpKind::BackwardWeight: return Product::WeightGradient;
+  }
+  return Product::Output;
+}
+
+Needs op_needs(const Op& op, int stages, bool recompute) {
+  Needs n;
+  auto add = [&](Product p, int stage) { n.items[n.count++] = Need{p, stage}; };
+  const int s = op.stage;
+  switch (op.kind) {
+    case OpKind::Forward:
+      if (s > 0) add(Product::Output, s - 1);
+      break;
+    case OpKind::Recompute: add(Product::Output, s); break;
+    case OpKind::Backward:
+    case OpKind::BackwardInput:
+      add(Product::Output, s);
+      if (recompute) add(Product::Recomputed, s);
+      if (s + 1 < stages) add(Product::InputGradient, s + 1);
+      break;
+    case OpKind::BackwardWeight: add(Product::InputGradient, s); break;
+  }
+  return n;
+}
+
+std::optional<Message> op_sends(const Op& op, int stages) {
+  const int s = op.stage;
+  if (op.kind == OpKind::Forward && s + 1 < stages) return Message{MessageKind::Activation, s, s + 1};
+  if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && s > 0) {
+    return Message{MessageKind::Gradient, s, s - 1};
+  }
+  return std::nullopt;
+}
+
+std::optional<Message> op_receives(const Op& op, int stages) {
+  const int s = op.stage;
+  if (op.kind == OpKind::Forward && s > 0) return Message{MessageKind::Activation, s - 1, s};
+  if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && s + 1 < stages) {
+    return Message{MessageKind::Gradient, s + 1, s};
+  }
+  return std::nullopt;
+}
+
+int64_t op_duration_ns(OpKind kind, const StageCost& c) {
+  switch (kind) {
+    case OpKind::Forward: return c.forward_ns;
+    case OpKind::Backward: return c.backward_ns;
+    case OpKind::BackwardInput: return c.backward_input_ns;
+    case OpKind::BackwardWeight: return c.backward_weight_ns;
+    case OpKind::Recompute: return c.recompute_ns;
+  }
+  return 0;
+}
+
+int64_t stash_bytes(const StageCost& c, bool recompute) { return recompute ? c.input_bytes : c.activation_bytes; }
+
+Charge op_charge(OpKind kind) {
+  if (kind == OpKind::Forward) return Charge::Stash;
+  if (kind == OpKind::Recompute) return Charge::Activations;
+  return Charge::Nothing;
+}
+
+int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool recompute) {
+  switch (op_charge(kind)) {
+    case Charge::Stash: return stash_bytes(c, recompute);
+    case Charge::Activations: return c.activation_bytes;
+    case Charge::Nothing: return 0;
+  }
+  return 0;
+}
+
+int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor) {
+  return static_cast<int64_t>(static_cast<double>(parameter_bytes) * (2.0 + optimizer_state_factor));
+}
+
+int64_t allreduce_ns(const Link& ring, int64_t gradient_bytes, int replicas) {
+  if (replicas < 2) return 0;
+  const int64_t r = replicas;
+  return ring.busy_ns(2 * (r - 1) * gradient_bytes / r) + 2 * (r - 1) * ring.latency_ns();
+}
+
+double slowest_speed(const Hardware& hardware, const std::vector<int>& devices) {
+  double speed = 1e300;
+  for (int d : devices) speed = std::min(speed, hardware.device_speed(d));
+  return devices.empty() ? 1.0 : speed;
+}
+
+}  // namespace pipescope

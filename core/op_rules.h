@@ -1,0 +1,119 @@
+// What an op of a schedule means, stated once. The validator, the text diagram, the
+// simulator, the planner's stage model, the GUI models and the executor's workers all
+// ask here; no other file restates a rule.
+//
+//   waits for (besides its device's order), all of the same micro-batch m:
+//     F(s,m): the output of F(s-1,m)                  (a message when s-1 is elsewhere)
+//     R(s,m): F(s,m)
+//     B(s,m), I(s,m): F(s,m); R(s,m) under re-materialisation; the input gradient made
+//                     by B or I of (s+1,m)              (a message when s+1 is elsewhere)
+//     W(s,m): I(s,m)
+//   sends: F(s,m) its output to stage s+1; B(s,m) and I(s,m) the input gradient to
+//          stage s-1 (the bytes that cross the cut between the two stages); R, W nothing.
+//   costs: F forward, B backward, I backward_input, W backward_weight, R one more forward.
+//   memory of a device (the rules the simulator and the executor's tracker follow, so
+//   predicted and tracked activation peaks agree byte for byte):
+//     static bytes        = parameters x (1 weights + 1 gradients + optimizer factor)
+//     at the start of F   += stash: the stage's activation_bytes, or under
+//                            re-materialisation only its input (0 for the first stage,
+//                            whose input is data)
+//     at the start of R   += the stage's activation_bytes (the recomputed activations)
+//     at the end of B / W -= everything held for (s,m). I frees nothing: under split
+//                            backward the stash lives until W.
+//   replicated stage: runs at its slowest replica's speed; after its device's last op a
+//   ring all-reduce of the device's gradients: 2 (r-1)/r x bytes / bandwidth + 2 (r-1)
+//   latencies on the ring's slowest hop.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/hardware.h"
+#include "core/schedule.h"
+
+namespace pipescope {
+
+struct StageCost;
+
+// The results ops wait for: each op makes one.
+enum class Product : uint8_t { Output, InputGradient, Recomputed, WeightGradient };
+inline constexpr int kProducts = 4;
+Product product_of(OpKind kind);
+
+// A result of stage `stage` for the op's own micro-batch.
+struct Need {
+  Product product;
+  int stage;
+};
+
+struct Needs {
+  std::array<Need, 3> items{};
+  int count = 0;
+  const Need* begin() const { return items.data(); }
+  const Need* end() const { return items.data() + count; }
+};
+
+// What `op` waits for besides its device's order, in a schedule of `stages` stages.
+Needs op_needs(const Op& op, int stages, bool recompute);
+
+enum class MessageKind : uint8_t { Activation, Gradient };
+
+// A tensor between two stages for one micro-batch. `cut` is the boundary it crosses:
+// the index of the later stage (its bytes are what crosses the end of stage cut - 1).
+struct Message {
+  MessageKind kind;
+  int from_stage;
+  int to_stage;
+  int cut() const { return from_stage > to_stage ? from_stage : to_stage; }
+};
+
+// What `op` sends when it ends, and what it receives before it starts.
+std::optional<Message> op_sends(const Op& op, int stages);
+std::optional<Message> op_receives(const Op& op, int stages);
+
+// The op's run time on its stage (integer ns, speed already applied in StageCost).
+int64_t op_duration_ns(OpKind kind, const StageCost& stage);
+// What the op charges at its start, symbolically (the planner counts these) ...
+enum class Charge : uint8_t { Nothing, Stash, Activations };
+Charge op_charge(OpKind kind);
+// ... and in bytes: Stash = stash_bytes(), Activations = the stage's activation_bytes.
+int64_t op_charge_bytes(OpKind kind, const StageCost& stage, bool recompute);
+// Whether the op's end frees everything held for its (stage, micro-batch).
+inline bool op_frees(OpKind kind) { return kind == OpKind::Backward || kind == OpKind::BackwardWeight; }
+// What F keeps per micro-batch: the activations, or under re-materialisation the input.
+int64_t stash_bytes(const StageCost& stage, bool recompute);
+
+// Weights, gradients and optimizer state of `parameter_bytes` of parameters.
+int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor);
+// A ring all-reduce of `gradient_bytes` over `replicas` devices joined by `ring`.
+int64_t allreduce_ns(const Link& ring, int64_t gradient_bytes, int replicas);
+// A replicated stage runs at the pace of its slowest device.
+double slowest_speed(const Hardware& hardware, const std::vector<int>& devices);
+
+// Per (product, stage, micro-batch) flags: whether a result exists yet. The validator,
+// the diagram and the longest-path oracle walk schedules with it.
+class ProductTable {
+ public:
+  ProductTable(int stages, int microbatches)
+      : S_(stages), M_(microbatches), done_(static_cast<std::size_t>(kProducts) * stages * microbatches, 0) {}
+  bool has(Product p, int stage, int mb) const { return done_[index(p, stage, mb)] != 0; }
+  void mark(Product p, int stage, int mb) { done_[index(p, stage, mb)] = 1; }
+  // Whether every need of `op` is met.
+  bool ready(const Op& op, bool recompute) const {
+    for (const Need& n : op_needs(op, S_, recompute)) {
+      if (!has(n.product, n.stage, op.microbatch)) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::size_t index(Product p, int stage, int mb) const {
+    return (static_cast<std::size_t>(p) * S_ + stage) * M_ + mb;
+  }
+  int S_, M_;
+  std::vector<uint8_t> done_;
+};
+
+}  // namespace pipescope
