@@ -1,0 +1,4 @@
+# Interop tests (included by tests/CMakeLists.txt): Hugging Face configs in, Megatron-LM /
+# torch / DeepSpeed out, and the `profile synth --hf-config` -> `plan` -> `export` chain.
+pipescope_test(interop_test interop_hf_test.cpp interop_export_test.cpp interop_cli_test.cpp)
+add_dependencies(interop_test pipescope)
