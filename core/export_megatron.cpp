@@ -8,6 +8,7 @@
 // Invariant: the decoder layers per virtual stage that Megatron derives from the
 // emitted flags equal the plan's, stage by stage (tests/interop_export_test.cpp
 // recomputes them with Megatron's rules).
+#include <cctype>
 #include <optional>
 #include <sstream>
 
@@ -97,6 +98,15 @@ std::string layout_string(const PlanShape& s) {
   return out;
 }
 
+// A value as one shell word: quoted when it holds anything but [A-Za-z0-9._-] (a
+// layout's '|' and '*' would otherwise pipe and glob).
+std::string shell_word(const std::string& value) {
+  for (char c : value) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return "'" + value + "'";
+  }
+  return value;
+}
+
 void check_schedule(const PlanShape& s) {
   if (s.positions == 1) return;  // no pipeline: the schedule does not matter
   if (s.schedule == "1f1b" && s.chunks == 1) return;
@@ -152,7 +162,7 @@ ExportResult export_megatron(const PlanShape& s) {
        << "# schedule " << s.schedule << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
   Json flags = Json::array();
   for (std::size_t i = 0; i < f.size(); ++i) {
-    text << f[i].first << (f[i].second.empty() ? "" : " " + f[i].second) << (i + 1 < f.size() ? " \\" : "") << "\n";
+    text << f[i].first << (f[i].second.empty() ? "" : " " + shell_word(f[i].second)) << (i + 1 < f.size() ? " \\" : "") << "\n";
     flags.push_back(f[i].second.empty() ? Json::array({f[i].first}) : Json::array({f[i].first, f[i].second}));
   }
   Json json = {{"target", "megatron"}, {"version", kMegatronVersion}, {"flags", flags},

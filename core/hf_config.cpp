@@ -3,6 +3,7 @@
 // MistralConfig, Qwen2Config, GemmaConfig and MixtralConfig.
 #include "core/hf_config.h"
 
+#include <algorithm>
 #include <array>
 
 #include "core/error.h"
@@ -55,6 +56,13 @@ HfModel hf_model_from_json(const JsonReader& r) {
     m.experts = required_int(r, "num_local_experts", 4096);
     m.top_k = required_int(r, "num_experts_per_tok", m.experts);
   }
+  // Counts are int64; a config beyond 10^15 parameters (10^4 x the largest published
+  // model) is refused before any count could overflow.
+  const double h = static_cast<double>(m.hidden), per_expert = 3.0 * h * static_cast<double>(m.ffn);
+  const double attention = h * 2.0 * static_cast<double>(m.attention_width() + m.kv_width());
+  const double estimate = static_cast<double>(m.layers) * (attention + std::max<double>(1.0, static_cast<double>(m.experts)) * per_expert) +
+                          2.0 * static_cast<double>(m.vocabulary) * h;
+  if (estimate > 1e15) r.fail("the model would have " + std::to_string(estimate) + " parameters, beyond the limit of 1e15");
   return m;
 }
 

@@ -266,9 +266,12 @@ TEST(ExportMegatron, UnevenCutsUseTheirFlags) {
                                          ExportTarget::Megatron));
   EXPECT_EQ(ends.at("--decoder-first-pipeline-num-layers"), "5");
   EXPECT_EQ(ends.at("--decoder-last-pipeline-num-layers"), "2");
-  FlagMap layout = parse_flags(export_plan(plan_of({1, 4, 2, 3}, 4, 1, 8, 1, ScheduleKind::OneFOneB), llm_profile(10),
-                                           ExportTarget::Megatron));
+  ExportResult layout_result = export_plan(plan_of({1, 4, 2, 3}, 4, 1, 8, 1, ScheduleKind::OneFOneB), llm_profile(10),
+                                           ExportTarget::Megatron);
+  FlagMap layout = parse_flags(layout_result);
   EXPECT_EQ(layout.at("--pipeline-model-parallel-layout"), "Et|t*4|t*2|t*3L");
+  // One shell word: '|' and '*' quoted.
+  EXPECT_NE(layout_result.text.find("--pipeline-model-parallel-layout 'Et|t*4|t*2|t*3L'"), std::string::npos) << layout_result.text;
   // Interleaved, v = 2: stages 0..7 in model order, rank = s % 4.
   FlagMap vpp = parse_flags(export_plan(plan_of(std::vector<int>(8, 2), 4, 1, 8, 1, ScheduleKind::Interleaved),
                                         llm_profile(16), ExportTarget::Megatron));

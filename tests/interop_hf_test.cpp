@@ -121,6 +121,10 @@ TEST(HfConfig, UnknownFamilyAndMissingFieldsAreNamed) {
       "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3, "vocab_size": 100})");
   EXPECT_NE(bad_kv.find("num_key_value_heads"), std::string::npos) << bad_kv;
   EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": -1})").find("hidden_size"), std::string::npos);
+  // 10^5 layers of h = 2^20: ~10^17 parameters, refused before int64 counts overflow.
+  const std::string huge = error_of(R"({"model_type": "llama", "hidden_size": 1048576, "intermediate_size": 4194304,
+      "num_hidden_layers": 100000, "num_attention_heads": 8, "vocab_size": 100})");
+  EXPECT_NE(huge.find("beyond the limit"), std::string::npos) << huge;
 }
 
 TEST(HfConfig, FamilyDefaults) {
