@@ -146,7 +146,7 @@ ExportResult export_megatron(const PlanShape& s) {
     }
   }
   // The layout states v itself; the other forms take it from this flag.
-  if (s.chunks > 1 && cut != "layout") f.emplace_back("--num-virtual-stages-per-pipeline-rank", std::to_string(s.chunks));
+  if (s.positions > 1 && s.chunks > 1 && cut != "layout") f.emplace_back("--num-virtual-stages-per-pipeline-rank", std::to_string(s.chunks));
   if (s.recompute) {
     // Each stage keeps only its input: one recompute unit as large as its largest stage.
     f.emplace_back("--recompute-granularity", "full");

@@ -1,4 +1,4 @@
-// Fuzz target: hf_model_from_json on arbitrary bytes, then the counts, the FLOPs and the
+// Fuzz target: gpu_spec_from_json and hf_model_from_json on arbitrary bytes, then the counts, the FLOPs and the
 // analytic profile of whatever it accepts; the profile must read back. Only InputError
 // may leave (fuzz_readers.h's rule).
 #include <cstdlib>
@@ -10,6 +10,10 @@ using namespace pipescope;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size > fuzz::kMaxInput) return -1;
+  try {  // the same bytes as a GPU file (pipescope.hardware + "gpu")
+    (void)gpu_spec_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz-gpu"));
+  } catch (const InputError&) {
+  }
   try {
     HfModel m = hf_model_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz"));
     (void)count_parameters(m).total();

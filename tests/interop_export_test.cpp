@@ -278,6 +278,16 @@ TEST(ExportMegatron, UnevenCutsUseTheirFlags) {
   EXPECT_EQ(vpp.at("--num-virtual-stages-per-pipeline-rank"), "2");
 }
 
+TEST(ExportMegatron, OneRankHasNoVirtualStages) {
+  // K = 1: the whole model on every rank; Megatron refuses virtual stages without a
+  // pipeline (arguments.py: interleaving needs --pipeline-model-parallel-size > 1).
+  Plan one = plan_of({3, 5}, 1, 4, 2, 1, ScheduleKind::Interleaved);
+  FlagMap f = parse_flags(export_plan(one, llm_profile(8), ExportTarget::Megatron));
+  EXPECT_EQ(f.at("--pipeline-model-parallel-size"), "1");
+  EXPECT_EQ(f.count("--num-virtual-stages-per-pipeline-rank"), 0u);
+  EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
+}
+
 TEST(ExportMegatron, RefusesWhatMegatronCannotSay) {
   Profile p = llm_profile(8);
   EXPECT_NE(error_of(plan_of({4, 4}, 2, 1, 4, 1, ScheduleKind::GPipe), p, ExportTarget::Megatron).find("GPipe"), std::string::npos);

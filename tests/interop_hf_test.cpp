@@ -151,6 +151,27 @@ TEST(HfProfile, ShippedGpuFilesLoadWithEveryDtype) {
   EXPECT_THROW(find_gpu_file("v100", {std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus"}), InputError);
 }
 
+TEST(HfProfile, GpuFileRefusalsNameTheField) {
+  auto error_of_gpu = [](const std::string& text) {
+    try {
+      gpu_spec_from_json(JsonReader::from_text(text, "gpu.json"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string node = R"("format": "pipescope.hardware", "version": 1, "name": "x", "devices": 8,
+      "memory_bytes": 1000, "link": {"bandwidth_gb_per_s": 1, "latency_us": 1})";
+  EXPECT_NE(error_of_gpu("{" + node + "}").find("gpu"), std::string::npos);
+  EXPECT_NE(error_of_gpu("{" + node + R"(, "gpu": {"peak_dense_tflops": {}, "hbm_gb_per_s": 1}})").find("peak_dense_tflops"),
+            std::string::npos);
+  EXPECT_NE(error_of_gpu("{" + node + R"(, "gpu": {"peak_dense_tflops": {"bf16": -1}, "hbm_gb_per_s": 1}})").find("bf16"),
+            std::string::npos);
+  EXPECT_NE(error_of_gpu("{" + node + R"(, "gpu": {"peak_dense_tflops": {"bf16": 1}}})").find("hbm_gb_per_s"), std::string::npos);
+  GpuSpec ok = gpu_spec_from_json(JsonReader::from_text("{" + node + R"(, "gpu": {"peak_dense_tflops": {"bf16": 1}, "hbm_gb_per_s": 2}})", "gpu.json"));
+  EXPECT_DOUBLE_EQ(ok.collective_gb_per_s, 1.0);  // defaults to the node's link
+}
+
 TEST(HfProfile, LayerTimesAreFlopsOverAchievedPeak) {
   HfModel m = load_hf_model(hf("llama-3-8b.json"));
   GpuSpec g = load_gpu_spec(gpu("h100-sxm"));
