@@ -122,7 +122,11 @@ void check_schedule(const PlanShape& s) {
 ExportResult export_megatron(const PlanShape& s) {
   check_schedule(s);
   Flags f;
-  if (s.tensor_parallel > 1) f.emplace_back("--tensor-model-parallel-size", std::to_string(s.tensor_parallel));
+  if (s.tensor_parallel > 1) {
+    // The profile's tensor-parallel activations and sends are split t ways: sequence parallelism.
+    f.emplace_back("--tensor-model-parallel-size", std::to_string(s.tensor_parallel));
+    f.emplace_back("--sequence-parallel", "");
+  }
   f.emplace_back("--pipeline-model-parallel-size", std::to_string(s.positions));
   f.emplace_back("--num-layers", std::to_string(s.decoder_total()));
   if (s.sequence > 0) f.emplace_back("--seq-length", std::to_string(s.sequence));

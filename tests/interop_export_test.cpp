@@ -26,6 +26,7 @@ struct FlagDef {
 // the flags the exporter may write (type=int / action='store_true' / type=str / choices).
 const std::map<std::string, FlagDef> kMegatronFlags = {
     {"--tensor-model-parallel-size", {Kind::Int, {}}},          // _add_distributed_args, type=int
+    {"--sequence-parallel", {Kind::Switch, {}}},                // _add_training_args, store_true
     {"--pipeline-model-parallel-size", {Kind::Int, {}}},        // type=int
     {"--decoder-first-pipeline-num-layers", {Kind::Int, {}}},   // type=int
     {"--decoder-last-pipeline-num-layers", {Kind::Int, {}}},    // type=int
@@ -243,6 +244,7 @@ TEST(ExportMegatron, KnownPlanGivesTheExpectedFlags) {
   ExportResult r = export_plan(plan, llm_profile(80), ExportTarget::Megatron);
   FlagMap f = parse_flags(r);
   EXPECT_EQ(f.at("--tensor-model-parallel-size"), "2");
+  EXPECT_EQ(f.count("--sequence-parallel"), 1u);  // what the profile's t-way activations assume
   EXPECT_EQ(f.at("--pipeline-model-parallel-size"), "8");
   EXPECT_EQ(f.at("--num-layers"), "80");
   EXPECT_EQ(f.at("--seq-length"), "4096");
