@@ -65,15 +65,94 @@ double allreduce_ms(double bytes, int t, double gb_per_s, double latency_us) {
   return 2.0 * (t - 1) / t * bytes / (gb_per_s * 1e6) + 2.0 * (t - 1) * latency_us / 1e3;
 }
 
-struct Rates {
-  double flops_per_ms;  // achieved
+// What every layer builder needs: the model, the options, and the achieved rates.
+struct LayerContext {
+  const HfModel& m;
+  const HfProfileOptions& o;
+  const GpuSpec& gpu;
+  int t;                  // tensor-parallel size
+  int d;                  // dtype bytes
+  double flops_per_ms;    // achieved
   double hbm_bytes_per_ms;
+  ParameterCount params;
+  Json common;            // spec fields every layer carries
+
+  double s() const { return static_cast<double>(o.sequence); }
+  double h() const { return static_cast<double>(m.hidden); }
+  double compute_ms(double flops) const { return flops / t / flops_per_ms; }
+  // One all-reduce of a micro-batch's hidden state among the t ranks.
+  double hidden_allreduce_ms(double b) const {
+    return allreduce_ms(b * s() * h() * d, t, gpu.collective_gb_per_s, gpu.node.link.latency_us);
+  }
+  double hidden_bytes(double b) const { return b * s() * h() * d / t; }  // one rank's shard
 };
+
+LayerProfile embedding_layer(const LayerContext& c) {
+  LayerProfile emb;
+  emb.name = "model.embed_tokens";
+  emb.parameter_bytes = c.params.embedding / c.t * c.d;
+  for (double b : c.o.batch_sizes) {
+    const double lookup = 2.0 * c.hidden_bytes(b) / c.hbm_bytes_per_ms;  // read rows, write the hidden state
+    emb.forward_ms.push_back(lookup + c.hidden_allreduce_ms(b));
+    emb.backward_input_ms.push_back(0.0);
+    emb.backward_weight_ms.push_back(2 * lookup);  // scatter-add into the table
+    emb.backward_ms.push_back(2 * lookup);
+    emb.activation_bytes.push_back(8.0 * b * c.s());  // token ids (int64)
+    emb.output_bytes.push_back(c.hidden_bytes(b));
+  }
+  emb.spec = c.common;
+  emb.spec["type"] = "hf_embedding";
+  emb.spec["vocabulary"] = c.m.vocabulary;
+  return emb;
+}
+
+LayerProfile decoder_layer(const LayerContext& c, int64_t index, const LayerFlops& f) {
+  LayerProfile blk;
+  blk.name = "model.layers." + std::to_string(index);
+  blk.parameter_bytes = ((c.params.attention + c.params.mlp) / c.t + c.params.norms) * c.d;
+  for (double b : c.o.batch_sizes) {
+    const double comm = 2 * c.hidden_allreduce_ms(b);  // after attention and after the MLP
+    blk.forward_ms.push_back(c.compute_ms(b * f.forward()) + comm);
+    blk.backward_input_ms.push_back(c.compute_ms(b * f.backward_input()) + comm);
+    blk.backward_weight_ms.push_back(c.compute_ms(b * f.backward_weight()));
+    blk.backward_ms.push_back(blk.backward_input_ms.back() + blk.backward_weight_ms.back());
+    blk.activation_bytes.push_back(b * decoder_layer_activation_bytes(c.m, c.o.sequence, c.d, c.o.selective_recompute, c.t));
+    blk.output_bytes.push_back(c.hidden_bytes(b));
+  }
+  blk.spec = c.common;
+  blk.spec["type"] = "hf_decoder_layer";
+  blk.spec["forward_flops_per_sample"] = f.forward();
+  return blk;
+}
+
+LayerProfile head_layer(const LayerContext& c) {
+  LayerProfile head;
+  head.name = "lm_head";
+  // The final norm, and the head's own V x h matrix unless tied. Under tying the last
+  // stage still holds a copy of the embedding (Megatron-LM's shared embedding), so the
+  // head's bytes count V h either way.
+  head.parameter_bytes = (c.params.final_norm + c.m.vocabulary * c.m.hidden / c.t) * c.d;
+  const double flops = head_flops(c.m, c.o.sequence);
+  const double V = static_cast<double>(c.m.vocabulary);
+  for (double b : c.o.batch_sizes) {
+    head.forward_ms.push_back(c.compute_ms(b * flops) + c.hidden_allreduce_ms(b));
+    head.backward_input_ms.push_back(c.compute_ms(b * flops) + c.hidden_allreduce_ms(b));
+    head.backward_weight_ms.push_back(c.compute_ms(b * flops));
+    head.backward_ms.push_back(head.backward_input_ms.back() + head.backward_weight_ms.back());
+    // Final-norm input and head input (h each), and the fp32 logits kept for the loss.
+    head.activation_bytes.push_back(2 * c.hidden_bytes(b) + b * c.s() * 4 * V / c.t);
+    head.output_bytes.push_back(4);  // the loss
+  }
+  head.spec = c.common;
+  head.spec["type"] = "hf_lm_head";
+  head.spec["vocabulary"] = c.m.vocabulary;
+  head.spec["tied"] = c.m.tied;
+  return head;
+}
 
 }  // namespace
 
 Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOptions& o) {
-  const int d = dtype_size(o.dtype);
   const int t = o.tensor_parallel;
   if (t < 1 || t > gpu.node.devices) {
     throw InputError("--tensor-parallel: expected 1 to " + std::to_string(gpu.node.devices) + " (GPUs per node), got " + std::to_string(t));
@@ -84,13 +163,11 @@ Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOpt
   if (!(o.efficiency > 0 && o.efficiency <= 1)) throw InputError("--efficiency: expected a value in (0, 1]");
   if (o.sequence < 1 || o.sequence > (int64_t{1} << 22)) throw InputError("--seq: expected 1 to 4194304");
   auto peak = gpu.peak_tflops.find(o.dtype);
+  const int d = dtype_size(o.dtype);
   if (peak == gpu.peak_tflops.end()) throw InputError(gpu.node.source + ": gpu.peak_dense_tflops: no entry for \"" + o.dtype + "\"");
-  const Rates rate{peak->second * 1e12 * o.efficiency / 1e3, gpu.hbm_gb_per_s * 1e6 * o.efficiency};
-  const double s = static_cast<double>(o.sequence), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocabulary);
-  const ParameterCount params = count_parameters(m);
-  const double link_us = gpu.node.link.latency_us;
-  auto hidden_allreduce = [&](double b) { return allreduce_ms(b * s * h * d, t, gpu.collective_gb_per_s, link_us); };
-
+  const LayerContext c{m, o, gpu, t, d, peak->second * 1e12 * o.efficiency / 1e3, gpu.hbm_gb_per_s * 1e6 * o.efficiency,
+                       count_parameters(m),
+                       {{"family", m.family}, {"hidden", m.hidden}, {"sequence", o.sequence}, {"tensor_parallel", t}}};
   Profile p;
   p.model = m.name + (t > 1 ? " tp" + std::to_string(t) : "");
   p.device_name = gpu.node.name + (t > 1 ? " (tensor-parallel group of " + std::to_string(t) + ")" : "");
@@ -98,66 +175,10 @@ Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOpt
   p.backend = "analytic";
   p.dtype = o.dtype;
   p.batch_sizes = o.batch_sizes;
-  const Json common = {{"family", m.family}, {"hidden", m.hidden}, {"sequence", o.sequence}, {"tensor_parallel", t}};
-
-  LayerProfile emb;
-  emb.name = "model.embed_tokens";
-  emb.parameter_bytes = static_cast<int64_t>(params.embedding) / t * d;
-  for (double b : o.batch_sizes) {
-    const double lookup = 2.0 * b * s * h * d / t / rate.hbm_bytes_per_ms;  // read rows, write the hidden state
-    emb.forward_ms.push_back(lookup + hidden_allreduce(b));
-    emb.backward_input_ms.push_back(0.0);
-    emb.backward_weight_ms.push_back(2 * lookup);  // scatter-add into the table
-    emb.backward_ms.push_back(2 * lookup);
-    emb.activation_bytes.push_back(8.0 * b * s);  // token ids (int64)
-    emb.output_bytes.push_back(b * s * h * d / t);
-  }
-  emb.spec = common;
-  emb.spec["type"] = "hf_embedding";
-  emb.spec["vocabulary"] = m.vocabulary;
-  p.layers.push_back(emb);
-
+  p.layers.push_back(embedding_layer(c));
   const LayerFlops f = decoder_layer_flops(m, o.sequence);
-  for (int64_t l = 0; l < m.layers; ++l) {
-    LayerProfile blk;
-    blk.name = "model.layers." + std::to_string(l);
-    blk.parameter_bytes = ((params.attention + params.mlp) / t + params.norms) * d;
-    for (double b : o.batch_sizes) {
-      const double comm = 2 * hidden_allreduce(b);
-      blk.forward_ms.push_back(b * f.forward() / t / rate.flops_per_ms + comm);
-      blk.backward_input_ms.push_back(b * f.backward_input() / t / rate.flops_per_ms + comm);
-      blk.backward_weight_ms.push_back(b * f.backward_weight() / t / rate.flops_per_ms);
-      blk.backward_ms.push_back(blk.backward_input_ms.back() + blk.backward_weight_ms.back());
-      blk.activation_bytes.push_back(b * decoder_layer_activation_bytes(m, o.sequence, d, o.selective_recompute, t));
-      blk.output_bytes.push_back(b * s * h * d / t);
-    }
-    blk.spec = common;
-    blk.spec["type"] = "hf_decoder_layer";
-    blk.spec["forward_flops_per_sample"] = f.forward();
-    p.layers.push_back(blk);
-  }
-
-  LayerProfile head;
-  head.name = "lm_head";
-  // The final norm, and the head's own V x h matrix unless tied. Under tying the last
-  // stage still holds a copy of the embedding (Megatron-LM's shared embedding), so the
-  // head's bytes count V h either way.
-  head.parameter_bytes = (params.final_norm + static_cast<int64_t>(m.vocabulary * m.hidden) / t) * d;
-  const double hf = head_flops(m, o.sequence);
-  for (double b : o.batch_sizes) {
-    head.forward_ms.push_back(b * hf / t / rate.flops_per_ms + hidden_allreduce(b));
-    head.backward_input_ms.push_back(b * hf / t / rate.flops_per_ms + hidden_allreduce(b));
-    head.backward_weight_ms.push_back(b * hf / t / rate.flops_per_ms);
-    head.backward_ms.push_back(head.backward_input_ms.back() + head.backward_weight_ms.back());
-    // Final-norm input and head input (h each), and the fp32 logits kept for the loss.
-    head.activation_bytes.push_back(b * s * (2 * h * d / t + 4 * V / t));
-    head.output_bytes.push_back(4);  // the loss
-  }
-  head.spec = common;
-  head.spec["type"] = "hf_lm_head";
-  head.spec["vocabulary"] = m.vocabulary;
-  head.spec["tied"] = m.tied;
-  p.layers.push_back(head);
+  for (int64_t l = 0; l < m.layers; ++l) p.layers.push_back(decoder_layer(c, l, f));
+  p.layers.push_back(head_layer(c));
   return p;
 }
 
