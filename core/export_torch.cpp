@@ -4,6 +4,7 @@
 // SplitPoint.BEGINNING), the schedule class, n_microbatches, and which stages each
 // pipeline rank builds. Invariant: the stage -> rank map the file uses is the plan's,
 // and it is the one the schedule class expects ("loop": s % K, "v": the V shape).
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
@@ -64,6 +65,18 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name) {
                            std::to_string(st) + " on rank " + std::to_string(expected_rank(row->placement, st, s.positions)) +
                            " (" + row->placement + "), the plan on rank " + std::to_string(s.stage_position[st]));
     }
+  }
+  // PyTorch 2.9's constructors: PipelineScheduleSingle refuses fewer micro-batches
+  // than stages; the interleaved and zero-bubble classes run max(1, M / K) rounds and
+  // refuse M that is not a multiple of them.
+  if (row->single_stage && s.microbatches < s.stages()) {
+    throw InputError("", "microbatches", std::string(row->torch_class) + " needs at least as many micro-batches as stages (" +
+                                             std::to_string(s.stages()) + "), the plan has " + std::to_string(s.microbatches));
+  }
+  const int rounds = std::max(1, s.microbatches / s.positions);
+  if (!row->single_stage && std::string(row->placement) == "loop" && s.microbatches % rounds != 0) {
+    throw InputError("", "microbatches", std::string(row->torch_class) + " needs the micro-batches (" + std::to_string(s.microbatches) +
+                                             ") to be a multiple of its rounds max(1, M / K) = " + std::to_string(rounds));
   }
   std::vector<std::string> splits;
   for (int st = 1; st < s.stages(); ++st) splits.push_back(s.layer_names[s.ranges[st].first]);

@@ -131,8 +131,9 @@ def pipeline(module, mb_args, mb_kwargs=None, split_spec=None, split_policy=None
 )");
   write(d / "stub/torch/distributed/pipelining/schedules.py", R"(
 from . import calls
-class Schedule1F1B:
-    def __init__(self, stage, n_microbatches, loss_fn=None):
+class Schedule1F1B:  # PipelineScheduleSingle's signature in PyTorch 2.9
+    def __init__(self, stage, n_microbatches, loss_fn=None, args_chunk_spec=None, kwargs_chunk_spec=None,
+                 output_merge_spec=None, scale_grads=True):
         calls["schedule"] = ("Schedule1F1B", stage, n_microbatches)
 )");
   write(d / "check.py", R"(
@@ -178,9 +179,10 @@ class PipeModelDataParallelTopology:
         return _Coord()
 )");
   write(d / "stub/deepspeed/pipe.py", R"(
-class PipelineModule:
-    def __init__(self, layers, num_stages=None, topology=None, loss_fn=None, seed_layers=False,
-                 partition_method="parameters", activation_checkpoint_interval=0, **kwargs):
+class PipelineModule:  # the signature of DeepSpeed 0.19's deepspeed/runtime/pipe/module.py
+    def __init__(self, layers, num_stages=None, topology=None, loss_fn=None, seed_layers=False, seed_fn=None,
+                 base_seed=1234, partition_method="parameters", activation_checkpoint_interval=0,
+                 activation_checkpoint_func=None, checkpointable_layers=None, dynamic_shape=False):
         self._topo, self.global_rank = topology, 1
         self.interval = activation_checkpoint_interval
         self._partition_layers(method=partition_method)

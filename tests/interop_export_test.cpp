@@ -328,6 +328,16 @@ TEST(ExportTorch, ScheduleClassesAndSplitPoints) {
   }
 }
 
+TEST(ExportTorch, RefusesWhatTheConstructorsRefuse) {
+  // PipelineScheduleSingle: n_microbatches >= stages; ScheduleInterleavedZeroBubble:
+  // M a multiple of max(1, M / K) rounds (9 over K = 4 is 2 rounds: refused).
+  const std::string few = error_of(plan_of({4, 4}, 2, 1, 1, 1, ScheduleKind::OneFOneB), llm_profile(8), ExportTarget::Torch);
+  EXPECT_NE(few.find("Schedule1F1B needs at least as many micro-batches"), std::string::npos) << few;
+  const std::string rounds = error_of(plan_of({2, 2, 2, 2}, 4, 1, 9, 1, ScheduleKind::ZeroBubbleH1), llm_profile(8), ExportTarget::Torch);
+  EXPECT_NE(rounds.find("rounds"), std::string::npos) << rounds;
+  EXPECT_NO_THROW(export_plan(plan_of({2, 2, 2, 2}, 4, 1, 8, 1, ScheduleKind::ZeroBubbleH1), llm_profile(8), ExportTarget::Torch));
+}
+
 TEST(ExportDeepSpeed, PartsConfigAndRefusals) {
   // deepspeed.runtime.utils.partition_uniform(10, 4) = [0, 3, 6, 8, 10]: decoders 2,3,2,1
   // plus the embedding in stage 0 and the head in stage 3 give exactly those parts.
