@@ -105,6 +105,36 @@ TEST(InteropCli, ExportMegatronAndItsRefusal) {
   EXPECT_EQ(bad.code, 2);
 }
 
+TEST(InteropCli, MegatronFlagsAreShellWords) {
+  // The flags (comments dropped) pasted after a command give bash exactly the words of
+  // the JSON flag list: the layout's '|' and '*' neither pipe nor glob.
+  fs::path d = temp_dir();
+  ASSERT_EQ(run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu h200 -o " + (d / "p.json").string()).code, 0);
+  write(d / "uneven.json", R"({"format": "pipescope.plan", "version": 1, "profile": "p.json", "batch_size": 16,
+      "microbatches": 8, "schedule": {"kind": "1f1b", "chunks": 1}, "recompute": false,
+      "stages": [{"layers": [0, 5], "devices": [0]}, {"layers": [5, 20], "devices": [1]}, {"layers": [20, 25], "devices": [2]},
+                 {"layers": [25, 34], "devices": [3]}]})");
+  Result flags = run("export --plan " + (d / "uneven.json").string() + " --to megatron -o " + (d / "flags.txt").string());
+  ASSERT_EQ(flags.code, 0) << flags.out;
+  Result json = run("export --plan " + (d / "uneven.json").string() + " --to megatron --json");
+  ASSERT_EQ(json.code, 0) << json.out;
+  std::string expected;
+  for (const auto& f : nlohmann::json::parse(json.out)["flags"]) {
+    for (const auto& word : f) expected += word.get<std::string>() + "\n";
+  }
+  EXPECT_NE(expected.find("--pipeline-model-parallel-layout\nEt*4|t*15|t*5|t*8L\n"), std::string::npos) << expected;
+  // A script "set -- <the flags>; printf one word per line", run by bash.
+  std::ifstream in(d / "flags.txt");
+  std::string script = "set -- \\\n";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#", 0) != 0) script += line + "\n";
+  }
+  write(d / "args.sh", script + "printf '%s\\n' \"$@\"\n");
+  Result words = shell("bash " + (d / "args.sh").string());
+  ASSERT_EQ(words.code, 0) << words.out;
+  EXPECT_EQ(words.out, expected);
+}
+
 TEST(InteropCli, TorchFileBuildsTheScheduleItNames) {
   if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
   fs::path d = temp_dir();
