@@ -119,7 +119,8 @@ TEST(InteropCli, MegatronFlagsAreShellWords) {
   Result json = run("export --plan " + (d / "uneven.json").string() + " --to megatron --json");
   ASSERT_EQ(json.code, 0) << json.out;
   std::string expected;
-  for (const auto& f : nlohmann::json::parse(json.out)["flags"]) {
+  const nlohmann::json parsed = nlohmann::json::parse(json.out);
+  for (const auto& f : parsed["flags"]) {
     for (const auto& word : f) expected += word.get<std::string>() + "\n";
   }
   EXPECT_NE(expected.find("--pipeline-model-parallel-layout\nEt*4|t*15|t*5|t*8L\n"), std::string::npos) << expected;
