@@ -16,6 +16,7 @@ void add_export_command(CLI::App& app) {
   struct Args {
     std::string plan_path, profile_path, target, output = "-";
     bool json = false;
+    bool torch_csv = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("export", "Write a plan as Megatron-LM flags, a torch.distributed.pipelining setup "
@@ -27,6 +28,9 @@ void add_export_command(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--output", a->output, "Output file ('-' = stdout)")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object with the same facts instead");
+  cmd->add_flag("--torch-csv", a->torch_csv,
+                "torch: run pipescope's exact op order from a CSV (_PipelineScheduleRuntime) even where a schedule class "
+                "exists (always so for a schedule without one)");
   cmd->callback([a] {
     const ExportTarget target = parse_export_target(a->target);
     Plan plan = load_plan(a->plan_path);
@@ -40,7 +44,7 @@ void add_export_command(CLI::App& app) {
     const std::string plan_name = std::filesystem::path(a->plan_path).filename().string();
     ExportResult r;
     try {
-      r = export_plan(plan, profile, target, plan_name);
+      r = export_plan(plan, profile, target, plan_name, a->torch_csv);
     } catch (const InputError& e) {
       throw InputError("cannot export " + a->plan_path + " to " + a->target + ": " + e.what());
     }

@@ -48,6 +48,10 @@ struct PlanShape {
   std::vector<char> roles;                  // per layer: 'E' embedding, 't' decoder layer, 'L' head
   std::vector<std::string> layer_names;
   std::vector<int> decoder_layers;          // per stage: its 't' layers
+  // PyTorch pipelining's compute-only CSV of the plan's schedule: one row per rank,
+  // cells "<stage><F|B|I|W><micro-batch>" in pipescope's op order (recompute ops are
+  // left out: torch re-materialises inside the stage's checkpoint wrapper).
+  std::vector<std::vector<std::string>> torch_csv;
 
   int stages() const { return static_cast<int>(ranges.size()); }
   int decoder_total() const;
@@ -62,9 +66,11 @@ struct PlanShape {
 PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework);
 
 ExportResult export_megatron(const PlanShape& shape);
-ExportResult export_torch(const PlanShape& shape, const std::string& plan_name);
+// `csv`: the file loads torch_csv into a _PipelineScheduleRuntime (pipescope's exact op
+// order) even where a schedule class exists; without a class it always does.
+ExportResult export_torch(const PlanShape& shape, const std::string& plan_name, bool csv = false);
 ExportResult export_deepspeed(const PlanShape& shape, const std::string& plan_name);
 ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target,
-                         const std::string& plan_name = "plan.json");
+                         const std::string& plan_name = "plan.json", bool torch_csv = false);
 
 }  // namespace pipescope

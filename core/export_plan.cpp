@@ -98,17 +98,30 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
                                               " micro-batches x " + std::to_string(s.replicas) + " replicas is not");
   }
   s.microbatch_size = s.global_batch / per_step;
+  const Schedule schedule = make_schedule(plan.schedule_spec());
+  for (const std::vector<Op>& ops : schedule.device_ops) {
+    std::vector<std::string>& row = s.torch_csv.emplace_back();
+    for (const Op& op : ops) {
+      const char* action = op.kind == OpKind::Forward          ? "F"
+                           : op.kind == OpKind::Backward       ? "B"
+                           : op.kind == OpKind::BackwardInput  ? "I"
+                           : op.kind == OpKind::BackwardWeight ? "W"
+                                                               : nullptr;  // recompute
+      if (action) row.push_back(std::to_string(op.stage) + action + std::to_string(op.microbatch));
+    }
+  }
   return s;
 }
 
-ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target, const std::string& plan_name) {
+ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target, const std::string& plan_name,
+                         bool torch_csv) {
   const std::string framework = target == ExportTarget::Megatron ? "Megatron-LM"
                                 : target == ExportTarget::Torch  ? "torch.distributed.pipelining"
                                                                  : "DeepSpeed";
   PlanShape shape = analyse_plan(plan, profile, framework);
   switch (target) {
     case ExportTarget::Megatron: return export_megatron(shape);
-    case ExportTarget::Torch: return export_torch(shape, plan_name);
+    case ExportTarget::Torch: return export_torch(shape, plan_name, torch_csv);
     case ExportTarget::DeepSpeed: return export_deepspeed(shape, plan_name);
   }
   throw InputError("--to: unknown target");

@@ -2,8 +2,9 @@
 // constructor arguments of PyTorch 2.9's torch/distributed/pipelining/schedules.py and
 // _IR.py): split points (the first module of each stage after the first, as
 // SplitPoint.BEGINNING), the schedule class, n_microbatches, and which stages each
-// pipeline rank builds. Invariant: the stage -> rank map the file uses is the plan's,
-// and it is the one the schedule class expects ("loop": s % K, "v": the V shape).
+// pipeline rank builds; for a schedule with no class (or on request) the compute-only
+// CSV a _PipelineScheduleRuntime loads. Invariant: the stage -> rank map the file uses
+// is the plan's, and it is the one the class expects ("loop": s % K, "v": V shape).
 #include <algorithm>
 #include <sstream>
 
@@ -51,33 +52,67 @@ std::string py_ints(const std::vector<int>& items) {
 
 }  // namespace
 
-ExportResult export_torch(const PlanShape& s, const std::string& plan_name) {
+namespace {
+
+// PyTorch 2.9's constructors: PipelineScheduleSingle refuses fewer micro-batches than
+// stages; the interleaved and zero-bubble classes run max(1, M / K) rounds and refuse M
+// that is not a multiple of them. The stage -> rank map must be the class's.
+void check_class(const TorchSchedule& row, const PlanShape& s) {
+  for (int st = 0; st < s.stages(); ++st) {
+    const int rank = expected_rank(row.placement, st, s.positions);
+    if (s.stage_position[st] != rank) {
+      throw InputError("", "stages[" + std::to_string(st) + "].devices", std::string(row.torch_class) + " places stage " +
+                           std::to_string(st) + " on rank " + std::to_string(rank) + " (" + row.placement +
+                           "), the plan on rank " + std::to_string(s.stage_position[st]));
+    }
+  }
+  if (row.single_stage && s.microbatches < s.stages()) {
+    throw InputError("", "microbatches", std::string(row.torch_class) + " needs at least as many micro-batches as stages (" +
+                                             std::to_string(s.stages()) + "), the plan has " + std::to_string(s.microbatches));
+  }
+  const int rounds = std::max(1, s.microbatches / s.positions);
+  if (!row.single_stage && std::string(row.placement) == "loop" && s.microbatches % rounds != 0) {
+    throw InputError("", "microbatches", std::string(row.torch_class) + " needs the micro-batches (" +
+                                             std::to_string(s.microbatches) + ") to be a multiple of its rounds max(1, M / K) = " +
+                                             std::to_string(rounds));
+  }
+}
+
+std::string csv_text(const PlanShape& s) {
+  std::string out;
+  for (const std::vector<std::string>& row : s.torch_csv) {
+    for (std::size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + row[i];
+    out += "\n";
+  }
+  return out;
+}
+
+// The body of build_schedule after the stages exist: a class, or the CSV runtime.
+std::string schedule_code(const TorchSchedule* row) {
+  if (row != nullptr) {
+    return std::string("    schedule_class = getattr(schedules, SCHEDULE_CLASS)\n") + "    return schedule_class(" +
+           (row->single_stage ? "stages[0]" : "stages") + ", n_microbatches=N_MICROBATCHES, loss_fn=loss_fn)\n";
+  }
+  return "    import os\n"
+         "    import tempfile\n"
+         "    schedule = schedules._PipelineScheduleRuntime(stages, n_microbatches=N_MICROBATCHES, loss_fn=loss_fn)\n"
+         "    with tempfile.NamedTemporaryFile(\"w\", suffix=\".csv\", delete=False) as f:\n"
+         "        f.write(SCHEDULE_CSV)\n"
+         "    schedule._load_csv(f.name, format=\"compute_only\")\n"
+         "    os.unlink(f.name)\n"
+         "    return schedule\n";
+}
+
+}  // namespace
+
+ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool csv) {
   const TorchSchedule* row = nullptr;
   for (const TorchSchedule& r : kTorchSchedules) {
     if (s.schedule == r.pipescope) row = &r;
   }
-  if (row == nullptr) {
-    throw InputError("", "schedule", "no torch.distributed.pipelining class for schedule \"" + s.schedule + "\"");
-  }
-  for (int st = 0; st < s.stages(); ++st) {
-    if (s.stage_position[st] != expected_rank(row->placement, st, s.positions)) {
-      throw InputError("", "stages[" + std::to_string(st) + "].devices", std::string(row->torch_class) + " places stage " +
-                           std::to_string(st) + " on rank " + std::to_string(expected_rank(row->placement, st, s.positions)) +
-                           " (" + row->placement + "), the plan on rank " + std::to_string(s.stage_position[st]));
-    }
-  }
-  // PyTorch 2.9's constructors: PipelineScheduleSingle refuses fewer micro-batches
-  // than stages; the interleaved and zero-bubble classes run max(1, M / K) rounds and
-  // refuse M that is not a multiple of them.
-  if (row->single_stage && s.microbatches < s.stages()) {
-    throw InputError("", "microbatches", std::string(row->torch_class) + " needs at least as many micro-batches as stages (" +
-                                             std::to_string(s.stages()) + "), the plan has " + std::to_string(s.microbatches));
-  }
-  const int rounds = std::max(1, s.microbatches / s.positions);
-  if (!row->single_stage && std::string(row->placement) == "loop" && s.microbatches % rounds != 0) {
-    throw InputError("", "microbatches", std::string(row->torch_class) + " needs the micro-batches (" + std::to_string(s.microbatches) +
-                                             ") to be a multiple of its rounds max(1, M / K) = " + std::to_string(rounds));
-  }
+  if (row != nullptr && !csv) check_class(*row, s);
+  if (csv) row = nullptr;  // replay pipescope's op order
+  const std::string runtime = row ? row->torch_class : "_PipelineScheduleRuntime";
   std::vector<std::string> splits;
   for (int st = 1; st < s.stages(); ++st) splits.push_back(s.layer_names[s.ranges[st].first]);
 
@@ -87,7 +122,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name) {
      << "TENSOR_PARALLEL_SIZE = " << s.world_size() << ", call build_schedule(model, example_microbatch, loss_fn, device, pp_group),\n"
      << "pp_group the pipeline dimension of your DeviceMesh,\n"
      << "with your nn.Module: its submodules must carry the names in SPLIT_POINTS.\n"
-     << "`python3 " << "this_file.py` prints the plan without importing torch.\n\"\"\"\n"
+     << "`python3 this_file.py` prints the plan without importing torch.\n\"\"\"\n"
      << "import json\n\n"
      << "PIPELINE_SIZE = " << s.positions << "  # pipeline ranks K\n"
      << "DATA_PARALLEL_SIZE = " << s.replicas << "  # replicas of the whole pipeline\n"
@@ -95,10 +130,15 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name) {
      << "N_MICROBATCHES = " << s.microbatches << "\n"
      << "MICROBATCH_SIZE = " << s.microbatch_size << "  # samples per micro-batch per replica; step batch = "
      << s.global_batch << "\n"
-     << "SCHEDULE_CLASS = \"" << row->torch_class << "\"  # pipescope schedule \"" << s.schedule << "\"\n"
+     << "SCHEDULE_CLASS = \"" << runtime << "\"  # pipescope schedule \"" << s.schedule << "\"\n"
      << "SPLIT_POINTS = " << py_list(splits) << "  # first module of stages 1.." << s.stages() - 1 << "\n"
-     << "STAGE_RANKS = " << py_ints(s.stage_position) << "  # pipeline rank of each stage (" << row->placement << ")\n"
-     << "RECOMPUTE = " << (s.recompute ? "True" : "False") << "  # keep only each stage's input for backward\n\n\n"
+     << "STAGE_RANKS = " << py_ints(s.stage_position) << "  # pipeline rank of each stage\n"
+     << "RECOMPUTE = " << (s.recompute ? "True" : "False") << "  # keep only each stage's input for backward\n";
+  if (row == nullptr) {
+    py << "# pipescope's op order, one row per rank (_PipelineScheduleRuntime._load_csv, format \"compute_only\")\n"
+       << "SCHEDULE_CSV = \"\"\"\\\n" << csv_text(s) << "\"\"\"\n";
+  }
+  py << "\n\n"
      << "def stages_of_rank(rank):\n"
      << "    return [s for s, r in enumerate(STAGE_RANKS) if r == rank]\n\n\n"
      << "def build_schedule(model, example_microbatch, loss_fn, device, pp_group):\n"
@@ -111,16 +151,15 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name) {
      << "        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
      << "        for stage in stages:\n"
      << "            stage.submod = checkpoint_wrapper(stage.submod)\n"
-     << "    schedule_class = getattr(schedules, SCHEDULE_CLASS)\n"
-     << "    return schedule_class(" << (row->single_stage ? "stages[0]" : "stages")
-     << ", n_microbatches=N_MICROBATCHES, loss_fn=loss_fn)\n\n\n"
+     << schedule_code(row) << "\n\n"
      << "if __name__ == \"__main__\":\n"
      << "    print(json.dumps({\"schedule_class\": SCHEDULE_CLASS, \"n_microbatches\": N_MICROBATCHES,\n"
      << "                      \"split_points\": SPLIT_POINTS, \"stage_ranks\": STAGE_RANKS,\n"
      << "                      \"pipeline_size\": PIPELINE_SIZE, \"data_parallel_size\": DATA_PARALLEL_SIZE}))\n";
-  Json json = {{"target", "torch"},          {"version", kTorchVersion},       {"schedule_class", row->torch_class},
+  Json json = {{"target", "torch"},          {"version", kTorchVersion},       {"schedule_class", runtime},
                {"split_points", splits},     {"stage_ranks", s.stage_position}, {"n_microbatches", s.microbatches},
                {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute}};
+  if (row == nullptr) json["schedule_csv"] = s.torch_csv;
   return {py.str(), json};
 }
 

@@ -162,6 +162,14 @@ def pipeline(module, mb_args, mb_kwargs=None, split_spec=None, split_policy=None
 )");
   write(d / "stub/torch/distributed/pipelining/schedules.py", R"(
 from . import calls
+class _PipelineScheduleRuntime:
+    def __init__(self, stages, n_microbatches, loss_fn=None, args_chunk_spec=None, kwargs_chunk_spec=None,
+                 output_merge_spec=None, use_full_backward=None, scale_grads=True, backward_requires_autograd=True):
+        calls["schedule"] = ("_PipelineScheduleRuntime", stages, n_microbatches)
+    def _load_csv(self, filename, format="compute_only"):
+        import csv
+        with open(filename, newline="") as f:
+            calls["csv"] = [row for row in csv.reader(f)]
 class Schedule1F1B:  # PipelineScheduleSingle's signature in PyTorch 2.9
     def __init__(self, stage, n_microbatches, loss_fn=None, args_chunk_spec=None, kwargs_chunk_spec=None,
                  output_merge_spec=None, scale_grads=True):
@@ -181,9 +189,26 @@ print("ok")
   Result r = shell("cd " + d.string() + " && PYTHONPATH=" + (d / "stub").string() + ":" + d.string() + " /usr/bin/python3 check.py");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
+  // --torch-csv: pipescope's op order through _PipelineScheduleRuntime; rank 1 of 1F1B
+  // with K = 2, M = 8 runs F0 B0 F1 B1 ... (one warm-up forward).
+  ASSERT_EQ(run("export --plan " + (d / "plan.json").string() + " --to torch --torch-csv -o " + (d / "pp_setup.py").string()).code, 0);
+  write(d / "check_csv.py", R"(
+import pp_setup
+from torch.distributed.pipelining import calls
+class Group:
+    def rank(self): return 1
+pp_setup.build_schedule("model", "mb", None, "cuda:1", Group())
+assert calls["schedule"] == ("_PipelineScheduleRuntime", [("stage", 1)], 8), calls
+assert len(calls["csv"]) == 2, calls["csv"]
+assert calls["csv"][1][:4] == ["1F0", "1B0", "1F1", "1B1"], calls["csv"][1]
+assert calls["csv"][0][:3] == ["0F0", "0F1", "0B0"], calls["csv"][0]
+print("ok")
+)");
+  Result csv = shell("cd " + d.string() + " && PYTHONPATH=" + (d / "stub").string() + ":" + d.string() + " /usr/bin/python3 check_csv.py");
+  EXPECT_EQ(csv.code, 0) << csv.out;
   Result plain = shell("/usr/bin/python3 -I " + (d / "pp_setup.py").string());  // no torch needed to print the plan
   ASSERT_EQ(plain.code, 0) << plain.out;
-  EXPECT_EQ(nlohmann::json::parse(plain.out)["schedule_class"], "Schedule1F1B");
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["schedule_class"], "_PipelineScheduleRuntime");
 }
 
 TEST(InteropCli, DeepSpeedFileInstallsTheParts) {

@@ -338,6 +338,38 @@ TEST(ExportTorch, RefusesWhatTheConstructorsRefuse) {
   EXPECT_NO_THROW(export_plan(plan_of({2, 2, 2, 2}, 4, 1, 8, 1, ScheduleKind::ZeroBubbleH1), llm_profile(8), ExportTarget::Torch));
 }
 
+TEST(ExportTorch, CsvRowsPassTorchsScheduleValidation) {
+  // _validate_schedule (PyTorch 2.9): every stage has M forwards, as many I as W, and
+  // B + (I + W) / 2 = M backwards; every action of row r is a stage rank r holds.
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1}) {
+    const std::vector<int> cuts = kind == ScheduleKind::Interleaved ? std::vector<int>{1, 2, 2, 1, 1, 1} : std::vector<int>{2, 3, 3};
+    Plan plan = plan_of(cuts, 3, 1, 6, 1, kind);
+    plan.recompute = kind == ScheduleKind::OneFOneB;  // R ops are left out of the CSV
+    ExportResult r = export_plan(plan, llm_profile(8), ExportTarget::Torch, "plan.json", true);
+    EXPECT_EQ(r.json["schedule_class"], "_PipelineScheduleRuntime");
+    const Json& rows = r.json["schedule_csv"];
+    ASSERT_EQ(rows.size(), 3u);
+    std::map<int, std::map<char, int>> count;
+    for (std::size_t rank = 0; rank < rows.size(); ++rank) {
+      for (const Json& cell : rows[rank]) {
+        std::smatch m;
+        const std::string text = cell.get<std::string>();
+        ASSERT_TRUE(std::regex_match(text, m, std::regex("([0-9]+)([FBIW])([0-9]+)"))) << text;
+        const int stage = std::stoi(m[1]);
+        EXPECT_EQ(stage % 3, static_cast<int>(rank)) << text;
+        ++count[stage][m[2].str()[0]];
+      }
+    }
+    ASSERT_EQ(static_cast<int>(count.size()), static_cast<int>(cuts.size()));
+    for (auto& [stage, c] : count) {
+      EXPECT_EQ(c['F'], 6) << to_string(kind) << " stage " << stage;
+      EXPECT_EQ(c['I'], c['W']) << to_string(kind) << " stage " << stage;
+      EXPECT_EQ(c['B'] + (c['I'] + c['W']) / 2, 6) << to_string(kind) << " stage " << stage;
+    }
+    EXPECT_NE(r.text.find("schedule._load_csv(f.name, format=\"compute_only\")"), std::string::npos);
+  }
+}
+
 TEST(ExportDeepSpeed, PartsConfigAndRefusals) {
   // deepspeed.runtime.utils.partition_uniform(10, 4) = [0, 3, 6, 8, 10]: decoders 2,3,2,1
   // plus the embedding in stage 0 and the head in stage 3 give exactly those parts.
