@@ -65,6 +65,13 @@ double allreduce_ms(double bytes, int t, double gb_per_s, double latency_us) {
   return 2.0 * (t - 1) / t * bytes / (gb_per_s * 1e6) + 2.0 * (t - 1) * latency_us / 1e3;
 }
 
+// "8x NVIDIA H100 SXM5 80GB (...)" -> "NVIDIA H100 SXM5 80GB (...)": one GPU of the node.
+std::string gpu_model_name(const Hardware& node) {
+  const std::size_t x = node.name.find("x ");
+  const bool counted = x != std::string::npos && x > 0 && node.name.find_first_not_of("0123456789") == x;
+  return counted ? node.name.substr(x + 2) : node.name;
+}
+
 // What every layer builder needs: the model, the options, and the achieved rates.
 struct LayerContext {
   const HfModel& m;
@@ -170,7 +177,7 @@ Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOpt
                        {{"family", m.family}, {"hidden", m.hidden}, {"sequence", o.sequence}, {"tensor_parallel", t}}};
   Profile p;
   p.model = m.name + (t > 1 ? " tp" + std::to_string(t) : "");
-  p.device_name = gpu.node.name + (t > 1 ? " (tensor-parallel group of " + std::to_string(t) + ")" : "");
+  p.device_name = gpu_model_name(gpu.node) + (t > 1 ? " (tensor-parallel group of " + std::to_string(t) + ")" : "");
   p.device_memory_bytes = gpu.node.memory_bytes;
   p.backend = "analytic";
   p.dtype = o.dtype;
@@ -193,7 +200,7 @@ Hardware tensor_parallel_hardware(const GpuSpec& gpu, int gpus, int t) {
   hw.speed.clear();
   hw.devices_per_node = per_node / t;
   if (gpu.node.devices_per_node == 0) hw.inter_node = hw.link;  // one-node file: no network known
-  hw.name = std::to_string(gpus) + "x " + gpu.node.name.substr(gpu.node.name.find(' ') + 1) +
+  hw.name = std::to_string(gpus) + "x " + gpu_model_name(gpu.node) +
             (t > 1 ? " as " + std::to_string(hw.devices) + " tensor-parallel groups of " + std::to_string(t) : "");
   return hw;
 }

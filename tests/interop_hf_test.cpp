@@ -180,6 +180,7 @@ TEST(HfProfile, LayerTimesAreFlopsOverAchievedPeak) {
   o.efficiency = 0.5;
   Profile p = make_hf_profile(m, g, o);
   ASSERT_EQ(p.num_layers(), 34);
+  EXPECT_EQ(p.device_name.rfind("NVIDIA H100 SXM5 80GB", 0), 0u) << p.device_name;  // one GPU, not the node
   EXPECT_EQ(p.layers[0].name, "model.embed_tokens");
   EXPECT_EQ(p.layers[1].name, "model.layers.0");
   EXPECT_EQ(p.layers[33].name, "lm_head");
@@ -244,6 +245,7 @@ TEST(HfProfile, TensorParallelHardwareCountsGroups) {
   Hardware hw = tensor_parallel_hardware(g, 64, 8);
   EXPECT_EQ(hw.devices, 8);
   EXPECT_EQ(hw.devices_per_node, 1);  // one group per node: groups talk over InfiniBand
+  EXPECT_EQ(hw.name.rfind("64x NVIDIA H100 SXM5 80GB", 0), 0u) << hw.name;
   EXPECT_DOUBLE_EQ(hw.link_between(0, 1).bandwidth_gb_per_s, 50.0);
   Hardware tp2 = tensor_parallel_hardware(g, 64, 2);
   EXPECT_EQ(tp2.devices, 32);
