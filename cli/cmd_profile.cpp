@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/plan_options.h"
+#include "cli/profile_hf.h"
 #include "core/error.h"
 #include "core/synth_profile.h"
 #include "exec/backend.h"
@@ -77,6 +78,7 @@ void add_profile_command(CLI::App& app) {
     std::string output = "-";
     int layers = -1;
     std::string name;
+    HfSynthArgs hf;
   };
   auto a = std::make_shared<Args>();
   CLI::App* synth = profile->add_subcommand("synth", "Write an analytic profile (no measurement)");
@@ -85,10 +87,10 @@ void add_profile_command(CLI::App& app) {
   synth->add_option("--layers", a->layers, "Transformer blocks (gpt, default 24) or layers (uniform/uneven, default 16)");
   synth->add_option("--hidden", a->gpt.hidden, "Hidden size (gpt)")->capture_default_str();
   synth->add_option("--heads", a->gpt.heads, "Attention heads (gpt)")->capture_default_str();
-  synth->add_option("--sequence", a->gpt.sequence, "Sequence length (gpt)")->capture_default_str();
+  synth->add_option("--sequence,--seq", a->gpt.sequence, "Sequence length (gpt, hf)")->capture_default_str();
   synth->add_option("--vocabulary", a->gpt.vocabulary, "Vocabulary size (gpt)")->capture_default_str();
   synth->add_option("--peak-tflops", a->gpt.peak_tflops, "Device peak TFLOP/s (gpt)")->capture_default_str();
-  synth->add_option("--efficiency", a->gpt.efficiency, "Fraction of peak reached (gpt)")->capture_default_str();
+  synth->add_option("--efficiency", a->gpt.efficiency, "Fraction of peak reached (gpt, hf)")->capture_default_str();
   synth->add_option("--device-name", a->gpt.device_name, "Device name (gpt)")->capture_default_str();
   synth->add_option("--device-memory", a->gpt.device_memory_bytes, "Device memory in bytes (gpt)")->capture_default_str();
   synth->add_option("--forward-ms", a->uniform.forward_ms, "Forward ms per layer at batch 1 (uniform/uneven)")->capture_default_str();
@@ -97,9 +99,14 @@ void add_profile_command(CLI::App& app) {
   synth->add_option("--heavy-factor", a->uniform.heavy_factor, "How much heavier (uneven, default 4)");
   synth->add_option("--batch-sizes", a->batch_sizes, "Micro-batch sizes to tabulate")->capture_default_str();
   synth->add_option("-o,--output", a->output, "Output file ('-' = stdout)")->capture_default_str();
+  a->hf.add_to(synth);
   synth->callback([a] {
     Profile p;
     std::vector<double> sizes = parse_batch_sizes(a->batch_sizes);
+    if (a->hf.requested()) {
+      write_output(a->output, a->hf.run(sizes, a->gpt.sequence, a->gpt.efficiency, a->name));
+      return;
+    }
     if (a->kind == "gpt") {
       a->gpt.batch_sizes = sizes;
       if (a->layers >= 0) a->gpt.layers = a->layers;

@@ -1,0 +1,56 @@
+// The flags and the run of `profile synth --hf-config` (cli/profile_hf.h): resolve the GPU
+// file, read the config, build the profile (core/hf_profile.h), and check it reads back.
+#include "cli/profile_hf.h"
+
+#include <cstdlib>
+
+#include "cli/plan_options.h"
+#include "core/error.h"
+
+namespace pipescope::cli {
+
+void HfSynthArgs::add_to(CLI::App* synth) {
+  synth->add_option("--hf-config", config,
+                    "Hugging Face config.json (llama, mistral, qwen2, gemma, mixtral): an analytic profile of it on --gpu");
+  synth->add_option("--gpu", gpu, "GPU file or name (hf): h100-sxm | h200 | a100-80gb | b200 | mi300x");
+  synth->add_option("--dtype", dtype, "bf16 | fp16 | fp32 (hf; fp32 = IEEE, no TF32)")->capture_default_str();
+  synth->add_option("--tensor-parallel", tensor_parallel,
+                    "GPUs per tensor-parallel group (hf); a profile device is then one group")
+      ->capture_default_str();
+  synth->add_flag("--no-selective-recompute", full_activations,
+                  "hf: keep the attention probabilities (heads x s^2) for backward, as attention without flash/selective "
+                  "recompute does");
+  synth->add_option("--gpus", gpus, "hf: GPUs in the cluster, for --hardware-output");
+  synth->add_option("--hardware-output", hardware_output,
+                    "hf: also write the pipescope.hardware file of --gpus GPUs seen as tensor-parallel groups");
+}
+
+std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t sequence, double efficiency,
+                             const std::string& name) const {
+  if (gpu.empty()) throw InputError("--gpu: required with --hf-config (h100-sxm, h200, a100-80gb, b200, mi300x or a file)");
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
+#ifdef PIPESCOPE_GPU_DIR
+  dirs.emplace_back(PIPESCOPE_GPU_DIR);
+#endif
+  const GpuSpec spec = load_gpu_spec(find_gpu_file(gpu, dirs));
+  HfModel model = load_hf_model(config);
+  if (!name.empty()) model.name = name;
+  HfProfileOptions o;
+  o.sequence = sequence;
+  o.dtype = dtype;
+  o.tensor_parallel = tensor_parallel;
+  o.efficiency = efficiency;
+  o.selective_recompute = !full_activations;
+  o.batch_sizes = batch_sizes;
+  Profile p = make_hf_profile(model, spec, o);
+  std::string text = profile_to_json(p).dump(1) + "\n";
+  (void)profile_from_json(JsonReader::from_text(text, "profile synth (the generated profile)"));
+  if (!hardware_output.empty()) {
+    if (gpus < 1) throw InputError("--gpus: required with --hardware-output (GPUs in the cluster)");
+    write_output(hardware_output, hardware_to_json(tensor_parallel_hardware(spec, gpus, tensor_parallel)).dump(1) + "\n");
+  }
+  return text;
+}
+
+}  // namespace pipescope::cli

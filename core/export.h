@@ -1,0 +1,76 @@
+// Turns a plan into what a training framework needs to run it: Megatron-LM command-line
+// flags, a torch.distributed.pipelining setup, or a DeepSpeed PipelineModule and
+// config. Invariant: an export either says exactly the plan (the same cuts, schedule,
+// micro-batches, replication and re-materialisation) or throws InputError naming what
+// the framework cannot express; it never approximates silently.
+//   ExportResult r = export_plan(plan, profile, ExportTarget::Megatron);
+//   std::cout << r.text;            // flags, one per line
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json_reader.h"
+#include "core/plan.h"
+#include "core/profile.h"
+
+namespace pipescope {
+
+enum class ExportTarget { Megatron, Torch, DeepSpeed };
+ExportTarget parse_export_target(const std::string& name);  // megatron | torch | deepspeed
+std::string to_string(ExportTarget target);
+
+// The framework versions whose argument definitions the exporters were checked against.
+inline constexpr const char* kMegatronVersion = "Megatron-LM core_v0.15.0";
+inline constexpr const char* kTorchVersion = "PyTorch 2.9 (torch.distributed.pipelining)";
+inline constexpr const char* kDeepSpeedVersion = "DeepSpeed 0.18.9 - 0.19.x";
+
+struct ExportResult {
+  std::string text;  // what the user pastes or runs (flags, or a Python file)
+  Json json;         // the same facts as one object (for --json and tests)
+};
+
+// What every exporter reads off a plan and its profile.
+struct PlanShape {
+  int positions = 1;                      // K (pipeline-parallel size)
+  int chunks = 1;                         // v (virtual stages per position)
+  int replicas = 1;                       // r (data-parallel size)
+  int tensor_parallel = 1;                // t, from the profile's layer specs (1 when absent)
+  int microbatches = 1;                   // M
+  int64_t global_batch = 1;               // N samples per step
+  int64_t microbatch_size = 1;            // N / (M r): samples per micro-batch per replica
+  int64_t sequence = 0;                   // from the layer specs; 0 when unknown
+  std::string schedule;                   // pipescope's name: "1f1b", "interleaved", ...
+  bool recompute = false;
+  std::string dtype;
+  std::vector<std::pair<int, int>> ranges;  // per stage, model order: layers [first, end)
+  std::vector<int> stage_position;          // per stage: its pipeline rank
+  std::vector<char> roles;                  // per layer: 'E' embedding, 't' decoder layer, 'L' head
+  std::vector<std::string> layer_names;
+  std::vector<int> decoder_layers;          // per stage: its 't' layers
+  // PyTorch pipelining's compute-only CSV of the plan's schedule: one row per rank,
+  // cells "<stage><F|B|I|W><micro-batch>" in pipescope's op order (recompute ops are
+  // left out: torch re-materialises inside the stage's checkpoint wrapper).
+  std::vector<std::vector<std::string>> torch_csv;
+
+  int stages() const { return static_cast<int>(ranges.size()); }
+  int decoder_total() const;
+  bool has_embedding_layer() const { return !roles.empty() && roles.front() == 'E'; }
+  bool has_head_layer() const { return !roles.empty() && roles.back() == 'L'; }
+  int world_size() const { return positions * replicas * tensor_parallel; }
+};
+
+// Throws InputError (naming `framework`) for what no exporter can say: replication that
+// differs between stages, a micro-batch that is not a whole number of samples, a
+// non-chain model.
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework);
+
+ExportResult export_megatron(const PlanShape& shape);
+// `csv`: the file loads torch_csv into a _PipelineScheduleRuntime (pipescope's exact op
+// order) even where a schedule class exists; without a class it always does.
+ExportResult export_torch(const PlanShape& shape, const std::string& plan_name, bool csv = false);
+ExportResult export_deepspeed(const PlanShape& shape, const std::string& plan_name);
+ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target,
+                         const std::string& plan_name = "plan.json", bool torch_csv = false);
+
+}  // namespace pipescope

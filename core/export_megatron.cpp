@@ -1,0 +1,177 @@
+// Megatron-LM flags for a plan (flag names and value formats of core_v0.15.0's
+// megatron/training/arguments.py; layout rules of megatron/core/transformer/
+// transformer_config.py and pipeline_parallel_layer_layout.py). Cuts are said in the
+// simplest form Megatron accepts that reproduces them exactly, tried in order:
+//   even split; --account-for-embedding/loss-in-pipeline-split (the embedding or head
+//   counted as a layer); --decoder-first/last-pipeline-num-layers (uneven ends, even
+//   middle); --pipeline-model-parallel-layout (anything else).
+// Invariant: the decoder layers per virtual stage that Megatron derives from the
+// emitted flags equal the plan's, stage by stage (tests/interop_export_test.cpp
+// recomputes them with Megatron's rules).
+#include <cctype>
+#include <optional>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/export.h"
+
+namespace pipescope {
+
+namespace {
+
+using Flags = std::vector<std::pair<std::string, std::string>>;  // flag, value ("" = a switch)
+
+// Megatron's stage of model-order stage s with K ranks and v chunks is s itself
+// (layout index vpp_rank * K + pp_rank); decoder counts are compared in that order.
+bool all_equal(const std::vector<int>& c, int value) {
+  for (int x : c) {
+    if (x != value) return false;
+  }
+  return true;
+}
+
+// --account-for-embedding/loss-in-pipeline-split: (L + e + l) units split evenly over
+// K v stages, the embedding taking one unit of stage 0 and the loss one of the last.
+std::optional<Flags> accounted_split(const PlanShape& s) {
+  const int S = s.stages(), L = s.decoder_total();
+  for (int e = 0; e <= (s.has_embedding_layer() ? 1 : 0); ++e) {
+    for (int l = 0; l <= (s.has_head_layer() ? 1 : 0); ++l) {
+      if (e + l == 0 || (L + e + l) % S != 0) continue;
+      const int u = (L + e + l) / S;
+      bool match = true;
+      for (int st = 0; st < S && match; ++st) {
+        match = s.decoder_layers[st] == u - (st == 0 ? e : 0) - (st == S - 1 ? l : 0);
+      }
+      if (!match) continue;
+      Flags f;
+      if (e) f.emplace_back("--account-for-embedding-in-pipeline-split", "");
+      if (l) f.emplace_back("--account-for-loss-in-pipeline-split", "");
+      return f;
+    }
+  }
+  return std::nullopt;
+}
+
+// --decoder-first/last-pipeline-num-layers: rank 0's chunks hold a each, rank K-1's
+// b each, the middle ranks' chunks m each (Megatron divides each rank's count by v).
+std::optional<Flags> uneven_ends(const PlanShape& s) {
+  const int K = s.positions, v = s.chunks;
+  if (K < 2) return std::nullopt;
+  auto rank_counts = [&](int p) {
+    std::vector<int> c;
+    for (int st = 0; st < s.stages(); ++st) {
+      if (s.stage_position[st] == p) c.push_back(s.decoder_layers[st]);
+    }
+    return c;
+  };
+  const int a = s.decoder_layers[0], b = s.decoder_layers[s.stages() - 1];
+  if (!all_equal(rank_counts(0), a) || !all_equal(rank_counts(K - 1), b)) return std::nullopt;
+  int m = -1;
+  for (int p = 1; p + 1 < K; ++p) {
+    std::vector<int> c = rank_counts(p);
+    if (m < 0) m = c.front();
+    if (!all_equal(c, m)) return std::nullopt;
+  }
+  Flags f;
+  if (a != m || m < 0) {
+    if (a <= 0) return std::nullopt;
+    f.emplace_back("--decoder-first-pipeline-num-layers", std::to_string(a * v));
+  }
+  if (b != m || m < 0) {
+    if (b <= 0) return std::nullopt;
+    f.emplace_back("--decoder-last-pipeline-num-layers", std::to_string(b * v));
+  }
+  return f;
+}
+
+// "Et*3|t*4|...|t*2L": one '|'-separated entry per stage in model order.
+std::string layout_string(const PlanShape& s) {
+  std::string out;
+  for (int st = 0; st < s.stages(); ++st) {
+    if (st) out += '|';
+    if (st == 0) out += 'E';  // Megatron always has an embedding and a loss; a profile
+    const int t = s.decoder_layers[st];  // without them keeps them with the end stages
+    if (t == 1) out += "t";
+    if (t > 1) out += "t*" + std::to_string(t);
+    if (st == s.stages() - 1) out += 'L';
+  }
+  return out;
+}
+
+// A value as one shell word: quoted when it holds anything but [A-Za-z0-9._-] (a
+// layout's '|' and '*' would otherwise pipe and glob).
+std::string shell_word(const std::string& value) {
+  for (char c : value) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return "'" + value + "'";
+  }
+  return value;
+}
+
+void check_schedule(const PlanShape& s) {
+  if (s.positions == 1) return;  // no pipeline: the schedule does not matter
+  if (s.schedule == "1f1b" && s.chunks == 1) return;
+  if (s.schedule == "interleaved" && s.chunks > 1) return;
+  std::string why = s.schedule == "gpipe"
+                        ? "Megatron-LM has no GPipe schedule (it runs 1F1B: the same bubble, less activation memory)"
+                        : std::string(kMegatronVersion) + " has no \"" + s.schedule + "\" pipeline schedule (it runs 1f1b and interleaved)";
+  throw InputError("", "schedule", why + "; plan with --schedules 1f1b,interleaved to export to Megatron-LM");
+}
+
+}  // namespace
+
+ExportResult export_megatron(const PlanShape& s) {
+  check_schedule(s);
+  Flags f;
+  if (s.tensor_parallel > 1) {
+    // The profile's tensor-parallel activations and sends are split t ways: sequence parallelism.
+    f.emplace_back("--tensor-model-parallel-size", std::to_string(s.tensor_parallel));
+    f.emplace_back("--sequence-parallel", "");
+  }
+  f.emplace_back("--pipeline-model-parallel-size", std::to_string(s.positions));
+  f.emplace_back("--num-layers", std::to_string(s.decoder_total()));
+  if (s.sequence > 0) f.emplace_back("--seq-length", std::to_string(s.sequence));
+  f.emplace_back("--micro-batch-size", std::to_string(s.microbatch_size));
+  f.emplace_back("--global-batch-size", std::to_string(s.global_batch));
+  if (s.dtype == "bf16") f.emplace_back("--bf16", "");
+  if (s.dtype == "fp16") f.emplace_back("--fp16", "");
+  std::string cut = "even";
+  int most = 0;
+  for (int c : s.decoder_layers) most = std::max(most, c);
+  if (s.positions > 1 && !all_equal(s.decoder_layers, s.decoder_layers.front())) {
+    if (std::optional<Flags> acc = accounted_split(s)) {
+      cut = "account-for";
+      f.insert(f.end(), acc->begin(), acc->end());
+    } else if (std::optional<Flags> ends = uneven_ends(s)) {
+      cut = "first-last";
+      f.insert(f.end(), ends->begin(), ends->end());
+    } else {
+      cut = "layout";
+      f.emplace_back("--pipeline-model-parallel-layout", layout_string(s));
+    }
+  }
+  // The layout states v itself; the other forms take it from this flag.
+  if (s.positions > 1 && s.chunks > 1 && cut != "layout") f.emplace_back("--num-virtual-stages-per-pipeline-rank", std::to_string(s.chunks));
+  if (s.recompute) {
+    // Each stage keeps only its input: one recompute unit as large as its largest stage.
+    f.emplace_back("--recompute-granularity", "full");
+    f.emplace_back("--recompute-method", "uniform");
+    f.emplace_back("--recompute-num-layers", std::to_string(std::max(1, most)));
+  }
+
+  std::ostringstream text;
+  text << "# pipescope export --to megatron (" << kMegatronVersion << ")\n"
+       << "# " << s.world_size() << " GPUs = tensor " << s.tensor_parallel << " x pipeline " << s.positions << " x data "
+       << s.replicas << "; Megatron derives data-parallel size " << s.replicas
+       << " = WORLD_SIZE / (tensor x pipeline); launch with WORLD_SIZE=" << s.world_size() << "\n"
+       << "# schedule " << s.schedule << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
+  Json flags = Json::array();
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    text << f[i].first << (f[i].second.empty() ? "" : " " + shell_word(f[i].second)) << (i + 1 < f.size() ? " \\" : "") << "\n";
+    flags.push_back(f[i].second.empty() ? Json::array({f[i].first}) : Json::array({f[i].first, f[i].second}));
+  }
+  Json json = {{"target", "megatron"}, {"version", kMegatronVersion}, {"flags", flags},
+               {"world_size", s.world_size()}, {"data_parallel_size", s.replicas}, {"cut", cut}};
+  return {text.str(), json};
+}
+
+}  // namespace pipescope

@@ -1,0 +1,130 @@
+// What the exporters share: reading a plan and its profile into a PlanShape (layer
+// roles, per-stage cuts, ranks, batch arithmetic), and the dispatch by target.
+// Invariant: every check that more than one framework needs is made here, once.
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/export.h"
+
+namespace pipescope {
+
+ExportTarget parse_export_target(const std::string& name) {
+  if (name == "megatron") return ExportTarget::Megatron;
+  if (name == "torch") return ExportTarget::Torch;
+  if (name == "deepspeed") return ExportTarget::DeepSpeed;
+  throw InputError("--to: expected megatron, torch or deepspeed, got \"" + name + "\"");
+}
+
+std::string to_string(ExportTarget target) {
+  switch (target) {
+    case ExportTarget::Megatron: return "megatron";
+    case ExportTarget::Torch: return "torch";
+    case ExportTarget::DeepSpeed: return "deepspeed";
+  }
+  return "?";
+}
+
+int PlanShape::decoder_total() const {
+  int n = 0;
+  for (int c : decoder_layers) n += c;
+  return n;
+}
+
+namespace {
+
+// 'E' for an embedding, 'L' for an LM head, 't' for anything else (a decoder layer).
+char layer_role(const LayerProfile& layer) {
+  if (!layer.spec.is_object() || !layer.spec.contains("type") || !layer.spec["type"].is_string()) return 't';
+  const std::string type = layer.spec["type"].get<std::string>();
+  if (type == "embedding" || type == "hf_embedding") return 'E';
+  if (type == "lm_head" || type == "hf_lm_head") return 'L';
+  return 't';
+}
+
+int64_t spec_int(const Profile& profile, const char* key, int64_t fallback) {
+  for (const LayerProfile& l : profile.layers) {
+    if (l.spec.is_object() && l.spec.contains(key) && l.spec[key].is_number_integer()) return l.spec[key].get<int64_t>();
+  }
+  return fallback;
+}
+
+}  // namespace
+
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework) {
+  const std::string where;  // the caller names the plan file
+  if (!profile.is_chain()) throw InputError(where, "", framework + " pipelines a chain of layers; the profile has branches (edges)");
+  check_plan_layers(plan, profile.num_layers(), profile.source);
+  PlanShape s;
+  s.chunks = plan.chunks;
+  s.positions = plan.pipeline_devices();
+  s.microbatches = plan.microbatches;
+  s.global_batch = plan.batch_size;
+  s.schedule = to_string(plan.schedule);
+  s.recompute = plan.recompute;
+  s.dtype = profile.dtype;
+  s.tensor_parallel = static_cast<int>(spec_int(profile, "tensor_parallel", 1));
+  s.sequence = spec_int(profile, "sequence", 0);
+  for (const LayerProfile& l : profile.layers) {
+    s.roles.push_back(layer_role(l));
+    s.layer_names.push_back(l.name);
+  }
+  for (std::size_t i = 0; i < s.roles.size(); ++i) {
+    const bool misplaced = (s.roles[i] == 'E' && i != 0) || (s.roles[i] == 'L' && i + 1 != s.roles.size());
+    if (misplaced) throw InputError(profile.source, "layers[" + std::to_string(i) + "]", "an embedding must be the first layer and an LM head the last");
+  }
+  s.ranges = plan.layer_ranges();
+  s.replicas = static_cast<int>(plan.stages.front().devices.size());
+  for (int st = 0; st < s.stages(); ++st) {
+    const std::vector<int>& devices = plan.stages[st].devices;
+    if (static_cast<int>(devices.size()) != s.replicas) {
+      throw InputError(where, "stages[" + std::to_string(st) + "].devices",
+                       framework + " runs one data-parallel size for every pipeline stage; stage " + std::to_string(st) +
+                           " has " + std::to_string(devices.size()) + " replicas, stage 0 has " + std::to_string(s.replicas));
+    }
+    int position = -1;
+    for (int p = 0; p < s.positions && position < 0; ++p) {
+      if (plan.stages[p].devices == devices) position = p;
+    }
+    if (position < 0) throw InputError(where, "stages[" + std::to_string(st) + "].devices", "not the devices of any of the first " + std::to_string(s.positions) + " stages");
+    s.stage_position.push_back(position);
+    int decoders = 0;
+    for (int l = s.ranges[st].first; l < s.ranges[st].second; ++l) decoders += s.roles[l] == 't' ? 1 : 0;
+    s.decoder_layers.push_back(decoders);
+  }
+  const int64_t per_step = static_cast<int64_t>(s.microbatches) * s.replicas;
+  if (s.global_batch % per_step != 0) {
+    throw InputError(where, "batch_size", framework + " needs a whole number of samples per micro-batch per replica; " +
+                                              std::to_string(s.global_batch) + " samples over " + std::to_string(s.microbatches) +
+                                              " micro-batches x " + std::to_string(s.replicas) + " replicas is not");
+  }
+  s.microbatch_size = s.global_batch / per_step;
+  const Schedule schedule = make_schedule(plan.schedule_spec());
+  for (const std::vector<Op>& ops : schedule.device_ops) {
+    std::vector<std::string>& row = s.torch_csv.emplace_back();
+    for (const Op& op : ops) {
+      const char* action = op.kind == OpKind::Forward          ? "F"
+                           : op.kind == OpKind::Backward       ? "B"
+                           : op.kind == OpKind::BackwardInput  ? "I"
+                           : op.kind == OpKind::BackwardWeight ? "W"
+                                                               : nullptr;  // recompute
+      if (action) row.push_back(std::to_string(op.stage) + action + std::to_string(op.microbatch));
+    }
+  }
+  return s;
+}
+
+ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target, const std::string& plan_name,
+                         bool torch_csv) {
+  const std::string framework = target == ExportTarget::Megatron ? "Megatron-LM"
+                                : target == ExportTarget::Torch  ? "torch.distributed.pipelining"
+                                                                 : "DeepSpeed";
+  PlanShape shape = analyse_plan(plan, profile, framework);
+  switch (target) {
+    case ExportTarget::Megatron: return export_megatron(shape);
+    case ExportTarget::Torch: return export_torch(shape, plan_name, torch_csv);
+    case ExportTarget::DeepSpeed: return export_deepspeed(shape, plan_name);
+  }
+  throw InputError("--to: unknown target");
+}
+
+}  // namespace pipescope

@@ -1,0 +1,166 @@
+// A short Python file that sets a plan up with torch.distributed.pipelining (names and
+// constructor arguments of PyTorch 2.9's torch/distributed/pipelining/schedules.py and
+// _IR.py): split points (the first module of each stage after the first, as
+// SplitPoint.BEGINNING), the schedule class, n_microbatches, and which stages each
+// pipeline rank builds; for a schedule with no class (or on request) the compute-only
+// CSV a _PipelineScheduleRuntime loads. Invariant: the stage -> rank map the file uses
+// is the plan's, and it is the one the class expects ("loop": s % K, "v": V shape).
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/export.h"
+
+namespace pipescope {
+
+namespace {
+
+// One row per pipescope schedule name. Extend here when pipescope builds a new
+// schedule: its torch class, whether the class takes one stage (PipelineScheduleSingle)
+// or a list (PipelineScheduleMulti), and the stage placement the class assumes.
+struct TorchSchedule {
+  const char* pipescope;
+  const char* torch_class;
+  bool single_stage;
+  const char* placement;  // "loop" (stage s on rank s % K) or "v"
+};
+constexpr TorchSchedule kTorchSchedules[] = {
+    {"gpipe", "ScheduleGPipe", true, "loop"},
+    {"1f1b", "Schedule1F1B", true, "loop"},
+    {"interleaved", "ScheduleInterleaved1F1B", false, "loop"},
+    {"zb-h1", "ScheduleInterleavedZeroBubble", false, "loop"},  // ZB1P; one stage per rank = ZB-H1
+    {"zb-v", "ScheduleZBVZeroBubble", false, "v"},              // exactly two stages per rank
+    {"dualpipev", "ScheduleDualPipeV", false, "v"},
+};
+
+int expected_rank(const char* placement, int stage, int K) {
+  if (std::string(placement) == "v") return stage < K ? stage : 2 * K - 1 - stage;
+  return stage % K;
+}
+
+std::string py_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + Json(items[i]).dump();
+  return out + "]";
+}
+
+std::string py_ints(const std::vector<int>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + std::to_string(items[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+namespace {
+
+// PyTorch 2.9's constructors: PipelineScheduleSingle refuses fewer micro-batches than
+// stages; the interleaved and zero-bubble classes run max(1, M / K) rounds and refuse M
+// that is not a multiple of them. The stage -> rank map must be the class's.
+void check_class(const TorchSchedule& row, const PlanShape& s) {
+  for (int st = 0; st < s.stages(); ++st) {
+    const int rank = expected_rank(row.placement, st, s.positions);
+    if (s.stage_position[st] != rank) {
+      throw InputError("", "stages[" + std::to_string(st) + "].devices", std::string(row.torch_class) + " places stage " +
+                           std::to_string(st) + " on rank " + std::to_string(rank) + " (" + row.placement +
+                           "), the plan on rank " + std::to_string(s.stage_position[st]));
+    }
+  }
+  if (row.single_stage && s.microbatches < s.stages()) {
+    throw InputError("", "microbatches", std::string(row.torch_class) + " needs at least as many micro-batches as stages (" +
+                                             std::to_string(s.stages()) + "), the plan has " + std::to_string(s.microbatches));
+  }
+  const int rounds = std::max(1, s.microbatches / s.positions);
+  if (!row.single_stage && std::string(row.placement) == "loop" && s.microbatches % rounds != 0) {
+    throw InputError("", "microbatches", std::string(row.torch_class) + " needs the micro-batches (" +
+                                             std::to_string(s.microbatches) + ") to be a multiple of its rounds max(1, M / K) = " +
+                                             std::to_string(rounds));
+  }
+}
+
+std::string csv_text(const PlanShape& s) {
+  std::string out;
+  for (const std::vector<std::string>& row : s.torch_csv) {
+    for (std::size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + row[i];
+    out += "\n";
+  }
+  return out;
+}
+
+// The body of build_schedule after the stages exist: a class, or the CSV runtime.
+std::string schedule_code(const TorchSchedule* row) {
+  if (row != nullptr) {
+    return std::string("    schedule_class = getattr(schedules, SCHEDULE_CLASS)\n") + "    return schedule_class(" +
+           (row->single_stage ? "stages[0]" : "stages") + ", n_microbatches=N_MICROBATCHES, loss_fn=loss_fn)\n";
+  }
+  return "    import os\n"
+         "    import tempfile\n"
+         "    schedule = schedules._PipelineScheduleRuntime(stages, n_microbatches=N_MICROBATCHES, loss_fn=loss_fn)\n"
+         "    with tempfile.NamedTemporaryFile(\"w\", suffix=\".csv\", delete=False) as f:\n"
+         "        f.write(SCHEDULE_CSV)\n"
+         "    schedule._load_csv(f.name, format=\"compute_only\")\n"
+         "    os.unlink(f.name)\n"
+         "    return schedule\n";
+}
+
+}  // namespace
+
+ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool csv) {
+  const TorchSchedule* row = nullptr;
+  for (const TorchSchedule& r : kTorchSchedules) {
+    if (s.schedule == r.pipescope) row = &r;
+  }
+  if (row != nullptr && !csv) check_class(*row, s);
+  if (csv) row = nullptr;  // replay pipescope's op order
+  const std::string runtime = row ? row->torch_class : "_PipelineScheduleRuntime";
+  std::vector<std::string> splits;
+  for (int st = 1; st < s.stages(); ++st) splits.push_back(s.layer_names[s.ranges[st].first]);
+
+  std::ostringstream py;
+  py << "\"\"\"torch.distributed.pipelining setup for " << plan_name << ", written by `pipescope export --to torch`.\n"
+     << "Targets " << kTorchVersion << ". Under torchrun with WORLD_SIZE = PIPELINE_SIZE x DATA_PARALLEL_SIZE x\n"
+     << "TENSOR_PARALLEL_SIZE = " << s.world_size() << ", call build_schedule(model, example_microbatch, loss_fn, device, pp_group),\n"
+     << "pp_group the pipeline dimension of your DeviceMesh,\n"
+     << "with your nn.Module: its submodules must carry the names in SPLIT_POINTS.\n"
+     << "`python3 this_file.py` prints the plan without importing torch.\n\"\"\"\n"
+     << "import json\n\n"
+     << "PIPELINE_SIZE = " << s.positions << "  # pipeline ranks K\n"
+     << "DATA_PARALLEL_SIZE = " << s.replicas << "  # replicas of the whole pipeline\n"
+     << "TENSOR_PARALLEL_SIZE = " << s.tensor_parallel << "\n"
+     << "N_MICROBATCHES = " << s.microbatches << "\n"
+     << "MICROBATCH_SIZE = " << s.microbatch_size << "  # samples per micro-batch per replica; step batch = "
+     << s.global_batch << "\n"
+     << "SCHEDULE_CLASS = \"" << runtime << "\"  # pipescope schedule \"" << s.schedule << "\"\n"
+     << "SPLIT_POINTS = " << py_list(splits) << "  # first module of stages 1.." << s.stages() - 1 << "\n"
+     << "STAGE_RANKS = " << py_ints(s.stage_position) << "  # pipeline rank of each stage\n"
+     << "RECOMPUTE = " << (s.recompute ? "True" : "False") << "  # keep only each stage's input for backward\n";
+  if (row == nullptr) {
+    py << "# pipescope's op order, one row per rank (_PipelineScheduleRuntime._load_csv, format \"compute_only\")\n"
+       << "SCHEDULE_CSV = \"\"\"\\\n" << csv_text(s) << "\"\"\"\n";
+  }
+  py << "\n\n"
+     << "def stages_of_rank(rank):\n"
+     << "    return [s for s, r in enumerate(STAGE_RANKS) if r == rank]\n\n\n"
+     << "def build_schedule(model, example_microbatch, loss_fn, device, pp_group):\n"
+     << "    from torch.distributed.pipelining import SplitPoint, pipeline\n"
+     << "    from torch.distributed.pipelining import schedules\n\n"
+     << "    split_spec = {name: SplitPoint.BEGINNING for name in SPLIT_POINTS}\n"
+     << "    pipe = pipeline(model, mb_args=(example_microbatch,), split_spec=split_spec)\n"
+     << "    stages = [pipe.build_stage(s, device, pp_group) for s in stages_of_rank(pp_group.rank())]\n"
+     << "    if RECOMPUTE:\n"
+     << "        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+     << "        for stage in stages:\n"
+     << "            stage.submod = checkpoint_wrapper(stage.submod)\n"
+     << schedule_code(row) << "\n\n"
+     << "if __name__ == \"__main__\":\n"
+     << "    print(json.dumps({\"schedule_class\": SCHEDULE_CLASS, \"n_microbatches\": N_MICROBATCHES,\n"
+     << "                      \"split_points\": SPLIT_POINTS, \"stage_ranks\": STAGE_RANKS,\n"
+     << "                      \"pipeline_size\": PIPELINE_SIZE, \"data_parallel_size\": DATA_PARALLEL_SIZE}))\n";
+  Json json = {{"target", "torch"},          {"version", kTorchVersion},       {"schedule_class", runtime},
+               {"split_points", splits},     {"stage_ranks", s.stage_position}, {"n_microbatches", s.microbatches},
+               {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute}};
+  if (row == nullptr) json["schedule_csv"] = s.torch_csv;
+  return {py.str(), json};
+}
+
+}  // namespace pipescope

@@ -1,0 +1,36 @@
+// Fuzz target: gpu_spec_from_json and hf_model_from_json on arbitrary bytes, then the counts, the FLOPs and the
+// analytic profile of whatever it accepts; the profile must read back. Only InputError
+// may leave (fuzz_readers.h's rule).
+#include <cstdlib>
+
+#include "core/hf_profile.h"
+#include "fuzz/fuzz_readers.h"
+
+using namespace pipescope;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  if (size > fuzz::kMaxInput) return -1;
+  try {  // the same bytes as a GPU file (pipescope.hardware + "gpu")
+    (void)gpu_spec_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz-gpu"));
+  } catch (const InputError&) {
+  }
+  try {
+    HfModel m = hf_model_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz"));
+    (void)count_parameters(m).total();
+    (void)training_flops_per_token(m, 128);
+    GpuSpec gpu;
+    gpu.node = Hardware::ideal(8);
+    gpu.node.memory_bytes = int64_t{80} << 30;
+    gpu.peak_tflops["bf16"] = 989.4;
+    gpu.hbm_gb_per_s = 3350;
+    gpu.collective_gb_per_s = 450;
+    HfProfileOptions o;
+    o.sequence = 128;
+    o.batch_sizes = {1, 2};
+    Profile p = make_hf_profile(m, gpu, o);
+    (void)profile_from_json(JsonReader::from_text(profile_to_json(p).dump(), "fuzz-profile"));
+  } catch (const InputError&) {
+    return 0;
+  }
+  return 0;
+}
