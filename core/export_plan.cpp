@@ -59,7 +59,7 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   s.positions = plan.pipeline_devices();
   s.microbatches = plan.microbatches;
   s.global_batch = plan.batch_size;
-  s.schedule = to_string(plan.schedule);
+  s.schedule = plan.schedule_file.empty() ? to_string(plan.schedule) : "file:" + plan.schedule_name();  // a file has no torch class
   s.recompute = plan.recompute;
   s.dtype = profile.dtype;
   s.tensor_parallel = static_cast<int>(spec_int(profile, "tensor_parallel", 1));
@@ -98,16 +98,11 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
                                               " micro-batches x " + std::to_string(s.replicas) + " replicas is not");
   }
   s.microbatch_size = s.global_batch / per_step;
-  const Schedule schedule = make_schedule(plan.schedule_spec());
+  const Schedule schedule = schedule_for(plan);
   for (const std::vector<Op>& ops : schedule.device_ops) {
     std::vector<std::string>& row = s.torch_csv.emplace_back();
-    for (const Op& op : ops) {
-      const char* action = op.kind == OpKind::Forward          ? "F"
-                           : op.kind == OpKind::Backward       ? "B"
-                           : op.kind == OpKind::BackwardInput  ? "I"
-                           : op.kind == OpKind::BackwardWeight ? "W"
-                                                               : nullptr;  // recompute
-      if (action) row.push_back(std::to_string(op.stage) + action + std::to_string(op.microbatch));
+    for (const Op& op : ops) {  // PyTorch has no recompute action: its stages re-run forwards themselves
+      if (op.kind != OpKind::Recompute) row.push_back(std::to_string(op.stage) + op_letter(op.kind) + std::to_string(op.microbatch));
     }
   }
   return s;
