@@ -116,7 +116,7 @@ std::string backend_list() {
 std::string backend_spec(const std::string& backend, const std::string& dtype, int partitions) {
   if (dtype != "fp32" && dtype != "bf16") throw InputError("--dtype: expected fp32 or bf16, got \"" + dtype + "\"");
   if (partitions < 1) throw InputError("--sm-partition: expected K >= 1, got " + std::to_string(partitions));
-  const bool cuda = backend == "cuda" || backend.rfind("cuda:", 0) == 0;
+  const bool cuda = exec::is_cuda_backend(backend);
   if (!cuda) {
     if (dtype != "fp32") throw InputError("--dtype " + dtype + ": the " + backend + " backend stores fp32 only (use --backend cuda)");
     if (partitions != 1) throw InputError("--sm-partition: only the cuda backend has SM partitions");

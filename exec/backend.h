@@ -89,6 +89,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name);
 // when there are that many GPUs, else SM partition `device` of `devices` of GPU 0).
 std::unique_ptr<Backend> make_backend(const std::string& name, int device, int devices);
 std::vector<std::string> backend_names();
+// Whether a backend spec names the CUDA backend ("cuda", "cuda:bf16", "cuda:bf16:part=4").
+inline bool is_cuda_backend(const std::string& spec) { return spec == "cuda" || spec.rfind("cuda:", 0) == 0; }
 // One line saying where a run over `devices` devices of this backend runs and how its
 // transfers travel ("" for cpu), e.g. "cuda: 4 SM partitions of one NVIDIA H200 ...".
 std::string placement_note(const std::string& backend, int devices);

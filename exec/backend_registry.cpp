@@ -23,7 +23,7 @@ std::vector<std::string> backend_names() {
 std::unique_ptr<Backend> make_backend(const std::string& name, int device, int devices) {
   if (name == "cpu") return std::make_unique<CpuBackend>();
 #ifdef PIPESCOPE_WITH_CUDA
-  if (name == "cuda" || name.rfind("cuda:", 0) == 0) return make_cuda_backend(name, device, devices);
+  if (is_cuda_backend(name)) return make_cuda_backend(name, device, devices);
 #endif
   std::string known;
   for (const std::string& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
@@ -36,7 +36,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name) { return make_bac
 
 std::unique_ptr<Hub> make_hub(const std::string& backend, const Schedule& schedule, bool spin) {
 #ifdef PIPESCOPE_WITH_CUDA
-  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return make_cuda_hub(schedule);
+  if (is_cuda_backend(backend)) return make_cuda_hub(schedule);
 #endif
   (void)backend;
   return std::make_unique<ThreadHub>(schedule.devices(), spin);
@@ -46,7 +46,7 @@ std::unique_ptr<Endpoint> make_rank_endpoint(const std::string& backend, Endpoin
                                              const Schedule& schedule,
                                              const std::function<void(void*, std::size_t)>& broadcast) {
 #ifdef PIPESCOPE_WITH_CUDA
-  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return make_nccl_endpoint(control, schedule, broadcast);
+  if (is_cuda_backend(backend)) return make_nccl_endpoint(control, schedule, broadcast);
 #endif
   (void)backend, (void)control, (void)schedule, (void)broadcast;
   return nullptr;
@@ -54,7 +54,7 @@ std::unique_ptr<Endpoint> make_rank_endpoint(const std::string& backend, Endpoin
 
 std::string placement_note(const std::string& backend, int devices) {
 #ifdef PIPESCOPE_WITH_CUDA
-  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) return cuda_placement_note(backend, devices);
+  if (is_cuda_backend(backend)) return cuda_placement_note(backend, devices);
 #endif
   (void)backend;
   (void)devices;
@@ -63,7 +63,7 @@ std::string placement_note(const std::string& backend, int devices) {
 
 std::string measure_gemm_json(const std::string& backend, int m, int n, int k, int repeats) {
 #ifdef PIPESCOPE_WITH_CUDA
-  if (backend == "cuda" || backend.rfind("cuda:", 0) == 0) {
+  if (is_cuda_backend(backend)) {
     const GemmMeasurement g = measure_cuda_gemm(m, n, k, parse_cuda_backend_spec(backend).dtype, repeats);
     Json j = {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"backend_ms", g.backend_ms},
               {"best_ms", g.best_ms}, {"backend_tflops", g.backend_tflops}, {"best_tflops", g.best_tflops},
