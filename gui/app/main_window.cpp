@@ -12,18 +12,22 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "gui/app/ab_view.h"
 #include "gui/app/compare_view.h"
 #include "gui/app/controls_panel.h"
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
 #include "gui/app/memory_view.h"
+#include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"
 #include "gui/app/timeline_view.h"
 #include "gui/models/memory_curves.h"
+#include "gui/models/plan_search.h"
 #include "gui/models/timeline_merge.h"
 #include "gui/models/trace_reader.h"
 #include "sim/replay.h"
@@ -76,6 +80,14 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   compare_view_->set_models(&compare_, &compare_rows_);
   tabs_->addTab(compare_view_, "Compare");
 
+  plans_view_ = new PlansView(tabs_);
+  plans_view_->set_model(&plans_);
+  tabs_->addTab(plans_view_, "Plans");
+
+  ab_view_ = new AbView(tabs_);
+  ab_view_->set_models(&ab_, &pinned_timeline_, &timeline_);
+  tabs_->addTab(ab_view_, "A/B");
+
   split->addWidget(tabs_);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
@@ -89,6 +101,12 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
     if (busy) set_status("simulating...", false);
   });
   connect(controls_, &ControlsPanel::changed, this, &MainWindow::simulate);
+  what_if_timer_ = new QTimer(this);
+  what_if_timer_->setSingleShot(true);
+  what_if_timer_->setInterval(250);  // ms of quiet before a what-if edit is simulated
+  connect(what_if_timer_, &QTimer::timeout, this, &MainWindow::simulate);
+  connect(controls_, &ControlsPanel::whatIfChanged, what_if_timer_, qOverload<>(&QTimer::start));
+  connect_plans();
   connect(controls_, &ControlsPanel::openProfileRequested, this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, "Open profile", profiles_dir(), "JSON (*.json)");
     if (!f.isEmpty()) open_profile(f);
@@ -142,6 +160,120 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   if (ok && !options_.measurement_path.isEmpty()) open_measurement(options_.measurement_path);
   if (ok && !options_.trace_path.isEmpty()) open_trace(options_.trace_path);
   if (ok && options_.run_sweep) run_sweep();
+  if (ok && options_.tab == "plans") run_plans();
+  if (ok && !options_.pin_path.isEmpty()) pin_plan_file(options_.pin_path);
+}
+
+void MainWindow::connect_plans() {
+  connect(plans_view_, &PlansView::searchRequested, this, &MainWindow::run_plans);
+  connect(plans_view_, &PlansView::candidateClicked, this, &MainWindow::load_candidate);
+  connect(&plans_worker_, &PlansWorker::progress, plans_view_, &PlansView::set_progress);
+  connect(&plans_worker_, &PlansWorker::finished, this, [this](std::shared_ptr<const SearchResult> r) {
+    plans_view_->set_running(false);
+    plans_.set_result(r, plans_batch(current_inputs()));
+    plans_view_->refresh_filters();
+    plans_view_->scatter()->set_current(-1);
+    int front = 0;
+    for (const Candidate& c : r->candidates) front += c.pareto ? 1 : 0;
+    QString text = QString("%1 candidates, %2 fit, %3 on the Pareto front").arg(r->candidates.size()).arg(r->ranking.size()).arg(front);
+    if (!r->ranking.empty()) text += "; best: " + QString::fromStdString(r->candidates[r->ranking.front()].label());
+    plans_view_->set_message(text + " (click a point to load it)");
+  });
+  connect(&plans_worker_, &PlansWorker::failed, this, [this](const QString& m) {
+    plans_view_->set_running(false);
+    plans_.clear();
+    plans_view_->set_message(m);
+  });
+  connect(ab_view_, &AbView::pinRequested, this, &MainWindow::pin_current);
+  connect(ab_view_, &AbView::exportRequested, this,
+          [this](const QString& extension) { export_widget(ab_view_->content(), "a-b", extension); });
+  connect(&pin_worker_, &PlanWorker::ready, this, [this](std::shared_ptr<const Evaluation> e) {
+    pinned_ = std::move(e);
+    pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.step_ns);
+    update_ab();
+  });
+  connect(&pin_worker_, &PlanWorker::failed, this, [this](const QString& m) {
+    ab_view_->set_message(m);
+    set_status(m, true);
+  });
+}
+
+void MainWindow::run_plans() {
+  if (!profile_) return;
+  try {
+    const PlanInputs in = current_inputs();
+    const SearchRequest q = plans_request(in);
+    plans_view_->set_running(true);
+    plans_view_->set_message(QString("searching every plan for D=%1 devices, N=%2 samples ...").arg(q.devices).arg(q.batch));
+    plans_worker_.start(q);
+  } catch (const std::exception& e) {
+    plans_view_->set_message(e.what());
+  }
+}
+
+void MainWindow::load_candidate(int index) {
+  const SearchResult* r = plans_.result();
+  if (!r || index < 0 || index >= static_cast<int>(r->candidates.size())) return;
+  const Candidate& c = r->candidates[index];
+  PlanInputs in = current_inputs();
+  in.choice = choice_of(c, plans_.batch(), in.choice);
+  in.plan = c.plan;
+  in.plan->profile = in.choice.profile_path;
+  controls_->set_choice(in.choice);
+  loaded_candidate_ = index;
+  plans_view_->scatter()->set_current(index);
+  plan_worker_.request(in);
+}
+
+void MainWindow::pin_current() {
+  if (!evaluation_) return;
+  pinned_ = evaluation_;
+  pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.step_ns);
+  update_ab();
+}
+
+bool MainWindow::pin_plan_file(const QString& path) {
+  PlanInputs in = current_inputs();
+  try {
+    Plan plan = load_plan(path.toStdString());
+    in.choice.chunks = plan.chunks;
+    in.choice.stages = static_cast<int>(plan.stages.size()) / std::max(1, plan.chunks);
+    in.choice.replicas = plan.stages.empty() ? 1 : static_cast<int>(plan.stages.front().devices.size());
+    in.plan = std::move(plan);
+  } catch (const std::exception& e) {
+    ab_view_->set_message(e.what());
+    set_status(e.what(), true);
+    return false;
+  }
+  pin_worker_.request(in);
+  return true;
+}
+
+void MainWindow::flush_what_if() {
+  if (what_if_timer_->isActive()) {
+    what_if_timer_->stop();
+    simulate();
+  }
+}
+
+void MainWindow::update_ab() {
+  if (!pinned_) {
+    ab_.clear();
+    return;
+  }
+  const StepReport& a = pinned_->report;
+  if (!evaluation_) {
+    ab_view_->set_titles(AbModel::describe(a), "(no plan)");
+    return;
+  }
+  const StepReport& b = evaluation_->report;
+  ab_.set_reports(a, b);
+  ab_view_->set_titles(AbModel::describe(a), AbModel::describe(b));
+  ab_view_->set_message(QString("B - A: step %1 ms (%2 %)")
+                            .arg(static_cast<double>(b.step_ns - a.step_ns) / 1e6, 0, 'f', 3)
+                            .arg(a.step_ns ? 100.0 * static_cast<double>(b.step_ns - a.step_ns) / static_cast<double>(a.step_ns) : 0.0,
+                                 0, 'f', 1));
+  ab_view_->align(std::max(a.step_ns, b.step_ns));
 }
 
 MainWindow::~MainWindow() = default;
@@ -179,6 +311,8 @@ void MainWindow::build_menus() {
   file->addAction("Export timeline as SVG...", this, [this] { export_widget(timeline_view_, "timeline", "svg"); });
   file->addAction("Export current chart as PNG...", this, [this] { export_widget(current_chart(), "chart", "png"); });
   file->addAction("Export current chart as SVG...", this, [this] { export_widget(current_chart(), "chart", "svg"); });
+  file->addAction("Export A/B as PNG...", this, [this] { export_widget(ab_view_->content(), "a-b", "png"); });
+  file->addAction("Export A/B as SVG...", this, [this] { export_widget(ab_view_->content(), "a-b", "svg"); });
   file->addAction("Export plan as JSON...", this, &MainWindow::export_plan);
   file->addSeparator();
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
@@ -189,12 +323,14 @@ QWidget* MainWindow::current_chart() const {
     case 0: return memory_view_;
     case 1: return layer_chart_;
     case 2: return sweep_view_->heat_map();
+    case 4: return plans_view_->scatter();
+    case 5: return ab_view_->content();
     default: return compare_view_;
   }
 }
 
 void MainWindow::show_tab(const QString& name) {
-  const QStringList names = {"timeline", "layers", "sweep", "compare"};
+  const QStringList names = {"timeline", "layers", "sweep", "compare", "plans", "ab"};
   tabs_->setCurrentIndex(std::max<int>(0, static_cast<int>(names.indexOf(name))));
 }
 
@@ -285,11 +421,14 @@ PlanInputs MainWindow::current_inputs() const {
   in.hardware = hardware_;
   in.choice = controls_->choice();
   in.choice.profile_path = QFileInfo(profile_path_).fileName().toStdString();
+  in.what_if = controls_->what_if();
   return in;
 }
 
 void MainWindow::simulate() {
   if (!profile_) return;
+  loaded_candidate_ = -1;
+  plans_view_->scatter()->set_current(-1);
   PlanInputs in;
   try {
     in = current_inputs();
@@ -333,6 +472,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
                                 .arg(100 * r.bubble_fraction, 0, 'f', 1));
   update_comparison();
   update_compare_rows();
+  update_ab();
   QString status = r.fits() ? "plan fits the device memory" : "some stages do not fit the device memory";
   for (const std::string& n : r.notes) status += "\nnote: " + QString::fromStdString(n);
   set_status(status, !r.fits());

@@ -38,6 +38,13 @@ class TimelineModel : public QAbstractTableModel {
   // Busy time of a track (sum of its event durations; events on a device never overlap).
   int64_t busy_ns(int track) const;
 
+  // Density mode: the busy fraction of tracks [first, end) in `bins` bins of `bin_ns`
+  // from `start_ns`: bin b gets the time events cover inside [start + b w, start + (b+1) w),
+  // summed over the tracks, divided by w x tracks and capped at 1 (link transfers may overlap).
+  std::vector<float> busy_fraction(int first_track, int end_track, double start_ns, double bin_ns, int bins) const;
+  // Mean duration of the events on device tracks (0 when none): how wide an op is drawn.
+  double mean_op_ns() const { return mean_op_ns_; }
+
   // The event on `track` covering time t, or the nearest within `tolerance_ns`; -1 if none.
   int event_at(int track, int64_t t, int64_t tolerance_ns = 0) const;
   // "forward, stage 2, micro-batch 5\nstart 1.234 ms, duration 0.567 ms\ndevice 2"
@@ -48,6 +55,7 @@ class TimelineModel : public QAbstractTableModel {
   std::vector<TimelineEvent> events_;
   std::vector<std::vector<int>> by_track_;
   int64_t end_ns_ = 0;
+  double mean_op_ns_ = 0;
 };
 
 }  // namespace pipescope::gui
