@@ -6,6 +6,7 @@
 #include <QPushButton>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "gui/app/timeline_view.h"
 #include "gui/models/ab_model.h"
@@ -61,6 +62,11 @@ void AbView::set_titles(const QString& a, const QString& b) {
 void AbView::set_message(const QString& message) { message_->setText(message); }
 
 void AbView::align(int64_t end_ns) {
+  a_->set_min_label_width(0);
+  b_->set_min_label_width(0);
+  const int labels = std::max(a_->label_width(), b_->label_width());
+  a_->set_min_label_width(labels);
+  b_->set_min_label_width(labels);
   a_->set_fit_end(end_ns);
   b_->set_fit_end(end_ns);
   a_->fit();

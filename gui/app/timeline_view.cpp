@@ -62,6 +62,12 @@ void TimelineView::set_link_rows(LinkRows mode) {
   update();
 }
 
+void TimelineView::set_min_label_width(int px) {
+  min_label_width_ = px;
+  relayout();
+  update();
+}
+
 void TimelineView::relayout() {
   rows_.clear();
   label_width_ = 78;
@@ -72,7 +78,7 @@ void TimelineView::relayout() {
   rows_ = timeline_rows(names, height, fontMetrics().height(), link_rows_);
   int widest = 60;
   for (const TimelineRow& r : rows_) widest = std::max(widest, fontMetrics().horizontalAdvance(r.label));
-  label_width_ = std::min(widest, 220) + 18;
+  label_width_ = std::max(min_label_width_, std::min(widest, 220) + 18);
   const QRect plot = plot_rect();
   axis_.resize(plot.left(), plot.width());
 }
@@ -235,7 +241,10 @@ void TimelineView::paint_row_ops(QPainter& p, const QRect& plot, const TimelineR
 void TimelineView::paint_row_density(QPainter& p, const QRect& plot, const TimelineRow& row, int y, int rh) {
   const int bins = (plot.width() + kDensityBinPx - 1) / kDensityBinPx;
   const double bin_ns = kDensityBinPx * axis_.ns_per_px;
-  const std::vector<float> busy = model_->busy_fraction(row.first_track, row.end_track, axis_.view_start_ns, bin_ns, bins);
+  // Devices: the mean share busy; links: their summed share (one busy link shows).
+  const bool devices = model_->track_name(row.first_track).startsWith("device ");
+  const std::vector<float> busy = model_->busy_fraction(row.first_track, row.end_track, axis_.view_start_ns, bin_ns, bins,
+                                                        devices ? TimelineModel::Combine::Mean : TimelineModel::Combine::Sum);
   const QColor idle = category_color("idle");
   const int pad = rh >= 12 ? 2 : 0;
   for (int b = 0; b < bins; ++b) {

@@ -40,6 +40,9 @@ class TimelineView : public QWidget {
   // Fit shows [0, end_ns) (0: the model's step); A/B aligns two views with it.
   void set_fit_end(int64_t end_ns) { fit_end_ns_ = end_ns; }
   void set_link_rows(LinkRows mode);
+  // The label column is at least this wide (A/B lines two views' plots up).
+  void set_min_label_width(int px);
+  int label_width() const;
   LinkRows link_rows() const { return link_rows_; }
   const std::vector<TimelineRow>& rows() const { return rows_; }
   // True when ops would be narrower than kMinOpPx at the current zoom.
@@ -65,7 +68,6 @@ class TimelineView : public QWidget {
   int row_at(int y) const;
   void paint_row_ops(class QPainter& p, const QRect& plot, const TimelineRow& row, int y, int rh);
   void paint_row_density(class QPainter& p, const QRect& plot, const TimelineRow& row, int y, int rh);
-  int label_width() const;
   int track_at(int y) const;
   int event_at(QPoint pos) const;
   void paint_axis(class QPainter& p, const QRect& plot);
@@ -83,6 +85,7 @@ class TimelineView : public QWidget {
   LinkRows link_rows_ = LinkRows::Auto;
   std::vector<TimelineRow> rows_;
   int label_width_ = 78;
+  int min_label_width_ = 0;
 };
 
 }  // namespace pipescope::gui

@@ -63,6 +63,7 @@ QVariant AbModel::data(const QModelIndex& index, int role) const {
     case Delta: {
       if (!both) return QString("-");
       const double d = *l.b - *l.a;
+      if (l.unit == Unit::Percent) return (d > 0 ? "+" : "") + QString::number(100 * d, 'f', 1) + " pt";  // points
       return (d > 0 ? "+" : "") + format(d, l.unit);
     }
     case Relative: {

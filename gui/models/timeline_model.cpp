@@ -76,7 +76,8 @@ int64_t TimelineModel::busy_ns(int track) const {
   return busy;
 }
 
-std::vector<float> TimelineModel::busy_fraction(int first, int end, double start_ns, double bin_ns, int bins) const {
+std::vector<float> TimelineModel::busy_fraction(int first, int end, double start_ns, double bin_ns, int bins,
+                                                Combine combine) const {
   std::vector<double> covered(static_cast<std::size_t>(std::max(0, bins)), 0.0);
   if (bins <= 0 || bin_ns <= 0) return {};
   const double stop_ns = start_ns + bin_ns * bins;
@@ -104,7 +105,7 @@ std::vector<float> TimelineModel::busy_fraction(int first, int end, double start
     }
   }
   std::vector<float> out(covered.size());
-  const double full = bin_ns * std::max(1, end - first);
+  const double full = bin_ns * (combine == Combine::Sum ? 1 : std::max(1, end - first));
   for (std::size_t b = 0; b < covered.size(); ++b) out[b] = static_cast<float>(std::min(1.0, covered[b] / full));
   return out;
 }

@@ -40,8 +40,11 @@ class TimelineModel : public QAbstractTableModel {
 
   // Density mode: the busy fraction of tracks [first, end) in `bins` bins of `bin_ns`
   // from `start_ns`: bin b gets the time events cover inside [start + b w, start + (b+1) w),
-  // summed over the tracks, divided by w x tracks and capped at 1 (link transfers may overlap).
-  std::vector<float> busy_fraction(int first_track, int end_track, double start_ns, double bin_ns, int bins) const;
+  // summed over the tracks, divided by w x tracks (mean) or by w alone (sum: "how many
+  // links are busy", for a collapsed link row), capped at 1 (transfers may overlap).
+  enum class Combine { Mean, Sum };
+  std::vector<float> busy_fraction(int first_track, int end_track, double start_ns, double bin_ns, int bins,
+                                   Combine combine = Combine::Mean) const;
   // Mean duration of the events on device tracks (0 when none): how wide an op is drawn.
   double mean_op_ns() const { return mean_op_ns_; }
 

@@ -322,8 +322,11 @@ void PlansModelsTest::busy_fraction_matches_the_closed_form() {
     if (d > 0) QCOMPARE(bins[0], 0.0f);
     QCOMPARE(bins[static_cast<std::size_t>(4e6 * d / 132e3) + 1], 1.0f);
   }
-  // All four devices together: the same 8 / 11.
+  // All four devices together: the same 8 / 11 as a mean; summed, 4 x 8 / 11 caps at 1.
   QVERIFY(std::fabs(m.busy_fraction(0, 4, 0, 132e6, 1)[0] - 8.0f / 11.0f) < 1e-6f);
+  QCOMPARE(m.busy_fraction(0, 4, 0, 132e6, 1, TimelineModel::Combine::Sum)[0], 1.0f);
+  // Two devices over the step summed: 2 x 96 ms in 132 ms still caps at 1; over 264 ms it is 192 / 264.
+  QVERIFY(std::fabs(m.busy_fraction(0, 2, 0, 264e6, 1, TimelineModel::Combine::Sum)[0] - 192.0f / 264.0f) < 1e-6f);
 }
 
 void PlansModelsTest::what_if_changes_the_hardware() {

@@ -107,6 +107,7 @@ void PlansWidgetsTest::ab_pins_compares_and_exports() {
   // Aligned: one time scale over the longer step, so equal times sit at equal x.
   AbView* v = w.ab_view();
   QCOMPARE(v->view_a()->axis().ns_per_px, v->view_b()->axis().ns_per_px);
+  QCOMPARE(v->view_a()->plot_rect().left(), v->view_b()->plot_rect().left());
   QCOMPARE(v->view_a()->axis().view_start_ns, 0.0);
   QVERIFY(std::fabs(v->view_b()->axis().view_end_ns() - static_cast<double>(std::max(a_step, b_step))) < 1e-6 * b_step);
   QTemporaryDir dir;
