@@ -187,10 +187,8 @@ void TimelineView::paint_legend(QPainter& p) {
     swatch(category_color("idle"), "idle");
     return;
   }
-  std::set<QString> present;
-  if (model_) {
-    for (const auto& e : model_->events()) present.insert(QString::fromStdString(e.category));
-  }
+  const std::set<QString> none;
+  const std::set<QString>& present = model_ ? model_->categories() : none;
   for (const LegendEntry& l : category_legend()) {
     const bool shown = l.category == "idle" || present.count(l.category) ||
                        (l.category == "backward" && present.count("backward_input"));

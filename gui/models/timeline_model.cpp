@@ -21,6 +21,10 @@ void TimelineModel::set_timeline(const Timeline& timeline, int64_t end_ns) {
     if (e.track >= 0 && e.track < static_cast<int>(tracks_.size())) by_track_[e.track].push_back(i);
     if (end_ns == 0) end_ns_ = std::max(end_ns_, e.start_ns + e.duration_ns);
   }
+  std::set<std::string> categories;
+  for (const TimelineEvent& e : events_) categories.insert(e.category);
+  categories_.clear();
+  for (const std::string& c : categories) categories_.insert(QString::fromStdString(c));
   int64_t device_ns = 0, device_ops = 0;
   for (int t = 0; t < track_count() && tracks_[t].startsWith("device "); ++t) {
     device_ns += busy_ns(t);

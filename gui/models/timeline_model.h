@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <set>
 #include <vector>
 
 #include "core/report.h"
@@ -35,6 +36,8 @@ class TimelineModel : public QAbstractTableModel {
   // Indices into events() of one track's events, by start time.
   const std::vector<int>& track_events(int track) const { return by_track_[track]; }
   int64_t end_ns() const { return end_ns_; }
+  // The op categories present (forward, backward, ...), for the legend.
+  const std::set<QString>& categories() const { return categories_; }
   // Busy time of a track (sum of its event durations; events on a device never overlap).
   int64_t busy_ns(int track) const;
 
@@ -59,6 +62,7 @@ class TimelineModel : public QAbstractTableModel {
   std::vector<std::vector<int>> by_track_;
   int64_t end_ns_ = 0;
   double mean_op_ns_ = 0;
+  std::set<QString> categories_;
 };
 
 }  // namespace pipescope::gui
