@@ -231,6 +231,7 @@ bool MainWindow::open_profile(const QString& path) {
   }
   profile_path_ = path;
   controls_->set_files(profile_path_, hardware_path_);
+  forget_plans();
   simulate();
   return true;
 }
@@ -253,6 +254,7 @@ void MainWindow::set_hardware(std::shared_ptr<const Hardware> hardware, const QS
   hardware_ = std::move(hardware);
   hardware_path_ = label;
   controls_->set_files(profile_path_, hardware_path_);
+  forget_plans();
   if (profile_) simulate();
 }
 

@@ -103,6 +103,7 @@ class MainWindow : public QMainWindow {
   void update_compare_rows();
   void update_ab();
   void connect_plans();
+  void forget_plans();  // a new profile or hardware: the last search no longer applies
   void export_widget(QWidget* widget, const QString& name, const QString& extension);
   void export_plan();
   QWidget* current_chart() const;

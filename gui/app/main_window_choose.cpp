@@ -34,6 +34,9 @@ void MainWindow::connect_plans() {
     plans_.clear();
     plans_view_->set_message(m);
   });
+  connect(controls_, &ControlsPanel::whatIfChanged, this, [this] {
+    if (plans_.result()) plans_view_->set_message("the what-if changed since this search: press Search to redo it");
+  });
   connect(ab_view_, &AbView::pinRequested, this, &MainWindow::pin_current);
   connect(ab_view_, &AbView::exportRequested, this,
           [this](const QString& extension) { export_widget(ab_view_->content(), "a-b", extension); });
@@ -46,6 +49,12 @@ void MainWindow::connect_plans() {
     ab_view_->set_message(m);
     set_status(m, true);
   });
+}
+
+void MainWindow::forget_plans() {
+  if (!plans_.result()) return;
+  plans_.clear();
+  plans_view_->set_message("new profile or hardware: press Search to search again");
 }
 
 void MainWindow::run_plans() {

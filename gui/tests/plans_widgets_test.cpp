@@ -149,6 +149,15 @@ void PlansWidgetsTest::timeline_at_scale_is_dense_and_labelled() {
   const int fh = v.fontMetrics().height();
   QVERIFY(static_cast<int>(v.rows().size()) * fh <= v.plot_rect().height());
   QCOMPARE(v.rows().back().label, QString("links (126)"));
+  // Hovering a row in density mode names the row and its busy share.
+  const QPoint in_row0(v.plot_rect().center().x(), v.plot_rect().top() + 3);
+  QVERIFY2(v.tooltip_at(in_row0).startsWith("devices 0-2\nbusy "), qPrintable(v.tooltip_at(in_row0)));
+  // Clicking the links label expands them: link rows (grouped to fit) replace the one row.
+  const int links_y = v.plot_rect().top() + (static_cast<int>(v.rows().size()) - 1) * (v.plot_rect().height() / static_cast<int>(v.rows().size())) + 4;
+  QTest::mouseClick(&v, Qt::LeftButton, {}, QPoint(10, links_y));
+  QCOMPARE(v.link_rows(), LinkRows::Expanded);
+  QVERIFY(v.rows().back().label.startsWith("links ") && !v.rows().back().label.contains("("));
+  QVERIFY(static_cast<int>(v.rows().size()) * fh <= v.plot_rect().height());
   TimeAxis zoomed = v.axis();
   zoomed.zoom(200, v.plot_rect().center().x());
   v.set_axis(zoomed);
