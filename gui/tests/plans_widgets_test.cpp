@@ -2,7 +2,7 @@
 // plans tab's points load the candidate clicked; A/B pins, shows the differences,
 // aligns both timelines and exports them as one picture; what-if edits re-simulate
 // (debounced, off the GUI thread); timelines and memory stay readable at K = 64,
-// M = 1024; `--screenshot --tab plans|ab` write pictures.
+// M = 1024; `--screenshot --tab NAME` writes a picture for every tab.
 #include <QComboBox>
 #include <QFile>
 #include <QImage>
@@ -21,6 +21,7 @@
 #include "gui/app/plans_view.h"
 #include "gui/app/timeline_view.h"
 #include "gui/models/memory_curves.h"
+#include "gui/models/palette.h"
 #include "gui/models/schedule_names.h"
 #include "gui/models/timeline_model.h"
 #include "gui/tests/uniform_plan.h"
@@ -186,8 +187,7 @@ void PlansWidgetsTest::memory_overlays_many_stages() {
 
 void PlansWidgetsTest::screenshot_tabs_data() {
   QTest::addColumn<QString>("tab");
-  QTest::newRow("plans") << "plans";
-  QTest::newRow("ab") << "ab";
+  for (const char* tab : {"timeline", "layers", "sweep", "compare", "plans", "ab"}) QTest::newRow(tab) << tab;
 }
 
 void PlansWidgetsTest::screenshot_tabs() {
@@ -208,7 +208,20 @@ void PlansWidgetsTest::screenshot_tabs() {
   p.start(PIPESCOPE_GUI_EXE, args);
   QVERIFY(p.waitForFinished(300000));
   QCOMPARE(p.exitCode(), 0);
-  QCOMPARE(QImage(dir.filePath(tab + ".png")).size(), QSize(1400, 900));
+  const QImage shot(dir.filePath(tab + ".png"));
+  QCOMPARE(shot.size(), QSize(1400, 900));
+  // Not blank: plans shows points in each schedule's colour, A/B two timelines' forward boxes.
+  auto count = [&](const QColor& c) {
+    int n = 0;
+    for (int y = 0; y < shot.height(); ++y) {
+      for (int x = 0; x < shot.width(); ++x) n += shot.pixelColor(x, y) == c ? 1 : 0;
+    }
+    return n;
+  };
+  if (tab == "plans") {
+    for (int k = 0; k < 4; ++k) QVERIFY2(count(stage_color(k)) > 20, qPrintable(schedule_names()[k]));
+  }
+  if (tab == "ab") QVERIFY(count(category_color("forward")) > 2000);
 }
 
 QTEST_MAIN(PlansWidgetsTest)
