@@ -8,6 +8,9 @@
 #include <QPainterPath>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QHeaderView>
+#include <QSplitter>
+#include <QTableView>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
@@ -248,8 +251,19 @@ PlansView::PlansView(QWidget* parent) : QWidget(parent) {
   bar->addWidget(progress_);
   bar->addWidget(message_, 1);
   layout->addLayout(bar);
-  scatter_ = new PlansScatter(this);
-  layout->addWidget(scatter_, 1);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  scatter_ = new PlansScatter(split);
+  table_ = new QTableView(split);
+  table_->verticalHeader()->hide();
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  split->setSizes({600, 190});
+  layout->addWidget(split, 1);
+  connect(table_, &QTableView::clicked, this, [this](const QModelIndex& i) {
+    if (model_ && i.isValid()) emit candidateClicked(model_->data(i, PlansModel::CandidateRole).toInt());
+  });
   connect(search_, &QPushButton::clicked, this, &PlansView::searchRequested);
   connect(scatter_, &PlansScatter::candidateClicked, this, &PlansView::candidateClicked);
   connect(schedule_, &QComboBox::currentIndexChanged, this, [this] {
@@ -266,6 +280,9 @@ PlansView::PlansView(QWidget* parent) : QWidget(parent) {
 void PlansView::set_model(PlansModel* model) {
   model_ = model;
   scatter_->set_model(model);
+  table_->setModel(model);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(PlansModel::Label, QHeaderView::Stretch);
 }
 
 void PlansView::refresh_filters() {

@@ -2,7 +2,7 @@
 // (samples/s) against peak memory per device, coloured by schedule, hollow when it
 // does not fit, the Pareto front as a line through its starred points, the device
 // memory as a dashed vertical line. Filters (schedule, K, re-materialisation) hide
-// points; clicking a point asks to load that candidate. Geometry goes through
+// points; clicking a point (or a row of the table under it) asks to load that candidate. Geometry goes through
 // LinearScale (gui/models/plot_scale.h); the numbers come from a PlansModel.
 #pragma once
 
@@ -14,6 +14,7 @@ class QComboBox;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QTableView;
 
 namespace pipescope::gui {
 
@@ -57,6 +58,7 @@ class PlansView : public QWidget {
   explicit PlansView(QWidget* parent = nullptr);
   void set_model(PlansModel* model);
   PlansScatter* scatter() const { return scatter_; }
+  QTableView* table() const { return table_; }
   void set_running(bool running);
   void set_progress(int done, int total);
   void set_message(const QString& message);
@@ -73,6 +75,7 @@ class PlansView : public QWidget {
  private:
   PlansModel* model_ = nullptr;
   PlansScatter* scatter_;
+  QTableView* table_;
   QComboBox* schedule_;
   QComboBox* stages_;
   QComboBox* recompute_;

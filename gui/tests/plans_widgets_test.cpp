@@ -9,6 +9,7 @@
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -80,6 +81,13 @@ void PlansWidgetsTest::clicking_a_point_loads_that_candidate() {
   QCOMPARE(w.controls()->stages_box()->value(), c.stages);
   QCOMPARE(w.controls()->microbatches_box()->value(), c.microbatches);
   QCOMPARE(w.controls()->schedule_box()->currentText(), QString::fromStdString(to_string(c.schedule)));
+  // A row of the table loads its candidate too.
+  QTableView* table = w.plans_view()->table();
+  const int other = (row + 1) % m.rowCount();
+  table->scrollTo(m.index(other, 0));
+  QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(m.index(other, 0)).center());
+  w.wait_for_plan();
+  QCOMPARE(w.evaluation()->report.step_ns, m.candidate(other).step_ns);
   // The schedule filter leaves only that schedule's points.
   QComboBox* f = w.plans_view()->schedule_filter();
   f->setCurrentIndex(f->findData(QString("zb-h1")));
