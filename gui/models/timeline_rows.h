@@ -1,9 +1,9 @@
 // Which rows a Gantt chart draws when a timeline has more tracks than its height
 // has room for labelled rows: device tracks first, then the links (and any other
 // track). Links collapse into one "links" row when asked, or (Auto) when the
-// tracks do not all fit; then consecutive devices (and links, if still expanded)
-// group into rows of g tracks, g the smallest that fits, each labelled "devices
-// 0-3". Invariant: the rows tile [0, tracks) in order, each row is at least
+// tracks do not all fit; then consecutive devices (and links, if expanded on
+// request, in the rows the devices leave) group into rows of g tracks, g the
+// smallest that fits, each labelled "devices 0-3" or "links 0->1 .. 2->3". Invariant: the rows tile [0, tracks) in order, each row is at least
 // `min_row_px` high when rows.size() * min_row_px <= height_px allows it, and every
 // row has a label.
 //   auto rows = timeline_rows(names, 420, 14, LinkRows::Auto);
