@@ -40,7 +40,9 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"trace", "Chrome trace of the measured run (with --measurement)", "FILE"},
       {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
       {"screenshot", "Render the main window to a PNG and exit", "FILE"},
-      {"tab", "Tab to show: timeline | layers | sweep | compare (default timeline)", "NAME", "timeline"},
+      {"pin", "Plan file (pipescope.plan) pinned as A in the A/B tab", "FILE"},
+      {"tab", "Tab to show: timeline | layers | sweep | compare | plans | ab (default timeline; plans runs the search)",
+       "NAME", "timeline"},
       {"size", "Window size WxH (default 1400x900)", "WxH", "1400x900"},
   });
   if (!p.parse(arguments)) throw InputError(p.errorText().toStdString());
@@ -69,9 +71,10 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.screenshot_path = p.value("screenshot");
   o.run_sweep = p.isSet("sweep");
   o.tab = p.value("tab");
-  if (!QStringList{"timeline", "layers", "sweep", "compare"}.contains(o.tab)) {
-    throw InputError("--tab: expected timeline, layers, sweep or compare, got \"" + o.tab.toStdString() + "\"");
+  if (!QStringList{"timeline", "layers", "sweep", "compare", "plans", "ab"}.contains(o.tab)) {
+    throw InputError("--tab: expected timeline, layers, sweep, compare, plans or ab, got \"" + o.tab.toStdString() + "\"");
   }
+  o.pin_path = p.value("pin");
   const QStringList wh = p.value("size").split('x');
   if (wh.size() != 2 || wh[0].toInt() < 200 || wh[1].toInt() < 200 || wh[0].toInt() > 8000 || wh[1].toInt() > 8000) {
     throw InputError("--size: expected WxH between 200x200 and 8000x8000, got \"" + p.value("size").toStdString() + "\"");

@@ -27,11 +27,12 @@ struct AppOptions {
   QString partition = "optimal";
   int replicas = 1;
   QString screenshot_path;
-  QString tab = "timeline";  // timeline | layers | sweep | compare
+  QString tab = "timeline";  // timeline | layers | sweep | compare | plans | ab (plans searches at start)
   QSize size{1400, 900};
   bool run_sweep = false;    // start the K x M sweep at once
   QString measurement_path;
   QString trace_path;
+  QString pin_path;          // a plan file pinned as A in the A/B tab
   QString help_text;         // set when --help was given: main() prints it and exits 0
 };
 

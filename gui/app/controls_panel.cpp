@@ -2,6 +2,8 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QGroupBox>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -11,6 +13,7 @@
 
 #include "core/schedule.h"
 #include "gui/app/app_options.h"
+#include "gui/models/schedule_names.h"
 
 namespace pipescope::gui {
 
@@ -36,7 +39,7 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   microbatch_size_->setRange(0, kMaxGuiMicrobatchSize);
   microbatch_size_->setSpecialValueText("profile's first");
   schedule_ = new QComboBox(this);
-  for (ScheduleKind k : schedule_kinds()) schedule_->addItem(QString::fromStdString(to_string(k)));
+  schedule_->addItems(schedule_names());
   chunks_ = new QSpinBox(this);
   chunks_->setRange(1, kMaxGuiChunks);
   recompute_ = new QCheckBox("re-materialise activations", this);
@@ -61,7 +64,74 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   }
   for (QComboBox* c : {schedule_, partition_}) connect(c, &QComboBox::currentIndexChanged, this, emit_changed);
   connect(recompute_, &QCheckBox::toggled, this, emit_changed);
+  form->addRow(build_what_if());
   update_enabled();
+}
+
+QWidget* ControlsPanel::build_what_if() {
+  auto* box = new QGroupBox("What-if (re-simulates as you change it)", this);
+  auto* form = new QFormLayout(box);
+  bandwidth_ = new QDoubleSpinBox(box);
+  bandwidth_->setRange(0, 10000);
+  bandwidth_->setDecimals(1);
+  bandwidth_->setSuffix(" GB/s");
+  bandwidth_->setSpecialValueText("as the hardware");
+  latency_ = new QDoubleSpinBox(box);
+  latency_->setRange(-1, 100000);
+  latency_->setDecimals(1);
+  latency_->setSuffix(" us");
+  latency_->setSpecialValueText("as the hardware");
+  latency_->setValue(-1);
+  slow_device_ = new QSpinBox(box);
+  slow_device_->setRange(-1, kMaxDevices - 1);
+  slow_device_->setSpecialValueText("none");
+  slow_device_->setValue(-1);
+  slow_speed_ = new QDoubleSpinBox(box);
+  slow_speed_->setRange(0.05, 4.0);
+  slow_speed_->setSingleStep(0.05);
+  slow_speed_->setValue(0.5);
+  slow_speed_->setPrefix("x ");
+  form->addRow("Link bandwidth", bandwidth_);
+  form->addRow("Link latency", latency_);
+  form->addRow("Slow device", slow_device_);
+  form->addRow("Its speed", slow_speed_);
+  for (QDoubleSpinBox* s : {bandwidth_, latency_, slow_speed_}) {
+    connect(s, &QDoubleSpinBox::valueChanged, this, [this] { if (!quiet_) emit whatIfChanged(); });
+  }
+  connect(slow_device_, &QSpinBox::valueChanged, this, [this] { if (!quiet_) emit whatIfChanged(); });
+  return box;
+}
+
+WhatIf ControlsPanel::what_if() const {
+  WhatIf w;
+  w.bandwidth_gb_per_s = bandwidth_->value();
+  w.latency_us = latency_->value() < 0 ? -1 : latency_->value();
+  w.slow_device = slow_device_->value();
+  w.slow_speed = slow_speed_->value();
+  return w;
+}
+
+void ControlsPanel::set_what_if(const WhatIf& w) {
+  quiet_ = true;
+  bandwidth_->setValue(w.bandwidth_gb_per_s);
+  latency_->setValue(w.latency_us < 0 ? -1 : w.latency_us);
+  slow_device_->setValue(w.slow_device);
+  slow_speed_->setValue(w.slow_device >= 0 ? w.slow_speed : 0.5);
+  quiet_ = false;
+  emit whatIfChanged();
+}
+
+void ControlsPanel::set_choice(const PlanChoice& c) {
+  quiet_ = true;
+  stages_->setValue(c.stages);
+  microbatches_->setValue(c.microbatches);
+  microbatch_size_->setValue(static_cast<int>(c.microbatch_size));
+  schedule_->setCurrentText(QString::fromStdString(to_string(c.schedule)));
+  chunks_->setValue(c.chunks);
+  recompute_->setChecked(c.recompute);
+  replicas_->setValue(c.replicas);
+  update_enabled();
+  quiet_ = false;
 }
 
 void ControlsPanel::update_enabled() { chunks_->setEnabled(schedule_->currentText() == "interleaved"); }

@@ -1,14 +1,18 @@
 // The plan controls: profile and hardware files, K, M, micro-batch size, schedule,
 // chunks, re-materialisation, partitioner and replicas r per stage. Emits changed() on every edit; the
 // main window turns choice() into a PlanInputs and asks the PlanWorker to simulate.
+// Under them, what-if: link bandwidth and latency, one slow device and its speed;
+// these emit whatIfChanged(), which the main window debounces before simulating.
 #pragma once
 
 #include <QWidget>
 
+#include "gui/models/what_if.h"
 #include "planner/plan_builder.h"
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QSpinBox;
 
@@ -24,18 +28,24 @@ class ControlsPanel : public QWidget {
   PlanChoice choice() const;
   // Loads a sweep cell; micro-batch size and replicas change only when > 0.
   void set_cell(int stages, int microbatches, int microbatch_size = 0, int replicas = 0);
+  // Shows `choice` (a plans-view candidate) without emitting changed().
+  void set_choice(const PlanChoice& choice);
   void set_files(const QString& profile, const QString& hardware);
+  WhatIf what_if() const;
+  void set_what_if(const WhatIf& what_if);  // emits whatIfChanged()
   QSpinBox* stages_box() const { return stages_; }
   QSpinBox* microbatches_box() const { return microbatches_; }
   QComboBox* schedule_box() const { return schedule_; }
 
  signals:
   void changed();
+  void whatIfChanged();
   void openProfileRequested();
   void openHardwareRequested();
 
  private:
   void update_enabled();
+  QWidget* build_what_if();
   QLabel* profile_;
   QLabel* hardware_;
   QSpinBox* stages_;
@@ -46,6 +56,10 @@ class ControlsPanel : public QWidget {
   QCheckBox* recompute_;
   QComboBox* partition_;
   QSpinBox* replicas_;
+  QDoubleSpinBox* bandwidth_;
+  QDoubleSpinBox* latency_;
+  QSpinBox* slow_device_;
+  QDoubleSpinBox* slow_speed_;
   bool quiet_ = false;
 };
 

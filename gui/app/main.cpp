@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   window.show();
   window.wait_for_plan();
   if (options.run_sweep) window.sweep_worker().wait();
+  if (options.tab == "plans") window.wait_for_plans();
+  if (!options.pin_path.isEmpty()) window.wait_for_pin();
   QApplication::processEvents();
   if (!window.evaluation()) {
     std::fprintf(stderr, "pipescope-gui: %s\n", window.status_text().toStdString().c_str());

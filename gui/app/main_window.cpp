@@ -12,18 +12,22 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "gui/app/ab_view.h"
 #include "gui/app/compare_view.h"
 #include "gui/app/controls_panel.h"
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
 #include "gui/app/memory_view.h"
+#include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"
 #include "gui/app/timeline_view.h"
 #include "gui/models/memory_curves.h"
+#include "gui/models/plan_search.h"
 #include "gui/models/timeline_merge.h"
 #include "gui/models/trace_reader.h"
 #include "sim/replay.h"
@@ -76,6 +80,14 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   compare_view_->set_models(&compare_, &compare_rows_);
   tabs_->addTab(compare_view_, "Compare");
 
+  plans_view_ = new PlansView(tabs_);
+  plans_view_->set_model(&plans_);
+  tabs_->addTab(plans_view_, "Plans");
+
+  ab_view_ = new AbView(tabs_);
+  ab_view_->set_models(&ab_, &pinned_timeline_, &timeline_);
+  tabs_->addTab(ab_view_, "A/B");
+
   split->addWidget(tabs_);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
@@ -89,6 +101,12 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
     if (busy) set_status("simulating...", false);
   });
   connect(controls_, &ControlsPanel::changed, this, &MainWindow::simulate);
+  what_if_timer_ = new QTimer(this);
+  what_if_timer_->setSingleShot(true);
+  what_if_timer_->setInterval(250);  // ms of quiet before a what-if edit is simulated
+  connect(what_if_timer_, &QTimer::timeout, this, &MainWindow::simulate);
+  connect(controls_, &ControlsPanel::whatIfChanged, what_if_timer_, qOverload<>(&QTimer::start));
+  connect_plans();
   connect(controls_, &ControlsPanel::openProfileRequested, this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, "Open profile", profiles_dir(), "JSON (*.json)");
     if (!f.isEmpty()) open_profile(f);
@@ -142,6 +160,8 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   if (ok && !options_.measurement_path.isEmpty()) open_measurement(options_.measurement_path);
   if (ok && !options_.trace_path.isEmpty()) open_trace(options_.trace_path);
   if (ok && options_.run_sweep) run_sweep();
+  if (ok && options_.tab == "plans") run_plans();
+  if (ok && !options_.pin_path.isEmpty()) pin_plan_file(options_.pin_path);
 }
 
 MainWindow::~MainWindow() = default;
@@ -179,6 +199,8 @@ void MainWindow::build_menus() {
   file->addAction("Export timeline as SVG...", this, [this] { export_widget(timeline_view_, "timeline", "svg"); });
   file->addAction("Export current chart as PNG...", this, [this] { export_widget(current_chart(), "chart", "png"); });
   file->addAction("Export current chart as SVG...", this, [this] { export_widget(current_chart(), "chart", "svg"); });
+  file->addAction("Export A/B as PNG...", this, [this] { export_widget(ab_view_->content(), "a-b", "png"); });
+  file->addAction("Export A/B as SVG...", this, [this] { export_widget(ab_view_->content(), "a-b", "svg"); });
   file->addAction("Export plan as JSON...", this, &MainWindow::export_plan);
   file->addSeparator();
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
@@ -189,12 +211,14 @@ QWidget* MainWindow::current_chart() const {
     case 0: return memory_view_;
     case 1: return layer_chart_;
     case 2: return sweep_view_->heat_map();
+    case 4: return plans_view_->scatter();
+    case 5: return ab_view_->content();
     default: return compare_view_;
   }
 }
 
 void MainWindow::show_tab(const QString& name) {
-  const QStringList names = {"timeline", "layers", "sweep", "compare"};
+  const QStringList names = {"timeline", "layers", "sweep", "compare", "plans", "ab"};
   tabs_->setCurrentIndex(std::max<int>(0, static_cast<int>(names.indexOf(name))));
 }
 
@@ -207,6 +231,7 @@ bool MainWindow::open_profile(const QString& path) {
   }
   profile_path_ = path;
   controls_->set_files(profile_path_, hardware_path_);
+  forget_plans();
   simulate();
   return true;
 }
@@ -229,6 +254,7 @@ void MainWindow::set_hardware(std::shared_ptr<const Hardware> hardware, const QS
   hardware_ = std::move(hardware);
   hardware_path_ = label;
   controls_->set_files(profile_path_, hardware_path_);
+  forget_plans();
   if (profile_) simulate();
 }
 
@@ -285,11 +311,14 @@ PlanInputs MainWindow::current_inputs() const {
   in.hardware = hardware_;
   in.choice = controls_->choice();
   in.choice.profile_path = QFileInfo(profile_path_).fileName().toStdString();
+  in.what_if = controls_->what_if();
   return in;
 }
 
 void MainWindow::simulate() {
   if (!profile_) return;
+  loaded_candidate_ = -1;
+  plans_view_->scatter()->set_current(-1);
   PlanInputs in;
   try {
     in = current_inputs();
@@ -333,6 +362,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
                                 .arg(100 * r.bubble_fraction, 0, 'f', 1));
   update_comparison();
   update_compare_rows();
+  update_ab();
   QString status = r.fits() ? "plan fits the device memory" : "some stages do not fit the device memory";
   for (const std::string& n : r.notes) status += "\nnote: " + QString::fromStdString(n);
   set_status(status, !r.fits());

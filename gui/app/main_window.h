@@ -1,5 +1,5 @@
 // The main window: plan controls and the summary on the left, tabs on the right
-// (timeline + memory, layers, sweep, compare). It owns the models and the workers
+// (timeline + memory, layers, sweep, compare, plans, A/B). It owns the models and the workers
 // and only wires them: every number shown comes from an Evaluation (plan_evaluation.h)
 // or a SweepResult computed off the GUI thread.
 //   MainWindow w(parse_app_options(args)); w.show();
@@ -10,8 +10,10 @@
 #include <optional>
 
 #include "gui/app/app_options.h"
+#include "gui/models/ab_model.h"
 #include "gui/models/compare_model.h"
 #include "gui/models/layer_table_model.h"
+#include "gui/models/plans_model.h"
 #include "gui/models/summary_model.h"
 #include "gui/models/sweep_model.h"
 #include "gui/models/timeline_model.h"
@@ -20,13 +22,16 @@
 class QLabel;
 class QTabWidget;
 class QTableView;
+class QTimer;
 
 namespace pipescope::gui {
 
+class AbView;
 class CompareView;
 class ControlsPanel;
 class LayerChart;
 class MemoryView;
+class PlansView;
 class SweepView;
 class TimelineView;
 
@@ -51,7 +56,19 @@ class MainWindow : public QMainWindow {
   void simulate();
   void wait_for_plan() { plan_worker_.wait(); }
   void run_sweep();
-  void show_tab(const QString& name);  // timeline | layers | sweep | compare
+  void show_tab(const QString& name);  // timeline | layers | sweep | compare | plans | ab
+
+  // Plans: the planner's search for the current inputs (plan_search.h), off the GUI thread.
+  void run_plans();
+  void wait_for_plans() { plans_worker_.wait(); }
+  // Shows candidate `index` of the last search everywhere (its own plan, partition included).
+  void load_candidate(int index);
+  // A/B: the plan shown becomes A; a plan file can be pinned too (pipescope.plan JSON).
+  void pin_current();
+  bool pin_plan_file(const QString& path);
+  void wait_for_pin() { pin_worker_.wait(); }
+  // What-if edits are simulated after a short pause; this runs a pending one now.
+  void flush_what_if();
 
   std::shared_ptr<const Evaluation> evaluation() const { return evaluation_; }
   ControlsPanel* controls() const { return controls_; }
@@ -62,6 +79,12 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline_view() const { return timeline_view_; }
   MemoryView* memory_view() const { return memory_view_; }
   SweepView* sweep_view() const { return sweep_view_; }
+  const PlansModel& plans() const { return plans_; }
+  PlansView* plans_view() const { return plans_view_; }
+  PlansWorker& plans_worker() { return plans_worker_; }
+  const AbModel& ab() const { return ab_; }
+  AbView* ab_view() const { return ab_view_; }
+  std::shared_ptr<const Evaluation> pinned() const { return pinned_; }
   SweepWorker& sweep_worker() { return sweep_worker_; }
   PlanWorker& plan_worker() { return plan_worker_; }
   QString status_text() const;
@@ -78,6 +101,9 @@ class MainWindow : public QMainWindow {
   void set_status(const QString& message, bool error);
   void update_comparison();
   void update_compare_rows();
+  void update_ab();
+  void connect_plans();
+  void forget_plans();  // a new profile or hardware: the last search no longer applies
   void export_widget(QWidget* widget, const QString& name, const QString& extension);
   void export_plan();
   QWidget* current_chart() const;
@@ -98,6 +124,14 @@ class MainWindow : public QMainWindow {
   CompareModel compare_;
   PlanWorker plan_worker_;
   SweepWorker sweep_worker_;
+  PlansModel plans_;
+  PlansWorker plans_worker_;
+  AbModel ab_;
+  TimelineModel pinned_timeline_;
+  std::shared_ptr<const Evaluation> pinned_;
+  PlanWorker pin_worker_;
+  QTimer* what_if_timer_ = nullptr;
+  int loaded_candidate_ = -1;  // the plans-view candidate shown, -1 when the controls made the plan
 
   ControlsPanel* controls_ = nullptr;
   QTableView* summary_view_ = nullptr;
@@ -108,6 +142,8 @@ class MainWindow : public QMainWindow {
   LayerChart* layer_chart_ = nullptr;
   SweepView* sweep_view_ = nullptr;
   CompareView* compare_view_ = nullptr;
+  PlansView* plans_view_ = nullptr;
+  AbView* ab_view_ = nullptr;
 };
 
 }  // namespace pipescope::gui

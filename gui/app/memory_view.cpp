@@ -39,6 +39,10 @@ void MemoryView::set_curves(const MemoryCurves& curves) {
 }
 
 QRect MemoryView::stage_rect(int s) const {
+  if (overlaid()) {
+    return QRect(kAxisLeft, kHeader + kChartTitle, std::max(4, width() - kAxisLeft - 24),
+                 std::max(4, height() - kHeader - kChartTitle - kLegend - 20));
+  }
   const int n = std::max<int>(1, static_cast<int>(curves_.stages.size()));
   const int cols = n <= 4 ? n : n <= 16 ? 4 : 8;
   const int rows = (n + cols - 1) / cols;
@@ -78,6 +82,11 @@ void MemoryView::paintEvent(QPaintEvent*) {
   }
   const double ymax = std::max<double>(1.0, 1.08 * static_cast<double>(top));
   const double tend = std::max<double>(1.0, static_cast<double>(curves_.end_ns));
+  if (overlaid()) {
+    paint_overlay(p, top, ymax, tend);
+    paint_legend(p);
+    return;
+  }
   for (int s = 0; s < static_cast<int>(curves_.stages.size()); ++s) {
     const StageMemoryCurve& c = curves_.stages[s];
     const QRect r = stage_rect(s);
@@ -131,7 +140,10 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.drawText(QRect(r.left(), r.bottom() + 1, r.width(), 14), Qt::AlignRight | Qt::AlignTop,
                QString::number(tend / 1e6, 'f', 1) + " ms");
   }
-  // Legend.
+  paint_legend(p);
+}
+
+void MemoryView::paint_legend(QPainter& p) {
   int x = kAxisLeft;
   const int y = height() - kLegend + 3;
   auto swatch = [&](const QColor& c, const QString& label, bool dashed = false) {
@@ -146,10 +158,74 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.drawText(x + 22, y, w + 4, 16, Qt::AlignVCenter, label);
     x += 22 + w + 20;
   };
-  swatch(kStatic, "weights + gradients + optimizer");
-  swatch(stage_color(0), "activations (stage colour)");
+  if (overlaid()) {
+    // The stage ramp: stage 0 at the left end, stage K-1 at the right.
+    const int n = static_cast<int>(curves_.stages.size());
+    p.setPen(palette().color(QPalette::Text));
+    p.drawText(x, y, 60, 16, Qt::AlignVCenter, "stage 0");
+    x += 56;
+    for (int i = 0; i < 120; ++i) p.fillRect(x + i, y + 2, 1, 12, ramp_color(i / 119.0));
+    x += 126;
+    p.drawText(x, y, 80, 16, Qt::AlignVCenter, QString("stage %1").arg(n - 1));
+    x += 80;
+    swatch(kStatic, "weights + gradients + optimizer (lowest stage)");
+  } else {
+    swatch(kStatic, "weights + gradients + optimizer");
+    swatch(stage_color(0), "activations (stage colour)");
+  }
   swatch(does_not_fit_color(), "does not fit");
   if (curves_.capacity_bytes > 0) swatch({}, "device capacity", true);
+}
+
+void MemoryView::paint_overlay(QPainter& p, int64_t top, double ymax, double tend) {
+  const QRect r = stage_rect(0);
+  const int n = static_cast<int>(curves_.stages.size());
+  auto X = [&](double t) { return r.left() + t / tend * r.width(); };
+  auto Y = [&](double b) { return r.bottom() - b / ymax * r.height(); };
+  p.setRenderHint(QPainter::Antialiasing, false);
+  int64_t lowest_static = curves_.stages.front().static_bytes;
+  for (const StageMemoryCurve& c : curves_.stages) lowest_static = std::min(lowest_static, c.static_bytes);
+  p.fillRect(QRectF(QPointF(X(0), Y(static_cast<double>(lowest_static))), QPointF(X(tend), Y(0))), kStatic);
+  // One point per pixel column (its largest value), so a curve of thousands of steps
+  // costs what the chart's width costs and no peak is lost.
+  const int columns = std::max(1, r.width());
+  int oom = 0;
+  for (int s = 0; s < n; ++s) {
+    const StageMemoryCurve& c = curves_.stages[s];
+    const std::vector<int64_t> top_of = column_max(c, curves_.end_ns, columns);
+    QPolygonF line;
+    line.reserve(columns);
+    const double base = static_cast<double>(c.static_bytes);
+    for (int x = 0; x < columns; ++x) line << QPointF(r.left() + x, Y(base + static_cast<double>(top_of[x])));
+    oom += c.fits ? 0 : 1;
+    p.setPen(QPen(c.fits ? ramp_color(n > 1 ? s / (n - 1.0) : 0) : does_not_fit_color(), c.fits ? 1 : 2));
+    p.drawPolyline(line);
+  }
+  p.setRenderHint(QPainter::Antialiasing, false);
+  if (curves_.capacity_bytes > 0 && curves_.capacity_bytes <= ymax) {
+    p.setPen(QPen(QColor(40, 40, 40), 1.5, Qt::DashLine));
+    const double y = Y(static_cast<double>(curves_.capacity_bytes));
+    p.drawLine(QPointF(r.left(), y), QPointF(r.right(), y));
+  }
+  p.setPen(QColor(150, 150, 150));
+  p.drawRect(r);
+  int worst = 0;
+  for (int s = 1; s < n; ++s) worst = curves_.stages[s].peak_bytes > curves_.stages[worst].peak_bytes ? s : worst;
+  p.setPen(oom ? does_not_fit_color() : palette().color(QPalette::Text));
+  p.drawText(QRect(r.left(), r.top() - kChartTitle, r.width(), kChartTitle), Qt::AlignLeft | Qt::AlignVCenter,
+             QString("%1 stages overlaid; highest peak: stage %2, %3%4")
+                 .arg(n).arg(worst)
+                 .arg(QString::fromStdString(format_bytes(static_cast<double>(curves_.stages[worst].peak_bytes))))
+                 .arg(oom ? QString("; %1 stages do not fit (red)").arg(oom) : QString()));
+  p.setPen(palette().color(QPalette::Text));
+  for (int i = 0; i <= 4; ++i) {
+    const double b = static_cast<double>(top) * i / 4;
+    p.drawText(QRect(0, static_cast<int>(Y(b)) - 8, kAxisLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
+               QString::fromStdString(format_bytes(b)));
+  }
+  p.drawText(QRect(r.left(), r.bottom() + 1, r.width(), 14), Qt::AlignLeft | Qt::AlignTop, "0 ms");
+  p.drawText(QRect(r.left(), r.bottom() + 1, r.width(), 14), Qt::AlignRight | Qt::AlignTop,
+             QString::number(tend / 1e6, 'f', 1) + " ms");
 }
 
 }  // namespace pipescope::gui

@@ -3,6 +3,9 @@
 // time, the device capacity as a dashed line. A stage that does not fit is drawn in
 // red (fill, frame and title). All charts share one y axis so stages compare; it
 // reaches the capacity, or with "zoom to usage" just above the highest peak.
+// With more than kMaxSmallMultiples stages the small charts would be too small to
+// read: one chart overlays every stage's total (static + activations) as a line
+// coloured along a ramp by stage, with a stage legend (stage 0 ... K-1) under it.
 #pragma once
 
 #include <QWidget>
@@ -20,7 +23,10 @@ class MemoryView : public QWidget {
   void set_curves(const MemoryCurves& curves);
   const MemoryCurves& curves() const { return curves_; }
   // The chart area of stage `s`, in widget coordinates.
+  // (Overlaid: the one chart's area, for every s.)
   QRect stage_rect(int s) const;
+  static constexpr int kMaxSmallMultiples = 16;
+  bool overlaid() const { return static_cast<int>(curves_.stages.size()) > kMaxSmallMultiples; }
   // The colour stage s's activations are filled with (red when it does not fit).
   QColor stage_fill(int s) const;
   QSize sizeHint() const override { return {900, 300}; }
@@ -32,6 +38,8 @@ class MemoryView : public QWidget {
   void resizeEvent(QResizeEvent*) override;
 
  private:
+  void paint_overlay(class QPainter& p, int64_t top, double ymax, double tend);
+  void paint_legend(class QPainter& p);
   MemoryCurves curves_;
   QCheckBox* zoom_;
 };

@@ -35,4 +35,22 @@ MemoryCurves memory_curves(const StepReport& report) {
   return out;
 }
 
+std::vector<int64_t> column_max(const StageMemoryCurve& curve, int64_t end_ns, int columns) {
+  std::vector<int64_t> out(static_cast<std::size_t>(std::max(0, columns)), 0);
+  if (columns <= 0 || end_ns <= 0 || curve.activation.empty()) return out;
+  const double width = static_cast<double>(end_ns) / columns;
+  int64_t holding = 0;
+  int column = 0;
+  for (const auto& [t, bytes] : curve.activation) {
+    const int c = std::clamp(static_cast<int>(static_cast<double>(t) / width), 0, columns - 1);
+    for (; column < c; ++column) {  // slices the previous value held through
+      out[static_cast<std::size_t>(column + 1)] = std::max(out[static_cast<std::size_t>(column + 1)], holding);
+    }
+    out[static_cast<std::size_t>(c)] = std::max(out[static_cast<std::size_t>(c)], bytes);
+    holding = bytes;
+  }
+  for (; column + 1 < columns; ++column) out[static_cast<std::size_t>(column + 1)] = holding;
+  return out;
+}
+
 }  // namespace pipescope::gui

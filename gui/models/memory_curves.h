@@ -30,4 +30,10 @@ struct MemoryCurves {
 
 MemoryCurves memory_curves(const StepReport& report);
 
+// The most activation bytes held in each of `columns` equal slices of [0, end_ns): what
+// one pixel column of a chart must show so that no peak is lost when a curve has more
+// steps than the chart has pixels. A slice takes the value holding at its start and
+// every step inside it.
+std::vector<int64_t> column_max(const StageMemoryCurve& curve, int64_t end_ns, int columns);
+
 }  // namespace pipescope::gui

@@ -1,5 +1,7 @@
 #include "gui/models/palette.h"
 
+#include <algorithm>
+
 namespace pipescope::gui {
 
 QColor stage_color(int stage) {
@@ -9,6 +11,18 @@ QColor stage_color(int stage) {
                                   QColor(127, 127, 127), QColor(188, 189, 34), QColor(23, 190, 207)};
   const int n = static_cast<int>(sizeof colors / sizeof colors[0]);
   return colors[((stage % n) + n) % n];
+}
+
+QColor ramp_color(double t) {
+  // Anchors of a viridis-like ramp; red is left out (it means "does not fit").
+  static const QColor anchors[] = {QColor(68, 1, 84), QColor(59, 82, 139), QColor(33, 145, 140),
+                                   QColor(94, 201, 98), QColor(253, 231, 37)};
+  const double x = std::clamp(t, 0.0, 1.0) * 4;
+  const int i = std::min(3, static_cast<int>(x));
+  const double f = x - i;
+  auto mix = [&](int a, int b) { return static_cast<int>(a + (b - a) * f + 0.5); };
+  return QColor(mix(anchors[i].red(), anchors[i + 1].red()), mix(anchors[i].green(), anchors[i + 1].green()),
+                mix(anchors[i].blue(), anchors[i + 1].blue()));
 }
 
 QColor category_color(const QString& c) {

@@ -10,6 +10,9 @@
 namespace pipescope::gui {
 
 QColor stage_color(int stage);
+// A sequential ramp (dark blue -> green -> yellow) for t in [0, 1]: stage s of K
+// drawn in one overlaid chart takes ramp_color(s / (K - 1)).
+QColor ramp_color(double t);
 QColor category_color(const QString& category);  // forward, backward, ..., idle
 struct LegendEntry {
   QString category;

@@ -10,26 +10,28 @@
 namespace pipescope::gui {
 
 Hardware hardware_for(const PlanInputs& in, const Plan& plan) {
-  if (in.hardware) return *in.hardware;
+  if (in.hardware) return apply_what_if(*in.hardware, in.what_if);
   int needed = 0;
   for (const PlanStage& s : plan.stages) {
     for (int d : s.devices) needed = std::max(needed, d + 1);
   }
-  return Hardware::ideal(needed);
+  return apply_what_if(Hardware::ideal(needed), in.what_if);
 }
 
 Evaluation evaluate(const PlanInputs& in) {
   if (!in.profile) throw InputError("no profile loaded");
   Evaluation e;
   PlanChoice choice = in.choice;
-  choice.hardware = in.hardware.get();  // the optimal partitioner reads links, speeds, memory
+  std::optional<Hardware> changed;
+  if (in.hardware && in.what_if.active()) changed = apply_what_if(*in.hardware, in.what_if);
+  choice.hardware = changed ? &*changed : in.hardware.get();  // the optimal partitioner reads links, speeds, memory
   const int needed = choice.stages * choice.replicas;
   if (in.hardware && needed > in.hardware->devices) {
     throw InputError("--stages " + std::to_string(choice.stages) + " x --replicas " + std::to_string(choice.replicas) +
                      " needs " + std::to_string(needed) + " devices, but " + in.hardware->name + " has " +
                      std::to_string(in.hardware->devices));
   }
-  e.plan = make_plan(*in.profile, choice);
+  e.plan = in.plan ? *in.plan : make_plan(*in.profile, choice);
   const Hardware hardware = hardware_for(in, e.plan);
   Schedule schedule = schedule_for(e.plan);
   validate_schedule(schedule);

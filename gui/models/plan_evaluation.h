@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/cost_model.h"
@@ -13,6 +14,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/report.h"
+#include "gui/models/what_if.h"
 #include "planner/plan_builder.h"
 
 namespace pipescope::gui {
@@ -22,6 +24,10 @@ struct PlanInputs {
   std::shared_ptr<const Hardware> hardware;  // null: Hardware::ideal (as the CLI without --hardware)
   PlanChoice choice;
   bool record_timeline = true;
+  // Set: this plan as it is (a candidate of the plans view, partition included);
+  // `choice` then only names it. Unset: make_plan(profile, choice).
+  std::optional<Plan> plan;
+  WhatIf what_if;  // applied to the hardware (the file's, or ideal) before planning
 };
 
 struct Evaluation {
@@ -32,7 +38,8 @@ struct Evaluation {
 
 Evaluation evaluate(const PlanInputs& inputs);
 
-// The hardware a plan runs on: the given file, or ideal hardware with enough devices.
+// The hardware a plan runs on: the given file, or ideal hardware with enough
+// devices, with the what-if applied.
 Hardware hardware_for(const PlanInputs& inputs, const Plan& plan);
 
 }  // namespace pipescope::gui

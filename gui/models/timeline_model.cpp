@@ -21,6 +21,16 @@ void TimelineModel::set_timeline(const Timeline& timeline, int64_t end_ns) {
     if (e.track >= 0 && e.track < static_cast<int>(tracks_.size())) by_track_[e.track].push_back(i);
     if (end_ns == 0) end_ns_ = std::max(end_ns_, e.start_ns + e.duration_ns);
   }
+  std::set<std::string> categories;
+  for (const TimelineEvent& e : events_) categories.insert(e.category);
+  categories_.clear();
+  for (const std::string& c : categories) categories_.insert(QString::fromStdString(c));
+  int64_t device_ns = 0, device_ops = 0;
+  for (int t = 0; t < track_count() && tracks_[t].startsWith("device "); ++t) {
+    device_ns += busy_ns(t);
+    device_ops += static_cast<int64_t>(by_track_[t].size());
+  }
+  mean_op_ns_ = device_ops > 0 ? static_cast<double>(device_ns) / static_cast<double>(device_ops) : 0;
   endResetModel();
 }
 
@@ -68,6 +78,40 @@ int64_t TimelineModel::busy_ns(int track) const {
   int64_t busy = 0;
   for (int i : by_track_[track]) busy += events_[i].duration_ns;
   return busy;
+}
+
+std::vector<float> TimelineModel::busy_fraction(int first, int end, double start_ns, double bin_ns, int bins,
+                                                Combine combine) const {
+  std::vector<double> covered(static_cast<std::size_t>(std::max(0, bins)), 0.0);
+  if (bins <= 0 || bin_ns <= 0) return {};
+  const double stop_ns = start_ns + bin_ns * bins;
+  first = std::max(0, first);
+  end = std::min(end, track_count());
+  for (int t = first; t < end; ++t) {
+    const std::vector<int>& ids = by_track_[t];
+    // Events start in order; skip those starting before the window (a long one may still
+    // reach into it, so step back over a few).
+    auto it = std::lower_bound(ids.begin(), ids.end(), start_ns,
+                               [&](int i, double time) { return static_cast<double>(events_[i].start_ns) < time; });
+    it -= std::min<std::ptrdiff_t>(it - ids.begin(), 64);
+    for (; it != ids.end(); ++it) {
+      const TimelineEvent& e = events_[*it];
+      const double a = std::max(start_ns, static_cast<double>(e.start_ns));
+      const double b = std::min(stop_ns, static_cast<double>(e.start_ns + e.duration_ns));
+      if (static_cast<double>(e.start_ns) >= stop_ns) break;
+      if (b <= a) continue;
+      int bin = static_cast<int>((a - start_ns) / bin_ns);
+      for (double lo = a; lo < b && bin < bins; ++bin) {
+        const double hi = std::min(b, start_ns + (bin + 1) * bin_ns);
+        covered[static_cast<std::size_t>(bin)] += hi - lo;
+        lo = hi;
+      }
+    }
+  }
+  std::vector<float> out(covered.size());
+  const double full = bin_ns * (combine == Combine::Sum ? 1 : std::max(1, end - first));
+  for (std::size_t b = 0; b < covered.size(); ++b) out[b] = static_cast<float>(std::min(1.0, covered[b] / full));
+  return out;
 }
 
 int TimelineModel::event_at(int track, int64_t t, int64_t tolerance_ns) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <set>
 #include <vector>
 
 #include "core/report.h"
@@ -35,8 +36,20 @@ class TimelineModel : public QAbstractTableModel {
   // Indices into events() of one track's events, by start time.
   const std::vector<int>& track_events(int track) const { return by_track_[track]; }
   int64_t end_ns() const { return end_ns_; }
+  // The op categories present (forward, backward, ...), for the legend.
+  const std::set<QString>& categories() const { return categories_; }
   // Busy time of a track (sum of its event durations; events on a device never overlap).
   int64_t busy_ns(int track) const;
+
+  // Density mode: the busy fraction of tracks [first, end) in `bins` bins of `bin_ns`
+  // from `start_ns`: bin b gets the time events cover inside [start + b w, start + (b+1) w),
+  // summed over the tracks, divided by w x tracks (mean) or by w alone (sum: "how many
+  // links are busy", for a collapsed link row), capped at 1 (transfers may overlap).
+  enum class Combine { Mean, Sum };
+  std::vector<float> busy_fraction(int first_track, int end_track, double start_ns, double bin_ns, int bins,
+                                   Combine combine = Combine::Mean) const;
+  // Mean duration of the events on device tracks (0 when none): how wide an op is drawn.
+  double mean_op_ns() const { return mean_op_ns_; }
 
   // The event on `track` covering time t, or the nearest within `tolerance_ns`; -1 if none.
   int event_at(int track, int64_t t, int64_t tolerance_ns = 0) const;
@@ -48,6 +61,8 @@ class TimelineModel : public QAbstractTableModel {
   std::vector<TimelineEvent> events_;
   std::vector<std::vector<int>> by_track_;
   int64_t end_ns_ = 0;
+  double mean_op_ns_ = 0;
+  std::set<QString> categories_;
 };
 
 }  // namespace pipescope::gui

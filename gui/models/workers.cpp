@@ -81,4 +81,40 @@ void SweepWorker::start(const PlanInputs& base, const SweepAxes& axes) {
   });
 }
 
+PlansWorker::PlansWorker(QObject* parent) : QObject(parent) { pool_.setMaxThreadCount(1); }
+
+PlansWorker::~PlansWorker() { pool_.waitForDone(); }
+
+void PlansWorker::wait() {
+  pool_.waitForDone();
+  QCoreApplication::sendPostedEvents(this);
+}
+
+void PlansWorker::start(const SearchRequest& request) {
+  const uint64_t generation = ++generation_;
+  ++pending_;
+  pool_.start([this, request, generation] {
+    std::shared_ptr<const SearchResult> result;
+    QString error;
+    try {
+      result = std::make_shared<const SearchResult>(search_plans(request, [this, generation](std::size_t done, std::size_t total) {
+        QMetaObject::invokeMethod(this, [this, done, total, generation] {
+          if (generation == generation_) emit progress(static_cast<int>(done), static_cast<int>(total));
+        }, Qt::QueuedConnection);
+      }));
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(this, [this, result, error, generation] {
+      --pending_;
+      if (generation != generation_) return;
+      if (result) {
+        emit finished(result);
+      } else {
+        emit failed(error);
+      }
+    }, Qt::QueuedConnection);
+  });
+}
+
 }  // namespace pipescope::gui

@@ -5,6 +5,8 @@
 //   SweepWorker: progress(done, total), then finished(result) or failed(message);
 //                cancel() stops it after the cell in flight (finished then reports
 //                result.cancelled = true).
+//   PlansWorker: the planner's search (search_plans): progress(done, total), then
+//                finished(result) or failed(message); a newer start supersedes.
 // Destroying a worker waits for its job, so a job never reports to a dead object.
 //   PlanWorker w; connect(&w, &PlanWorker::ready, view, ...); w.request(inputs);
 #pragma once
@@ -16,6 +18,7 @@
 
 #include "gui/models/plan_evaluation.h"
 #include "gui/models/sweep.h"
+#include "planner/search.h"
 
 namespace pipescope::gui {
 
@@ -61,6 +64,27 @@ class SweepWorker : public QObject {
   QThreadPool pool_;
   std::shared_ptr<std::atomic<bool>> cancel_;
   bool running_ = false;
+};
+
+class PlansWorker : public QObject {
+  Q_OBJECT
+ public:
+  explicit PlansWorker(QObject* parent = nullptr);
+  ~PlansWorker() override;
+  void start(const SearchRequest& request);
+  bool running() const { return pending_ > 0; }
+  // Blocks until every search has reported (for the --screenshot path and tests).
+  void wait();
+
+ signals:
+  void progress(int done, int total);
+  void finished(std::shared_ptr<const pipescope::SearchResult> result);
+  void failed(const QString& message);
+
+ private:
+  QThreadPool pool_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
 };
 
 }  // namespace pipescope::gui

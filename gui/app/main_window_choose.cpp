@@ -1,0 +1,138 @@
+// MainWindow's tools for choosing a plan (issue 20): the plans tab (the planner's
+// search off the GUI thread, a click loads the candidate's own plan), the A/B tab
+// (pin, differences, aligned timelines) and the what-if debounce. Same class as
+// main_window.cpp, kept apart so each file stays readable.
+#include <QTimer>
+#include <algorithm>
+
+#include "core/plan.h"
+#include "gui/app/ab_view.h"
+#include "gui/app/controls_panel.h"
+#include "gui/app/main_window.h"
+#include "gui/app/plans_view.h"
+#include "gui/models/plan_search.h"
+
+namespace pipescope::gui {
+
+void MainWindow::connect_plans() {
+  connect(plans_view_, &PlansView::searchRequested, this, &MainWindow::run_plans);
+  connect(plans_view_, &PlansView::candidateClicked, this, &MainWindow::load_candidate);
+  connect(&plans_worker_, &PlansWorker::progress, plans_view_, &PlansView::set_progress);
+  connect(&plans_worker_, &PlansWorker::finished, this, [this](std::shared_ptr<const SearchResult> r) {
+    plans_view_->set_running(false);
+    plans_.set_result(r, plans_batch(current_inputs()));
+    plans_view_->refresh_filters();
+    plans_view_->scatter()->set_current(-1);
+    int front = 0;
+    for (const Candidate& c : r->candidates) front += c.pareto ? 1 : 0;
+    QString text = QString("%1 candidates, %2 fit, %3 on the Pareto front").arg(r->candidates.size()).arg(r->ranking.size()).arg(front);
+    if (!r->ranking.empty()) text += "; best: " + QString::fromStdString(r->candidates[r->ranking.front()].label());
+    plans_view_->set_message(text + " (click a point to load it)");
+  });
+  connect(&plans_worker_, &PlansWorker::failed, this, [this](const QString& m) {
+    plans_view_->set_running(false);
+    plans_.clear();
+    plans_view_->set_message(m);
+  });
+  connect(controls_, &ControlsPanel::whatIfChanged, this, [this] {
+    if (plans_.result()) plans_view_->set_message("the what-if changed since this search: press Search to redo it");
+  });
+  connect(ab_view_, &AbView::pinRequested, this, &MainWindow::pin_current);
+  connect(ab_view_, &AbView::exportRequested, this,
+          [this](const QString& extension) { export_widget(ab_view_->content(), "a-b", extension); });
+  connect(&pin_worker_, &PlanWorker::ready, this, [this](std::shared_ptr<const Evaluation> e) {
+    pinned_ = std::move(e);
+    pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.step_ns);
+    update_ab();
+  });
+  connect(&pin_worker_, &PlanWorker::failed, this, [this](const QString& m) {
+    ab_view_->set_message(m);
+    set_status(m, true);
+  });
+}
+
+void MainWindow::forget_plans() {
+  if (!plans_.result()) return;
+  plans_.clear();
+  plans_view_->set_message("new profile or hardware: press Search to search again");
+}
+
+void MainWindow::run_plans() {
+  if (!profile_) return;
+  try {
+    const PlanInputs in = current_inputs();
+    const SearchRequest q = plans_request(in);
+    plans_view_->set_running(true);
+    plans_view_->set_message(QString("searching every plan for D=%1 devices, N=%2 samples ...").arg(q.devices).arg(q.batch));
+    plans_worker_.start(q);
+  } catch (const std::exception& e) {
+    plans_view_->set_message(e.what());
+  }
+}
+
+void MainWindow::load_candidate(int index) {
+  const SearchResult* r = plans_.result();
+  if (!r || index < 0 || index >= static_cast<int>(r->candidates.size())) return;
+  const Candidate& c = r->candidates[index];
+  PlanInputs in = current_inputs();
+  in.choice = choice_of(c, plans_.batch(), in.choice);
+  in.plan = c.plan;
+  in.plan->profile = in.choice.profile_path;
+  controls_->set_choice(in.choice);
+  loaded_candidate_ = index;
+  plans_view_->scatter()->set_current(index);
+  plan_worker_.request(in);
+}
+
+void MainWindow::pin_current() {
+  if (!evaluation_) return;
+  pinned_ = evaluation_;
+  pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.step_ns);
+  update_ab();
+}
+
+bool MainWindow::pin_plan_file(const QString& path) {
+  PlanInputs in = current_inputs();
+  try {
+    Plan plan = load_plan(path.toStdString());
+    in.choice.chunks = plan.chunks;
+    in.choice.stages = static_cast<int>(plan.stages.size()) / std::max(1, plan.chunks);
+    in.choice.replicas = plan.stages.empty() ? 1 : static_cast<int>(plan.stages.front().devices.size());
+    in.plan = std::move(plan);
+  } catch (const std::exception& e) {
+    ab_view_->set_message(e.what());
+    set_status(e.what(), true);
+    return false;
+  }
+  pin_worker_.request(in);
+  return true;
+}
+
+void MainWindow::flush_what_if() {
+  if (what_if_timer_->isActive()) {
+    what_if_timer_->stop();
+    simulate();
+  }
+}
+
+void MainWindow::update_ab() {
+  if (!pinned_) {
+    ab_.clear();
+    return;
+  }
+  const StepReport& a = pinned_->report;
+  if (!evaluation_) {
+    ab_view_->set_titles(AbModel::describe(a), "(no plan)");
+    return;
+  }
+  const StepReport& b = evaluation_->report;
+  ab_.set_reports(a, b);
+  ab_view_->set_titles(AbModel::describe(a), AbModel::describe(b));
+  ab_view_->set_message(QString("B - A: step %1 ms (%2 %)")
+                            .arg(static_cast<double>(b.step_ns - a.step_ns) / 1e6, 0, 'f', 3)
+                            .arg(a.step_ns ? 100.0 * static_cast<double>(b.step_ns - a.step_ns) / static_cast<double>(a.step_ns) : 0.0,
+                                 0, 'f', 1));
+  ab_view_->align(std::max(a.step_ns, b.step_ns));
+}
+
+}  // namespace pipescope::gui
