@@ -1,7 +1,6 @@
 // The schedules the GUI offers (the schedule combo box, the plans view's filter and
-// colours): the one place in gui/ that lists them. Today these are the names
-// core's parse_schedule_kind accepts; when core lists its built-in schedules, this
-// becomes one call to that list.
+// colours): core's built-in schedules (core/schedule.h's schedule_kinds()), so a new
+// generator shows up here without a GUI change.
 #pragma once
 
 #include <QStringList>
@@ -11,7 +10,7 @@
 
 namespace pipescope::gui {
 
-// In core's order: gpipe, 1f1b, interleaved, zb-h1.
+// In core's order.
 std::vector<ScheduleKind> schedule_kinds();
 QStringList schedule_names();
 
