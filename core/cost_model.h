@@ -51,6 +51,7 @@ struct CostModel {
   int64_t batch_size = 1;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   bool split_estimated = false;        // B and W taken as halves of backward_ms
+  std::string extrapolation_note;      // non-empty: a micro-batch size outside the profile's measured sizes
 
   int64_t stash_bytes(int stage, bool recompute) const {
     return recompute ? stages[stage].input_bytes : stages[stage].activation_bytes;
