@@ -14,5 +14,6 @@ void add_plan_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_run_command(CLI::App& app);      // cli/cmd_run.cpp (exec)
 void add_compare_command(CLI::App& app);  // cli/cmd_run.cpp (exec)
+void add_validate_command(CLI::App& app);  // cli/cmd_validate.cpp
 
 }  // namespace pipescope::cli

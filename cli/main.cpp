@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   pipescope::cli::add_sweep_command(app);
   pipescope::cli::add_run_command(app);
   pipescope::cli::add_compare_command(app);
+  pipescope::cli::add_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -91,6 +91,7 @@ Profile profile_from_json(const JsonReader& r) {
   p.device_name = kUnspecified;
   if (r.has("device")) {
     JsonReader device = r["device"];
+    if (!device.json().is_object()) device.fail("expected an object {\"name\": ..., \"memory_bytes\": ...}");
     p.device_name = device.has("name") ? device["name"].as_string() : kUnspecified;
     p.device_memory_bytes = device.has("memory_bytes") ? device["memory_bytes"].as_int(1) : 0;
   }

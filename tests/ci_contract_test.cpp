@@ -100,3 +100,20 @@ TEST(CiContract, ProfileWithoutDeviceBackendOrDtypeTakesTheDefaults) {
   const Outcome r = run_pipescope("simulate --profile " + file.string() + " -K 1 -M 2");
   EXPECT_EQ(r.code, 0) << r.err;
 }
+
+TEST(CiContract, ValidateReadsEveryFormatAndNamesTheBadFile) {
+  const fs::path bad = scratch() / "bad-hardware.json";
+  std::ofstream(bad) << R"({"format": "pipescope.hardware", "version": 1, "name": "h", "devices": 0,
+    "memory_bytes": 1, "link": {"bandwidth_gb_per_s": 1, "latency_us": 1}})";
+  const std::string good = shipped("toy-uniform.json") + " " + shipped("h200-8x-nvlink.json") + " " +
+                           std::string(PIPESCOPE_SOURCE_DIR) + "/models/gpt-tiny.json";
+  Outcome r = run_pipescope("validate " + good);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("toy-uniform.json: ok (pipescope.profile v1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gpt-tiny.json: ok (pipescope.model v1)"), std::string::npos) << r.out;
+  r = run_pipescope("validate " + bad.string() + " " + good);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad-hardware.json: devices: expected an integer >= 1, got 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 of 4 files refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("h200-8x-nvlink.json: ok (pipescope.hardware v1)"), std::string::npos) << "it goes on: " << r.out;
+}
