@@ -39,8 +39,10 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
-GateResult gate(const std::string& flag, double limit, double value, std::string message) {
-  return {flag, limit, value, std::isfinite(value) && value <= limit, std::move(message)};
+GateResult gate(const std::string& flag, double limit, double value, std::string message,
+                const std::string& unit = "") {
+  return {flag, limit, value, std::isfinite(value) && value <= limit, std::move(message), num(limit) + unit,
+          num(value) + unit};
 }
 
 }  // namespace
@@ -137,7 +139,8 @@ std::vector<GateResult> GateOptions::evaluate(const StepFacts& f) const {
   }
   if (given("--max-step-ms")) {
     out.push_back(gate("--max-step-ms", max_step_ms_, f.step_ms,
-                       "--max-step-ms " + num(max_step_ms_) + ": the step takes " + num(f.step_ms, "%.3f") + " ms"));
+                       "--max-step-ms " + num(max_step_ms_) + ": the step takes " + num(f.step_ms, "%.3f") + " ms",
+                       " ms"));
   }
   if (require_fit_) {
     std::size_t worst = 0;
@@ -150,6 +153,8 @@ std::vector<GateResult> GateOptions::evaluate(const StepFacts& f) const {
                        "--require-fit: " + std::string(peak <= f.memory_limit_bytes ? "the largest stage, " : "") +
                            "stage " + std::to_string(worst) + " needs " + gib(peak) + " of " +
                            gib(f.memory_limit_bytes) + " device memory"));
+    out.back().limit_text = gib(f.memory_limit_bytes);
+    out.back().value_text = gib(peak);
   }
   if (given("--baseline")) {
     if (!baseline_.model.empty() && !f.model.empty() && baseline_.model != f.model) {
@@ -161,7 +166,8 @@ std::vector<GateResult> GateOptions::evaluate(const StepFacts& f) const {
     out.push_back(gate("--max-regression", max_regression_, regression,
                        "--max-regression " + num(max_regression_) + "%: the step takes " + num(f.step_ms, "%.3f") +
                            " ms, " + percent(regression) + " against " + num(base_ms, "%.3f") + " ms in " +
-                           baseline_path_));
+                           baseline_path_,
+                       "%"));
   }
   return out;
 }
@@ -174,7 +180,8 @@ std::vector<GateResult> GateOptions::evaluate(const exec::Comparison& c) const {
       const double e = 100.0 * v.relative_error();
       out.push_back(gate("--max-step-error", max_step_error_, std::fabs(e),
                          "--max-step-error " + num(max_step_error_) + "%: the measured step time differs from the "
-                         "prediction by " + percent(e)));
+                         "prediction by " + percent(e),
+                         "%"));
     }
   }
   if (given("--max-memory-error")) {
@@ -189,7 +196,8 @@ std::vector<GateResult> GateOptions::evaluate(const exec::Comparison& c) const {
       out.push_back(gate("--max-memory-error", max_memory_error_, std::fabs(e),
                          "--max-memory-error " + num(max_memory_error_) + "%: " + stage +
                              "'s measured peak memory differs from the prediction by " + percent(e) +
-                             " (the largest error of any stage)"));
+                             " (the largest error of any stage)",
+                         "%"));
     }
   }
   return out;
@@ -261,7 +269,7 @@ std::string gates_markdown(const std::vector<GateResult>& results) {
   std::ostringstream out;
   out << "\n| gate | limit | value | result |\n|---|---:|---:|---|\n";
   for (const GateResult& g : results) {
-    out << "| `" << g.flag << "` | " << num(g.limit) << " | " << num(g.value) << " | "
+    out << "| `" << g.flag << "` | " << g.limit_text << " | " << g.value_text << " | "
         << (g.passed ? "pass" : "**FAIL**: " + g.message) << " |\n";
   }
   return out.str();

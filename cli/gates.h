@@ -42,6 +42,7 @@ struct GateResult {
   double value = 0;     // may be infinite (a relative error against a zero prediction)
   bool passed = true;
   std::string message;  // "--max-bubble 0.15: the bubble fraction is 0.1997"
+  std::string limit_text, value_text;  // for tables: "131.32 GiB", "+4.37%"
 };
 
 class GateOptions {

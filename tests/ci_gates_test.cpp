@@ -136,7 +136,7 @@ TEST(CiGates, MarkdownSummaryTable) {
   EXPECT_EQ(r.out.rfind("### pipescope simulate: toy-uniform, 1f1b, K = 4, M = 4\n", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("| 84.000 ms | 47.62 samples/s | 42.86% |"), std::string::npos) << r.out;  // 4 samples / 84 ms
   EXPECT_NE(r.out.find("| `--max-bubble` | 0.5 | 0.428571 | pass |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| `--max-step-ms` | 80 | 84 | **FAIL**: --max-step-ms 80: the step takes 84.000 ms |"),
+  EXPECT_NE(r.out.find("| `--max-step-ms` | 80 ms | 84 ms | **FAIL**: --max-step-ms 80: the step takes 84.000 ms |"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(run_pipescope(kToy + "-M 4 --markdown --json").code, 2);
