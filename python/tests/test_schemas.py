@@ -220,3 +220,16 @@ def test_reader_accepted_files_validate_on_corpus_and_mutants(tmp_path):
     assert not disagreements, f"seed {SEED}:\n" + "\n".join(disagreements)
     # Not vacuous: the mutants include files both sides refuse.
     assert len(accepted) < len(candidates) and schema_rejected > len(candidates) // 4, (len(accepted), schema_rejected)
+
+
+def test_pipescope_torch_profile_validates(tmp_path):
+    """The Python bridge writes profiles too (Debian's PyTorch, CPU)."""
+    pytest.importorskip("torch", reason="needs Debian's python3-torch")
+    from helpers import EXAMPLES, run_module
+    out = tmp_path / "resnet.json"
+    r = run_module("profile", f"{EXAMPLES}/resnet_block.py:build_model", "--input-shape", "3,32,32",
+                   "--batch-sizes", "1,2", "--device", "cpu", "--warmup", "1", "--repeats", "1", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    document = load_json(out)
+    assert "edges" in document, "the example has skip connections"
+    assert errors(document) == []
