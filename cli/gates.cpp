@@ -99,6 +99,11 @@ bool GateOptions::any() const {
 
 void GateOptions::check(bool json, bool has_hardware, const std::vector<std::pair<std::string, std::string>>& outputs) {
   if (json && markdown_) throw InputError("--json and --markdown both print on stdout: give one of them");
+  for (const auto& [flag, path] : outputs) {
+    if (!junit_path_.empty() && path == junit_path_) {
+      throw InputError("--junit and " + flag + " name the same file \"" + path + "\"");
+    }
+  }
   if (json || markdown_) {
     for (const auto& [flag, path] : outputs) {
       if (path == "-") {

@@ -51,8 +51,9 @@ class GateOptions {
   void add_compare_gates(CLI::App* cmd);  // compare
   // Checks the gate flags and what prints on stdout before any work: --json and
   // --markdown exclude each other and exclude an output named "-" (stdout then holds
-  // one JSON object or one summary); --require-fit needs a hardware file; --baseline and
-  // --max-regression come together (the baseline is read here). Throws InputError.
+  // one JSON object or one summary); --junit names a file of its own; --require-fit
+  // needs a hardware file; --baseline and --max-regression come together (the baseline
+  // is read here). Throws InputError.
   void check(bool json, bool has_hardware, const std::vector<std::pair<std::string, std::string>>& outputs);
 
   std::vector<GateResult> evaluate(const StepFacts& facts) const;

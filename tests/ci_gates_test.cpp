@@ -151,6 +151,14 @@ TEST(CiGates, PlanGatesLookAtTheWinner) {
   EXPECT_NE(r.err.find("--max-step-ms 0.5: the step takes"), std::string::npos) << r.err;
 }
 
+TEST(CiGates, JunitMayNotShareAFileWithAnotherOutput) {
+  const std::string same = in_scratch("shared-output.xml");
+  const Outcome r = run_pipescope(kToy + "-M 4 --max-bubble 1 --junit " + same + " -o " + same);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--junit and --output name the same file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(same));
+}
+
 TEST(CiGates, BadLimitsAreRefusedBeforeAnyWork) {
   for (const std::string& flags : {"--max-bubble 1.5", "--max-bubble -0.1", "--max-step-ms -1", "--max-regression -101"}) {
     const Outcome r = run_pipescope(kToy + "-M 4 " + flags);
