@@ -82,6 +82,18 @@ def test_every_format_has_a_valid_schema_with_format_const():
         assert "format" in s["required"] and "version" in s["required"]
 
 
+def test_schema_files_are_what_make_schemas_writes():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_schemas", os.path.join(SCHEMAS, "make_schemas.py"))
+    make_schemas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_schemas)
+    built = make_schemas.build()
+    assert set(built) == set(ALL)
+    for name, s in built.items():
+        with open(os.path.join(SCHEMAS, f"{name}.schema.json"), encoding="utf-8") as f:
+            assert f.read() == make_schemas.text(s), f"{name}: run /usr/bin/python3 schemas/make_schemas.py"
+
+
 @pytest.mark.parametrize("path", shipped_files(), ids=lambda p: os.path.relpath(p, ROOT))
 def test_shipped_file_validates(path):
     assert errors(load_json(path)) == []
