@@ -53,6 +53,9 @@ TEST(CiContract, SweepWritesItsFilesAllOrNothing) {
                           prefix.string());
   EXPECT_NE(r.code, 0);
   EXPECT_FALSE(fs::exists(prefix.string() + ".csv")) << "exit " << r.code << ": " << r.err;
+  const fs::path good = scratch() / "sweep-both";
+  ASSERT_EQ(run_pipescope("sweep --profile " + shipped("toy-uniform.json") + " --devices 2 --batch 4 -o " + good.string()).code, 0);
+  EXPECT_TRUE(fs::exists(good.string() + ".csv") && fs::exists(good.string() + ".json"));
 }
 
 TEST(CiContract, ExtrapolatedMicrobatchSizeIsNoted) {
@@ -95,14 +98,14 @@ TEST(CiContract, ProfileWithoutDeviceBackendOrDtypeTakesTheDefaults) {
                    "d0.json")),
                pipescope::InputError);
   // And the command simulates it.
-  const fs::path file = scratch() / "hand-written.json";
+  const fs::path file = scratch() / "input-hand-written.json";
   std::ofstream(file) << text;
   const Outcome r = run_pipescope("simulate --profile " + file.string() + " -K 1 -M 2");
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST(CiContract, ValidateReadsEveryFormatAndNamesTheBadFile) {
-  const fs::path bad = scratch() / "bad-hardware.json";
+  const fs::path bad = scratch() / "input-bad-hardware.json";
   std::ofstream(bad) << R"({"format": "pipescope.hardware", "version": 1, "name": "h", "devices": 0,
     "memory_bytes": 1, "link": {"bandwidth_gb_per_s": 1, "latency_us": 1}})";
   const std::string good = shipped("toy-uniform.json") + " " + shipped("h200-8x-nvlink.json") + " " +
@@ -113,7 +116,7 @@ TEST(CiContract, ValidateReadsEveryFormatAndNamesTheBadFile) {
   EXPECT_NE(r.out.find("gpt-tiny.json: ok (pipescope.model v1)"), std::string::npos) << r.out;
   r = run_pipescope("validate " + bad.string() + " " + good);
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("bad-hardware.json: devices: expected an integer >= 1, got 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("input-bad-hardware.json: devices: expected an integer >= 1, got 0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("1 of 4 files refused"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("h200-8x-nvlink.json: ok (pipescope.hardware v1)"), std::string::npos) << "it goes on: " << r.out;
 }

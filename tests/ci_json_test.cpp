@@ -85,7 +85,7 @@ TEST(CiJson, ProfileOutputsAreOneObject) {
 // of `compare` (and the gradient check's largest error is a key, not a text line).
 TEST(CiJson, CompareAcceptsRunJsonSavedFromStdout) {
   const std::string profile = shipped("gpt-tiny-cpu.json");
-  const std::string pred = in_scratch("saved-pred.json"), meas = in_scratch("saved-meas.json");
+  const std::string pred = in_scratch("saved-pred.json"), meas = in_scratch("input-saved-meas.json");
   ASSERT_EQ(run_pipescope("simulate --profile " + profile + " -K 2 -M 2 -o " + pred).code, 0);
   const Outcome run = run_pipescope("run --profile " + profile + " -K 2 -M 2 --steps 1 --check-gradients --compare --json");
   ASSERT_EQ(run.code, 0) << run.err;

@@ -108,8 +108,8 @@ def test_every_output_validates(tmp_path):
          "--max-bubble", "1", "--max-step-ms", "1e9", "-o", out("prediction.json")],
         ["simulate", "--profile", tiny, "-K", "2", "-M", "2", "--hardware", hw, "--require-fit", "-o", out("tiny.json")],
         ["run", "--profile", tiny, "-K", "2", "-M", "2", "--steps", "1", "--compare", "--check-gradients",
-         "--max-regression", "100000", "--baseline", out("tiny.json"), "-o", out("measurement.json")],
-        ["compare", out("tiny.json"), out("measurement.json"), "--max-step-error", "1000", "-o", out("comparison.json")],
+         "--max-regression", "1e9", "--baseline", out("tiny.json"), "-o", out("measurement.json")],
+        ["compare", out("tiny.json"), out("measurement.json"), "--max-step-error", "1e9", "-o", out("comparison.json")],
         ["plan", "--profile", toy, "--hardware", hw, "--devices", "4", "--batch", "8", "-o", out("plan.json")],
         ["sweep", "--profile", toy, "--devices", "2", "--batch", "4", "-o", out("sweep")],
         ["profile", "synth", "--kind", "gpt", "--layers", "2", "-o", out("synth-gpt.json")],
@@ -133,6 +133,30 @@ def test_every_output_validates(tmp_path):
         assert errors(document) == [], name
     measurement = load_json(out("measurement.json"))
     assert {"comparison", "gradient_check", "gates"} <= set(measurement), "run -o keeps what --json prints"
+
+
+def test_every_output_of_the_ci_tests_validates(tmp_path):
+    """Runs the C++ CI suite (every command, every printing flag, every gate) with its
+    scratch folder here, then validates every pipescope file it left: the outputs the
+    commands wrote and every stdout that was one JSON object (tests/ci_util.h)."""
+    binary = os.environ.get("PIPESCOPE_CI_TESTS", os.path.join(ROOT, "build", "bin", "ci_tests"))
+    if not os.path.exists(binary):
+        pytest.skip(f"{binary} not built")
+    r = subprocess.run([binary], capture_output=True, text=True, timeout=600, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, r.stdout[-3000:]
+    seen, bad = {}, []
+    for path in glob.glob(str(tmp_path / "**" / "*.json"), recursive=True):
+        if os.path.basename(path).startswith("input-") or not os.path.isfile(path):
+            continue
+        document = load_json(path)
+        fmt = document.get("format") if isinstance(document, dict) else None
+        if not isinstance(fmt, str) or not fmt.startswith("pipescope."):
+            continue  # a Chrome trace
+        seen[fmt] = seen.get(fmt, 0) + 1
+        bad += [f"{path}: {e}" for e in errors(document)]
+    assert not bad, "\n".join(bad[:20])
+    kinds = {f"pipescope.{k}" for k in ("prediction", "measurement", "comparison", "plan", "plan_search", "sweep")}
+    assert kinds <= set(seen), seen
 
 
 # A schedule file as the design describes it: 1F1B on 2 devices, 2 micro-batches.
