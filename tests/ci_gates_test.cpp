@@ -114,6 +114,17 @@ TEST(CiGates, CompareStepAndMemoryError) {
   EXPECT_EQ(count(r.err, "gate failed"), 1u) << r.err;
 }
 
+TEST(CiGates, CompareMarkdownShowsEveryValueAndTheGates) {
+  const std::string pred = in_scratch("md-pred.json"), meas = in_scratch("md-meas.json");
+  ASSERT_EQ(run_pipescope(kToy + "-M 4 -o " + pred).code, 0);
+  ASSERT_EQ(run_pipescope(kToy + "-M 8 -o " + meas).code, 0);
+  const Outcome r = run_pipescope("compare " + pred + " " + meas + " --max-step-error 60 --markdown");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("### pipescope compare: " + pred + " vs " + meas + "\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("| step_time_ms | 84 | 132 | +57.14% |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| `--max-step-error` | 60% | 57.1429% | pass |"), std::string::npos) << r.out;
+}
+
 TEST(CiGates, JunitHasOneTestcasePerGateAndAFailureForEachViolation) {
   const std::string junit = in_scratch("gates.xml");
   const Outcome r = run_pipescope(kToy + "-M 4 --max-bubble 0.5 --max-step-ms 80 --junit " + junit);
