@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/gates.h"
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/report.h"
@@ -126,6 +127,19 @@ std::string relative_profile(const std::string& profile, const std::string& plan
   return fs::absolute(profile).lexically_normal().lexically_relative(folder.lexically_normal()).string();
 }
 
+// The winner's step, for the gates.
+StepFacts winner_facts(const Candidate& c, const SearchResult& r, const std::string& model) {
+  StepFacts f;
+  f.title = model + ", " + c.label();
+  f.model = model;
+  f.step_ms = static_cast<double>(c.step_ns) / 1e6;
+  f.throughput_samples_per_s = c.throughput_samples_per_s;
+  f.bubble_fraction = c.bubble_fraction;
+  f.stage_peak_bytes = c.stage_peak_bytes;
+  f.memory_limit_bytes = r.memory_limit_bytes;
+  return f;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
@@ -134,6 +148,7 @@ void add_plan_command(CLI::App& app) {
     int top = 5;
     bool json = false;
     std::string output;
+    GateOptions gates;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("plan", "Search stages, micro-batches, schedule, re-materialisation and "
@@ -142,17 +157,24 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--top", a->top, "How many of the best plans to print")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object instead of the table");
   cmd->add_option("-o,--output", a->output, "Write the winner as a plan file (for simulate --plan)");
+  a->gates.add_step_gates(cmd);
   cmd->callback([a] {
     if (a->top < 1) throw InputError("--top: expected at least 1, got " + std::to_string(a->top));
+    a->gates.check(a->json, !a->search.hardware_path.empty(), {{"--output", a->output}});
     SearchRequest q = make_request(a->search);
     SearchResult r = search_plans(q, progress_bar());
     const Candidate& best = winner(r);  // throws (exit 2) when nothing fits
     const std::vector<std::string> why = explain_winner(r);
+    const StepFacts facts = winner_facts(best, r, q.profile.model);
+    const std::vector<GateResult> gates = a->gates.evaluate(facts);
+    std::vector<std::pair<std::string, std::string>> files = a->gates.junit_file("plan", gates);
     if (!a->output.empty()) {
       Plan plan = best.plan;
       plan.profile = relative_profile(q.profile_path, a->output);
-      write_output(a->output, plan_to_json(plan).dump(2) + "\n");
+      files.emplace_back(a->output, plan_to_json(plan).dump(2) + "\n");
     }
+    write_outputs(files);
+    std::string json;
     if (a->json) {
       Json top = Json::array();
       for (int k = 0; k < a->top && k < static_cast<int>(r.ranking.size()); ++k) {
@@ -162,11 +184,12 @@ void add_plan_command(CLI::App& app) {
                   {"candidates", r.candidates.size()}, {"fitting", r.ranking.size()},
                   {"memory_limit_bytes", r.memory_limit_bytes}, {"top", top},
                   {"why", why}, {"plan", plan_to_json(best.plan)}};
-      std::cout << out.dump(2) << "\n";
-      return;
+      json = with_gates(std::move(out), gates).dump(2) + "\n";
     }
-    std::cout << top_table(r, a->top) << "\nWhy " << best.label() << ":\n";
-    for (const std::string& line : why) std::cout << "  - " << line << "\n";
+    std::string table = top_table(r, a->top) + "\nWhy " + best.label() + ":\n";
+    for (const std::string& line : why) table += "  - " + line + "\n";
+    std::cout << result_text(a->gates, a->json, json, table, step_markdown("plan", facts), gates);
+    enforce(gates);
   });
 }
 
@@ -183,8 +206,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->callback([a] {
     SearchRequest q = make_request(a->search);
     SearchResult r = search_plans(q, progress_bar());
-    write_output(a->prefix + ".csv", candidates_csv(r, q.batch));
-    write_output(a->prefix + ".json", search_to_json(r, q).dump(1) + "\n");
+    // Both files or neither.
+    write_outputs({{a->prefix + ".csv", candidates_csv(r, q.batch)}, {a->prefix + ".json", search_to_json(r, q).dump(1) + "\n"}});
     int front = 0;
     for (const Candidate& c : r.candidates) front += c.pareto ? 1 : 0;
     std::cout << r.candidates.size() << " candidates, " << r.ranking.size() << " fit, " << front

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/gates.h"
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -27,21 +28,71 @@ StepReport simulate_plan(const ResolvedPlan& r, const CostModel& costs) {
   return simulate(r.schedule, costs, r.hardware, options);
 }
 
+struct RunArgs {
+  PlanOptions plan;
+  exec::RunOptions run;
+  std::string optimizer = "adam";
+  float lr = 1e-3f;
+  std::string fault;
+  bool json = false;
+  bool compare = false;
+  std::string trace_path, output_path;
+  std::string dtype = "fp32";
+  GateOptions gates;
+};
+
+// Prints what the run measured (one JSON object with --json: the measurement, with
+// "comparison" and "gradient_check" when asked for), writes -o, --trace and --junit all
+// or nothing, then fails on the gradient check (exit 3) and on the gates (exit 4).
+void report_run(const RunArgs& a, const ResolvedPlan& r, const exec::RunResult& result) {
+  Json object = report_to_json(result.report);
+  std::string table = report_table(result.report);
+  std::string markdown;
+  if (a.compare) {
+    // The prediction, and the measured step replayed with its measured op times (sim/replay.h).
+    const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
+    exec::Comparison c = exec::compare_reports(simulate_plan(r, costs), result.report);
+    const StepReport replay = simulate_plan(r, with_measured_op_times(costs, result.report.timeline));
+    c.values.insert(c.values.begin() + 1, {"step_time_ms, replayed", replay.step_ns / 1e6, result.report.step_ns / 1e6});
+    object["comparison"] = exec::comparison_to_json(c);
+    table += "\n" + exec::comparison_table(c) +
+             "(replayed: the simulator fed with the measured mean op times; its error is what the pipeline\n"
+             " adds to the op times: waits, transfers, executor overhead, ops that vary)\n";
+    markdown = comparison_markdown(c);
+  }
+  const bool gradients_ok = result.max_gradient_error < kGradientTolerance;
+  if (a.run.check_gradients) {
+    object["gradient_check"] = {{"max_relative_error", result.max_gradient_error},
+                                {"limit", kGradientTolerance},
+                                {"replicas_identical", result.replicas_identical},
+                                {"passed", gradients_ok && result.replicas_identical}};
+    char line[128];
+    std::snprintf(line, sizeof line, "largest relative gradient error: %.3g (limit %.0e)\n", result.max_gradient_error,
+                  kGradientTolerance);
+    table += line;
+    markdown += std::string("\n") + line;
+  }
+  const StepFacts facts = step_facts(result.report, r.hardware.memory_bytes);
+  const std::vector<GateResult> gates = a.gates.evaluate(facts);
+  const std::string json = with_gates(std::move(object), gates).dump(2) + "\n";
+  std::vector<std::pair<std::string, std::string>> files = a.gates.junit_file("run", gates);
+  if (!a.output_path.empty()) files.emplace_back(a.output_path, json);
+  if (!a.trace_path.empty()) files.emplace_back(a.trace_path, chrome_trace(result.report));
+  write_outputs(files);
+  std::cout << result_text(a.gates, a.json, json, table, step_markdown("run", facts) + markdown, gates);
+  if (a.run.check_gradients) {
+    if (!gradients_ok) {
+      throw RunError("gradient check failed: largest relative error " + std::to_string(result.max_gradient_error));
+    }
+    if (!result.replicas_identical) throw RunError("replica check failed: the replicas of a stage ended with different parameters");
+  }
+  enforce(gates);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  struct Args {
-    PlanOptions plan;
-    exec::RunOptions run;
-    std::string optimizer = "adam";
-    float lr = 1e-3f;
-    std::string fault;
-    bool json = false;
-    bool compare = false;
-    std::string trace_path, output_path;
-    std::string dtype = "fp32";
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Execute a plan for real and measure step time, throughput, bubble and memory");
   a->plan.add_to(cmd);
   cmd->add_option("--backend", a->run.backend, "Backend to run on: " + backend_list())->capture_default_str();
@@ -67,11 +118,18 @@ void add_run_command(CLI::App& app) {
                 "Compare step 0's gradients with one process running the whole mini-batch; print the largest "
                 "relative error (fails above 1e-5, or when the replicas of a stage end with different parameters)");
   cmd->add_flag("--compare", a->compare, "Also simulate the plan and print predicted vs measured, with the step replayed through the simulator with the measured op times");
-  cmd->add_flag("--json", a->json, "Print the measurement JSON instead of the table");
+  cmd->add_flag("--json", a->json,
+                "Print one JSON object instead of the table: the measurement, with \"comparison\" (--compare) and "
+                "\"gradient_check\" (--check-gradients)");
   cmd->add_option("--trace", a->trace_path, "Write a Chrome trace of the reported step");
-  cmd->add_option("-o,--output", a->output_path, "Write the measurement JSON to this file");
+  cmd->add_option("-o,--output", a->output_path, "Write the measurement JSON (the object --json prints) to this file");
   cmd->add_option("--inject-fault", a->fault, "Testing: make STAGE[/REPLICA]:OP:MICROBATCH fail (OP = forward, backward, ...); :crash kills the process, :drop loses the op's output message");
+  a->gates.add_step_gates(cmd);
   cmd->callback([a] {
+    if (!a->trace_path.empty() && a->trace_path == a->output_path && a->trace_path != "-") {
+      throw InputError("--trace and --output name the same file \"" + a->trace_path + "\"");
+    }
+    a->gates.check(a->json, !a->plan.hardware_path.empty(), {{"--output", a->output_path}, {"--trace", a->trace_path}});
     a->run.backend = backend_spec(a->run.backend, a->dtype, 1);
     a->run.optimizer.kind = a->optimizer;
     a->run.optimizer.lr = a->lr;
@@ -81,28 +139,9 @@ void add_run_command(CLI::App& app) {
       ResolvedPlan r = resolve(a->plan);
       exec::RunResult result = exec::run_plan(r.profile, r.plan, r.schedule, a->run);
       if (!result.is_root) return;
-      std::string json = report_to_json(result.report).dump(2) + "\n";
-      if (!a->output_path.empty()) write_output(a->output_path, json);
-      if (!a->trace_path.empty()) write_output(a->trace_path, chrome_trace(result.report));
-      std::cout << (a->json ? json : report_table(result.report));
-      if (a->compare) {
-        // The prediction, and the measured step replayed with its measured op times (sim/replay.h).
-        const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
-        exec::Comparison c = exec::compare_reports(simulate_plan(r, costs), result.report);
-        const StepReport replay = simulate_plan(r, with_measured_op_times(costs, result.report.timeline));
-        c.values.insert(c.values.begin() + 1, {"step_time_ms, replayed", replay.step_ns / 1e6, result.report.step_ns / 1e6});
-        std::cout << "\n" << exec::comparison_table(c)
-                  << "(replayed: the simulator fed with the measured mean op times; its error is what the pipeline\n"
-                     " adds to the op times: waits, transfers, executor overhead, ops that vary)\n";
-      }
-      if (a->run.check_gradients) {
-        std::printf("largest relative gradient error: %.3g (limit %.0e)\n", result.max_gradient_error,
-                    kGradientTolerance);
-        if (!(result.max_gradient_error < kGradientTolerance)) {
-          throw RunError("gradient check failed: largest relative error " + std::to_string(result.max_gradient_error));
-        }
-        if (!result.replicas_identical) throw RunError("replica check failed: the replicas of a stage ended with different parameters");
-      }
+      report_run(*a, r, result);
+    } catch (const GateError&) {
+      throw;  // every rank has finished; the gates are rank 0's verdict on the result
     } catch (const std::exception& e) {
       if (!mpi || !exec::mpi_active()) throw;
       // A failed MPI run ends the whole job, so that no rank is left waiting.
@@ -118,6 +157,7 @@ void add_compare_command(CLI::App& app) {
   struct Args {
     std::string prediction, measurement, output;
     bool json = false;
+    GateOptions gates;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compare", "Predicted vs measured step time, throughput, bubble and memory");
@@ -125,11 +165,19 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("measurement", a->measurement, "Measurement JSON (pipescope run -o)")->required();
   cmd->add_flag("--json", a->json, "Print JSON instead of the table");
   cmd->add_option("-o,--output", a->output, "Also write the comparison JSON to this file");
+  a->gates.add_compare_gates(cmd);
   cmd->callback([a] {
+    a->gates.check(a->json, false, {{"--output", a->output}});
     exec::Comparison c = exec::compare_reports(load_report(a->prediction), load_report(a->measurement));
-    std::string json = exec::comparison_to_json(c).dump(2) + "\n";
-    if (!a->output.empty()) write_output(a->output, json);
-    std::cout << (a->json ? json : exec::comparison_table(c));
+    const std::vector<GateResult> gates = a->gates.evaluate(c);
+    std::string json = with_gates(exec::comparison_to_json(c), gates).dump(2) + "\n";
+    std::vector<std::pair<std::string, std::string>> files = a->gates.junit_file("compare", gates);
+    if (!a->output.empty()) files.emplace_back(a->output, json);
+    write_outputs(files);
+    const std::string markdown = "### pipescope compare: " + a->prediction + " vs " + a->measurement + "\n" +
+                                 comparison_markdown(c);
+    std::cout << result_text(a->gates, a->json, json, exec::comparison_table(c), markdown, gates);
+    enforce(gates);
   });
 }
 

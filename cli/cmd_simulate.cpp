@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/gates.h"
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -25,6 +26,7 @@ void add_simulate_command(CLI::App& app) {
     bool json = false;
     std::string trace_path;
     std::string output_path;
+    GateOptions gates;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, throughput, bubble and memory of a plan");
@@ -32,10 +34,13 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
+  args->gates.add_step_gates(cmd);
   cmd->callback([args] {
     if (!args->trace_path.empty() && args->trace_path == args->output_path && args->trace_path != "-") {
       throw InputError("--trace and --output name the same file \"" + args->trace_path + "\"");
     }
+    args->gates.check(args->json, !args->plan.hardware_path.empty(),
+                      {{"--output", args->output_path}, {"--trace", args->trace_path}});
     ResolvedPlan r = resolve(args->plan);
     if (!args->trace_path.empty() && r.schedule.num_ops() > kMaxTraceOps) {
       throw InputError("--trace: the schedule has " + std::to_string(r.schedule.num_ops()) +
@@ -47,13 +52,17 @@ void add_simulate_command(CLI::App& app) {
     options.model = r.profile.model;
     options.record_timeline = !args->trace_path.empty();
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
-    std::string json = report_to_json(report).dump(2) + "\n";
+    const StepFacts facts = step_facts(report, r.hardware.memory_bytes);
+    const std::vector<GateResult> gates = args->gates.evaluate(facts);
+    std::string json = with_gates(report_to_json(report), gates).dump(2) + "\n";
     // Both files or neither: a failure writing one leaves no output behind.
     std::vector<std::pair<std::string, std::string>> files;
     if (!args->output_path.empty()) files.emplace_back(args->output_path, json);
     if (!args->trace_path.empty()) files.emplace_back(args->trace_path, chrome_trace(report));
+    for (auto& f : args->gates.junit_file("simulate", gates)) files.push_back(std::move(f));
     write_outputs(files);
-    std::cout << (args->json ? json : report_table(report));
+    std::cout << result_text(args->gates, args->json, json, report_table(report), step_markdown("simulate", facts), gates);
+    enforce(gates);
   });
 }
 

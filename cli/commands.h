@@ -15,5 +15,6 @@ void add_sweep_command(CLI::App& app);
 void add_run_command(CLI::App& app);      // cli/cmd_run.cpp (exec)
 void add_compare_command(CLI::App& app);  // cli/cmd_run.cpp (exec)
 void add_export_command(CLI::App& app);   // cli/cmd_export.cpp
+void add_validate_command(CLI::App& app);  // cli/cmd_validate.cpp
 
 }  // namespace pipescope::cli

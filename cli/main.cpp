@@ -1,5 +1,6 @@
 // pipescope: plans pipeline-parallel training and proves its plans.
-// Exit codes: 0 ok, 1 internal error, 2 bad input or impossible request, 3 run failed.
+// Exit codes: 0 ok, 1 internal error, 2 bad input or impossible request, 3 run failed,
+// 4 a CI gate was violated (the full result is printed first).
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   pipescope::cli::add_run_command(app);
   pipescope::cli::add_compare_command(app);
   pipescope::cli::add_export_command(app);
+  pipescope::cli::add_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -40,6 +42,9 @@ int main(int argc, char** argv) {
   } catch (const pipescope::RunError& e) {
     std::cerr << "pipescope: run failed: " << e.what() << "\n";
     return 3;
+  } catch (const pipescope::GateError& e) {
+    for (const std::string& v : e.violations()) std::cerr << "pipescope: gate failed: " << v << "\n";
+    return 4;
   } catch (const std::exception& e) {
     std::cerr << "pipescope: internal error: " << e.what() << "\n";
     return 1;

@@ -64,7 +64,23 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
     for (const std::string& tmp : written) std::remove(tmp.c_str());
     throw;
   }
-  for (std::size_t i = 0; i < files.size(); ++i) rename_over(files[i].first, written[i]);
+  // A folder in a target's place would fail its rename after earlier renames succeeded:
+  // refuse it while nothing has been replaced yet.
+  for (const auto& [path, contents] : files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      for (const std::string& tmp : written) std::remove(tmp.c_str());
+      throw InputError(path, "", "cannot replace a folder with a file");
+    }
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    try {
+      rename_over(files[i].first, written[i]);
+    } catch (...) {
+      for (std::size_t j = i + 1; j < files.size(); ++j) std::remove(written[j].c_str());
+      throw;
+    }
+  }
 }
 
 }  // namespace pipescope

@@ -122,6 +122,26 @@ int64_t boundary_bytes(const Profile& profile, int cut, double batch) {
   return bytes;
 }
 
+// A note when a stage's micro-batch (per replica) lies outside the sizes the profile
+// measured: its times and bytes were then extrapolated, not interpolated.
+static std::string extrapolation_note(const Profile& profile, const Plan& plan) {
+  const std::vector<double>& sizes = profile.batch_sizes;
+  if (sizes.empty()) return "";
+  for (const PlanStage& ps : plan.stages) {
+    const double b = plan.microbatch_size() / static_cast<double>(std::max<std::size_t>(ps.devices.size(), 1));
+    const double tolerance = 1e-9 * sizes.back();
+    if (b >= sizes.front() - tolerance && b <= sizes.back() + tolerance) continue;
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "micro-batch size %g (per replica) is outside the profile's measured sizes %g to %g: its times "
+                  "and bytes were extrapolated (%s)",
+                  b, sizes.front(), sizes.back(),
+                  sizes.size() == 1 ? "scaled in proportion to the one measured size" : "linearly from the nearest two sizes");
+    return text;
+  }
+  return "";
+}
+
 CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardware& hardware) {
   check_plan_layers(plan, profile.num_layers(), profile.source);
   CostModel c;
@@ -184,6 +204,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.parameter_bytes = params;
     c.stages.push_back(st);
   }
+  c.extrapolation_note = extrapolation_note(profile, plan);
   return c;
 }
 

@@ -42,6 +42,7 @@ struct CostModel {
   int64_t batch_size = 1;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   bool split_measured = true;          // false: I and W are taken as halves of backward_ms
+  std::string extrapolation_note;      // non-empty: a micro-batch size outside the profile's measured sizes
 };
 
 // Bytes that cross the cut after `last_layer_of_stage` (exclusive end `cut`): the

@@ -86,11 +86,17 @@ Profile profile_from_json(const JsonReader& r) {
   Profile p;
   p.source = r.source();
   p.model = r["model"].as_string();
-  JsonReader device = r["device"];
-  p.device_name = device["name"].as_string();
-  p.device_memory_bytes = device["memory_bytes"].as_int(1);
-  p.backend = r["backend"].as_string();
-  p.dtype = r["dtype"].as_string();
+  // Optional, for hand-written profiles: device {"name": "unspecified"} with unknown
+  // memory (0; the hardware file sets the memory limit), backend "unspecified", dtype "fp32".
+  p.device_name = kUnspecified;
+  if (r.has("device")) {
+    JsonReader device = r["device"];
+    if (!device.json().is_object()) device.fail("expected an object {\"name\": ..., \"memory_bytes\": ...}");
+    p.device_name = device.has("name") ? device["name"].as_string() : kUnspecified;
+    p.device_memory_bytes = device.has("memory_bytes") ? device["memory_bytes"].as_int(1) : 0;
+  }
+  p.backend = r.has("backend") ? r["backend"].as_string() : kUnspecified;
+  p.dtype = r.has("dtype") ? r["dtype"].as_string() : "fp32";
   JsonReader sizes = r["batch_sizes"];
   p.batch_sizes = sizes.as_doubles();
   if (p.batch_sizes.empty()) sizes.fail("expected at least one batch size");
@@ -170,10 +176,12 @@ Json profile_to_json(const Profile& p) {
     if (!l.spec.is_null()) j["spec"] = l.spec;
     layers.push_back(std::move(j));
   }
+  Json device = {{"name", p.device_name}};
+  if (p.device_memory_bytes > 0) device["memory_bytes"] = p.device_memory_bytes;
   Json out = {{"format", "pipescope.profile"},
               {"version", 1},
               {"model", p.model},
-              {"device", {{"name", p.device_name}, {"memory_bytes", p.device_memory_bytes}}},
+              {"device", std::move(device)},
               {"backend", p.backend},
               {"dtype", p.dtype},
               {"batch_sizes", json_numbers(p.batch_sizes)},

@@ -31,10 +31,13 @@ struct LayerProfile {
   Json spec;  // null when absent: a layer the executor can build
 };
 
+// What a profile without "device" or "backend" says (both are optional in the file).
+inline constexpr const char* kUnspecified = "unspecified";
+
 struct Profile {
   std::string model;
   std::string device_name;
-  int64_t device_memory_bytes = 0;
+  int64_t device_memory_bytes = 0;  // 0: not given
   std::string backend;
   std::string dtype;
   std::vector<double> batch_sizes;

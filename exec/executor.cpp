@@ -25,6 +25,11 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
     throw InputError("--warmup: expected fewer warm-up steps than --steps (" + std::to_string(options.steps) + ")");
   }
   if (!(options.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
+  const std::string& optimizer = options.optimizer.kind;
+  if (optimizer != "sgd" && optimizer != "adam") throw InputError("--optimizer: expected sgd or adam, got \"" + optimizer + "\"");
+  if (!(options.optimizer.lr >= 0) || !std::isfinite(options.optimizer.lr)) {
+    throw InputError("--lr: expected a finite learning rate >= 0, got " + std::to_string(options.optimizer.lr));
+  }
   const ReplicaLayout layout = replica_layout(plan);
   if (layout.replicas > 1 && options.backend != "cpu") {
     throw InputError(plan.source.empty() ? "plan" : plan.source, "stages[0].devices",

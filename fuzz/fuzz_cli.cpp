@@ -1,11 +1,11 @@
 // Fuzz target: the `pipescope` command line. The input is split at newlines into
-// argv and parsed by the same CLI11 app main() builds, so every subcommand's
-// parsing and callback runs (simulate, schedule, profile synth). The target works in
-// a private temporary folder holding small input files (p.json, e.json, h.json,
-// plan.json); inputs naming other folders ('/') or numbers of four or more digits
-// are skipped, so nothing outside that folder is touched and one input runs in
-// milliseconds. Like main(): CLI11 parse errors, InputError and RunError are
-// expected outcomes; anything else escapes and is a crash.
+// argv and parsed by the same CLI11 app main() builds, so every subcommand's parsing
+// and callback runs (simulate with its gates, schedule, profile synth, validate). The
+// target works in a private temporary folder holding small input files (p.json,
+// e.json, h.json, plan.json); inputs naming other folders ('/') or numbers of four or
+// more digits are skipped, so nothing outside that folder is touched and one input
+// runs in milliseconds. Like main(): CLI11 parse errors, InputError, RunError and
+// GateError are expected outcomes; anything else escapes and is a crash.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -105,11 +105,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   pipescope::cli::add_simulate_command(app);
   pipescope::cli::add_schedule_command(app);
   pipescope::cli::add_profile_command(app);
+  pipescope::cli::add_validate_command(app);
   std::streambuf* out = std::cout.rdbuf(sink.rdbuf());
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError&) {
   } catch (const pipescope::InputError&) {
+  } catch (const pipescope::GateError&) {  // exit 4: a gate was violated
   } catch (const pipescope::RunError&) {
   }
   std::cout.rdbuf(out);

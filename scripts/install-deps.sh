@@ -9,7 +9,7 @@ packages=(
   libopenblas-dev libeigen3-dev
   libopenmpi-dev openmpi-bin
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb
-  python3-torch python3-pytest python3-numpy
+  python3-torch python3-pytest python3-numpy python3-jsonschema
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -208,6 +208,7 @@ class PipelineSim {
       r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
                         "each take half of backward_ms");
     }
+    if (!c_.extrapolation_note.empty()) r.notes.push_back(c_.extrapolation_note);
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
     r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
                       "(core/op_rules.h); a layer's temporaries and tensors in flight are not counted");

@@ -1,0 +1,64 @@
+// `pipescope validate FILE...`: reads each file with the reader its "format" names (the
+// same reader simulate, run and compare use): "FILE: ok (FORMAT v1)" on stdout for a
+// good file, the reader's message (file, JSON path, expectation) on stderr for a bad
+// one; exit 2 when any file was bad. A CI job runs it on hand-written inputs first.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/hardware.h"
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/report.h"
+#include "exec/model.h"
+
+namespace pipescope::cli {
+
+namespace {
+
+// Reads `path` with the reader of its format; returns the format; throws InputError.
+std::string read_any(const std::string& path) {
+  const JsonReader r = JsonReader::from_file(path);
+  if (!r.json().is_object()) r.fail("expected a JSON object");
+  const std::string format = r["format"].as_string();
+  if (format == "pipescope.profile") {
+    profile_from_json(r);
+  } else if (format == "pipescope.hardware") {
+    hardware_from_json(r);
+  } else if (format == "pipescope.plan") {
+    plan_from_json(r);
+  } else if (format == "pipescope.prediction" || format == "pipescope.measurement") {
+    report_from_json(r);
+  } else if (format == "pipescope.model") {
+    exec::model_from_json(r);
+  } else {
+    r["format"].fail("expected a format this command reads: pipescope.profile, pipescope.hardware, pipescope.plan, "
+                     "pipescope.model, pipescope.prediction or pipescope.measurement; got \"" + format + "\"");
+  }
+  return format;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  CLI::App* cmd = app.add_subcommand("validate", "Read files with pipescope's own readers (profile, hardware, plan, "
+                                                 "model, prediction, measurement); exit 2 naming the first bad value");
+  cmd->add_option("files", *files, "JSON files to read")->required();
+  cmd->callback([files] {
+    std::size_t bad = 0;
+    for (const std::string& path : *files) {
+      try {
+        const std::string format = read_any(path);
+        std::cout << path << ": ok (" << format << " v1)\n";
+      } catch (const InputError& e) {
+        std::cerr << "pipescope: error: " << e.what() << "\n";
+        ++bad;
+      }
+    }
+    if (bad > 0) throw InputError(std::to_string(bad) + " of " + std::to_string(files->size()) + " files refused");
+  });
+}
+
+}  // namespace pipescope::cli

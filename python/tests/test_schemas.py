@@ -1,0 +1,271 @@
+"""The JSON Schemas in schemas/ (draft 2020-12) against pipescope's own files and readers.
+
+- every schema is a valid draft 2020-12 schema whose "format" is a const;
+- every shipped file (profiles/, models/, the fuzz corpus) validates against the schema
+  its "format" names;
+- every kind of file the commands write (simulate, run, compare, plan, sweep, profile)
+  validates, gates and all;
+- the readers and the schemas agree in one direction: every file `pipescope validate`
+  (the C++ readers) accepts validates. Checked on the fuzz corpus and on seeded random
+  mutants of it (a key deleted, a value replaced); the seed is printed on failure.
+
+Needs Debian's python3-jsonschema and the built binary (build/bin/pipescope, or
+$PIPESCOPE_BINARY); skips with the reason when either is missing.
+"""
+
+import copy
+import glob
+import json
+import os
+import random
+import subprocess
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema", reason="needs Debian's python3-jsonschema")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCHEMAS = os.path.join(ROOT, "schemas")
+BINARY = os.environ.get("PIPESCOPE_BINARY", os.path.join(ROOT, "build", "bin", "pipescope"))
+READ_BY_VALIDATE = ("profile", "hardware", "plan", "model", "prediction", "measurement")
+SEED = 16
+
+
+def load_json(path):
+    """json.load that refuses NaN/Infinity like the C++ reader does."""
+    def refuse(name):
+        raise ValueError(f"{path}: {name} is not JSON")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f, parse_constant=refuse)
+
+
+def schema(name):
+    return load_json(os.path.join(SCHEMAS, f"{name}.schema.json"))
+
+
+ALL = {os.path.basename(p).split(".")[0]: None for p in glob.glob(os.path.join(SCHEMAS, "*.schema.json"))}
+
+
+def errors(document, name=None):
+    """Schema errors of `document` against the schema its format names (or `name`)."""
+    fmt = name
+    if name is None:
+        fmt = document.get("format") if isinstance(document, dict) else None
+        name = fmt[len("pipescope."):] if isinstance(fmt, str) and fmt.startswith("pipescope.") else None
+    if name not in ALL:
+        return [f"no schema for format {fmt!r}"]
+    validator = jsonschema.Draft202012Validator(schema(name))
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
+
+
+def pipescope(*args, cwd=None):
+    if not os.path.exists(BINARY):
+        pytest.skip(f"{BINARY} not built (run scripts/test.sh, or set PIPESCOPE_BINARY)")
+    return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def shipped_files():
+    patterns = ["profiles/*.json", "models/*.json", "fuzz/corpus/*/*.json"]
+    return sorted(p for pat in patterns for p in glob.glob(os.path.join(ROOT, pat)))
+
+
+def test_every_format_has_a_valid_schema_with_format_const():
+    expected = {"profile", "hardware", "model", "plan", "schedule", "prediction", "measurement", "comparison",
+                "sweep", "plan_search"}
+    assert expected <= set(ALL), f"missing schemas: {expected - set(ALL)}"
+    for name in ALL:
+        s = schema(name)
+        jsonschema.Draft202012Validator.check_schema(s)
+        assert s["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        assert s["properties"]["format"] == {"const": f"pipescope.{name}",
+                                             "description": "names this format (and this schema)"}
+        assert "format" in s["required"] and "version" in s["required"]
+
+
+def test_schema_files_are_what_make_schemas_writes():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_schemas", os.path.join(SCHEMAS, "make_schemas.py"))
+    make_schemas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_schemas)
+    built = make_schemas.build()
+    assert set(built) == set(ALL)
+    for name, s in built.items():
+        with open(os.path.join(SCHEMAS, f"{name}.schema.json"), encoding="utf-8") as f:
+            assert f.read() == make_schemas.text(s), f"{name}: run /usr/bin/python3 schemas/make_schemas.py"
+
+
+@pytest.mark.parametrize("path", shipped_files(), ids=lambda p: os.path.relpath(p, ROOT))
+def test_shipped_file_validates(path):
+    assert errors(load_json(path)) == []
+
+
+def test_every_output_validates(tmp_path):
+    p = lambda name: os.path.join(ROOT, "profiles", name)
+    out = lambda name: str(tmp_path / name)
+    toy, tiny, hw = p("toy-uniform.json"), p("gpt-tiny-cpu.json"), p("h200-8x-nvlink.json")
+    runs = [
+        ["simulate", "--profile", toy, "-K", "4", "-M", "4", "--schedule", "interleaved", "--chunks", "2",
+         "--max-bubble", "1", "--max-step-ms", "1e9", "-o", out("prediction.json")],
+        ["simulate", "--profile", tiny, "-K", "2", "-M", "2", "--hardware", hw, "--require-fit", "-o", out("tiny.json")],
+        ["run", "--profile", tiny, "-K", "2", "-M", "2", "--steps", "1", "--compare", "--check-gradients",
+         "--max-regression", "1e9", "--baseline", out("tiny.json"), "-o", out("measurement.json")],
+        ["compare", out("tiny.json"), out("measurement.json"), "--max-step-error", "1e9", "-o", out("comparison.json")],
+        ["plan", "--profile", toy, "--hardware", hw, "--devices", "4", "--batch", "8", "-o", out("plan.json")],
+        ["sweep", "--profile", toy, "--devices", "2", "--batch", "4", "-o", out("sweep")],
+        ["profile", "synth", "--kind", "gpt", "--layers", "2", "-o", out("synth-gpt.json")],
+        ["profile", "synth", "--kind", "uneven", "-o", out("synth-uneven.json")],
+        ["profile", "--model", os.path.join(ROOT, "models", "mlp-uneven.json"), "--backend", "cpu",
+         "--batch-sizes", "1,2", "--repeats", "1", "--warmup", "0", "-o", out("measured-profile.json")],
+    ]
+    for args in runs:
+        r = pipescope(*args)
+        assert r.returncode == 0, f"{args}: exit {r.returncode}\n{r.stderr}"
+    r = pipescope("plan", "--profile", toy, "--devices", "2", "--batch", "4", "--json", "--max-bubble", "1")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "plan-search.json").write_text(r.stdout)
+    expected = {"prediction.json": "prediction", "tiny.json": "prediction", "measurement.json": "measurement",
+                "comparison.json": "comparison", "plan.json": "plan", "sweep.json": "sweep",
+                "synth-gpt.json": "profile", "synth-uneven.json": "profile", "measured-profile.json": "profile",
+                "plan-search.json": "plan_search"}
+    for name, kind in expected.items():
+        document = load_json(out(name))
+        assert document["format"] == f"pipescope.{kind}", name
+        assert errors(document) == [], name
+    measurement = load_json(out("measurement.json"))
+    assert {"comparison", "gradient_check", "gates"} <= set(measurement), "run -o keeps what --json prints"
+
+
+def test_every_output_of_the_ci_tests_validates(tmp_path):
+    """Runs the C++ CI suite (every command, every printing flag, every gate) with its
+    scratch folder here, then validates every pipescope file it left: the outputs the
+    commands wrote and every stdout that was one JSON object (tests/ci_util.h)."""
+    binary = os.environ.get("PIPESCOPE_CI_TESTS", os.path.join(ROOT, "build", "bin", "ci_tests"))
+    if not os.path.exists(binary):
+        pytest.skip(f"{binary} not built")
+    r = subprocess.run([binary], capture_output=True, text=True, timeout=600, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, r.stdout[-3000:]
+    seen, bad = {}, []
+    for path in glob.glob(str(tmp_path / "**" / "*.json"), recursive=True):
+        if os.path.basename(path).startswith("input-") or not os.path.isfile(path):
+            continue
+        document = load_json(path)
+        fmt = document.get("format") if isinstance(document, dict) else None
+        if not isinstance(fmt, str) or not fmt.startswith("pipescope."):
+            continue  # a Chrome trace
+        seen[fmt] = seen.get(fmt, 0) + 1
+        bad += [f"{path}: {e}" for e in errors(document)]
+    assert not bad, "\n".join(bad[:20])
+    kinds = {f"pipescope.{k}" for k in ("prediction", "measurement", "comparison", "plan", "plan_search", "sweep")}
+    assert kinds <= set(seen), seen
+
+
+# A schedule file as the design describes it: 1F1B on 2 devices, 2 micro-batches.
+SCHEDULE = {
+    "format": "pipescope.schedule", "version": 1, "name": "1f1b", "devices": 2, "microbatches": 2,
+    "recompute": False, "stage_device": [0, 1],
+    "device_ops": [
+        [{"kind": "F", "stage": 0, "microbatch": 0}, {"kind": "F", "stage": 0, "microbatch": 1},
+         {"kind": "B", "stage": 0, "microbatch": 0}, {"kind": "B", "stage": 0, "microbatch": 1}],
+        [{"kind": "F", "stage": 1, "microbatch": 0}, {"kind": "B", "stage": 1, "microbatch": 0},
+         {"kind": "F", "stage": 1, "microbatch": 1}, {"kind": "B", "stage": 1, "microbatch": 1}],
+    ],
+}
+
+
+def test_schedule_schema_on_files_written_here():
+    assert errors(SCHEDULE) == []
+    zero_bubble = copy.deepcopy(SCHEDULE)
+    zero_bubble["device_ops"][0][2:] = [{"kind": "I", "stage": 0, "microbatch": 0},
+                                        {"kind": "W", "stage": 0, "microbatch": 0}]
+    assert errors(zero_bubble) == []
+    for mutate, where in [
+        (lambda s: s["device_ops"][0][0].update(kind="X"), "device_ops/0/0/kind"),
+        (lambda s: s.update(devices=0), "devices"),
+        (lambda s: s.pop("stage_device"), ""),
+        (lambda s: s["device_ops"][1][0].pop("microbatch"), "device_ops/1/0"),
+        (lambda s: s.update(version=2), "version"),
+    ]:
+        bad = copy.deepcopy(SCHEDULE)
+        mutate(bad)
+        found = errors(bad)
+        assert found and found[0].startswith(where + ":"), found
+
+
+def paths_of(node, prefix=()):
+    """Every (container path, key) in a JSON document, depth first."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for key, child in items:
+        yield prefix, key
+        yield from paths_of(child, prefix + (key,))
+
+
+REPLACEMENTS = [None, "x", -1, 0, 1.5, 2 ** 60, -0.5, [], {}, True, [1], [1, 2, 3], 1e30]
+
+
+def mutants(document, rng, count):
+    """`count` copies of `document`, each with one key deleted or one value replaced."""
+    paths = list(paths_of(document))
+    for _ in range(count):
+        m = copy.deepcopy(document)
+        prefix, key = rng.choice(paths)
+        parent = m
+        for k in prefix:
+            parent = parent[k]
+        if isinstance(parent, dict) and rng.random() < 0.3:
+            del parent[key]
+        else:
+            parent[key] = copy.deepcopy(rng.choice(REPLACEMENTS))
+        yield m
+
+
+def reader_accepts(paths):
+    """The files `pipescope validate` (the C++ readers) accepts, among `paths`."""
+    r = pipescope("validate", *paths)
+    assert r.returncode in (0, 2), r.stderr
+    return {line.rsplit(": ok (", 1)[0] for line in r.stdout.splitlines() if ": ok (" in line}
+
+
+def test_reader_accepted_files_validate_on_corpus_and_mutants(tmp_path):
+    rng = random.Random(SEED)
+    files = [p for p in shipped_files() if load_json(p)["format"][len("pipescope."):] in READ_BY_VALIDATE]
+    files += glob.glob(os.path.join(ROOT, "fuzz", "regressions", "*", "*.json"))
+    candidates = []
+    for path in files:
+        candidates.append(path)
+        try:
+            document = load_json(path)
+        except ValueError:
+            continue  # not JSON for Python either: nothing to mutate
+        # Big profiles make slow mutants; 60 mutants of each small file reach every kind of key.
+        if os.path.getsize(path) > 200_000:
+            continue
+        for i, m in enumerate(mutants(document, rng, int(os.environ.get("PIPESCOPE_MUTANTS", "60")))):
+            target = tmp_path / f"{os.path.basename(path)}.{i}.json"
+            target.write_text(json.dumps(m))
+            candidates.append(str(target))
+    accepted = reader_accepts(candidates)
+    disagreements, schema_rejected = [], 0
+    for path in candidates:
+        try:
+            found = errors(load_json(path))
+        except ValueError as e:
+            found = [str(e)]
+        schema_rejected += bool(found)
+        if path in accepted and found:
+            disagreements.append(f"{path}: the reader accepts it, the schema says {found[:2]}")
+    assert not disagreements, f"seed {SEED}:\n" + "\n".join(disagreements)
+    # Not vacuous: the mutants include files both sides refuse.
+    assert len(accepted) < len(candidates) and schema_rejected > len(candidates) // 4, (len(accepted), schema_rejected)
+
+
+def test_pipescope_torch_profile_validates(tmp_path):
+    """The Python bridge writes profiles too (Debian's PyTorch, CPU)."""
+    pytest.importorskip("torch", reason="needs Debian's python3-torch")
+    from helpers import EXAMPLES, run_module
+    out = tmp_path / "resnet.json"
+    r = run_module("profile", f"{EXAMPLES}/resnet_block.py:build_model", "--input-shape", "3,32,32",
+                   "--batch-sizes", "1,2", "--device", "cpu", "--warmup", "1", "--repeats", "1", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    document = load_json(out)
+    assert "edges" in document, "the example has skip connections"
+    assert errors(document) == []

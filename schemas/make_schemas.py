@@ -1,0 +1,260 @@
+"""Writes the JSON Schemas (draft 2020-12) in this folder, one per pipescope file format.
+
+The schemas share pieces (a step report is a prediction or a measurement; the plan search
+embeds a plan and sweep candidates), so they are built here and written as
+`NAME.schema.json`; python/tests/test_schemas.py checks that the files are what this
+script writes. Run after changing a format:  /usr/bin/python3 schemas/make_schemas.py
+"""
+
+import copy
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def text(schema):
+    return json.dumps(schema, indent=2) + "\n"
+
+
+def build():
+    """{name: schema} for every format."""
+    SCHEMAS.clear()
+    _define()
+    return dict(SCHEMAS)
+
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+MAXB = 2 ** 50  # the readers' bound on any byte count (core/profile.h: kMaxProfileBytes)
+
+
+def head(fmt, title, desc):
+    """The top of a schema: draft, id, title, description; every file is an object."""
+    return {"$schema": DRAFT, "$id": f"urn:pipescope:schema:{fmt}:1", "title": title, "description": desc,
+            "type": "object"}
+
+
+def fmt_props(fmt):
+    """The format header every file carries: "format" is a const naming this schema."""
+    return {"format": {"const": f"pipescope.{fmt}", "description": "names this format (and this schema)"},
+            "version": {"const": 1}}
+
+
+def _bounded(kind, lo, hi, desc, lo_key="minimum"):
+    d = {"type": kind}
+    if lo is not None:
+        d[lo_key] = lo
+    if hi is not None:
+        d["maximum"] = hi
+    if desc:
+        d["description"] = desc
+    return d
+
+
+def integer(lo=None, hi=None, desc=None):
+    return _bounded("integer", lo, hi, desc)
+
+
+def number(lo=None, hi=None, desc=None, exclusive_lo=False):
+    return _bounded("number", lo, hi, desc, "exclusiveMinimum" if exclusive_lo else "minimum")
+
+
+def string(desc=None):
+    return {"type": "string", **({"description": desc} if desc else {})}
+
+
+def array(items, desc=None, min_items=None, max_items=None):
+    d = {"type": "array", "items": items}
+    if min_items is not None:
+        d["minItems"] = min_items
+    if max_items is not None:
+        d["maxItems"] = max_items
+    if desc:
+        d["description"] = desc
+    return d
+
+
+def pair(item, desc):
+    """[a, b]: a layer range [first, end) or an edge [from, to]."""
+    return {"type": "array", "prefixItems": [item, item], "minItems": 2, "maxItems": 2, "description": desc}
+
+
+def obj(props, required, desc=None):
+    d = {"type": "object", "properties": props, "required": required}
+    if desc:
+        d["description"] = desc
+    return d
+
+
+SCHEMAS = {}
+
+
+def write(name, schema):
+    SCHEMAS[name] = schema
+
+def _define():
+    NOTE = (" Keys not named here are allowed and ignored by pipescope's readers. The readers check more "
+            "than a schema can say (strictly increasing batch_sizes, contiguous stages, ...): a file this "
+            "schema rejects is rejected by `pipescope validate`, not always the other way round.")
+
+    # ---- profile
+    per_batch_ms = array(number(0, 1e9), "one value per batch_sizes entry, milliseconds")
+    per_batch_b = array(number(0, MAXB), "one value per batch_sizes entry, bytes")
+    layer = obj({"name": string(),
+                 "forward_ms": per_batch_ms, "backward_ms": per_batch_ms,
+                 "activation_bytes": dict(per_batch_b, description="kept for backward per micro-batch, bytes, one per batch size"),
+                 "output_bytes": dict(per_batch_b, description="handed to the next layer, bytes, one per batch size"),
+                 "parameter_bytes": integer(0, MAXB),
+                 "backward_input_ms": per_batch_ms, "backward_weight_ms": per_batch_ms,
+                 "spec": {"type": "object", "description": "a layer the executor can build (see pipescope.model)"}},
+                ["name", "forward_ms", "backward_ms", "activation_bytes", "output_bytes", "parameter_bytes"])
+    layer["dependentRequired"] = {"backward_input_ms": ["backward_weight_ms"], "backward_weight_ms": ["backward_input_ms"]}
+    s = head("profile", "pipescope profile v1",
+             "Per-layer forward/backward time and memory of a model at several micro-batch sizes." + NOTE)
+    s["properties"] = dict(fmt_props("profile"),
+        model=string("model name"),
+        device=obj({"name": string(), "memory_bytes": integer(1)}, [],
+                   "optional; default {\"name\": \"unspecified\"} with unknown memory (the hardware file sets the limit)"),
+        backend=string("optional, default \"unspecified\" (\"analytic\", \"cpu\", \"cuda\", ...)"),
+        dtype=string("optional, default \"fp32\""),
+        batch_sizes=array(number(0, 1e9, exclusive_lo=True), "micro-batch sizes measured, strictly increasing", 1),
+        layers=array(layer, None, 1, 1000000),
+        edges=array(pair(integer(0), "[from, to] layer indices, from < to"),
+                    "optional: a non-sequential model (layers in topological order)"))
+    s["required"] = ["format", "version", "model", "batch_sizes", "layers"]
+    write("profile", s)
+
+    # ---- hardware
+    link = obj({"bandwidth_gb_per_s": number(1e-6, 1e9), "latency_us": number(0, 1e9)}, ["bandwidth_gb_per_s", "latency_us"])
+    s = head("hardware", "pipescope hardware v1", "Devices, their memory and the links between them." + NOTE)
+    s["properties"] = dict(fmt_props("hardware"), name=string(), devices=integer(1, 2**20),
+        memory_bytes=integer(1, MAXB, "per device"), link=dict(link, description="joins devices of one node"),
+        nodes=obj({"devices_per_node": integer(1), "link": link}, ["devices_per_node", "link"], "optional: links between nodes"),
+        speed=array(number(1e-6), "optional: one compute speed factor per device (2.0 = twice as fast)"))
+    s["required"] = ["format", "version", "name", "devices", "memory_bytes", "link"]
+    write("hardware", s)
+
+    # ---- model
+    spec = obj({"type": string("linear {in, out}, gelu {features}, layernorm {features}, mlp_block {hidden, ffn}, "
+                               "attention_block {hidden, heads}; each with an optional sequence (rows per sample, "
+                               "default 1). The layer's own fields are checked when the executor builds it.")}, ["type"])
+    s = head("model", "pipescope model v1", "Layers the executor can build and `pipescope profile --model` measures." + NOTE)
+    s["properties"] = dict(fmt_props("model"), name=string(),
+        layers=array(obj({"name": string(), "spec": spec}, ["name", "spec"]), None, 1))
+    s["required"] = ["format", "version", "name", "layers"]
+    write("model", s)
+
+    # ---- plan
+    plan_props = dict(fmt_props("plan"),
+        profile=string("profile path, relative to the plan file"),
+        batch_size=integer(1, 2**40), microbatches=integer(1, 2**30, "must divide batch_size"),
+        schedule=obj({"kind": string("gpipe, 1f1b, interleaved, zb-h1, ..."), "chunks": integer(1, 64)}, ["kind"]),
+        recompute={"type": "boolean"},
+        optimizer=obj({"state_bytes_per_parameter_byte": number(0, 64)}, ["state_bytes_per_parameter_byte"]),
+        stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
+                          "devices": array(integer(0), "hardware devices; more than one: replicated", 1)},
+                         ["layers", "devices"]), None, 1))
+    s = head("plan", "pipescope plan v1", "A pipeline plan: stages, micro-batches, schedule, re-materialisation." + NOTE)
+    s["properties"] = plan_props
+    s["required"] = ["format", "version", "profile", "batch_size", "microbatches", "schedule", "stages"]
+    plan_schema = copy.deepcopy(s)
+    write("plan", s)
+
+    # ---- schedule
+    op = obj({"kind": {"enum": ["F", "B", "I", "W", "R"],
+                       "description": "forward, whole backward, input gradient, weight gradient, recompute"},
+              "stage": integer(0), "microbatch": integer(0)}, ["kind", "stage", "microbatch"])
+    s = head("schedule", "pipescope schedule v1",
+             "A pipeline schedule as data: the stage -> device map and every device's ordered op list." + NOTE)
+    s["properties"] = dict(fmt_props("schedule"), name=string(), devices=integer(1), microbatches=integer(1),
+        recompute={"type": "boolean"},
+        stage_device=array(integer(0), "stage s runs on device stage_device[s]", 1),
+        device_ops=array(array(op), "one ordered op list per device", 1))
+    s["required"] = ["format", "version", "devices", "microbatches", "stage_device", "device_ops"]
+    write("schedule", s)
+
+    # ---- gates (shared by outputs)
+    gates = array(obj({"gate": string("the flag, e.g. --max-bubble"), "limit": number(),
+                       "value": {"type": ["number", "null"], "description": "null: infinite (a relative error against 0)"},
+                       "passed": {"type": "boolean"}, "message": string()},
+                      ["gate", "limit", "value", "passed", "message"]),
+                  "present when gates were given: one entry per gate")
+
+    # ---- comparison
+    comparison = head("comparison", "pipescope comparison v1", "Predicted vs measured, value by value (written by compare and run --compare).")
+    comparison["properties"] = dict(fmt_props("comparison"),
+        values=array(obj({"name": string(), "predicted": number(), "measured": number(),
+                          "relative_error": {"type": ["number", "null"], "description": "(measured - predicted) / predicted; null when predicted is 0"}},
+                         ["name", "predicted", "measured", "relative_error"])),
+        warnings=array(string()), gates=gates)
+    comparison["required"] = ["format", "version", "values", "warnings"]
+    write("comparison", comparison)
+
+    # ---- prediction / measurement
+    def step_report(kind, desc):
+        stage = obj({"index": integer(0, 4096), "layers": {"description": "[first, end) over all chunks"},
+                     "chunk_layers": array(pair(integer(0, 2**30), "[first, end)"), "one range per model chunk (interleaved)"),
+                     "hardware_devices": array(integer(0)), "busy_ms": number(0, 1e12), "bubble_fraction": number(-1, 1),
+                     "static_bytes": integer(0), "peak_activation_bytes": integer(0), "peak_memory_bytes": integer(0),
+                     "fits": {"type": "boolean"}},
+                    ["index", "busy_ms", "bubble_fraction", "peak_activation_bytes", "peak_memory_bytes"])
+        # The reader takes chunk_layers when present, else layers.
+        stage["if"] = {"required": ["chunk_layers"]}
+        stage["else"] = {"properties": {"layers": pair(integer(0, 2**30), "[first, end)")}, "required": ["layers"]}
+        s = head(kind, f"pipescope {kind} v1", desc + NOTE)
+        s["properties"] = dict(fmt_props(kind), model=string(), schedule=string(), devices=integer(1, 4096),
+            chunks=integer(1, 64), microbatches=integer(1, 2**30), microbatch_size=number(0), batch_size=integer(1),
+            recompute={"type": "boolean"}, memory_limit_bytes=integer(0, desc="0: unbounded"),
+            step_time_ms=number(0, 1e12), throughput_samples_per_s=number(0), bubble_fraction=number(-1, 1),
+            simulated_ops=integer(0),
+            peak_memory_bytes={"description": "largest over stages (integer bytes; written, derived again when read)"},
+            fits={"description": "whether every stage fits (boolean; written, derived again when read)"},
+            stages=array(stage), notes=array(string()), gates=gates)
+        s["required"] = ["format", "version", "schedule", "devices", "microbatches", "microbatch_size", "batch_size",
+                         "step_time_ms", "throughput_samples_per_s", "bubble_fraction", "stages"]
+        return s
+    write("prediction", step_report("prediction", "One training step of a plan as the simulator predicts it (simulate -o / --json)."))
+    m = step_report("measurement", "One training step of a plan as the executor measured it (run -o / --json).")
+    cmp_inner = copy.deepcopy(comparison)
+    for k in ["$schema", "$id", "title"]: cmp_inner.pop(k)
+    cmp_inner["description"] = "run --compare: the prediction of the same plan against this measurement"
+    m["properties"]["comparison"] = cmp_inner
+    m["properties"]["gradient_check"] = obj({"max_relative_error": number(), "limit": number(),
+        "replicas_identical": {"type": "boolean"}, "passed": {"type": "boolean"}},
+        ["max_relative_error", "limit", "replicas_identical", "passed"], "run --check-gradients")
+    write("measurement", m)
+
+    # ---- candidates (sweep, plan --json)
+    candidate = obj({"index": integer(0), "label": string(), "stages": integer(1), "replicas": integer(1),
+        "microbatches": integer(1), "microbatch_size": number(0), "schedule": string(), "chunks": integer(1),
+        "recompute": {"type": "boolean"}, "step_ms": number(0), "throughput_samples_per_s": number(0),
+        "bubble_fraction": number(-1, 1), "slowest_stage_ms": number(0), "peak_memory_bytes": integer(0),
+        "fits": {"type": "boolean"}, "pareto": {"type": "boolean"}, "rank": integer(0, desc="1 = winner; 0 = does not fit"),
+        "positions": array(obj({"layers": array(pair(integer(0), "[first, end)")), "devices": array(integer(0)),
+                                "peak_memory_bytes": integer(0)}, ["layers", "devices", "peak_memory_bytes"]))},
+        ["index", "label", "stages", "replicas", "microbatches", "microbatch_size", "schedule", "chunks", "recompute",
+         "step_ms", "throughput_samples_per_s", "bubble_fraction", "peak_memory_bytes", "fits", "pareto", "rank", "positions"])
+    s = head("sweep", "pipescope sweep v1", "Every candidate plan of `pipescope sweep` (PREFIX.json), Pareto front marked.")
+    s["properties"] = dict(fmt_props("sweep"), model=string(), profile=string(), hardware=string(), devices=integer(1),
+        batch_size=integer(1), schedules=array(string()), partition=string(), memory_limit_bytes=integer(0),
+        fitting=integer(0), candidates=array(candidate))
+    s["required"] = ["format", "version", "model", "devices", "batch_size", "memory_limit_bytes", "fitting", "candidates"]
+    write("sweep", s)
+
+    plan_inner = copy.deepcopy(plan_schema)
+    for k in ["$schema", "$id", "title"]: plan_inner.pop(k)
+    plan_inner["description"] = "the winner as a plan file"
+    s = head("plan_search", "pipescope plan_search v1", "What `pipescope plan --json` prints: the best plans and why.")
+    s["properties"] = dict(fmt_props("plan_search"), candidates=integer(0, desc="candidates simulated"),
+        fitting=integer(0), memory_limit_bytes=integer(0), top=array(candidate), why=array(string()),
+        plan=plan_inner, gates=gates)
+    s["required"] = ["format", "version", "candidates", "fitting", "memory_limit_bytes", "top", "why", "plan"]
+    write("plan_search", s)
+
+
+if __name__ == "__main__":
+    for name, schema in build().items():
+        with open(os.path.join(HERE, f"{name}.schema.json"), "w", encoding="utf-8") as f:
+            f.write(text(schema))
+    sys.stdout.write(f"wrote {len(SCHEMAS)} schemas to {HERE}\n")
