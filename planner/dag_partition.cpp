@@ -1,0 +1,289 @@
+// The lattice search: bisection on the slowest stage's time T, each probe one forward
+// sweep of the ideal lattice per stage. Invariant of a sweep for stage s: best[D] holds
+// the Pareto front, over the ideals D' <= D reachable in s stages, of the keys a stage
+// D \ D' is judged by; a stage's time and memory are (value at D) - (key of D'), so
+// "some reachable D' < D gives a stage within T and the limit" reads off best[] of D's
+// cover predecessors. Each probe is O(stages x (ideals + cover links) x front size).
+#include "planner/dag_partition.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/error.h"
+
+namespace pipescope {
+namespace {
+
+constexpr int kMaxKeys = 6;  // time + up to 5 memory terms
+
+struct Point {
+  std::array<int64_t, kMaxKeys> key;  // larger is better in every coordinate
+  int from;                           // the ideal D' the keys belong to
+};
+
+bool dominates(const Point& a, const Point& b, int m) {
+  for (int k = 0; k < m; ++k) {
+    if (a.key[k] < b.key[k]) return false;
+  }
+  return true;
+}
+
+void add_to_front(std::vector<Point>& front, const Point& p, int m) {
+  for (const Point& q : front) {
+    if (dominates(q, p, m)) return;
+  }
+  front.erase(std::remove_if(front.begin(), front.end(), [&](const Point& q) { return dominates(p, q, m); }), front.end());
+  front.push_back(p);
+}
+
+// Per-ideal sums that do not depend on the stage: cut bytes, static and activation bytes.
+struct IdealSums {
+  std::vector<int64_t> cut, stat, act;
+};
+
+IdealSums ideal_sums(const DagStageCosts& c, const IdealLattice& lat) {
+  IdealSums out;
+  const int n = lat.size();
+  out.cut.assign(n, 0);
+  out.stat.assign(n, 0);
+  out.act.assign(n, 0);
+  for (int d = 1; d < n; ++d) {
+    const int p = lat.parent[d], v = lat.added[d];
+    int64_t cut = out.cut[p] + c.output_bytes(v);
+    for (int k = lat.closed_begin[d]; k < lat.closed_begin[d + 1]; ++k) cut -= c.output_bytes(lat.closed[k]);
+    out.cut[d] = cut;
+    out.stat[d] = out.stat[p] + c.static_bytes(v);
+    out.act[d] = out.act[p] + c.activation_bytes(v);
+  }
+  return out;
+}
+
+class LatticeSearch {
+ public:
+  LatticeSearch(const DagStageCosts& c, const IdealLattice& lat)
+      : c_(c), lat_(lat), sums_(ideal_sums(c, lat)), n_(lat.size()), S_(c.stages()) {
+    memory_ = c.memory_limit() > 0;
+    for (int s = 0; s < S_; ++s) {
+      const int terms = memory_ ? (c.recompute() ? static_cast<int>(c.terms(s).size()) : 1) : 0;
+      if (1 + terms > kMaxKeys) throw std::logic_error("dag partition: too many memory terms");
+    }
+    arg_.assign(static_cast<std::size_t>(S_) * n_, -1);
+    for (int s = 0; s < S_; ++s) {
+      for (int l = 0; l < c.layers(); ++l) compute_.push_back(c.compute_ns(s, l));
+    }
+    x_.assign(static_cast<std::size_t>(n_), 0);
+    key_.assign(static_cast<std::size_t>(n_), 0);
+    from_.assign(static_cast<std::size_t>(n_), -1);
+  }
+
+  // True when every stage can stay within T (and memory); then chain() is one such chain.
+  bool feasible(int64_t T) {
+    std::vector<uint8_t> reach(static_cast<std::size_t>(n_), 0), next(static_cast<std::size_t>(n_), 0);
+    reach[0] = 1;
+    for (int s = 0; s < S_; ++s) {
+      const int64_t* cost = &compute_[static_cast<std::size_t>(s) * c_.layers()];
+      for (int d = 1; d < n_; ++d) x_[d] = x_[lat_.parent[d]] + cost[lat_.added[d]];
+      std::fill(next.begin(), next.end(), 0);
+      if (memory_) {
+        sweep_fronts(s, T, reach, next);
+      } else {
+        sweep_time(s, T, reach, next);
+      }
+      std::swap(reach, next);
+    }
+    return reach[n_ - 1] != 0;
+  }
+
+  // The ideals D1 < ... < DS = all of the last feasible probe.
+  std::vector<int> chain() const {
+    std::vector<int> out(static_cast<std::size_t>(S_));
+    int d = n_ - 1;
+    for (int s = S_ - 1; s >= 0; --s) {
+      out[s] = d;
+      d = arg_[static_cast<std::size_t>(s) * n_ + d];
+    }
+    return out;
+  }
+
+ private:
+  // A stage ending at D must leave room for the rest: D = all only for the last stage.
+  bool may_end(int s, int d) const { return d > 0 && ((s == S_ - 1) == (d == n_ - 1)); }
+
+  // Time only: the front is one point, the largest key below each ideal.
+  void sweep_time(int s, int64_t T, const std::vector<uint8_t>& reach, std::vector<uint8_t>& next) {
+    int* arg = &arg_[static_cast<std::size_t>(s) * n_];
+    for (int d = 0; d < n_; ++d) {
+      int64_t bk = 0;
+      int bf = -1;
+      for (int k = lat_.below_begin[d]; k < lat_.below_begin[d + 1]; ++k) {
+        const int b = lat_.below[k];
+        if (from_[b] >= 0 && (bf < 0 || key_[b] > bk)) {
+          bk = key_[b];
+          bf = from_[b];
+        }
+      }
+      if (bf >= 0 && may_end(s, d)) {
+        const int64_t need = x_[d] + c_.stage_constant_ns(s) + c_.send_next_ns(s, sums_.cut[d]) - T;
+        if (bk >= need) {
+          next[d] = 1;
+          arg[d] = bf;
+        }
+      }
+      if (reach[d]) {
+        const int64_t own = x_[d] - c_.receive_prev_ns(s, sums_.cut[d]);
+        if (bf < 0 || own > bk) {
+          bk = own;
+          bf = d;
+        }
+      }
+      key_[d] = bk;
+      from_[d] = bf;
+    }
+  }
+
+  // With memory: Pareto fronts of (time key, memory keys).
+  void sweep_fronts(int s, int64_t T, const std::vector<uint8_t>& reach, std::vector<uint8_t>& next) {
+    const int m = 1 + key_count(s);
+    fronts_.assign(static_cast<std::size_t>(n_), {});
+    for (int d = 0; d < n_; ++d) {
+      std::vector<Point> strict;
+      for (int k = lat_.below_begin[d]; k < lat_.below_begin[d + 1]; ++k) {
+        for (const Point& p : fronts_[lat_.below[k]]) add_to_front(strict, p, m);
+      }
+      if (may_end(s, d)) {
+        const Point need = needs(s, d, T);
+        for (const Point& p : strict) {
+          if (dominates(p, need, m)) {
+            next[d] = 1;
+            arg_[static_cast<std::size_t>(s) * n_ + d] = p.from;
+            break;
+          }
+        }
+      }
+      if (reach[d]) add_to_front(strict, own(s, d), m);
+      fronts_[d] = std::move(strict);
+    }
+  }
+
+  int key_count(int s) const {
+    if (!memory_) return 0;
+    return c_.recompute() ? static_cast<int>(c_.terms(s).size()) : 1;
+  }
+  int64_t factor(int s) const {
+    int64_t f = 0;
+    for (auto [a, cc] : c_.terms(s)) f = std::max(f, a + cc);
+    return f;
+  }
+  // D' as a stage's start for stage s: time key X(D') - receive(cut D'), memory keys.
+  Point own(int s, int d) const {
+    Point p{};
+    p.from = d;
+    p.key[0] = x_[d] - c_.receive_prev_ns(s, sums_.cut[d]);
+    if (memory_) {
+      if (!c_.recompute()) {
+        p.key[1] = sums_.stat[d] + factor(s) * sums_.act[d];
+      } else {
+        int k = 1;
+        for (auto [a, cc] : c_.terms(s)) p.key[k++] = sums_.stat[d] + cc * sums_.act[d] - a * sums_.cut[d];
+      }
+    }
+    return p;
+  }
+  // What a D' must reach for the stage D \ D' to take at most T and fit.
+  Point needs(int s, int d, int64_t T) const {
+    Point p{};
+    p.key[0] = x_[d] + c_.stage_constant_ns(s) + c_.send_next_ns(s, sums_.cut[d]) - T;
+    if (memory_) {
+      const int64_t limit = c_.memory_limit();
+      if (!c_.recompute()) {
+        p.key[1] = sums_.stat[d] + factor(s) * sums_.act[d] - limit;
+      } else {
+        int k = 1;
+        for (auto [a, cc] : c_.terms(s)) p.key[k++] = sums_.stat[d] + cc * sums_.act[d] - limit;
+      }
+    }
+    return p;
+  }
+
+  const DagStageCosts& c_;
+  const IdealLattice& lat_;
+  IdealSums sums_;
+  int n_, S_;
+  bool memory_ = false;
+  std::vector<int64_t> compute_;  // per stage x layer
+  std::vector<int64_t> x_, key_;  // per ideal: compute of D at this stage; best key below
+  std::vector<int> from_;
+  std::vector<std::vector<Point>> fronts_;
+  std::vector<int> arg_;  // per stage x ideal: the D' chosen
+};
+
+std::vector<uint8_t> membership(const IdealLattice& lat, int ideal) {
+  std::vector<uint8_t> in(static_cast<std::size_t>(lat.vertices), 0);
+  for (int v : lat.members(ideal)) in[v] = 1;
+  return in;
+}
+
+// The slowest stage of a chain by the explicit (brute-force) rules.
+int64_t chain_value(const DagStageCosts& c, const IdealLattice& lat, const std::vector<int>& chain) {
+  int64_t worst = 0;
+  std::vector<uint8_t> before(static_cast<std::size_t>(lat.vertices), 0);
+  for (int s = 0; s < static_cast<int>(chain.size()); ++s) {
+    const std::vector<uint8_t> through = membership(lat, chain[s]);
+    worst = std::max(worst, c.time_ns(s, before, through));
+    before = through;
+  }
+  return worst;
+}
+
+}  // namespace
+
+DagPartition dag_optimal_partition(const DagStageCosts& c, const IdealLattice& lat) {
+  DagPartition out;
+  if (!lat.complete) return out;
+  out.ideals = lat.size();
+  LatticeSearch search(c, lat);
+  int64_t hi = kInfeasible / 4;
+  if (!search.feasible(hi)) {
+    out.exact = true;  // proved: no chain fits in memory
+    return out;
+  }
+  std::vector<int> best = search.chain();
+  hi = chain_value(c, lat, best);
+  // Lower bound: the stages together do at least every layer's cheapest compute.
+  int64_t total = 0, single = 0;
+  for (int l = 0; l < c.layers(); ++l) {
+    int64_t cheapest = kInfeasible;
+    for (int s = 0; s < c.stages(); ++s) cheapest = std::min(cheapest, c.compute_ns(s, l));
+    total += cheapest;
+    single = std::max(single, cheapest);
+  }
+  int64_t lo = std::min(hi, std::max(single, total / c.stages()));
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (search.feasible(mid)) {
+      best = search.chain();
+      hi = chain_value(c, lat, best);
+    } else {
+      lo = mid + 1;
+    }
+  }
+  out.value = hi;
+  out.exact = true;
+  // Stage of each layer: the first ideal of the chain that holds it.
+  std::vector<int> stage(static_cast<std::size_t>(c.layers()), -1);
+  for (int s = 0; s < static_cast<int>(best.size()); ++s) {
+    for (int v : lat.members(best[s])) {
+      if (stage[v] < 0) stage[v] = s;
+    }
+  }
+  for (int s = 0; s < c.stages(); ++s) {
+    const int first = static_cast<int>(out.order.size());
+    for (int l = 0; l < c.layers(); ++l) {
+      if (stage[l] == s) out.order.push_back(l);
+    }
+    out.ranges.emplace_back(first, static_cast<int>(out.order.size()));
+  }
+  return out;
+}
+
+}  // namespace pipescope
