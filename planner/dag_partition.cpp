@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "core/error.h"
 
@@ -72,6 +73,12 @@ class LatticeSearch {
       for (int l = 0; l < c.layers(); ++l) compute_.push_back(c.compute_ns(s, l));
     }
     x_.assign(static_cast<std::size_t>(n_), 0);
+    xmin_.assign(static_cast<std::size_t>(n_), 0);
+    for (int d = 1; d < n_; ++d) {
+      int64_t cheapest = std::numeric_limits<int64_t>::max();
+      for (int s = 0; s < S_; ++s) cheapest = std::min(cheapest, compute_[static_cast<std::size_t>(s) * c.layers() + lat.added[d]]);
+      xmin_[d] = xmin_[lat.parent[d]] + cheapest;
+    }
     key_.assign(static_cast<std::size_t>(n_), 0);
     from_.assign(static_cast<std::size_t>(n_), -1);
   }
@@ -106,13 +113,28 @@ class LatticeSearch {
   }
 
  private:
+  // The ideals a sweep for stage s needs: a D' that starts stage s must leave at most
+  // (S - s) T of work, and a D that ends it holds at most (s + 1) T (xmin: each layer
+  // at its cheapest stage). Both bounds grow with D, so the rest never reads skipped ones.
+  std::pair<int64_t, int64_t> useful(int s, int64_t T) const {
+    auto times = [](int64_t k, int64_t t) { return t > std::numeric_limits<int64_t>::max() / k ? std::numeric_limits<int64_t>::max() : k * t; };
+    const int64_t total = xmin_[n_ - 1];
+    const int64_t rest = times(S_ - s, T);
+    return {rest >= total ? std::numeric_limits<int64_t>::min() : total - rest, times(s + 1, T)};
+  }
+
   // A stage ending at D must leave room for the rest: D = all only for the last stage.
   bool may_end(int s, int d) const { return d > 0 && ((s == S_ - 1) == (d == n_ - 1)); }
 
   // Time only: the front is one point, the largest key below each ideal.
   void sweep_time(int s, int64_t T, const std::vector<uint8_t>& reach, std::vector<uint8_t>& next) {
     int* arg = &arg_[static_cast<std::size_t>(s) * n_];
+    const auto [lo, hi] = useful(s, T);
     for (int d = 0; d < n_; ++d) {
+      if (xmin_[d] < lo || xmin_[d] > hi) {
+        from_[d] = -1;
+        continue;
+      }
       int64_t bk = 0;
       int bf = -1;
       for (int k = lat_.below_begin[d]; k < lat_.below_begin[d + 1]; ++k) {
@@ -145,7 +167,9 @@ class LatticeSearch {
   void sweep_fronts(int s, int64_t T, const std::vector<uint8_t>& reach, std::vector<uint8_t>& next) {
     const int m = 1 + key_count(s);
     fronts_.assign(static_cast<std::size_t>(n_), {});
+    const auto [lo, hi] = useful(s, T);
     for (int d = 0; d < n_; ++d) {
+      if (xmin_[d] < lo || xmin_[d] > hi) continue;
       std::vector<Point> strict;
       for (int k = lat_.below_begin[d]; k < lat_.below_begin[d + 1]; ++k) {
         for (const Point& p : fronts_[lat_.below[k]]) add_to_front(strict, p, m);
@@ -212,6 +236,7 @@ class LatticeSearch {
   bool memory_ = false;
   std::vector<int64_t> compute_;  // per stage x layer
   std::vector<int64_t> x_, key_;  // per ideal: compute of D at this stage; best key below
+  std::vector<int64_t> xmin_;     // per ideal: its layers' compute, each at its cheapest stage
   std::vector<int> from_;
   std::vector<std::vector<Point>> fronts_;
   std::vector<int> arg_;  // per stage x ideal: the D' chosen
@@ -237,19 +262,26 @@ int64_t chain_value(const DagStageCosts& c, const IdealLattice& lat, const std::
 
 }  // namespace
 
-DagPartition dag_optimal_partition(const DagStageCosts& c, const IdealLattice& lat) {
+DagPartition dag_optimal_partition(const DagStageCosts& c, const IdealLattice& lat, const DagPartition* known) {
   DagPartition out;
   if (!lat.complete) return out;
   out.ideals = lat.size();
   LatticeSearch search(c, lat);
-  int64_t hi = kInfeasible / 4;
-  if (!search.feasible(hi)) {
-    out.exact = true;  // proved: no chain fits in memory
-    return out;
+  std::vector<int> best;
+  int64_t hi = 0;
+  const bool have_known = known && known->value != kInfeasible && !known->order.empty();
+  if (have_known) {
+    hi = known->value;
+  } else {
+    if (!search.feasible(kInfeasible / 4)) {
+      out.exact = lat.all_ideals;  // proved when every downset was tried: nothing fits
+      return out;
+    }
+    best = search.chain();
+    hi = chain_value(c, lat, best);
   }
-  std::vector<int> best = search.chain();
-  hi = chain_value(c, lat, best);
-  // Lower bound: the stages together do at least every layer's cheapest compute.
+  // Lower bound: the stages together do at least every layer's cheapest compute, and
+  // the stage holding the dearest layer at least that layer.
   int64_t total = 0, single = 0;
   for (int l = 0; l < c.layers(); ++l) {
     int64_t cheapest = kInfeasible;
@@ -257,18 +289,27 @@ DagPartition dag_optimal_partition(const DagStageCosts& c, const IdealLattice& l
     total += cheapest;
     single = std::max(single, cheapest);
   }
-  int64_t lo = std::min(hi, std::max(single, total / c.stages()));
+  // Every stage time is a multiple of g, so the bisection steps over multiples of g.
+  const int64_t g = c.granularity();
+  const int64_t average = (total + c.stages() - 1) / c.stages();
+  out.lower_bound = std::max(single, (average + g - 1) / g * g);
+  int64_t lo = std::min(hi, out.lower_bound);
   while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
+    const int64_t mid = lo + (hi - lo) / g / 2 * g;
     if (search.feasible(mid)) {
       best = search.chain();
       hi = chain_value(c, lat, best);
     } else {
-      lo = mid + 1;
+      lo = mid + g;
     }
   }
   out.value = hi;
-  out.exact = true;
+  out.exact = lat.all_ideals || hi <= out.lower_bound;
+  if (best.empty()) {  // nothing in this lattice beats the known chain
+    out.order = known->order;
+    out.ranges = known->ranges;
+    return out;
+  }
   // Stage of each layer: the first ideal of the chain that holds it.
   std::vector<int> stage(static_cast<std::size_t>(c.layers()), -1);
   for (int s = 0; s < static_cast<int>(best.size()); ++s) {
@@ -284,6 +325,35 @@ DagPartition dag_optimal_partition(const DagStageCosts& c, const IdealLattice& l
     out.ranges.emplace_back(first, static_cast<int>(out.order.size()));
   }
   return out;
+}
+
+DagPartition graph_optimal_partition(const Profile& profile, const Hardware& hardware, const Schedule& schedule,
+                                     const StageModelSpec& spec, std::size_t max_ideals) {
+  const StageModel model(profile, hardware, schedule, spec);
+  const DagStageCosts costs(profile, hardware, schedule, spec, model);
+  const int L = costs.layers();
+  DagPartition best;
+  auto keep = [&](DagPartition next) {
+    if (next.ideals == 0) return;
+    if (best.ideals == 0 || next.value < best.value || (next.exact && !best.exact && next.value == best.value)) {
+      best = std::move(next);
+    }
+  };
+  // Windows of downsets near the listed order's prefixes, widening while they stay small.
+  for (int w = 8; w <= 2 * L && !best.exact; w *= 2) {
+    const IdealLattice lattice = build_ideal_lattice(L, costs.edges(), kWindowIdeals, w);
+    if (!lattice.complete) break;
+    DagPartition next = dag_optimal_partition(costs, lattice, best.ideals > 0 ? &best : nullptr);
+    next.window = lattice.all_ideals ? 0 : w;
+    keep(std::move(next));
+  }
+  if (!best.exact) {
+    // Every downset, starting from the best chain found (the bisection only looks below it).
+    DagPartition all = dag_optimal_partition(costs, build_ideal_lattice(L, costs.edges(), max_ideals),
+                                             best.ideals > 0 ? &best : nullptr);
+    if (all.ideals > 0) best = std::move(all);
+  }
+  return best;
 }
 
 }  // namespace pipescope

@@ -11,6 +11,7 @@
 // (`exact`); otherwise the result is the contiguous optimum of the profile's own order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -54,6 +55,9 @@ class DagStageCosts {
   int64_t send_next_ns(int s, int64_t bytes) const;  // 0 when s + 1 shares s's device or s is last
   int64_t receive_prev_ns(int s, int64_t bytes) const;
   bool recompute() const { return recompute_; }
+  // Every stage time is a multiple of this (the gcd of layer times when links are free
+  // and all-reduces absent; else 1): a lower bound rounds up to it.
+  int64_t granularity() const;
   const std::vector<std::pair<int64_t, int64_t>>& terms(int s) const { return terms_[s]; }
 
  private:
@@ -72,17 +76,34 @@ class DagStageCosts {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> terms_;
 };
 
+inline constexpr std::size_t kDefaultMaxIdeals = std::size_t{1} << 18;
+inline constexpr std::size_t kWindowIdeals = std::size_t{1} << 15;
+
 struct DagPartition {
   int64_t value = kInfeasible;  // the slowest stage's time (ns); kInfeasible: nothing fits
   std::vector<int> order;       // layer indices, stage by stage
   LayerRanges ranges;           // stages as [first, end) of `order`
   bool exact = false;           // proved optimal over all downset chains
-  int ideals = 0;               // size of the downset lattice searched (0: over the cap)
+  int64_t lower_bound = 0;      // no chain's slowest stage is faster (ns)
+  int ideals = 0;               // downsets searched (0: over the cap)
+  int window = 0;               // the window of the last lattice searched (0: all downsets)
 };
 
-// Exact min-max over all downset chains whose stages fit in memory, by bisection on the
-// slowest stage's time with a sweep of the ideal lattice per stage (docs/planner.md).
-DagPartition dag_optimal_partition(const DagStageCosts& costs, const IdealLattice& lattice);
+// Exact min-max over the lattice's downset chains whose stages fit in memory, by
+// bisection on the slowest stage's time with a sweep of the lattice per stage
+// (docs/planner.md). `exact` when the lattice holds every downset or the value meets
+// the lower bound (layer times over stages, rounded up to the granularity).
+// `known`, when given, is a chain already found (its value bounds the bisection; it is
+// returned when the lattice holds nothing better).
+DagPartition dag_optimal_partition(const DagStageCosts& costs, const IdealLattice& lattice,
+                                   const DagPartition* known = nullptr);
+
+// The planner's entry: the lattice search over windows of downsets near the listed
+// order's prefixes (w = 8, 16, 32, ... while at most kWindowIdeals), stopping when the
+// lower bound is met; then over every downset when there are at most `max_ideals`;
+// else the best found (exact = false). `profile` lists its layers in a topological order.
+DagPartition graph_optimal_partition(const Profile& profile, const Hardware& hardware, const Schedule& schedule,
+                                     const StageModelSpec& spec, std::size_t max_ideals = kDefaultMaxIdeals);
 
 // The brute force the property test holds it to: every monotone labelling of the
 // layers with stage numbers (S^L of them; small graphs only).

@@ -4,6 +4,7 @@
 // memory_bytes here are the exact numbers the lattice search optimises.
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -65,6 +66,19 @@ int64_t DagStageCosts::compute_ns(int s, int l) const {
   const int64_t fwd = ms_to_ns(speed == 1.0 ? forward_ms_[l] : forward_ms_[l] / speed);
   const int64_t bwd = ms_to_ns(speed == 1.0 ? backward_ms_[l] : backward_ms_[l] / speed);
   return fwd * (recompute_ ? 2 : 1) + bwd + allreduce_busy_[static_cast<std::size_t>(s) * L_ + l];
+}
+
+int64_t DagStageCosts::granularity() const {
+  for (int s = 0; s < S_; ++s) {
+    if (allreduce_latency_ns_[s] != 0) return 1;
+    if (sends_next_[s] && (next_link_[s].bandwidth_gb_per_s != 0 || next_link_[s].latency_us != 0)) return 1;
+    if (receives_prev_[s] && (prev_link_[s].bandwidth_gb_per_s != 0 || prev_link_[s].latency_us != 0)) return 1;
+  }
+  int64_t g = 0;
+  for (int s = 0; s < S_; ++s) {
+    for (int l = 0; l < L_; ++l) g = std::gcd(g, compute_ns(s, l));
+  }
+  return std::max<int64_t>(g, 1);
 }
 
 int64_t DagStageCosts::send_next_ns(int s, int64_t bytes) const {

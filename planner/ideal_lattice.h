@@ -17,6 +17,7 @@ namespace pipescope {
 struct IdealLattice {
   int vertices = 0;
   bool complete = false;           // false: more than the cap; the fields below are empty
+  bool all_ideals = false;         // every downset (no window, or a window wider than the graph)
   std::vector<int> parent;         // per ideal: D \ {added}, -1 for the empty ideal
   std::vector<int> added;          // per ideal: the vertex that parent lacks
   std::vector<int> below_begin;    // CSR: below[below_begin[D] .. below_begin[D + 1])
@@ -33,8 +34,12 @@ struct IdealLattice {
 };
 
 // `edges` are [from, to] with from < to (vertices in a topological order). Stops and
-// returns complete = false once more than `max_ideals` ideals exist.
+// returns complete = false once more than `max_ideals` ideals exist. With window w > 1
+// only the ideals D with prefix(k h) <= D <= prefix(k h + w) for some k (h = w / 2,
+// prefix(i) = vertices [0, i)) are kept: every prefix, every downset near one, and still
+// every kept D' <= D joined by kept cover links (docs/planner.md), so the search over
+// them is exact for them; window 0 keeps all ideals.
 IdealLattice build_ideal_lattice(int vertices, const std::vector<std::pair<int, int>>& edges,
-                                 std::size_t max_ideals);
+                                 std::size_t max_ideals, int window = 0);
 
 }  // namespace pipescope
