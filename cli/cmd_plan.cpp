@@ -126,6 +126,13 @@ std::string relative_profile(const std::string& profile, const std::string& plan
   return fs::absolute(profile).lexically_normal().lexically_relative(folder.lexically_normal()).string();
 }
 
+// plan.json -> plan.profile.json: where a reordered profile goes.
+std::string reordered_profile_path(const std::string& plan_file) {
+  std::filesystem::path p(plan_file);
+  p.replace_extension(".profile.json");
+  return p.string();
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
@@ -151,6 +158,13 @@ void add_plan_command(CLI::App& app) {
     if (!a->output.empty()) {
       Plan plan = best.plan;
       plan.profile = relative_profile(q.profile_path, a->output);
+      if (!best.layer_order.empty()) {
+        // The downset partition's stages are contiguous in another layer order: the
+        // profile in that order goes beside the plan (docs/planner.md).
+        const std::string reordered = reordered_profile_path(a->output);
+        write_output(reordered, profile_to_json(reordered_profile(q, best)).dump(1) + "\n");
+        plan.profile = relative_profile(reordered, a->output);
+      }
       write_output(a->output, plan_to_json(plan).dump(2) + "\n");
     }
     if (a->json) {

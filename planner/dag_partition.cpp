@@ -327,33 +327,76 @@ DagPartition dag_optimal_partition(const DagStageCosts& c, const IdealLattice& l
   return out;
 }
 
+GraphLattices build_graph_lattices(int layers, const std::vector<std::pair<int, int>>& edges, std::size_t max_ideals) {
+  GraphLattices out;
+  for (int w = 8; w <= 2 * layers; w *= 2) {
+    IdealLattice lattice = build_ideal_lattice(layers, edges, kWindowIdeals, w);
+    if (!lattice.complete) break;
+    const bool all = lattice.all_ideals;
+    out.windows.emplace_back(all ? 0 : w, std::move(lattice));
+    if (all) return out;
+  }
+  IdealLattice all = build_ideal_lattice(layers, edges, max_ideals);
+  if (all.complete) out.windows.emplace_back(0, std::move(all));
+  return out;
+}
+
+namespace {
+
+// Walks the lattices narrowest first, each bisection starting from the best chain so
+// far, and stops at the first exact answer. `next(k)` gives lattice k or null.
+template <class Next>
+DagPartition search_lattices(const DagStageCosts& costs, const Next& next) {
+  DagPartition best;
+  for (int k = 0; !best.exact; ++k) {
+    const std::pair<int, IdealLattice>* lattice = next(k);
+    if (!lattice) break;
+    DagPartition found = dag_optimal_partition(costs, lattice->second, best.ideals > 0 ? &best : nullptr);
+    found.window = lattice->first;
+    if (found.ideals == 0) continue;
+    // Each search returns the known chain when its lattice holds nothing better.
+    if (best.ideals == 0 || found.value <= best.value) best = std::move(found);
+  }
+  return best;
+}
+
+}  // namespace
+
+DagPartition graph_optimal_partition(const GraphLattices& lattices, const Profile& profile, const Hardware& hardware,
+                                     const Schedule& schedule, const StageModelSpec& spec) {
+  const StageModel model(profile, hardware, schedule, spec);
+  const DagStageCosts costs(profile, hardware, schedule, spec, model);
+  return search_lattices(costs, [&](int k) {
+    return k < static_cast<int>(lattices.windows.size()) ? &lattices.windows[static_cast<std::size_t>(k)] : nullptr;
+  });
+}
+
 DagPartition graph_optimal_partition(const Profile& profile, const Hardware& hardware, const Schedule& schedule,
                                      const StageModelSpec& spec, std::size_t max_ideals) {
   const StageModel model(profile, hardware, schedule, spec);
   const DagStageCosts costs(profile, hardware, schedule, spec, model);
   const int L = costs.layers();
-  DagPartition best;
-  auto keep = [&](DagPartition next) {
-    if (next.ideals == 0) return;
-    if (best.ideals == 0 || next.value < best.value || (next.exact && !best.exact && next.value == best.value)) {
-      best = std::move(next);
+  // Built one at a time, so that an exact answer on a narrow window skips the rest.
+  std::pair<int, IdealLattice> current;
+  int w = 8;
+  bool all_tried = false;
+  return search_lattices(costs, [&](int) -> const std::pair<int, IdealLattice>* {
+    while (w <= 2 * L) {
+      IdealLattice lattice = build_ideal_lattice(L, costs.edges(), kWindowIdeals, w);
+      w *= 2;
+      if (!lattice.complete) break;
+      if (lattice.all_ideals) all_tried = true, w = 4 * L;
+      current = {lattice.all_ideals ? 0 : w / 2, std::move(lattice)};
+      return &current;
     }
-  };
-  // Windows of downsets near the listed order's prefixes, widening while they stay small.
-  for (int w = 8; w <= 2 * L && !best.exact; w *= 2) {
-    const IdealLattice lattice = build_ideal_lattice(L, costs.edges(), kWindowIdeals, w);
-    if (!lattice.complete) break;
-    DagPartition next = dag_optimal_partition(costs, lattice, best.ideals > 0 ? &best : nullptr);
-    next.window = lattice.all_ideals ? 0 : w;
-    keep(std::move(next));
-  }
-  if (!best.exact) {
-    // Every downset, starting from the best chain found (the bisection only looks below it).
-    DagPartition all = dag_optimal_partition(costs, build_ideal_lattice(L, costs.edges(), max_ideals),
-                                             best.ideals > 0 ? &best : nullptr);
-    if (all.ideals > 0) best = std::move(all);
-  }
-  return best;
+    w = 4 * L;
+    if (all_tried) return nullptr;
+    all_tried = true;
+    IdealLattice all = build_ideal_lattice(L, costs.edges(), max_ideals);
+    if (!all.complete) return nullptr;
+    current = {0, std::move(all)};
+    return &current;
+  });
 }
 
 }  // namespace pipescope

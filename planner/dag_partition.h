@@ -105,6 +105,17 @@ DagPartition dag_optimal_partition(const DagStageCosts& costs, const IdealLattic
 DagPartition graph_optimal_partition(const Profile& profile, const Hardware& hardware, const Schedule& schedule,
                                      const StageModelSpec& spec, std::size_t max_ideals = kDefaultMaxIdeals);
 
+// The lattices graph_optimal_partition walks, built once per graph (the search shares
+// them between candidates): windows w = 8, 16, ... while at most kWindowIdeals ideals,
+// then every downset when at most `max_ideals`.
+struct GraphLattices {
+  std::vector<std::pair<int, IdealLattice>> windows;  // (window, lattice); 0 = every downset
+};
+GraphLattices build_graph_lattices(int layers, const std::vector<std::pair<int, int>>& edges,
+                                   std::size_t max_ideals = kDefaultMaxIdeals);
+DagPartition graph_optimal_partition(const GraphLattices& lattices, const Profile& profile, const Hardware& hardware,
+                                     const Schedule& schedule, const StageModelSpec& spec);
+
 // The brute force the property test holds it to: every monotone labelling of the
 // layers with stage numbers (S^L of them; small graphs only).
 int64_t brute_force_dag_optimum(const DagStageCosts& costs);

@@ -87,7 +87,7 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
     }
     stages.push_back({{"layers", layers}, {"devices", c.plan.stages[p].devices}, {"peak_memory_bytes", c.stage_peak_bytes[p]}});
   }
-  return {{"index", c.index},
+  Json out = {{"index", c.index},
           {"label", c.label()},
           {"stages", c.stages},
           {"replicas", c.replicas},
@@ -105,6 +105,9 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
           {"pareto", c.pareto},
           {"rank", c.rank},
           {"positions", std::move(stages)}};
+  // Graph profiles: the layer order the stages' ranges refer to, when not the listed one.
+  if (!c.layer_order.empty()) out["layer_order"] = c.layer_order;
+  return out;
 }
 
 Json search_to_json(const SearchResult& r, const SearchRequest& q) {

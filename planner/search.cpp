@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/report.h"
+#include "planner/dag_partition.h"
 #include "planner/model_graph.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"
@@ -121,7 +123,7 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
 
 namespace {
 
-void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
+void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
   plan.batch_size = q.batch;
@@ -138,8 +140,27 @@ void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
   spec.microbatch_size = plan.microbatch_size();
   spec.replicas = c.replicas;
   spec.optimizer_state_factor = q.optimizer_state_factor;
-  const StageModel model(profile, q.hardware, schedule, spec);
   const std::string kind = check_partition_name(q.partition);
+  // A graph profile: the downset partitioner's stages, in the layer order they need.
+  Profile reordered;
+  if (kind == "optimal" && lattices) {
+    DagPartition best = graph_optimal_partition(*lattices, listed, q.hardware, schedule, spec);
+    bool identity = true;
+    for (std::size_t i = 0; i < best.order.size(); ++i) identity = identity && best.order[i] == static_cast<int>(i);
+    if (best.value != kInfeasible && !identity) {
+      // Kept only when the contiguous optimum of the new order beats that of the old
+      // (StageModel's rules on both sides, so per-layer rounding cannot tip it).
+      Profile candidate = reorder_layers(listed, best.order);
+      const int64_t before = optimal_partition(StageModel(listed, q.hardware, schedule, spec)).value;
+      const int64_t after = optimal_partition(StageModel(candidate, q.hardware, schedule, spec)).value;
+      if (after < before) {
+        reordered = std::move(candidate);
+        c.layer_order = std::move(best.order);
+      }
+    }
+  }
+  const Profile& profile = c.layer_order.empty() ? listed : reordered;
+  const StageModel model(profile, q.hardware, schedule, spec);
   if (kind == "optimal") {
     ranges = optimal_partition(model).ranges;
     if (ranges.empty()) ranges = min_memory_partition(model).ranges;  // the least it needs
@@ -222,6 +243,11 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   result.candidates = enumerate_candidates(request);
   result.memory_limit_bytes = request.hardware.memory_bytes;
   const Profile profile = in_topological_order(request.profile);
+  // The downset lattices of a graph profile, shared by every candidate's partition.
+  std::unique_ptr<GraphLattices> lattices;
+  if (!profile.is_chain() && check_partition_name(request.partition) == "optimal") {
+    lattices = std::make_unique<GraphLattices>(build_graph_lattices(profile.num_layers(), profile.graph_edges()));
+  }
   const std::size_t n = result.candidates.size();
   int threads = request.threads > 0 ? request.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
@@ -234,7 +260,7 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < n;) {
       try {
-        evaluate(request, profile, result.candidates[i]);
+        evaluate(request, profile, lattices.get(), result.candidates[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -264,6 +290,11 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   }
   rank_and_mark(result);
   return result;
+}
+
+Profile reordered_profile(const SearchRequest& request, const Candidate& c) {
+  const Profile listed = in_topological_order(request.profile);
+  return c.layer_order.empty() ? listed : reorder_layers(listed, c.layer_order);
 }
 
 const Candidate& winner(const SearchResult& r) {

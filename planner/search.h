@@ -51,6 +51,10 @@ struct Candidate {
   bool recompute = false;
   // Filled by the evaluation.
   Plan plan;
+  // Graph profiles: the layer order the plan's ranges refer to (indices into the search's
+  // topologically ordered profile), when the downset partitioner's stages are not
+  // contiguous in it; empty: that order itself. See reordered_profile().
+  std::vector<int> layer_order;
   int64_t step_ns = 0;
   double throughput_samples_per_s = 0;
   double bubble_fraction = 0;
@@ -85,6 +89,10 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
 const Candidate& winner(const SearchResult& result);
 // Why the winner wins: a few sentences comparing it with the best alternatives.
 std::vector<std::string> explain_winner(const SearchResult& result);
+
+// The profile a candidate's plan refers to: the request's, topologically ordered, with
+// its layers permuted into c.layer_order when that is not empty.
+Profile reordered_profile(const SearchRequest& request, const Candidate& c);
 
 Json candidate_to_json(const Candidate& c, int64_t batch);
 Json search_to_json(const SearchResult& result, const SearchRequest& request);
