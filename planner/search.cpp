@@ -37,6 +37,7 @@ std::string Candidate::label() const {
   if (chunks > 1) out << " v=" << chunks;
   out << " K=" << stages << " r=" << replicas << " M=" << microbatches;
   if (recompute) out << " recompute";
+  if (!placement.empty()) out << " " << placement;
   return out.str();
 }
 
@@ -64,6 +65,33 @@ std::vector<int64_t> divisors(int64_t n) {
   }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
+}
+
+// Heterogeneous devices: after each candidate, the same candidate placed on the devices
+// sorted fastest first and slowest first (stable, so like speeds keep their order).
+void add_speed_placements(const SearchRequest& q, std::vector<Candidate>& out) {
+  std::vector<int> order(static_cast<std::size_t>(q.devices));
+  for (int d = 0; d < q.devices; ++d) order[d] = d;
+  bool uniform = true;
+  for (int d = 1; d < q.devices; ++d) uniform = uniform && q.hardware.device_speed(d) == q.hardware.device_speed(0);
+  if (!q.place_by_speed || uniform) return;
+  std::vector<int> fastest = order, slowest = order;
+  auto speed = [&](int d) { return q.hardware.device_speed(d); };
+  std::stable_sort(fastest.begin(), fastest.end(), [&](int a, int b) { return speed(a) > speed(b); });
+  std::stable_sort(slowest.begin(), slowest.end(), [&](int a, int b) { return speed(a) < speed(b); });
+  std::vector<Candidate> with;
+  for (Candidate& c : out) {
+    with.push_back(c);
+    for (auto [name, devices] : {std::pair{"fastest-first", &fastest}, std::pair{"slowest-first", &slowest}}) {
+      if (*devices == order) continue;
+      Candidate placed = c;
+      placed.device_order = *devices;
+      placed.placement = name;
+      with.push_back(std::move(placed));
+    }
+  }
+  for (std::size_t i = 0; i < with.size(); ++i) with[i].index = static_cast<int>(i);
+  out = std::move(with);
 }
 
 }  // namespace
@@ -108,6 +136,7 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
       }
     }
   }
+  add_speed_placements(q, out);
   if (out.empty()) {
     std::ostringstream why;
     why << "no candidate plan: with " << D << " devices, " << L << " layers and a batch of " << q.batch
@@ -141,18 +170,26 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   spec.replicas = c.replicas;
   spec.optimizer_state_factor = q.optimizer_state_factor;
   const std::string kind = check_partition_name(q.partition);
+  // The partitioners see the devices in placement order (speeds permuted; links keep
+  // the hardware's node structure); the simulation below uses the real devices.
+  Hardware placed = q.hardware;
+  if (!c.device_order.empty()) {
+    placed.speed.assign(static_cast<std::size_t>(q.hardware.devices), 1.0);
+    for (int d = 0; d < q.hardware.devices; ++d) placed.speed[d] = q.hardware.device_speed(d);
+    for (std::size_t k = 0; k < c.device_order.size(); ++k) placed.speed[k] = q.hardware.device_speed(c.device_order[k]);
+  }
   // A graph profile: the downset partitioner's stages, in the layer order they need.
   Profile reordered;
   if (kind == "optimal" && lattices) {
-    DagPartition best = graph_optimal_partition(*lattices, listed, q.hardware, schedule, spec);
+    DagPartition best = graph_optimal_partition(*lattices, listed, placed, schedule, spec);
     bool identity = true;
     for (std::size_t i = 0; i < best.order.size(); ++i) identity = identity && best.order[i] == static_cast<int>(i);
     if (best.value != kInfeasible && !identity) {
       // Kept only when the contiguous optimum of the new order beats that of the old
       // (StageModel's rules on both sides, so per-layer rounding cannot tip it).
       Profile candidate = reorder_layers(listed, best.order);
-      const int64_t before = optimal_partition(StageModel(listed, q.hardware, schedule, spec)).value;
-      const int64_t after = optimal_partition(StageModel(candidate, q.hardware, schedule, spec)).value;
+      const int64_t before = optimal_partition(StageModel(listed, placed, schedule, spec)).value;
+      const int64_t after = optimal_partition(StageModel(candidate, placed, schedule, spec)).value;
       if (after < before) {
         reordered = std::move(candidate);
         c.layer_order = std::move(best.order);
@@ -160,22 +197,25 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
     }
   }
   const Profile& profile = c.layer_order.empty() ? listed : reordered;
-  const StageModel model(profile, q.hardware, schedule, spec);
+  const StageModel model(profile, placed, schedule, spec);
   if (kind == "optimal") {
     ranges = optimal_partition(model).ranges;
     if (ranges.empty()) ranges = min_memory_partition(model).ranges;  // the least it needs
     if (ranges.empty()) {
       spec.constrain_memory = false;
-      ranges = optimal_partition(StageModel(profile, q.hardware, schedule, spec)).ranges;
+      ranges = optimal_partition(StageModel(profile, placed, schedule, spec)).ranges;
     }
   } else {
-    ranges = partition_for(profile, plan, c.replicas, kind, q.hardware);
+    ranges = partition_for(profile, plan, c.replicas, kind, placed);
   }
   auto assign = [&](const LayerRanges& cut) {
     for (int s = 0; s < S; ++s) {
       const int p = s % c.stages;
       std::vector<int> devices;
-      for (int k = 0; k < c.replicas; ++k) devices.push_back(p * c.replicas + k);
+      for (int k = 0; k < c.replicas; ++k) {
+        const int slot = p * c.replicas + k;
+        devices.push_back(c.device_order.empty() ? slot : c.device_order[slot]);
+      }
       plan.stages[s] = {cut[s].first, cut[s].second, std::move(devices)};
     }
   };

@@ -37,6 +37,9 @@ struct SearchRequest {
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
   std::string partition = "optimal";
+  // Hardware whose `speed`s differ: also try placing positions on the devices sorted
+  // fastest first and slowest first (replicas of a position get devices of like speed).
+  bool place_by_speed = true;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   int threads = 0;               // 0: one per core
 };
@@ -49,6 +52,10 @@ struct Candidate {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   int chunks = 1;
   bool recompute = false;
+  // Device placement: slot k of the pipeline (position p holds slots [p r, (p + 1) r))
+  // runs on hardware device device_order[k]; empty: device k.
+  std::vector<int> device_order;
+  std::string placement;         // "" (listed order), "fastest-first", "slowest-first"
   // Filled by the evaluation.
   Plan plan;
   // Graph profiles: the layer order the plan's ranges refer to (indices into the search's
