@@ -82,6 +82,7 @@ void add_speed_placements(const SearchRequest& q, std::vector<Candidate>& out) {
   std::vector<Candidate> with;
   for (Candidate& c : out) {
     with.push_back(c);
+    if (c.stages == 1) continue;  // one position holds every device: placement changes nothing
     for (auto [name, devices] : {std::pair{"fastest-first", &fastest}, std::pair{"slowest-first", &slowest}}) {
       if (*devices == order) continue;
       Candidate placed = c;
