@@ -74,6 +74,8 @@ void BM_OptimalPartition_L1024_K64(benchmark::State& state) {
 }
 BENCHMARK(BM_OptimalPartition_L1024_K64)->Unit(benchmark::kMillisecond);
 
+// Arg(0) = threads, Arg(1) = the new dimensions (per-stage replication; placement by
+// speed adds nothing on equal speeds) off / on.
 void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   GptSpec g;
   g.layers = 126;  // + embedding + head = 128 layers
@@ -85,6 +87,7 @@ void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   q.devices = 64;
   q.batch = 512;
   q.threads = static_cast<int>(state.range(0));
+  q.per_stage_replication = state.range(1) != 0;
   const std::size_t expected = enumerate_candidates(q).size();
   SearchResult r;
   for (auto _ : state) {
@@ -100,12 +103,14 @@ void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   state.counters["winner_samples_per_s"] = winner(r).throughput_samples_per_s;
   std::printf("winner: %s, %.1f samples/s\n", winner(r).label().c_str(), winner(r).throughput_samples_per_s);
 }
-BENCHMARK(BM_PlanSearch_128Layers_64Devices_N512)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_PlanSearch_128Layers_64Devices_N512)
+    ->Args({1, 0})->Args({1, 1})->Args({2, 0})->Args({2, 1})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // Before / after the search's new dimensions, in one run: the same search on a cluster
-// whose nodes alternate speed 1.0 and 1.5, with placement by speed off (before: every
-// position on devices [p r, (p + 1) r)) and on (after: also fastest first and slowest
-// first). Arg(0) = threads, Arg(1) = place_by_speed.
+// whose nodes alternate speed 1.0 and 1.5, with them off (before: every position on
+// devices [p r, (p + 1) r), r on every position) and on (after: also placed fastest first
+// and slowest first, and a replica count per position). Arg(0) = threads, Arg(1) = on.
 void BM_PlanSearch_HeterogeneousPlacement(benchmark::State& state) {
   GptSpec g;
   g.layers = 126;
@@ -119,6 +124,7 @@ void BM_PlanSearch_HeterogeneousPlacement(benchmark::State& state) {
   q.batch = 512;
   q.threads = static_cast<int>(state.range(0));
   q.place_by_speed = state.range(1) != 0;
+  q.per_stage_replication = state.range(1) != 0;
   SearchResult r;
   for (auto _ : state) {
     r = search_plans(q);
@@ -130,7 +136,7 @@ void BM_PlanSearch_HeterogeneousPlacement(benchmark::State& state) {
   }
   state.counters["candidates"] = static_cast<double>(r.candidates.size());
   state.counters["winner_samples_per_s"] = winner(r).throughput_samples_per_s;
-  std::printf("placement %s: winner %s, %.1f samples/s\n", q.place_by_speed ? "by speed" : "listed",
+  std::printf("new dimensions %s: winner %s, %.1f samples/s\n", q.place_by_speed ? "on" : "off",
               winner(r).label().c_str(), winner(r).throughput_samples_per_s);
 }
 BENCHMARK(BM_PlanSearch_HeterogeneousPlacement)

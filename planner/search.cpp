@@ -20,6 +20,7 @@
 #include "planner/model_graph.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"
+#include "planner/stage_replication.h"
 #include "sim/simulator.h"
 
 namespace pipescope {
@@ -35,7 +36,10 @@ std::string Candidate::label() const {
   std::ostringstream out;
   out << to_string(schedule);
   if (chunks > 1) out << " v=" << chunks;
-  out << " K=" << stages << " r=" << replicas << " M=" << microbatches;
+  out << " K=" << stages << " r=";
+  if (stage_replicas.empty()) out << replicas;
+  for (std::size_t p = 0; p < stage_replicas.size(); ++p) out << (p ? "," : "") << stage_replicas[p];
+  out << " M=" << microbatches;
   if (recompute) out << " recompute";
   if (!placement.empty()) out << " " << placement;
   return out.str();
@@ -67,32 +71,34 @@ std::vector<int64_t> divisors(int64_t n) {
   return small;
 }
 
-// Heterogeneous devices: after each candidate, the same candidate placed on the devices
-// sorted fastest first and slowest first (stable, so like speeds keep their order).
-void add_speed_placements(const SearchRequest& q, std::vector<Candidate>& out) {
+// Heterogeneous devices: the device orders a candidate may be placed in besides the
+// listed one, fastest first and slowest first (stable sorts, so a replica group gets
+// devices of like speed); none when every device has the same speed.
+std::vector<std::pair<std::string, std::vector<int>>> speed_placements(const SearchRequest& q) {
   std::vector<int> order(static_cast<std::size_t>(q.devices));
   for (int d = 0; d < q.devices; ++d) order[d] = d;
-  bool uniform = true;
-  for (int d = 1; d < q.devices; ++d) uniform = uniform && q.hardware.device_speed(d) == q.hardware.device_speed(0);
-  if (!q.place_by_speed || uniform) return;
-  std::vector<int> fastest = order, slowest = order;
   auto speed = [&](int d) { return q.hardware.device_speed(d); };
+  bool uniform = true;
+  for (int d = 1; d < q.devices; ++d) uniform = uniform && speed(d) == speed(0);
+  if (!q.place_by_speed || uniform) return {};
+  std::vector<int> fastest = order, slowest = order;
   std::stable_sort(fastest.begin(), fastest.end(), [&](int a, int b) { return speed(a) > speed(b); });
   std::stable_sort(slowest.begin(), slowest.end(), [&](int a, int b) { return speed(a) < speed(b); });
-  std::vector<Candidate> with;
-  for (Candidate& c : out) {
-    with.push_back(c);
-    if (c.stages == 1) continue;  // one position holds every device: placement changes nothing
-    for (auto [name, devices] : {std::pair{"fastest-first", &fastest}, std::pair{"slowest-first", &slowest}}) {
-      if (*devices == order) continue;
-      Candidate placed = c;
-      placed.device_order = *devices;
-      placed.placement = name;
-      with.push_back(std::move(placed));
-    }
-  }
-  for (std::size_t i = 0; i < with.size(); ++i) with[i].index = static_cast<int>(i);
-  out = std::move(with);
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  if (fastest != order) out.emplace_back("fastest-first", fastest);
+  if (slowest != order) out.emplace_back("slowest-first", slowest);
+  return out;
+}
+
+// The hardware as the partitioners see a placement: device k has the speed of
+// order[k] (links keep the hardware's node structure; the simulation uses real ids).
+Hardware placed_view(const Hardware& h, const std::vector<int>& order) {
+  Hardware placed = h;
+  if (order.empty()) return placed;
+  placed.speed.assign(static_cast<std::size_t>(h.devices), 1.0);
+  for (int d = 0; d < h.devices; ++d) placed.speed[d] = h.device_speed(d);
+  for (std::size_t k = 0; k < order.size(); ++k) placed.speed[k] = h.device_speed(order[k]);
+  return placed;
 }
 
 }  // namespace
@@ -137,7 +143,6 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
       }
     }
   }
-  add_speed_placements(q, out);
   if (out.empty()) {
     std::ostringstream why;
     why << "no candidate plan: with " << D << " devices, " << L << " layers and a batch of " << q.batch
@@ -171,14 +176,20 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   spec.replicas = c.replicas;
   spec.optimizer_state_factor = q.optimizer_state_factor;
   const std::string kind = check_partition_name(q.partition);
-  // The partitioners see the devices in placement order (speeds permuted; links keep
-  // the hardware's node structure); the simulation below uses the real devices.
-  Hardware placed = q.hardware;
-  if (!c.device_order.empty()) {
-    placed.speed.assign(static_cast<std::size_t>(q.hardware.devices), 1.0);
-    for (int d = 0; d < q.hardware.devices; ++d) placed.speed[d] = q.hardware.device_speed(d);
-    for (std::size_t k = 0; k < c.device_order.size(); ++k) placed.speed[k] = q.hardware.device_speed(c.device_order[k]);
+  // Heterogeneous devices: the placement whose optimal contiguous cut has the fastest
+  // slowest stage (by the partitioner's model; ties keep the listed order).
+  if (c.stages >= 2 && kind == "optimal") {
+    int64_t fastest = optimal_partition(StageModel(listed, q.hardware, schedule, spec)).value;
+    for (auto& [name, order] : speed_placements(q)) {
+      const int64_t t = optimal_partition(StageModel(listed, placed_view(q.hardware, order), schedule, spec)).value;
+      if (t < fastest) {
+        fastest = t;
+        c.placement = name;
+        c.device_order = order;
+      }
+    }
   }
+  const Hardware placed = placed_view(q.hardware, c.device_order);
   // A graph profile: the downset partitioner's stages, in the layer order they need.
   Profile reordered;
   if (kind == "optimal" && lattices) {
@@ -209,12 +220,16 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   } else {
     ranges = partition_for(profile, plan, c.replicas, kind, placed);
   }
+  // Position p holds slots [first_slot(p), first_slot(p) + r_p) of the placement.
+  std::vector<int> replicas(static_cast<std::size_t>(c.stages), c.replicas);
   auto assign = [&](const LayerRanges& cut) {
     for (int s = 0; s < S; ++s) {
       const int p = s % c.stages;
+      int first_slot = 0;
+      for (int k = 0; k < p; ++k) first_slot += replicas[k];
       std::vector<int> devices;
-      for (int k = 0; k < c.replicas; ++k) {
-        const int slot = p * c.replicas + k;
+      for (int k = 0; k < replicas[p]; ++k) {
+        const int slot = first_slot + k;
         devices.push_back(c.device_order.empty() ? slot : c.device_order[slot]);
       }
       plan.stages[s] = {cut[s].first, cut[s].second, std::move(devices)};
@@ -240,6 +255,24 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
     }
   }
   c.slowest_stage_ns = model.bottleneck_ns(ranges);
+  // A different replica count per position, kept when its simulated step is faster.
+  if (kind == "optimal" && q.per_stage_replication && c.chunks == 1 && c.stages >= 2 && c.replicas >= 2) {
+    const StageReplication varied = replicate_per_stage(profile, placed, schedule, spec, q.devices,
+                                                        q.batch / c.microbatches, ranges);
+    if (varied.bottleneck_ns < c.slowest_stage_ns) {
+      replicas = varied.replicas;
+      StepReport second = run(varied.ranges);
+      if (second.fits() && (!report.fits() || second.step_ns < report.step_ns)) {
+        ranges = varied.ranges;
+        report = std::move(second);
+        c.stage_replicas = varied.replicas;
+        c.slowest_stage_ns = varied.bottleneck_ns;
+      } else {
+        replicas.assign(static_cast<std::size_t>(c.stages), c.replicas);
+        assign(ranges);  // the plan keeps the uniform replication
+      }
+    }
+  }
   c.step_ns = report.step_ns;
   c.throughput_samples_per_s = report.throughput_samples_per_s;
   c.bubble_fraction = report.bubble_fraction;

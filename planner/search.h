@@ -37,9 +37,13 @@ struct SearchRequest {
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
   std::string partition = "optimal";
-  // Hardware whose `speed`s differ: also try placing positions on the devices sorted
-  // fastest first and slowest first (replicas of a position get devices of like speed).
+  // Hardware whose `speed`s differ: each candidate with K >= 2 is placed on the listed
+  // devices, or sorted fastest first or slowest first (replicas of a position then get
+  // devices of like speed), whichever gives the fastest slowest stage.
   bool place_by_speed = true;
+  // Plain schedules with r >= 2: also try a different replica count per position
+  // (planner/stage_replication.h); kept when its simulated step is faster.
+  bool per_stage_replication = true;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   int threads = 0;               // 0: one per core
 };
@@ -56,6 +60,7 @@ struct Candidate {
   // runs on hardware device device_order[k]; empty: device k.
   std::vector<int> device_order;
   std::string placement;         // "" (listed order), "fastest-first", "slowest-first"
+  std::vector<int> stage_replicas;  // per position when they differ (sum <= D); empty: r each
   // Filled by the evaluation.
   Plan plan;
   // Graph profiles: the layer order the plan's ranges refer to (indices into the search's
