@@ -88,6 +88,7 @@ void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   q.batch = 512;
   q.threads = static_cast<int>(state.range(0));
   q.per_stage_replication = state.range(1) != 0;
+  q.memory_aware_interleaving = state.range(1) != 0;
   const std::size_t expected = enumerate_candidates(q).size();
   SearchResult r;
   for (auto _ : state) {
@@ -125,6 +126,7 @@ void BM_PlanSearch_HeterogeneousPlacement(benchmark::State& state) {
   q.threads = static_cast<int>(state.range(0));
   q.place_by_speed = state.range(1) != 0;
   q.per_stage_replication = state.range(1) != 0;
+  q.memory_aware_interleaving = state.range(1) != 0;
   SearchResult r;
   for (auto _ : state) {
     r = search_plans(q);

@@ -158,6 +158,41 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
 
 namespace {
 
+// Memory-aware cut under interleaving: a device's peak is at most the sum of its chunks'
+// own peaks, so capping every stage's own peak at limit / v should make the cut fit; a
+// larger share f of the limit per stage (bisected in [1/v, 1], 6 simulations at most)
+// buys speed while the simulation still says it fits. True with the fastest fitting
+// cut and its report; false when even the share 1/v gives no fitting cut.
+template <class Run>
+bool interleaved_fit(const StageModel& m, int chunks, const Run& run, LayerRanges& out, StepReport& report) {
+  if (m.memory_limit() <= 0) return false;
+  double lo = 1.0 / chunks, hi = 1.0;
+  bool have = false;
+  for (int round = 0; round < 6; ++round) {
+    const double f = round == 0 ? lo : (lo + hi) / 2;
+    const int64_t cap = static_cast<int64_t>(static_cast<double>(m.memory_limit()) * f);
+    auto cost = [&](int s, int i, int j) { return m.memory_bytes(s, i, j) > cap ? kInfeasible : m.time_ns(s, i, j); };
+    auto bound = [&](int s, int i, int j) {
+      return m.memory_bound_bytes(s, i, j) > cap ? kInfeasible : m.time_bound_ns(s, i, j);
+    };
+    const MinMaxResult cut = min_max_partition(m.layers(), m.stages(), cost, bound);
+    StepReport r;
+    const bool fits = !cut.ranges.empty() && (r = run(cut.ranges), r.fits());
+    if (!fits && round == 0) break;  // not even the safe share has a fitting cut
+    if (!fits) {
+      hi = f;
+      continue;
+    }
+    if (!have || r.step_ns < report.step_ns) {
+      report = std::move(r);
+      out = cut.ranges;
+      have = true;
+    }
+    lo = f;
+  }
+  return have;
+}
+
 void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
@@ -243,16 +278,23 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   };
   StepReport report = run(ranges);
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
-  // when it does not fit, the cut with the least per-chunk memory gets a second chance.
+  // when it does not fit, memory-aware cuts get their chance (interleaved_fit below),
+  // then the cut with the least per-chunk memory.
   if (kind == "optimal" && !report.fits() && !model.memory_exact()) {
     const LayerRanges lean = min_memory_partition(model).ranges;
     StepReport second = run(lean);
     if (second.fits() || second.peak_memory_bytes() < report.peak_memory_bytes()) {
       ranges = lean;
       report = std::move(second);
-    } else {
-      assign(ranges);  // the plan keeps the first cut
     }
+    LayerRanges aware;
+    StepReport fitted;
+    if (q.memory_aware_interleaving && interleaved_fit(model, c.chunks, run, aware, fitted) &&
+        (!report.fits() || fitted.step_ns < report.step_ns)) {
+      ranges = aware;
+      report = std::move(fitted);
+    }
+    assign(ranges);  // the plan holds the cut kept
   }
   c.slowest_stage_ns = model.bottleneck_ns(ranges);
   // A different replica count per position, kept when its simulated step is faster.

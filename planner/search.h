@@ -44,6 +44,9 @@ struct SearchRequest {
   // Plain schedules with r >= 2: also try a different replica count per position
   // (planner/stage_replication.h); kept when its simulated step is faster.
   bool per_stage_replication = true;
+  // Interleaved candidates whose time-only cut does not fit: cut again with each stage's
+  // own peak capped at a share of the device memory (search.cpp, interleaved_fit).
+  bool memory_aware_interleaving = true;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   int threads = 0;               // 0: one per core
 };
