@@ -73,6 +73,19 @@ class LatticeSearch {
       for (int l = 0; l < c.layers(); ++l) compute_.push_back(c.compute_ns(s, l));
     }
     x_.assign(static_cast<std::size_t>(n_), 0);
+    // Per stage and ideal, what does not depend on T: the key of D as a stage's start
+    // (compute of D - receiving cut(D)) and the base of what a stage ending at D needs
+    // (compute of D + the stage's constant + sending cut(D)); a probe subtracts T.
+    own_key_.resize(static_cast<std::size_t>(S_) * n_);
+    need_base_.resize(static_cast<std::size_t>(S_) * n_);
+    for (int s = 0; s < S_; ++s) {
+      const int64_t* cost = &compute_[static_cast<std::size_t>(s) * c.layers()];
+      for (int d = 1; d < n_; ++d) x_[d] = x_[lat.parent[d]] + cost[lat.added[d]];
+      for (int d = 0; d < n_; ++d) {
+        own_key_[static_cast<std::size_t>(s) * n_ + d] = x_[d] - c.receive_prev_ns(s, sums_.cut[d]);
+        need_base_[static_cast<std::size_t>(s) * n_ + d] = x_[d] + c.stage_constant_ns(s) + c.send_next_ns(s, sums_.cut[d]);
+      }
+    }
     xmin_.assign(static_cast<std::size_t>(n_), 0);
     for (int d = 1; d < n_; ++d) {
       int64_t cheapest = std::numeric_limits<int64_t>::max();
@@ -88,8 +101,6 @@ class LatticeSearch {
     std::vector<uint8_t> reach(static_cast<std::size_t>(n_), 0), next(static_cast<std::size_t>(n_), 0);
     reach[0] = 1;
     for (int s = 0; s < S_; ++s) {
-      const int64_t* cost = &compute_[static_cast<std::size_t>(s) * c_.layers()];
-      for (int d = 1; d < n_; ++d) x_[d] = x_[lat_.parent[d]] + cost[lat_.added[d]];
       std::fill(next.begin(), next.end(), 0);
       if (memory_) {
         sweep_fronts(s, T, reach, next);
@@ -145,14 +156,14 @@ class LatticeSearch {
         }
       }
       if (bf >= 0 && may_end(s, d)) {
-        const int64_t need = x_[d] + c_.stage_constant_ns(s) + c_.send_next_ns(s, sums_.cut[d]) - T;
+        const int64_t need = need_base_[static_cast<std::size_t>(s) * n_ + d] - T;
         if (bk >= need) {
           next[d] = 1;
           arg[d] = bf;
         }
       }
       if (reach[d]) {
-        const int64_t own = x_[d] - c_.receive_prev_ns(s, sums_.cut[d]);
+        const int64_t own = own_key_[static_cast<std::size_t>(s) * n_ + d];
         if (bf < 0 || own > bk) {
           bk = own;
           bf = d;
@@ -166,11 +177,13 @@ class LatticeSearch {
   // With memory: Pareto fronts of (time key, memory keys).
   void sweep_fronts(int s, int64_t T, const std::vector<uint8_t>& reach, std::vector<uint8_t>& next) {
     const int m = 1 + key_count(s);
-    fronts_.assign(static_cast<std::size_t>(n_), {});
+    fronts_.resize(static_cast<std::size_t>(n_));  // cleared per ideal, capacity kept
     const auto [lo, hi] = useful(s, T);
     for (int d = 0; d < n_; ++d) {
+      fronts_[d].clear();
       if (xmin_[d] < lo || xmin_[d] > hi) continue;
-      std::vector<Point> strict;
+      std::vector<Point>& strict = strict_;
+      strict.clear();
       for (int k = lat_.below_begin[d]; k < lat_.below_begin[d + 1]; ++k) {
         for (const Point& p : fronts_[lat_.below[k]]) add_to_front(strict, p, m);
       }
@@ -185,7 +198,7 @@ class LatticeSearch {
         }
       }
       if (reach[d]) add_to_front(strict, own(s, d), m);
-      fronts_[d] = std::move(strict);
+      fronts_[d].assign(strict.begin(), strict.end());
     }
   }
 
@@ -202,7 +215,7 @@ class LatticeSearch {
   Point own(int s, int d) const {
     Point p{};
     p.from = d;
-    p.key[0] = x_[d] - c_.receive_prev_ns(s, sums_.cut[d]);
+    p.key[0] = own_key_[static_cast<std::size_t>(s) * n_ + d];
     if (memory_) {
       if (!c_.recompute()) {
         p.key[1] = sums_.stat[d] + factor(s) * sums_.act[d];
@@ -216,7 +229,7 @@ class LatticeSearch {
   // What a D' must reach for the stage D \ D' to take at most T and fit.
   Point needs(int s, int d, int64_t T) const {
     Point p{};
-    p.key[0] = x_[d] + c_.stage_constant_ns(s) + c_.send_next_ns(s, sums_.cut[d]) - T;
+    p.key[0] = need_base_[static_cast<std::size_t>(s) * n_ + d] - T;
     if (memory_) {
       const int64_t limit = c_.memory_limit();
       if (!c_.recompute()) {
@@ -239,6 +252,8 @@ class LatticeSearch {
   std::vector<int64_t> xmin_;     // per ideal: its layers' compute, each at its cheapest stage
   std::vector<int> from_;
   std::vector<std::vector<Point>> fronts_;
+  std::vector<Point> strict_;
+  std::vector<int64_t> own_key_, need_base_;  // per stage x ideal
   std::vector<int> arg_;  // per stage x ideal: the D' chosen
 };
 

@@ -78,6 +78,7 @@ class DagStageCosts {
 
 inline constexpr std::size_t kDefaultMaxIdeals = std::size_t{1} << 18;
 inline constexpr std::size_t kWindowIdeals = std::size_t{1} << 15;
+inline constexpr std::size_t kSearchMaxIdeals = std::size_t{1} << 15;  // the plan search's cap
 
 struct DagPartition {
   int64_t value = kInfeasible;  // the slowest stage's time (ns); kInfeasible: nothing fits
