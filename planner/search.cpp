@@ -213,9 +213,10 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   const std::string kind = check_partition_name(q.partition);
   // Heterogeneous devices: the placement whose optimal contiguous cut has the fastest
   // slowest stage (by the partitioner's model; ties keep the listed order).
-  if (c.stages >= 2 && kind == "optimal") {
+  const auto placements = speed_placements(q);
+  if (c.stages >= 2 && kind == "optimal" && !placements.empty()) {
     int64_t fastest = optimal_partition(StageModel(listed, q.hardware, schedule, spec)).value;
-    for (auto& [name, order] : speed_placements(q)) {
+    for (const auto& [name, order] : placements) {
       const int64_t t = optimal_partition(StageModel(listed, placed_view(q.hardware, order), schedule, spec)).value;
       if (t < fastest) {
         fastest = t;
