@@ -111,14 +111,28 @@ def convert(model, path, sample_bytes):
             "edges": [list(e) for e in out_edges]}
 
 
+def compact_json(profile):
+    """One line per layer, the edges on one line: small diffs, still readable."""
+    head = {k: v for k, v in profile.items() if k not in ("layers", "edges")}
+    lines = ["{"]
+    for k, v in head.items():
+        lines.append(" %s: %s," % (json.dumps(k), json.dumps(v)))
+    lines.append(' "layers": [')
+    layers = [json.dumps(l) for l in profile["layers"]]
+    lines.append(",\n".join("  " + l for l in layers))
+    lines.append(" ],")
+    lines.append(' "edges": %s' % json.dumps(profile["edges"], separators=(",", ":")))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     checkout, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     for model, (folder, sample_bytes) in MODELS.items():
         profile = convert(model, os.path.join(checkout, folder, "graph.txt"), sample_bytes)
         with open(os.path.join(out_dir, model + ".json"), "w") as f:
-            json.dump(profile, f, indent=1)
-            f.write("\n")
+            f.write(compact_json(profile))
         total = sum(l["forward_ms"][0] + l["backward_ms"][0] for l in profile["layers"])
         print("%-14s batch %3d  %4d layers  %4d edges  f+b %.3f ms" % (
             model, profile["batch_sizes"][0], len(profile["layers"]), len(profile["edges"]), total))
