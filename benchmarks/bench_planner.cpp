@@ -6,13 +6,16 @@
 //   build/bin/bench_planner [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 #include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "core/schedule.h"
 #include "core/synth_profile.h"
+#include "planner/dag_partition.h"
 #include "planner/search.h"
 #include "planner/stage_model.h"
 
@@ -71,6 +74,8 @@ void BM_OptimalPartition_L1024_K64(benchmark::State& state) {
 }
 BENCHMARK(BM_OptimalPartition_L1024_K64)->Unit(benchmark::kMillisecond);
 
+// Arg(0) = threads, Arg(1) = the new dimensions (per-stage replication; placement by
+// speed adds nothing on equal speeds) off / on.
 void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   GptSpec g;
   g.layers = 126;  // + embedding + head = 128 layers
@@ -82,6 +87,8 @@ void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   q.devices = 64;
   q.batch = 512;
   q.threads = static_cast<int>(state.range(0));
+  q.per_stage_replication = state.range(1) != 0;
+  q.memory_aware_interleaving = state.range(1) != 0;
   const std::size_t expected = enumerate_candidates(q).size();
   SearchResult r;
   for (auto _ : state) {
@@ -97,7 +104,66 @@ void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   state.counters["winner_samples_per_s"] = winner(r).throughput_samples_per_s;
   std::printf("winner: %s, %.1f samples/s\n", winner(r).label().c_str(), winner(r).throughput_samples_per_s);
 }
-BENCHMARK(BM_PlanSearch_128Layers_64Devices_N512)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_PlanSearch_128Layers_64Devices_N512)
+    ->Args({1, 0})->Args({1, 1})->Args({2, 0})->Args({2, 1})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// Before / after the search's new dimensions, in one run: the same search on a cluster
+// whose nodes alternate speed 1.0 and 1.5, with them off (before: every position on
+// devices [p r, (p + 1) r), r on every position) and on (after: also placed fastest first
+// and slowest first, and a replica count per position). Arg(0) = threads, Arg(1) = on.
+void BM_PlanSearch_HeterogeneousPlacement(benchmark::State& state) {
+  GptSpec g;
+  g.layers = 126;
+  g.name = "gpt-128-layers";
+  SearchRequest q;
+  q.profile = make_gpt_profile(g);
+  q.profile_path = "gpt-128.json";
+  q.hardware = cluster(64);
+  for (int d = 0; d < 64; ++d) q.hardware.speed.push_back((d / 8) % 2 ? 1.5 : 1.0);
+  q.devices = 64;
+  q.batch = 512;
+  q.threads = static_cast<int>(state.range(0));
+  q.place_by_speed = state.range(1) != 0;
+  q.per_stage_replication = state.range(1) != 0;
+  q.memory_aware_interleaving = state.range(1) != 0;
+  SearchResult r;
+  for (auto _ : state) {
+    r = search_plans(q);
+    benchmark::DoNotOptimize(r);
+  }
+  if (r.candidates.size() != enumerate_candidates(q).size() || r.ranking.empty()) {
+    state.SkipWithError("search failed its check");
+    return;
+  }
+  state.counters["candidates"] = static_cast<double>(r.candidates.size());
+  state.counters["winner_samples_per_s"] = winner(r).throughput_samples_per_s;
+  std::printf("new dimensions %s: winner %s, %.1f samples/s\n", q.place_by_speed ? "on" : "off",
+              winner(r).label().c_str(), winner(r).throughput_samples_per_s);
+}
+BENCHMARK(BM_PlanSearch_HeterogeneousPlacement)
+    ->Args({1, 0})->Args({1, 1})->Args({2, 0})->Args({2, 1})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The downset partitioner on PipeDream's Inception-v3 (325 layers, 221,565 downsets) and
+// NASNet-A large (1,250 layers), K = 8, free links: checked against PipeDream-free facts
+// (Inception's exact optimum 91.970 ms), then timed, lattices included.
+void BM_DagPartition_PipeDream(benchmark::State& state, const char* model, double expect_ms) {
+  const Profile p = load_profile(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/pipedream/" + model + ".json");
+  const Schedule s = make_schedule({ScheduleKind::OneFOneB, 8, 1, 1, false});
+  StageModelSpec spec;
+  spec.microbatch_size = p.batch_sizes.front();
+  const DagPartition best = graph_optimal_partition(p, Hardware::ideal(8), s, spec);
+  if (std::abs(static_cast<double>(best.value) / 1e6 - expect_ms) > 1e-6) {
+    state.SkipWithError("downset partition failed its check");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(graph_optimal_partition(p, Hardware::ideal(8), s, spec));
+  state.counters["slowest_stage_ms"] = static_cast<double>(best.value) / 1e6;
+  state.counters["exact"] = best.exact;
+}
+BENCHMARK_CAPTURE(BM_DagPartition_PipeDream, inception_v3_K8, "inception_v3", 91.970)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DagPartition_PipeDream, nasnetalarge_K8, "nasnetalarge", 82.390)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pipescope

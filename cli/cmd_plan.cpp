@@ -140,6 +140,13 @@ StepFacts winner_facts(const Candidate& c, const SearchResult& r, const std::str
   return f;
 }
 
+// plan.json -> plan.profile.json: where a reordered profile goes.
+std::string reordered_profile_path(const std::string& plan_file) {
+  std::filesystem::path p(plan_file);
+  p.replace_extension(".profile.json");
+  return p.string();
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
@@ -171,6 +178,14 @@ void add_plan_command(CLI::App& app) {
     if (!a->output.empty()) {
       Plan plan = best.plan;
       plan.profile = relative_profile(q.profile_path, a->output);
+      if (!best.layer_order.empty()) {
+        // The downset partition's stages are contiguous in another layer order: the
+        // profile in that order goes beside the plan (docs/planner.md), in the same
+        // all-or-nothing write as the plan.
+        const std::string reordered = reordered_profile_path(a->output);
+        files.emplace_back(reordered, profile_to_json(reordered_profile(q, best)).dump(1) + "\n");
+        plan.profile = relative_profile(reordered, a->output);
+      }
       files.emplace_back(a->output, plan_to_json(plan).dump(2) + "\n");
     }
     write_outputs(files);

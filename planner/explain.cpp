@@ -87,7 +87,7 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
     }
     stages.push_back({{"layers", layers}, {"devices", c.plan.stages[p].devices}, {"peak_memory_bytes", c.stage_peak_bytes[p]}});
   }
-  return {{"index", c.index},
+  Json out = {{"index", c.index},
           {"label", c.label()},
           {"stages", c.stages},
           {"replicas", c.replicas},
@@ -105,6 +105,11 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
           {"pareto", c.pareto},
           {"rank", c.rank},
           {"positions", std::move(stages)}};
+  // Graph profiles: the layer order the stages' ranges refer to, when not the listed one.
+  if (!c.layer_order.empty()) out["layer_order"] = c.layer_order;
+  if (!c.stage_replicas.empty()) out["stage_replicas"] = c.stage_replicas;  // per position
+  if (!c.placement.empty()) out["placement"] = c.placement;
+  return out;
 }
 
 Json search_to_json(const SearchResult& r, const SearchRequest& q) {
@@ -130,7 +135,7 @@ std::string candidates_csv(const SearchResult& r, int64_t batch) {
   std::ostringstream out;
   out << "index,schedule,chunks,stages,replicas,microbatches,microbatch_size,recompute,step_ms,"
          "throughput_samples_per_s,bubble_fraction,slowest_stage_ms,peak_memory_bytes,fits,pareto,rank,"
-         "stage_peak_memory_bytes\n";
+         "stage_peak_memory_bytes,stage_replicas,placement\n";
   for (const Candidate& c : r.candidates) {
     out << c.index << ',' << to_string(c.schedule) << ',' << c.chunks << ',' << c.stages << ',' << c.replicas << ','
         << c.microbatches << ',' << json_number(c.microbatch_size(batch)).dump() << ',' << (c.recompute ? 1 : 0) << ','
@@ -139,7 +144,9 @@ std::string candidates_csv(const SearchResult& r, int64_t batch) {
         << json_number(static_cast<double>(c.slowest_stage_ns) / 1e6).dump() << ',' << c.peak_bytes << ','
         << (c.fits ? 1 : 0) << ',' << (c.pareto ? 1 : 0) << ',' << c.rank << ',';
     for (std::size_t p = 0; p < c.stage_peak_bytes.size(); ++p) out << (p ? ";" : "") << c.stage_peak_bytes[p];
-    out << '\n';
+    out << ',';
+    for (std::size_t p = 0; p < c.stage_replicas.size(); ++p) out << (p ? ";" : "") << c.stage_replicas[p];
+    out << ',' << c.placement << '\n';
   }
   return out.str();
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -15,9 +16,11 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/report.h"
+#include "planner/dag_partition.h"
 #include "planner/model_graph.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"
+#include "planner/stage_replication.h"
 #include "sim/simulator.h"
 
 namespace pipescope {
@@ -33,8 +36,12 @@ std::string Candidate::label() const {
   std::ostringstream out;
   out << to_string(schedule);
   if (chunks > 1) out << " v=" << chunks;
-  out << " K=" << stages << " r=" << replicas << " M=" << microbatches;
+  out << " K=" << stages << " r=";
+  if (stage_replicas.empty()) out << replicas;
+  for (std::size_t p = 0; p < stage_replicas.size(); ++p) out << (p ? "," : "") << stage_replicas[p];
+  out << " M=" << microbatches;
   if (recompute) out << " recompute";
+  if (!placement.empty()) out << " " << placement;
   return out.str();
 }
 
@@ -62,6 +69,36 @@ std::vector<int64_t> divisors(int64_t n) {
   }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
+}
+
+// Heterogeneous devices: the device orders a candidate may be placed in besides the
+// listed one, fastest first and slowest first (stable sorts, so a replica group gets
+// devices of like speed); none when every device has the same speed.
+std::vector<std::pair<std::string, std::vector<int>>> speed_placements(const SearchRequest& q) {
+  std::vector<int> order(static_cast<std::size_t>(q.devices));
+  for (int d = 0; d < q.devices; ++d) order[d] = d;
+  auto speed = [&](int d) { return q.hardware.device_speed(d); };
+  bool uniform = true;
+  for (int d = 1; d < q.devices; ++d) uniform = uniform && speed(d) == speed(0);
+  if (!q.place_by_speed || uniform) return {};
+  std::vector<int> fastest = order, slowest = order;
+  std::stable_sort(fastest.begin(), fastest.end(), [&](int a, int b) { return speed(a) > speed(b); });
+  std::stable_sort(slowest.begin(), slowest.end(), [&](int a, int b) { return speed(a) < speed(b); });
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  if (fastest != order) out.emplace_back("fastest-first", fastest);
+  if (slowest != order) out.emplace_back("slowest-first", slowest);
+  return out;
+}
+
+// The hardware as the partitioners see a placement: device k has the speed of
+// order[k] (links keep the hardware's node structure; the simulation uses real ids).
+Hardware placed_view(const Hardware& h, const std::vector<int>& order) {
+  Hardware placed = h;
+  if (order.empty()) return placed;
+  placed.speed.assign(static_cast<std::size_t>(h.devices), 1.0);
+  for (int d = 0; d < h.devices; ++d) placed.speed[d] = h.device_speed(d);
+  for (std::size_t k = 0; k < order.size(); ++k) placed.speed[k] = h.device_speed(order[k]);
+  return placed;
 }
 
 }  // namespace
@@ -121,7 +158,42 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
 
 namespace {
 
-void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
+// Memory-aware cut under interleaving: a device's peak is at most the sum of its chunks'
+// own peaks, so capping every stage's own peak at limit / v should make the cut fit; a
+// larger share f of the limit per stage (bisected in [1/v, 1], 6 simulations at most)
+// buys speed while the simulation still says it fits. True with the fastest fitting
+// cut and its report; false when even the share 1/v gives no fitting cut.
+template <class Run>
+bool interleaved_fit(const StageModel& m, int chunks, const Run& run, LayerRanges& out, StepReport& report) {
+  if (m.memory_limit() <= 0) return false;
+  double lo = 1.0 / chunks, hi = 1.0;
+  bool have = false;
+  for (int round = 0; round < 6; ++round) {
+    const double f = round == 0 ? lo : (lo + hi) / 2;
+    const int64_t cap = static_cast<int64_t>(static_cast<double>(m.memory_limit()) * f);
+    auto cost = [&](int s, int i, int j) { return m.memory_bytes(s, i, j) > cap ? kInfeasible : m.time_ns(s, i, j); };
+    auto bound = [&](int s, int i, int j) {
+      return m.memory_bound_bytes(s, i, j) > cap ? kInfeasible : m.time_bound_ns(s, i, j);
+    };
+    const MinMaxResult cut = min_max_partition(m.layers(), m.stages(), cost, bound);
+    StepReport r;
+    const bool fits = !cut.ranges.empty() && (r = run(cut.ranges), r.fits());
+    if (!fits && round == 0) break;  // not even the safe share has a fitting cut
+    if (!fits) {
+      hi = f;
+      continue;
+    }
+    if (!have || r.step_ns < report.step_ns) {
+      report = std::move(r);
+      out = cut.ranges;
+      have = true;
+    }
+    lo = f;
+  }
+  return have;
+}
+
+void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
   plan.batch_size = q.batch;
@@ -138,19 +210,67 @@ void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
   spec.microbatch_size = plan.microbatch_size();
   spec.replicas = c.replicas;
   spec.optimizer_state_factor = q.optimizer_state_factor;
-  const StageModel model(profile, q.hardware, schedule, spec);
   const std::string kind = check_partition_name(q.partition);
+  // Heterogeneous devices: the placement whose optimal contiguous cut has the fastest
+  // slowest stage (by the partitioner's model; ties keep the listed order).
+  const auto placements = speed_placements(q);
+  if (c.stages >= 2 && kind == "optimal" && !placements.empty()) {
+    int64_t fastest = optimal_partition(StageModel(listed, q.hardware, schedule, spec)).value;
+    for (const auto& [name, order] : placements) {
+      const int64_t t = optimal_partition(StageModel(listed, placed_view(q.hardware, order), schedule, spec)).value;
+      if (t < fastest) {
+        fastest = t;
+        c.placement = name;
+        c.device_order = order;
+      }
+    }
+  }
+  const Hardware placed = placed_view(q.hardware, c.device_order);
+  // A graph profile: the downset partitioner's stages, in the layer order they need.
+  Profile reordered;
+  if (kind == "optimal" && lattices) {
+    DagPartition best = graph_optimal_partition(*lattices, listed, placed, schedule, spec);
+    bool identity = true;
+    for (std::size_t i = 0; i < best.order.size(); ++i) identity = identity && best.order[i] == static_cast<int>(i);
+    if (best.value != kInfeasible && !identity) {
+      // Kept only when the contiguous optimum of the new order beats that of the old
+      // (StageModel's rules on both sides, so per-layer rounding cannot tip it).
+      Profile candidate = reorder_layers(listed, best.order);
+      const int64_t before = optimal_partition(StageModel(listed, placed, schedule, spec)).value;
+      const int64_t after = optimal_partition(StageModel(candidate, placed, schedule, spec)).value;
+      if (after < before) {
+        reordered = std::move(candidate);
+        c.layer_order = std::move(best.order);
+      }
+    }
+  }
+  const Profile& profile = c.layer_order.empty() ? listed : reordered;
+  const StageModel model(profile, placed, schedule, spec);
   if (kind == "optimal") {
     ranges = optimal_partition(model).ranges;
     if (ranges.empty()) ranges = min_memory_partition(model).ranges;  // the least it needs
     if (ranges.empty()) {
       spec.constrain_memory = false;
-      ranges = optimal_partition(StageModel(profile, q.hardware, schedule, spec)).ranges;
+      ranges = optimal_partition(StageModel(profile, placed, schedule, spec)).ranges;
     }
   } else {
-    ranges = partition_for(profile, plan, c.replicas, kind, q.hardware);
+    ranges = partition_for(profile, plan, c.replicas, kind, placed);
   }
-  auto assign = [&](const LayerRanges& cut) { place_stages(plan, schedule, cut, c.replicas); };
+  // Position p holds slots [first_slot(p), first_slot(p) + r_p) of the placement.
+  std::vector<int> replicas(static_cast<std::size_t>(c.stages), c.replicas);
+  auto assign = [&](const LayerRanges& cut) {
+    for (int s = 0; s < S; ++s) {
+      const int p = schedule.stage_device[s];  // the schedule's stage -> position map
+      int first_slot = 0;
+      for (int k = 0; k < p; ++k) first_slot += replicas[k];
+      std::vector<int> devices;
+      for (int k = 0; k < replicas[p]; ++k) {
+        const int slot = first_slot + k;
+        devices.push_back(c.device_order.empty() ? slot : c.device_order[slot]);
+      }
+      plan.stages[s] = {cut[s].first, cut[s].second, std::move(devices)};
+    }
+  };
   auto run = [&](const LayerRanges& cut) {
     assign(cut);
     SimOptions options;
@@ -159,18 +279,43 @@ void evaluate(const SearchRequest& q, const Profile& profile, Candidate& c) {
   };
   StepReport report = run(ranges);
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
-  // when it does not fit, the cut with the least per-chunk memory gets a second chance.
+  // when it does not fit, memory-aware cuts get their chance (interleaved_fit below),
+  // then the cut with the least per-chunk memory.
   if (kind == "optimal" && !report.fits() && !model.memory_exact()) {
     const LayerRanges lean = min_memory_partition(model).ranges;
     StepReport second = run(lean);
     if (second.fits() || second.peak_memory_bytes() < report.peak_memory_bytes()) {
       ranges = lean;
       report = std::move(second);
-    } else {
-      assign(ranges);  // the plan keeps the first cut
     }
+    LayerRanges aware;
+    StepReport fitted;
+    if (q.memory_aware_interleaving && interleaved_fit(model, c.chunks, run, aware, fitted) &&
+        (!report.fits() || fitted.step_ns < report.step_ns)) {
+      ranges = aware;
+      report = std::move(fitted);
+    }
+    assign(ranges);  // the plan holds the cut kept
   }
   c.slowest_stage_ns = model.bottleneck_ns(ranges);
+  // A different replica count per position, kept when its simulated step is faster.
+  if (kind == "optimal" && q.per_stage_replication && c.chunks == 1 && c.stages >= 2 && c.replicas >= 2) {
+    const StageReplication varied = replicate_per_stage(profile, placed, schedule, spec, q.devices,
+                                                        q.batch / c.microbatches, ranges);
+    if (varied.bottleneck_ns < c.slowest_stage_ns) {
+      replicas = varied.replicas;
+      StepReport second = run(varied.ranges);
+      if (second.fits() && (!report.fits() || second.step_ns < report.step_ns)) {
+        ranges = varied.ranges;
+        report = std::move(second);
+        c.stage_replicas = varied.replicas;
+        c.slowest_stage_ns = varied.bottleneck_ns;
+      } else {
+        replicas.assign(static_cast<std::size_t>(c.stages), c.replicas);
+        assign(ranges);  // the plan keeps the uniform replication
+      }
+    }
+  }
   c.step_ns = report.step_ns;
   c.throughput_samples_per_s = report.throughput_samples_per_s;
   c.bubble_fraction = report.bubble_fraction;
@@ -215,6 +360,14 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   result.candidates = enumerate_candidates(request);
   result.memory_limit_bytes = request.hardware.memory_bytes;
   const Profile profile = in_topological_order(request.profile);
+  // The downset lattices of a graph profile, shared by every candidate's partition. The
+  // full lattice only up to kSearchMaxIdeals: every candidate sweeps it (Inception-v3's
+  // 221,565 downsets cost ~0.3 s a candidate), so larger graphs use the windows alone.
+  std::unique_ptr<GraphLattices> lattices;
+  if (!profile.is_chain() && check_partition_name(request.partition) == "optimal") {
+    lattices = std::make_unique<GraphLattices>(
+        build_graph_lattices(profile.num_layers(), profile.graph_edges(), kSearchMaxIdeals));
+  }
   const std::size_t n = result.candidates.size();
   int threads = request.threads > 0 ? request.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
@@ -227,7 +380,7 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < n;) {
       try {
-        evaluate(request, profile, result.candidates[i]);
+        evaluate(request, profile, lattices.get(), result.candidates[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -257,6 +410,11 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   }
   rank_and_mark(result);
   return result;
+}
+
+Profile reordered_profile(const SearchRequest& request, const Candidate& c) {
+  const Profile listed = in_topological_order(request.profile);
+  return c.layer_order.empty() ? listed : reorder_layers(listed, c.layer_order);
 }
 
 const Candidate& winner(const SearchResult& r) {

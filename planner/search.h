@@ -37,6 +37,16 @@ struct SearchRequest {
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
   std::string partition = "optimal";
+  // Hardware whose `speed`s differ: each candidate with K >= 2 is placed on the listed
+  // devices, or sorted fastest first or slowest first (replicas of a position then get
+  // devices of like speed), whichever gives the fastest slowest stage.
+  bool place_by_speed = true;
+  // Plain schedules with r >= 2: also try a different replica count per position
+  // (planner/stage_replication.h); kept when its simulated step is faster.
+  bool per_stage_replication = true;
+  // Interleaved candidates whose time-only cut does not fit: cut again with each stage's
+  // own peak capped at a share of the device memory (search.cpp, interleaved_fit).
+  bool memory_aware_interleaving = true;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   int threads = 0;               // 0: one per core
 };
@@ -49,8 +59,17 @@ struct Candidate {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   int chunks = 1;
   bool recompute = false;
+  // Device placement: slot k of the pipeline (position p holds slots [p r, (p + 1) r))
+  // runs on hardware device device_order[k]; empty: device k.
+  std::vector<int> device_order;
+  std::string placement;         // "" (listed order), "fastest-first", "slowest-first"
+  std::vector<int> stage_replicas;  // per position when they differ (sum <= D); empty: r each
   // Filled by the evaluation.
   Plan plan;
+  // Graph profiles: the layer order the plan's ranges refer to (indices into the search's
+  // topologically ordered profile), when the downset partitioner's stages are not
+  // contiguous in it; empty: that order itself. See reordered_profile().
+  std::vector<int> layer_order;
   int64_t step_ns = 0;
   double throughput_samples_per_s = 0;
   double bubble_fraction = 0;
@@ -85,6 +104,10 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
 const Candidate& winner(const SearchResult& result);
 // Why the winner wins: a few sentences comparing it with the best alternatives.
 std::vector<std::string> explain_winner(const SearchResult& result);
+
+// The profile a candidate's plan refers to: the request's, topologically ordered, with
+// its layers permuted into c.layer_order when that is not empty.
+Profile reordered_profile(const SearchRequest& request, const Candidate& c);
 
 Json candidate_to_json(const Candidate& c, int64_t batch);
 Json search_to_json(const SearchResult& result, const SearchRequest& request);

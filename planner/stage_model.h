@@ -61,6 +61,8 @@ class StageModel {
   // and each stage's memory, for a given partition.
   int64_t bottleneck_ns(const LayerRanges& ranges) const;
   std::vector<int64_t> stage_memory(const LayerRanges& ranges) const;
+  // Stage s's (stashed, re-materialised) micro-batch counts at its memory peaks.
+  const std::vector<std::pair<int64_t, int64_t>>& stage_memory_terms(int s) const { return terms_[s]; }
 
  private:
   int L_, S_, K_, M_, chunks_, replicas_;

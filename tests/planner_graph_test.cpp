@@ -3,7 +3,6 @@
 // optimal partitioner on PipeDream's real GPU profiles against PipeDream's optimizer.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <random>
 
 #include "core/cost_model.h"
@@ -68,13 +67,15 @@ TEST(ModelGraph, CutBytesEqualCoreBoundaryBytesOnRandomGraphs) {
 }
 
 std::string pipedream_profile(const std::string& name) {
-  return std::string(PIPESCOPE_SHARED_DIR) + "/profiles/pipedream/" + name + ".json";
+  return std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/pipedream/" + name + ".json";
 }
 
 // PipeDream's optimizer (straight pipeline, free communication) reports these slowest
-// stages (ms) for K = 2, 4, 8 (../shared/profiles/pipedream/README.md). Contiguous cuts
-// in the listed topological order must reproduce or beat each one; the values our exact
-// optimum reaches are written beside them.
+// stages (ms) for K = 2, 4, 8 (profiles/pipedream/README.md). It is exact over chains of
+// downsets, and contiguous cuts of one topological order are such chains, so the exact
+// contiguous optimum (written beside) can only equal or trail it: resnet18 at K = 8 in
+// the shipped order trails it (37.093 against 35.207 ms), which is why graph profiles
+// go to the downset partitioner (planner_pipedream_test.cpp).
 struct PipeDreamCase {
   std::string model;
   int stages;
@@ -86,18 +87,17 @@ void PrintTo(const PipeDreamCase& c, std::ostream* os) { *os << c.model << " K="
 
 class PipeDreamProfiles : public ::testing::TestWithParam<PipeDreamCase> {};
 
-TEST_P(PipeDreamProfiles, OptimalReproducesOrBeatsPipeDreamsSlowestStage) {
+TEST_P(PipeDreamProfiles, ContiguousOptimumNeverBeatsPipeDreamsExactOne) {
   const PipeDreamCase& c = GetParam();
   const std::string path = pipedream_profile(c.model);
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no shared profiles at " << path;
   const Profile p = load_profile(path);
   const Hardware ideal = Hardware::ideal(c.stages);
   const Schedule schedule = make_schedule({ScheduleKind::OneFOneB, c.stages, 1, 1, false});
   StageModelSpec spec;
-  spec.microbatch_size = 64;  // the profiles' batch size
+  spec.microbatch_size = p.batch_sizes.front();  // the batch PipeDream profiled
   const MinMaxResult best = optimal_partition(StageModel(p, ideal, schedule, spec));
   const double got_ms = static_cast<double>(best.value) / 1e6;
-  EXPECT_LE(got_ms, c.pipedream_ms + 1e-6);
+  EXPECT_GE(got_ms, c.pipedream_ms - 1e-6);
   EXPECT_NEAR(got_ms, c.ours_ms, 1e-6);
 }
 
@@ -105,7 +105,7 @@ INSTANTIATE_TEST_SUITE_P(
     Real, PipeDreamProfiles,
     ::testing::Values(PipeDreamCase{"vgg16", 2, 370.931, 370.931}, PipeDreamCase{"vgg16", 4, 216.450, 216.450},
                       PipeDreamCase{"vgg16", 8, 159.531, 159.531}, PipeDreamCase{"resnet18", 2, 130.199, 130.199},
-                      PipeDreamCase{"resnet18", 4, 69.523, 69.523}, PipeDreamCase{"resnet18", 8, 35.207, 35.207},
+                      PipeDreamCase{"resnet18", 4, 69.523, 69.523}, PipeDreamCase{"resnet18", 8, 35.207, 37.093},
                       PipeDreamCase{"gnmt", 2, 45.936, 45.936}, PipeDreamCase{"gnmt", 4, 25.868, 25.868},
                       PipeDreamCase{"gnmt", 8, 19.032, 19.032}),
     [](const auto& info) { return info.param.model + "_K" + std::to_string(info.param.stages); });
