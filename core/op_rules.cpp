@@ -39,51 +39,6 @@ Needs op_needs(const Op& op, int stages, bool recompute) {
   return n;
 }
 
-std::optional<Message> op_sends(const Op& op, int stages) {
-  const int s = op.stage;
-  if (op.kind == OpKind::Forward && s + 1 < stages) return Message{MessageKind::Activation, s, s + 1};
-  if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && s > 0) {
-    return Message{MessageKind::Gradient, s, s - 1};
-  }
-  return std::nullopt;
-}
-
-std::optional<Message> op_receives(const Op& op, int stages) {
-  const int s = op.stage;
-  if (op.kind == OpKind::Forward && s > 0) return Message{MessageKind::Activation, s - 1, s};
-  if ((op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) && s + 1 < stages) {
-    return Message{MessageKind::Gradient, s + 1, s};
-  }
-  return std::nullopt;
-}
-
-int64_t op_duration_ns(OpKind kind, const StageCost& c) {
-  switch (kind) {
-    case OpKind::Forward: return c.forward_ns;
-    case OpKind::Backward: return c.backward_ns;
-    case OpKind::BackwardInput: return c.backward_input_ns;
-    case OpKind::BackwardWeight: return c.backward_weight_ns;
-    case OpKind::Recompute: return c.recompute_ns;
-  }
-  return 0;
-}
-
-int64_t stash_bytes(const StageCost& c, bool recompute) { return recompute ? c.input_bytes : c.activation_bytes; }
-
-Charge op_charge(OpKind kind) {
-  if (kind == OpKind::Forward) return Charge::Stash;
-  if (kind == OpKind::Recompute) return Charge::Activations;
-  return Charge::Nothing;
-}
-
-int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool recompute) {
-  switch (op_charge(kind)) {
-    case Charge::Stash: return stash_bytes(c, recompute);
-    case Charge::Activations: return c.activation_bytes;
-    case Charge::Nothing: return 0;
-  }
-  return 0;
-}
 
 int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor) {
   return static_cast<int64_t>(static_cast<double>(parameter_bytes) * (2.0 + optimizer_state_factor));

@@ -30,12 +30,11 @@
 #include <optional>
 #include <vector>
 
+#include "core/cost_model.h"
 #include "core/hardware.h"
 #include "core/schedule.h"
 
 namespace pipescope {
-
-struct StageCost;
 
 // The results ops wait for: each op makes one.
 enum class Product : uint8_t { Output, InputGradient, Recomputed, WeightGradient };
@@ -69,21 +68,63 @@ struct Message {
   int cut() const { return from_stage > to_stage ? from_stage : to_stage; }
 };
 
-// What `op` sends when it ends, and what it receives before it starts.
-std::optional<Message> op_sends(const Op& op, int stages);
-std::optional<Message> op_receives(const Op& op, int stages);
+// The rules the simulator asks for every op are defined here, inline: they sit on its
+// hot path (one call each per op and per wake-up).
+
+// What `op` sends when it ends: F(s,m) its output to s+1, B/I(s,m) the input gradient to s-1.
+inline std::optional<Message> op_sends(const Op& op, int stages) {
+  const int s = op.stage;
+  if (op.kind == OpKind::Forward) {
+    if (s + 1 < stages) return Message{MessageKind::Activation, s, s + 1};
+  } else if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) {
+    if (s > 0) return Message{MessageKind::Gradient, s, s - 1};
+  }
+  return std::nullopt;
+}
+
+// What `op` receives before it starts: the mirror of op_sends.
+inline std::optional<Message> op_receives(const Op& op, int stages) {
+  const int s = op.stage;
+  if (op.kind == OpKind::Forward) {
+    if (s > 0) return Message{MessageKind::Activation, s - 1, s};
+  } else if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) {
+    if (s + 1 < stages) return Message{MessageKind::Gradient, s + 1, s};
+  }
+  return std::nullopt;
+}
 
 // The op's run time on its stage (integer ns, speed already applied in StageCost).
-int64_t op_duration_ns(OpKind kind, const StageCost& stage);
+inline int64_t op_duration_ns(OpKind kind, const StageCost& c) {
+  switch (kind) {
+    case OpKind::Forward: return c.forward_ns;
+    case OpKind::Backward: return c.backward_ns;
+    case OpKind::BackwardInput: return c.backward_input_ns;
+    case OpKind::BackwardWeight: return c.backward_weight_ns;
+    case OpKind::Recompute: return c.recompute_ns;
+  }
+  return 0;
+}
+
 // What the op charges at its start, symbolically (the planner counts these) ...
 enum class Charge : uint8_t { Nothing, Stash, Activations };
-Charge op_charge(OpKind kind);
+inline Charge op_charge(OpKind kind) {
+  if (kind == OpKind::Forward) return Charge::Stash;
+  if (kind == OpKind::Recompute) return Charge::Activations;
+  return Charge::Nothing;
+}
+// What F keeps per micro-batch: the activations, or under re-materialisation the input.
+inline int64_t stash_bytes(const StageCost& c, bool recompute) { return recompute ? c.input_bytes : c.activation_bytes; }
 // ... and in bytes: Stash = stash_bytes(), Activations = the stage's activation_bytes.
-int64_t op_charge_bytes(OpKind kind, const StageCost& stage, bool recompute);
+inline int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool recompute) {
+  switch (op_charge(kind)) {
+    case Charge::Stash: return stash_bytes(c, recompute);
+    case Charge::Activations: return c.activation_bytes;
+    case Charge::Nothing: return 0;
+  }
+  return 0;
+}
 // Whether the op's end frees everything held for its (stage, micro-batch).
 inline bool op_frees(OpKind kind) { return kind == OpKind::Backward || kind == OpKind::BackwardWeight; }
-// What F keeps per micro-batch: the activations, or under re-materialisation the input.
-int64_t stash_bytes(const StageCost& stage, bool recompute);
 
 // Weights, gradients and optimizer state of `parameter_bytes` of parameters.
 int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor);

@@ -8,6 +8,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/op_rules.h"
 #include "planner/dag_partition.h"
 
 namespace pipescope {
@@ -16,12 +17,11 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
                              const StageModelSpec& spec, const StageModel& model)
     : L_(profile.num_layers()),
       S_(schedule.stages()),
-      recompute_(schedule.spec.recompute),
-      constrain_(spec.constrain_memory && schedule.spec.chunks == 1 && hardware.memory_bytes > 0),
+      recompute_(schedule.recompute),
+      constrain_(spec.constrain_memory && schedule.stages() == schedule.devices() && hardware.memory_bytes > 0),
       limit_(hardware.memory_bytes),
       edges_(profile.graph_edges()) {
   check_stage_count(L_, S_);
-  const int K = schedule.devices();
   const int r = spec.replicas;
   const int64_t M = schedule.microbatches();
   const double b = spec.microbatch_size / r;
@@ -35,10 +35,9 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
     backward_ms_.push_back(profile.backward_ms(l, b));
     activation_.push_back(profile.activation_bytes(l, b));
     output_.push_back(profile.output_bytes(l, b));
-    static_.push_back(static_cast<int64_t>(static_cast<double>(profile.layers[l].parameter_bytes) *
-                                           (2.0 + spec.optimizer_state_factor)));
+    static_.push_back(pipescope::static_bytes(profile.layers[l].parameter_bytes, spec.optimizer_state_factor));
   }
-  auto first_device = [&](int stage) { return (stage % K) * r; };
+  auto first_device = [&](int stage) { return schedule.stage_device[stage] * r; };
   for (int s = 0; s < S_; ++s) {
     std::vector<int> ring;
     double slowest = 1e300;
@@ -53,8 +52,8 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
       const int64_t grad = profile.layers[l].parameter_bytes;
       allreduce_busy_.push_back(r < 2 ? 0 : ring_link.busy_ns(2 * (r - 1) * grad / r) / M);
     }
-    sends_next_.push_back(s + 1 < S_ && (s + 1) % K != s % K);
-    receives_prev_.push_back(s > 0 && (s - 1) % K != s % K);
+    sends_next_.push_back(s + 1 < S_ && schedule.stage_device[s + 1] != schedule.stage_device[s]);
+    receives_prev_.push_back(s > 0 && schedule.stage_device[s - 1] != schedule.stage_device[s]);
     next_link_.push_back(sends_next_.back() ? hardware.link_between(first_device(s), first_device(s + 1)) : Link{});
     prev_link_.push_back(receives_prev_.back() ? hardware.link_between(first_device(s), first_device(s - 1)) : Link{});
     terms_.push_back(model.stage_memory_terms(s));

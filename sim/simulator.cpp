@@ -204,7 +204,7 @@ class PipelineSim {
       r.stages.push_back(std::move(st));
     }
     r.bubble_fraction = end_ > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K_) * end_) : 0.0;
-    if (s_.has_split_backward() && !c_.split_measured) {
+    if (!c_.split_measured && s_.has_split_backward()) {
       r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
                         "each take half of backward_ms");
     }
