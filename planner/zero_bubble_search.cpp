@@ -1,0 +1,155 @@
+// zb-auto's search (see zero_bubble_search.h). Every candidate is a complete, valid
+// schedule that holds at most the cap on every device; the simulator ranks them by
+// the longest device span, ties by candidate order, so the result is deterministic.
+#include "planner/zero_bubble_search.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/list_schedule.h"
+#include "sim/simulator.h"
+#include "sim/stage_span.h"
+
+namespace pipescope {
+
+int max_alive_microbatches(const Schedule& s) {
+  int most = 0;
+  for (const auto& ops : s.device_ops) {
+    int alive = 0;
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::Forward) most = std::max(most, ++alive);
+      if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardWeight) --alive;
+    }
+  }
+  return most;
+}
+
+namespace {
+
+class Search {
+ public:
+  Search(const CostModel& c, const Hardware& h, int cap, int M) : c_(c), h_(h), cap_(cap), M_(M) {
+    K_ = static_cast<int>(c.position_device.size());
+    base_ = ListPolicy::unit(stage_device_map(ScheduleKind::ZeroBubbleAuto, K_, 1), M);
+    for (int s = 0; s < K_; ++s) {
+      base_.forward_ns[s] = c.stages[s].forward_ns;
+      base_.input_ns[s] = c.stages[s].backward_input_ns;
+      base_.weight_ns[s] = c.stages[s].backward_weight_ns;
+      if (s + 1 < K_) {
+        const Link& l = h.link_between(c.position_device[s], c.position_device[s + 1]);
+        base_.hop_ns = std::max(base_.hop_ns, l.latency_ns() + l.busy_ns(c.stages[s].send_bytes));
+      }
+    }
+  }
+
+  // Simulated longest span of `s`, or -1 when it holds more than the cap.
+  int64_t score(const Schedule& s) {
+    if (max_alive_microbatches(s) > cap_) return -1;
+    ++evaluations_;
+    SimOptions o;
+    o.record_timeline = true;
+    return longest_span(simulate(s, c_, h_, o));
+  }
+
+  void offer(const Schedule& s, const std::string& label, const ListPolicy* policy) {
+    const int64_t span = score(s);
+    if (span < 0 || (best_span_ >= 0 && span >= best_span_)) return;
+    best_span_ = span;
+    best_ = s;
+    best_label_ = label;
+    has_policy_ = policy != nullptr;
+    if (policy) best_policy_ = *policy;
+  }
+
+  ListPolicy policy(int depth_kind, bool forward_first) const {
+    ListPolicy p = base_;
+    p.forward_first = forward_first;
+    for (int d = 0; d < K_; ++d) {
+      const int depth = depth_kind == 0 ? K_ - d : depth_kind == 1 ? 2 * (K_ - d) - 1 : cap_;
+      p.max_alive[d] = std::min(cap_, M_);
+      p.max_warmup[d] = std::max(1, std::min({depth, cap_, M_}));
+    }
+    return p;
+  }
+
+  void constructive() {
+    offer(make_1f1b(K_, M_), "1f1b", nullptr);
+    offer(make_zb_h1(K_, M_), "zb-h1", nullptr);
+    offer(make_zb_h2(K_, M_), "zb-h2", nullptr);
+    const char* depths[] = {"K-d", "2(K-d)-1", "N"};
+    for (int depth = 0; depth < 3; ++depth) {
+      for (bool ff : {true, false}) {
+        const ListPolicy p = policy(depth, ff);
+        offer(list_schedule(p, "zb-auto"), std::string("list warm-up ") + depths[depth] + (ff ? " F-first" : " I-first"),
+              &p);
+      }
+    }
+    if (best_span_ < 0) throw InputError("--max-inflight " + std::to_string(cap_) + ": no schedule fits");
+  }
+
+  // Coordinate descent on the per-device warm-up depth of the best list policy.
+  void local_search(int passes) {
+    if (!has_policy_) return;
+    for (int pass = 0; pass < passes; ++pass) {
+      bool improved = false;
+      for (int d = 0; d < K_; ++d) {
+        for (int step : {+1, -1}) {
+          ListPolicy p = best_policy_;
+          p.max_warmup[d] += step;
+          if (p.max_warmup[d] < 1 || p.max_warmup[d] > std::min(cap_, M_)) continue;
+          const int64_t before = best_span_;
+          offer(list_schedule(p, "zb-auto"), best_label_, &p);
+          improved |= best_span_ < before;
+        }
+      }
+      if (!improved) break;
+    }
+  }
+
+  Schedule result(ZeroBubbleSearchReport* report) {
+    best_.name = "zb-auto";
+    if (report) {
+      report->span_ns = best_span_;
+      int64_t bound = 0;
+      for (const StageCost& st : c_.stages) {
+        bound = std::max(bound, M_ * (st.forward_ns + st.backward_input_ns + st.backward_weight_ns));
+      }
+      report->bound_ns = bound;
+      report->evaluations = evaluations_;
+      report->start = best_label_;
+    }
+    return std::move(best_);
+  }
+
+ private:
+  const CostModel& c_;
+  const Hardware& h_;
+  const int cap_, M_;
+  int K_ = 0;
+  ListPolicy base_, best_policy_;
+  Schedule best_;
+  std::string best_label_;
+  int64_t best_span_ = -1;
+  bool has_policy_ = false;
+  int evaluations_ = 0;
+};
+
+}  // namespace
+
+Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches,
+                            ZeroBubbleSearchReport* report) {
+  if (max_inflight < 1) {
+    throw InputError("--max-inflight: expected at least 1 micro-batch alive per stage, got " + std::to_string(max_inflight));
+  }
+  if (costs.stages.size() != costs.position_device.size()) {
+    throw InputError("zb-auto: expected one stage per device (1 chunk), got " + std::to_string(costs.stages.size()) +
+                     " stages on " + std::to_string(costs.position_device.size()) + " devices");
+  }
+  check_schedule_spec({ScheduleKind::ZeroBubbleAuto, static_cast<int>(costs.stages.size()), microbatches, 1});
+  Search search(costs, hardware, max_inflight, microbatches);
+  search.constructive();
+  search.local_search(3);
+  return search.result(report);
+}
+
+}  // namespace pipescope
