@@ -337,6 +337,7 @@ Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
 }
 
 Schedule make_schedule(const ScheduleSpec& spec) {
+  check_schedule_spec(spec);  // the generators take no chunk count: check the spec's here
   switch (spec.kind) {
     case ScheduleKind::GPipe: return make_gpipe(spec.devices, spec.microbatches, spec.recompute);
     case ScheduleKind::OneFOneB: return make_1f1b(spec.devices, spec.microbatches, spec.recompute);
