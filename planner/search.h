@@ -31,8 +31,7 @@ struct SearchRequest {
   Hardware hardware;
   int devices = 1;               // D
   int64_t batch = 1;             // N, samples per step
-  std::vector<ScheduleKind> schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                         ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1};
+  std::vector<ScheduleKind> schedules = schedule_kinds();  // every built-in
   int max_stages = 0;            // 0: up to min(D, L)
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
@@ -50,6 +49,7 @@ struct Candidate {
   int chunks = 1;
   bool recompute = false;
   // Filled by the evaluation.
+  int max_inflight = 0;          // zb-auto: the largest cap that fits (plan.max_inflight)
   Plan plan;
   int64_t step_ns = 0;
   double throughput_samples_per_s = 0;

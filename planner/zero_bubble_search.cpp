@@ -12,6 +12,13 @@
 
 namespace pipescope {
 
+Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware) {
+  if (!plan.schedule_file.empty() || plan.schedule != ScheduleKind::ZeroBubbleAuto) return schedule_for(plan);
+  const int cap = plan.max_inflight > 0 ? plan.max_inflight : plan.pipeline_devices();
+  Schedule s = search_zero_bubble(costs, hardware, cap, plan.microbatches);
+  return plan.recompute ? with_recompute(std::move(s)) : s;
+}
+
 int max_alive_microbatches(const Schedule& s) {
   int most = 0;
   for (const auto& ops : s.device_ops) {

@@ -17,6 +17,7 @@
 
 #include "core/cost_model.h"
 #include "core/hardware.h"
+#include "core/plan.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -32,6 +33,10 @@ struct ZeroBubbleSearchReport {
 // cap below 1 or a cost model with more stages than devices.
 Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches,
                             ZeroBubbleSearchReport* report = nullptr);
+
+// The plan's schedule given its costs: zb-auto searched with search_zero_bubble under
+// plan.max_inflight (0: K), any other kind as schedule_for(plan).
+Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware);
 
 // The largest number of micro-batches any device holds at once in `schedule` (F adds
 // one, B or W removes one), counted from the order alone.
