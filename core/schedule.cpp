@@ -143,6 +143,13 @@ void check_schedule_spec(const ScheduleSpec& spec) {
   if (spec.microbatches < 1) {
     throw InputError("microbatches: expected at least 1, got " + std::to_string(spec.microbatches));
   }
+  if (spec.max_inflight < 0) {
+    throw InputError("--max-inflight: expected at least 1 micro-batch alive per stage (0: K), got " +
+                     std::to_string(spec.max_inflight));
+  }
+  if (spec.max_inflight > 0 && spec.kind != ScheduleKind::ZeroBubbleAuto) {
+    throw InputError("--max-inflight: only zb-auto takes a cap of alive micro-batches");
+  }
   if (spec.chunks < 1) throw InputError("chunks: expected at least 1, got " + std::to_string(spec.chunks));
   const int need = required_chunks(spec.kind);
   if (need == 1 && spec.chunks != 1) {

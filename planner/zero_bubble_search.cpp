@@ -33,6 +33,10 @@ int max_alive_microbatches(const Schedule& s) {
 
 namespace {
 
+// Simulations per search: about 0.5 s of one core for K = 32, M = 256 (the issue's
+// budget is 1 s); a count, not a clock, so the result never depends on the machine.
+constexpr int kMaxEvaluations = 60;
+
 class Search {
  public:
   Search(const CostModel& c, const Hardware& h, int cap, int M) : c_(c), h_(h), cap_(cap), M_(M) {
@@ -58,19 +62,26 @@ class Search {
     return longest_span(simulate(s, c_, h_, o));
   }
 
+  // Keeps `s` when it is the shortest so far; a list policy also when it is the best
+  // list policy so far (the local search starts from that one).
   void offer(const Schedule& s, const std::string& label, const ListPolicy* policy) {
     const int64_t span = score(s);
-    if (span < 0 || (best_span_ >= 0 && span >= best_span_)) return;
+    if (span < 0) return;
+    if (policy && (policy_span_ < 0 || span < policy_span_)) {
+      policy_span_ = span;
+      best_policy_ = *policy;
+      policy_label_ = label;
+    }
+    if (best_span_ >= 0 && span >= best_span_) return;
     best_span_ = span;
     best_ = s;
     best_label_ = label;
-    has_policy_ = policy != nullptr;
-    if (policy) best_policy_ = *policy;
   }
 
-  ListPolicy policy(int depth_kind, bool forward_first) const {
+  ListPolicy policy(int depth_kind, bool forward_first, bool lookahead) const {
     ListPolicy p = base_;
     p.forward_first = forward_first;
+    p.weight_lookahead = lookahead;
     for (int d = 0; d < K_; ++d) {
       const int depth = depth_kind == 0 ? K_ - d : depth_kind == 1 ? 2 * (K_ - d) - 1 : cap_;
       p.max_alive[d] = std::min(cap_, M_);
@@ -86,9 +97,12 @@ class Search {
     const char* depths[] = {"K-d", "2(K-d)-1", "N"};
     for (int depth = 0; depth < 3; ++depth) {
       for (bool ff : {true, false}) {
-        const ListPolicy p = policy(depth, ff);
-        offer(list_schedule(p, "zb-auto"), std::string("list warm-up ") + depths[depth] + (ff ? " F-first" : " I-first"),
-              &p);
+        for (bool look : {false, true}) {
+          const ListPolicy p = policy(depth, ff, look);
+          offer(list_schedule(p, "zb-auto"), std::string("list warm-up ") + depths[depth] + (ff ? " F-first" : " I-first") +
+                                                 (look ? " W-lookahead" : ""),
+                &p);
+        }
       }
     }
     if (best_span_ < 0) throw InputError("--max-inflight " + std::to_string(cap_) + ": no schedule fits");
@@ -96,21 +110,29 @@ class Search {
 
   // Coordinate descent on the per-device warm-up depth of the best list policy.
   void local_search(int passes) {
-    if (!has_policy_) return;
+    if (policy_span_ < 0) return;
     for (int pass = 0; pass < passes; ++pass) {
       bool improved = false;
       for (int d = 0; d < K_; ++d) {
         for (int step : {+1, -1}) {
+          if (evaluations_ >= kMaxEvaluations) return;
           ListPolicy p = best_policy_;
           p.max_warmup[d] += step;
           if (p.max_warmup[d] < 1 || p.max_warmup[d] > std::min(cap_, M_)) continue;
-          const int64_t before = best_span_;
-          offer(list_schedule(p, "zb-auto"), best_label_, &p);
-          improved |= best_span_ < before;
+          const int64_t before = policy_span_;
+          offer(list_schedule(p, "zb-auto"), local_label(), &p);
+          improved |= policy_span_ < before;
         }
       }
       if (!improved) break;
     }
+  }
+
+  std::string local_label() const {
+    const std::string tag = " + local search";
+    return policy_label_.size() >= tag.size() && policy_label_.compare(policy_label_.size() - tag.size(), tag.size(), tag) == 0
+               ? policy_label_
+               : policy_label_ + tag;
   }
 
   Schedule result(ZeroBubbleSearchReport* report) {
@@ -135,9 +157,8 @@ class Search {
   int K_ = 0;
   ListPolicy base_, best_policy_;
   Schedule best_;
-  std::string best_label_;
-  int64_t best_span_ = -1;
-  bool has_policy_ = false;
+  std::string best_label_, policy_label_;
+  int64_t best_span_ = -1, policy_span_ = -1;
   int evaluations_ = 0;
 };
 

@@ -4,10 +4,11 @@
 // device (F started, W not done: the zero-bubble repository's max pending backward).
 // Objective: the shortest longest device span, measured by the simulator.
 //   1. constructive: greedy list schedules (core/list_schedule.h) with the real times
-//      and hops, for several warm-up depths and priorities, plus the handcrafted 1f1b,
-//      zb-h1 and zb-h2 whenever they fit under the cap;
-//   2. local search: coordinate descent on each device's warm-up depth (+-1), a fixed
-//      number of passes, accepting strict improvements only.
+//      and hops, for 3 warm-up depths x F-first/I-first x W look-ahead on/off, plus the
+//      handcrafted 1f1b, zb-h1 and zb-h2 whenever they fit under the cap;
+//   2. local search from the best list policy: coordinate descent on each device's
+//      warm-up depth (+-1), three passes and at most 60 simulations in all, accepting
+//      strict improvements only.
 // Deterministic (no clocks, no randomness); never worse than any candidate of step 1.
 //   Schedule s = search_zero_bubble(costs, hardware, 2 * K, M);
 #pragma once
