@@ -20,6 +20,9 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/plan.h"
+#include "planner/plan_builder.h"
+#include "core/synth_profile.h"
 #include "experiments/schedule_table.h"
 #include "planner/zero_bubble_search.h"
 #include "sim/simulator.h"
@@ -203,4 +206,50 @@ TEST(ZeroBubble, TheScheduleTableListsEverySchedule) {
     EXPECT_TRUE(r.refused.empty()) << r.schedule << ": " << r.refused;
     EXPECT_GE(r.bubble, -1e-9) << r.schedule;
   }
+}
+
+TEST(ZeroBubble, PlansGiveVShapesTwoChunksAndZbAutoItsCap) {
+  // A plan file: zb-v without "chunks" gets 2 (stages d and 2K-1-d on device d); other
+  // chunk counts and a cap on another schedule are refused, naming the JSON field.
+  auto plan_json = [](const std::string& schedule) {
+    return std::string(R"({"format": "pipescope.plan", "version": 1, "profile": "p.json", "batch_size": 4,
+      "microbatches": 4, "schedule": )") + schedule + R"(, "recompute": false,
+      "stages": [{"layers": [0, 1], "devices": [0]}, {"layers": [1, 2], "devices": [1]},
+                 {"layers": [2, 3], "devices": [1]}, {"layers": [3, 4], "devices": [0]}]})";
+  };
+  const Plan v = plan_from_json(JsonReader::from_text(plan_json(R"({"kind": "zb-v"})"), "plan.json"));
+  EXPECT_EQ(v.chunks, 2);
+  EXPECT_EQ(schedule_for(v).stage_device, (std::vector<int>{0, 1, 1, 0}));
+  auto error = [&](const std::string& schedule) {
+    try {
+      plan_from_json(JsonReader::from_text(plan_json(schedule), "plan.json"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(R"({"kind": "dualpipev", "chunks": 1})").find("schedule.chunks"), std::string::npos)
+      << error(R"({"kind": "dualpipev", "chunks": 1})");
+  EXPECT_NE(error(R"({"kind": "1f1b", "chunks": 1, "max_inflight": 3})").find("max_inflight"), std::string::npos);
+  // zb-auto's cap survives a round trip through the plan file.
+  Plan a = v;
+  a.schedule = ScheduleKind::ZeroBubbleAuto;
+  a.chunks = 1;
+  a.max_inflight = 3;
+  const Json j = plan_to_json(a);
+  EXPECT_EQ(j["schedule"]["max_inflight"], 3);
+}
+
+TEST(ZeroBubble, MakePlanPlacesVShapesAndTakesTheirChunks) {
+  // make_plan with --chunks left at 1 gives zb-v 2 chunks in V order; --chunks 3 is refused.
+  const Profile p = make_gpt_profile(GptSpec{});
+  PlanChoice c;
+  c.stages = 2;
+  c.microbatches = 4;
+  c.schedule = ScheduleKind::ZeroBubbleV;
+  const Plan plan = make_plan(p, c);
+  EXPECT_EQ(plan.chunks, 2);
+  EXPECT_EQ(plan.stage_positions(), (std::vector<int>{0, 1, 1, 0}));
+  c.chunks = 3;
+  EXPECT_THROW(make_plan(p, c), InputError);
 }
