@@ -24,6 +24,7 @@
 #include "planner/plan_builder.h"
 #include "core/synth_profile.h"
 #include "experiments/schedule_table.h"
+#include "planner/search.h"
 #include "planner/zero_bubble_search.h"
 #include "sim/simulator.h"
 #include "sim/stage_span.h"
@@ -252,4 +253,37 @@ TEST(ZeroBubble, MakePlanPlacesVShapesAndTakesTheirChunks) {
   EXPECT_EQ(plan.stage_positions(), (std::vector<int>{0, 1, 1, 0}));
   c.chunks = 3;
   EXPECT_THROW(make_plan(p, c), InputError);
+}
+
+TEST(ZeroBubble, PlanGivesZbAutoTheLargestCapThatFits) {
+  // Unbounded memory: every zb-auto candidate takes min(2K, M). A memory limit just
+  // below the K = 4, M = 16 candidate's peak at N = 8 makes it step down to the next
+  // cap that fits (7 = 2K-1, or less), and that candidate still fits.
+  SearchRequest q;
+  UniformSpec u;
+  u.layers = 8;
+  u.activation_bytes = 64 << 20;
+  q.profile = make_uniform_profile(u);
+  q.profile_path = "uniform.json";
+  q.hardware = Hardware::ideal(4);
+  q.devices = 4;
+  q.batch = 16;
+  q.schedules = {ScheduleKind::ZeroBubbleAuto};
+  q.recompute = RecomputeMode::Off;
+  q.threads = 1;
+  auto find = [](const SearchResult& r, int K, int M) {
+    for (const Candidate& c : r.candidates) {
+      if (c.stages == K && c.microbatches == M) return c;
+    }
+    ADD_FAILURE() << "no candidate K=" << K << " M=" << M;
+    return Candidate{};
+  };
+  const SearchResult free = search_plans(q);
+  for (const Candidate& c : free.candidates) EXPECT_EQ(c.max_inflight, std::min(2 * c.stages, c.microbatches)) << c.label();
+  const Candidate wide = find(free, 4, 16);
+  q.hardware.memory_bytes = wide.peak_bytes - 1;
+  const Candidate capped = find(search_plans(q), 4, 16);
+  EXPECT_LT(capped.max_inflight, 8) << capped.label();
+  EXPECT_GE(capped.max_inflight, 1);
+  EXPECT_TRUE(capped.fits) << capped.label();
 }
