@@ -127,6 +127,11 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
 
 namespace {
 
+// zb-auto in a search of hundreds of candidates gets a short search on plan's own
+// ranking (the step): zb-h2, zb-h1, 1f1b and the first list order (simulate and run
+// --schedule zb-auto take the full search on the longest span).
+const ZeroBubbleSearchOptions kPlanSearch{4, false};
+
 void evaluate_once(const SearchRequest& q, const Profile& profile, Candidate& c) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
@@ -166,7 +171,7 @@ void evaluate_once(const SearchRequest& q, const Profile& profile, Candidate& c)
   };
   if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // search the order on the cut's costs
     assign(ranges);
-    schedule = schedule_for_costs(plan, build_cost_model(profile, plan, q.hardware), q.hardware);
+    schedule = schedule_for_costs(plan, build_cost_model(profile, plan, q.hardware), q.hardware, kPlanSearch);
   }
   StepReport report = run(ranges);
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);

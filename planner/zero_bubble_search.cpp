@@ -12,10 +12,11 @@
 
 namespace pipescope {
 
-Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware) {
+Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware,
+                            const ZeroBubbleSearchOptions& options) {
   if (!plan.schedule_file.empty() || plan.schedule != ScheduleKind::ZeroBubbleAuto) return schedule_for(plan);
   const int cap = plan.max_inflight > 0 ? plan.max_inflight : plan.pipeline_devices();
-  Schedule s = search_zero_bubble(costs, hardware, cap, plan.microbatches);
+  Schedule s = search_zero_bubble(costs, hardware, cap, plan.microbatches, nullptr, options);
   return plan.recompute ? with_recompute(std::move(s)) : s;
 }
 
@@ -33,13 +34,11 @@ int max_alive_microbatches(const Schedule& s) {
 
 namespace {
 
-// Simulations per search: about 0.5 s of one core for K = 32, M = 256 (the issue's
-// budget is 1 s); a count, not a clock, so the result never depends on the machine.
-constexpr int kMaxEvaluations = 60;
-
 class Search {
  public:
-  Search(const CostModel& c, const Hardware& h, int cap, int M) : c_(c), h_(h), cap_(cap), M_(M) {
+  // `budget` simulations at most: a count, not a clock, so the result never depends on the machine.
+  Search(const CostModel& c, const Hardware& h, int cap, int M, const ZeroBubbleSearchOptions& o)
+      : c_(c), h_(h), cap_(cap), M_(M), budget_(std::max(1, o.max_evaluations)), span_(o.longest_span) {
     K_ = static_cast<int>(c.position_device.size());
     base_ = ListPolicy::unit(stage_device_map(ScheduleKind::ZeroBubbleAuto, K_, 1), M);
     for (int s = 0; s < K_; ++s) {
@@ -55,11 +54,12 @@ class Search {
 
   // Simulated longest span of `s`, or -1 when it holds more than the cap.
   int64_t score(const Schedule& s) {
-    if (max_alive_microbatches(s) > cap_) return -1;
+    if (evaluations_ >= budget_ || max_alive_microbatches(s) > cap_) return -1;
     ++evaluations_;
     SimOptions o;
-    o.record_timeline = true;
-    return longest_span(simulate(s, c_, h_, o));
+    o.record_timeline = span_;
+    const StepReport r = simulate(s, c_, h_, o);
+    return span_ ? longest_span(r) : r.step_ns;
   }
 
   // Keeps `s` when it is the shortest so far; a list policy also when it is the best
@@ -91,13 +91,13 @@ class Search {
   }
 
   void constructive() {
-    offer(make_1f1b(K_, M_), "1f1b", nullptr);
-    offer(make_zb_h1(K_, M_), "zb-h1", nullptr);
     offer(make_zb_h2(K_, M_), "zb-h2", nullptr);
+    offer(make_zb_h1(K_, M_), "zb-h1", nullptr);
     const char* depths[] = {"K-d", "2(K-d)-1", "N"};
-    for (int depth = 0; depth < 3; ++depth) {
+    for (int depth : {1, 0, 2}) {  // ZB-H2's depth first: the likeliest winner on a short budget
       for (bool ff : {true, false}) {
         for (bool look : {false, true}) {
+          if (evaluations_ >= budget_) return;  // building an order costs about a simulation
           const ListPolicy p = policy(depth, ff, look);
           offer(list_schedule(p, "zb-auto"), std::string("list warm-up ") + depths[depth] + (ff ? " F-first" : " I-first") +
                                                  (look ? " W-lookahead" : ""),
@@ -105,6 +105,7 @@ class Search {
         }
       }
     }
+    offer(make_1f1b(K_, M_), "1f1b", nullptr);
     if (best_span_ < 0) throw InputError("--max-inflight " + std::to_string(cap_) + ": no schedule fits");
   }
 
@@ -115,7 +116,7 @@ class Search {
       bool improved = false;
       for (int d = 0; d < K_; ++d) {
         for (int step : {+1, -1}) {
-          if (evaluations_ >= kMaxEvaluations) return;
+          if (evaluations_ >= budget_) return;
           ListPolicy p = best_policy_;
           p.max_warmup[d] += step;
           if (p.max_warmup[d] < 1 || p.max_warmup[d] > std::min(cap_, M_)) continue;
@@ -153,7 +154,8 @@ class Search {
  private:
   const CostModel& c_;
   const Hardware& h_;
-  const int cap_, M_;
+  const int cap_, M_, budget_;
+  const bool span_;
   int K_ = 0;
   ListPolicy base_, best_policy_;
   Schedule best_;
@@ -165,7 +167,7 @@ class Search {
 }  // namespace
 
 Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches,
-                            ZeroBubbleSearchReport* report) {
+                            ZeroBubbleSearchReport* report, const ZeroBubbleSearchOptions& options) {
   if (max_inflight < 1) {
     throw InputError("--max-inflight: expected at least 1 micro-batch alive per stage, got " + std::to_string(max_inflight));
   }
@@ -174,7 +176,7 @@ Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, in
                      " stages on " + std::to_string(costs.position_device.size()) + " devices");
   }
   check_schedule_spec({ScheduleKind::ZeroBubbleAuto, static_cast<int>(costs.stages.size()), microbatches, 1});
-  Search search(costs, hardware, max_inflight, microbatches);
+  Search search(costs, hardware, max_inflight, microbatches, options);
   search.constructive();
   search.local_search(3);
   return search.result(report);
