@@ -82,9 +82,6 @@ class ListScheduler {
 
   bool forward_ready(int d, int s, int64_t now) const {
     const int m = next_f_[s];
-    if (!p_.max_lead.empty() && s != stages_of_[d].front() && m - next_f_[stages_of_[d].front()] >= p_.max_lead[d]) {
-      return false;
-    }
     return m < M_ && alive_[d] < p_.max_alive[d] && warm_[d] < p_.max_warmup[d] &&
            (s == 0 || f_out_[at(s - 1, m)] <= now);
   }
@@ -108,8 +105,7 @@ class ListScheduler {
 
   bool pick(int d, int64_t now, Op& op) const {
     const bool w = weight_ready(d, now);
-    if (w && (!p_.defer_weight || (p_.max_pending_weight > 0 &&
-                                   static_cast<int>(pending_w_[d].size()) >= p_.max_pending_weight))) {
+    if (w && !p_.defer_weight) {
       op = {OpKind::BackwardWeight, pending_w_[d].front().first.stage, pending_w_[d].front().first.microbatch};
       return true;
     }

@@ -2,7 +2,7 @@
 // forward in time with given per-op times and a fixed hop delay, and whenever a device
 // is idle it appends the op its policy picks among those ready. The zero-bubble paper
 // builds ZB-H1/H2 and its heuristic schedule this way (Qi et al., ICLR 2024, section 3
-// and appendix G); zb-h2 and zb-v use unit times, zb-auto the plan's real times.
+// and appendix G); zb-h2 uses unit times, zb-auto the plan's real times.
 // Invariant: the result holds every op of every (stage, micro-batch) exactly once, on
 // its stage's device, and walking it with the op rules always makes progress (a
 // device only appends an op whose inputs exist); W follows its I.
@@ -26,10 +26,6 @@ struct ListPolicy {
   // Per device, in (stage, micro-batch) units: at most max_alive held at once (F
   // started, W not done) and at most max_warmup forwarded whose I has not started.
   std::vector<int> max_alive, max_warmup;
-  // Per device (empty: none): the F count of a device's shallower stage may run at
-  // most this far ahead of its deeper stage's (a V-shape's chunk 0 must leave room
-  // for chunk 1, whose forwards lead to the loss).
-  std::vector<int> max_lead;
   bool forward_first = true;       // an allowed F before a ready I (1F1B's warm-up); else I first
   // Run W only when neither F nor I can run (fill bubbles); else right after its I.
   bool defer_weight = true;
@@ -37,8 +33,6 @@ struct ListPolicy {
   // before the W could end: the zero-bubble heuristic's "insert W only into a bubble
   // of at least T_W", which keeps the backward critical path moving at the tail.
   bool weight_lookahead = false;
-  // A W runs before an F whenever this many W wait on the device (0: never forced).
-  int max_pending_weight = 0;
 
   // Unit times (F = I = W = 1), free hops, limits of M everywhere.
   static ListPolicy unit(std::vector<int> stage_device, int microbatches);
