@@ -68,7 +68,7 @@ void add_simulate_command(CLI::App& app) {
 
 void add_schedule_command(CLI::App& app) {
   struct Args {
-    int stages = 0, microbatches = 0, chunks = 1;
+    int stages = 0, microbatches = 0, chunks = 1, max_inflight = 0;
     std::string schedule = "1f1b";
     std::string schedule_file;
     std::string format = "text";
@@ -81,7 +81,8 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--stages,-K", args->stages, "Pipeline stages K (devices)");
   cmd->add_option("--microbatches,-M", args->microbatches, "Micro-batches M");
   cmd->add_option("--schedule", args->schedule, schedule_kind_names())->capture_default_str();
-  cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved)")->capture_default_str();
+  cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved; zb-v and dualpipev take 2)")->capture_default_str();
+  cmd->add_option("--max-inflight", args->max_inflight, "zb-auto: micro-batches alive per stage (unit times here)");
   cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation (R) before each backward");
   cmd->add_option("--schedule-file", args->schedule_file,
                   "Read this schedule file (JSON or PyTorch CSV) instead of generating one: converts between formats");
@@ -101,8 +102,9 @@ void add_schedule_command(CLI::App& app) {
       }
       if (args->stages < 1) throw InputError("--stages: expected K >= 1 (or give --schedule-file)");
       if (args->microbatches < 1) throw InputError("--microbatches: expected M >= 1 (or give --schedule-file)");
-      s = make_schedule({parse_schedule_kind(args->schedule), args->stages, args->microbatches, args->chunks,
-                         args->recompute});
+      const ScheduleKind kind = parse_schedule_kind(args->schedule);
+      const int chunks = required_chunks(kind) == 2 && args->chunks == 1 ? 2 : args->chunks;  // V-shapes
+      s = make_schedule({kind, args->stages, args->microbatches, chunks, args->recompute, args->max_inflight});
     }
     validate_schedule(s);
     std::string text;

@@ -6,7 +6,9 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "exec/backend.h"
+#include "core/cost_model.h"
 #include "planner/plan_builder.h"
+#include "planner/zero_bubble_search.h"
 
 namespace pipescope::cli {
 
@@ -26,7 +28,9 @@ void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--schedule-file", schedule_file,
                   "A schedule file instead of --schedule: pipescope.schedule JSON or PyTorch pipelining CSV "
                   "(K, M and the stage -> device map come from it; docs/schedule-files.md)");
-  cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved only)")->capture_default_str();
+  cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved; zb-v and dualpipev take 2)")->capture_default_str();
+  cmd->add_option("--max-inflight", max_inflight,
+                  "zb-auto: micro-batches alive per stage at once (max pending backward; default K)");
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
@@ -68,6 +72,7 @@ ResolvedPlan resolve(const PlanOptions& o) {
     c.schedule = parse_schedule_kind(o.schedule);
     c.schedule_file = o.schedule_file;
     c.chunks = o.chunks;
+    c.max_inflight = o.max_inflight;
     c.recompute = o.recompute;
     c.partition = o.partition;
     c.profile_path = o.profile_path;
@@ -94,6 +99,9 @@ ResolvedPlan resolve(const PlanOptions& o) {
                      " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
   }
   r.schedule = schedule_for(r.plan);
+  if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs
+    r.schedule = schedule_for_costs(r.plan, build_cost_model(r.profile, r.plan, r.hardware), r.hardware);
+  }
   validate_schedule(r.schedule);
   return r;
 }

@@ -27,6 +27,7 @@ struct PlanOptions {
   std::string schedule = "1f1b";
   std::string schedule_file;
   int chunks = 1;
+  int max_inflight = 0;
   double microbatch_size = 0;
   bool recompute = false;
   std::string partition = "optimal";

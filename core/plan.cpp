@@ -88,9 +88,15 @@ Plan plan_from_json(const JsonReader& r) {
     } catch (const InputError& e) {
       schedule["kind"].fail(e.what());
     }
-    p.chunks = schedule.has("chunks") ? static_cast<int>(schedule["chunks"].as_int(1, 64)) : 1;
-    if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved) {
-      schedule["chunks"].fail("only the interleaved schedule takes more than 1 chunk");
+    const int need = required_chunks(p.schedule);  // 0: any (interleaved)
+    p.chunks = schedule.has("chunks") ? static_cast<int>(schedule["chunks"].as_int(1, 64)) : std::max(need, 1);
+    if (need == 1 && p.chunks > 1) schedule["chunks"].fail("only the interleaved schedule takes more than 1 chunk");
+    if (need == 2 && p.chunks != 2) {
+      schedule["chunks"].fail(to_string(p.schedule) + " holds 2 chunks per device (V-shape)");
+    }
+    if (schedule.has("max_inflight")) {
+      if (p.schedule != ScheduleKind::ZeroBubbleAuto) schedule["max_inflight"].fail("only zb-auto takes a cap");
+      p.max_inflight = static_cast<int>(schedule["max_inflight"].as_int(1, 1 << 20));
     }
   }
   p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
@@ -162,13 +168,17 @@ Json plan_to_json(const Plan& p) {
   for (const PlanStage& s : p.stages) {
     stages.push_back({{"layers", {s.first_layer, s.end_layer}}, {"devices", s.devices}});
   }
+  Json schedule = p.schedule_file.empty() ? Json{{"kind", to_string(p.schedule)}, {"chunks", p.chunks}}
+                                          : Json{{"file", p.schedule_file}, {"chunks", p.chunks}};
+  if (p.schedule_file.empty() && p.schedule == ScheduleKind::ZeroBubbleAuto && p.max_inflight > 0) {
+    schedule["max_inflight"] = p.max_inflight;
+  }
   return {{"format", "pipescope.plan"},
           {"version", 1},
           {"profile", p.profile},
           {"batch_size", p.batch_size},
           {"microbatches", p.microbatches},
-          {"schedule", p.schedule_file.empty() ? Json{{"kind", to_string(p.schedule)}, {"chunks", p.chunks}}
-                                               : Json{{"file", p.schedule_file}, {"chunks", p.chunks}}},
+          {"schedule", std::move(schedule)},
           {"recompute", p.recompute},
           {"optimizer", {{"state_bytes_per_parameter_byte", p.optimizer_state_factor}}},
           {"stages", std::move(stages)}};

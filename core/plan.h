@@ -35,6 +35,7 @@ struct Plan {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string schedule_file;  // when set, the schedule comes from this file (path as given)
   int chunks = 1;
+  int max_inflight = 0;  // zb-auto: micro-batches alive per position (0: K)
   bool recompute = false;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   std::vector<PlanStage> stages;
@@ -43,7 +44,7 @@ struct Plan {
   int pipeline_devices() const { return static_cast<int>(stages.size()) / chunks; }
   double microbatch_size() const { return static_cast<double>(batch_size) / microbatches; }
   ScheduleSpec schedule_spec() const {
-    return {schedule, pipeline_devices(), microbatches, chunks, recompute};
+    return {schedule, pipeline_devices(), microbatches, chunks, recompute, max_inflight};
   }
   std::vector<std::pair<int, int>> layer_ranges() const;
   // Model stage -> pipeline position: the first of the K first stages with its devices.

@@ -19,6 +19,10 @@ std::string to_string(ScheduleKind kind) {
     case ScheduleKind::OneFOneB: return "1f1b";
     case ScheduleKind::Interleaved: return "interleaved";
     case ScheduleKind::ZeroBubbleH1: return "zb-h1";
+    case ScheduleKind::ZeroBubbleH2: return "zb-h2";
+    case ScheduleKind::ZeroBubbleV: return "zb-v";
+    case ScheduleKind::DualPipeV: return "dualpipev";
+    case ScheduleKind::ZeroBubbleAuto: return "zb-auto";
   }
   return "?";
 }
@@ -27,13 +31,17 @@ ScheduleKind parse_schedule_kind(const std::string& name) {
   if (name == "gpipe") return ScheduleKind::GPipe;
   if (name == "1f1b") return ScheduleKind::OneFOneB;
   if (name == "interleaved") return ScheduleKind::Interleaved;
-  if (name == "zb-h1") return ScheduleKind::ZeroBubbleH1;
+  for (ScheduleKind k : schedule_kinds()) {
+    if (name == to_string(k)) return k;
+  }
   throw InputError("unknown schedule \"" + name + "\" (expected " + schedule_kind_names(", ") + ")");
 }
 
 const std::vector<ScheduleKind>& schedule_kinds() {
   static const std::vector<ScheduleKind> kinds = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                                  ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1};
+                                                  ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1,
+                                                  ScheduleKind::ZeroBubbleH2, ScheduleKind::ZeroBubbleV,
+                                                  ScheduleKind::DualPipeV, ScheduleKind::ZeroBubbleAuto};
   return kinds;
 }
 
@@ -106,10 +114,19 @@ bool Schedule::has_split_backward() const {
   return false;
 }
 
-std::vector<int> stage_device_map(ScheduleKind, int devices, int chunks) {
+std::vector<int> stage_device_map(ScheduleKind kind, int devices, int chunks) {
   std::vector<int> map(static_cast<std::size_t>(devices) * chunks);
-  for (std::size_t st = 0; st < map.size(); ++st) map[st] = static_cast<int>(st) % devices;
+  const bool v_shape = required_chunks(kind) == 2 && chunks == 2;  // stages d and 2K-1-d on device d
+  for (std::size_t st = 0; st < map.size(); ++st) {
+    const int s = static_cast<int>(st);
+    map[st] = v_shape && s >= devices ? 2 * devices - 1 - s : s % devices;
+  }
   return map;
+}
+
+int required_chunks(ScheduleKind kind) {
+  if (kind == ScheduleKind::Interleaved) return 0;
+  return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV ? 2 : 1;
 }
 
 std::size_t Schedule::num_ops() const {
@@ -118,9 +135,7 @@ std::size_t Schedule::num_ops() const {
   return n;
 }
 
-namespace {
-
-void check_spec(const ScheduleSpec& spec) {
+void check_schedule_spec(const ScheduleSpec& spec) {
   if (spec.devices < 1 || spec.devices > kMaxDevices) {
     throw InputError("stages: expected 1 to " + std::to_string(kMaxDevices) + ", got " +
                      std::to_string(spec.devices));
@@ -128,11 +143,26 @@ void check_spec(const ScheduleSpec& spec) {
   if (spec.microbatches < 1) {
     throw InputError("microbatches: expected at least 1, got " + std::to_string(spec.microbatches));
   }
+  if (spec.max_inflight < 0) {
+    throw InputError("--max-inflight: expected at least 1 micro-batch alive per stage (0: K), got " +
+                     std::to_string(spec.max_inflight));
+  }
+  if (spec.max_inflight > 0 && spec.kind != ScheduleKind::ZeroBubbleAuto) {
+    throw InputError("--max-inflight: only zb-auto takes a cap of alive micro-batches");
+  }
   if (spec.chunks < 1) throw InputError("chunks: expected at least 1, got " + std::to_string(spec.chunks));
-  if (spec.kind != ScheduleKind::Interleaved && spec.chunks != 1) {
+  const int need = required_chunks(spec.kind);
+  if (need == 1 && spec.chunks != 1) {
     throw InputError("chunks: only the interleaved schedule takes more than 1 chunk per device");
   }
-  int64_t per_pair = spec.kind == ScheduleKind::ZeroBubbleH1 ? 3 : 2;
+  if (need == 2 && spec.chunks != 2) {
+    throw InputError("chunks: " + to_string(spec.kind) + " holds 2 chunks per device (V-shape), got " +
+                     std::to_string(spec.chunks));
+  }
+  int64_t per_pair = spec.kind == ScheduleKind::GPipe || spec.kind == ScheduleKind::OneFOneB ||
+                             spec.kind == ScheduleKind::Interleaved
+                         ? 2
+                         : 3;
   if (spec.recompute) ++per_pair;
   int64_t ops = per_pair * spec.devices * spec.chunks * static_cast<int64_t>(spec.microbatches);
   if (ops > kMaxScheduleOps) {
@@ -140,6 +170,8 @@ void check_spec(const ScheduleSpec& spec) {
                      std::to_string(kMaxScheduleOps) + " (reduce stages or microbatches)");
   }
 }
+
+namespace {
 
 Schedule empty_schedule(const ScheduleSpec& spec) {
   Schedule s;
@@ -178,7 +210,7 @@ Schedule with_recompute(Schedule s) {
 
 Schedule make_gpipe(int devices, int microbatches, bool recompute) {
   ScheduleSpec spec{ScheduleKind::GPipe, devices, microbatches, 1, recompute};
-  check_spec(spec);
+  check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
   for (int d = 0; d < devices; ++d) {
     auto& ops = s.device_ops[d];
@@ -192,7 +224,7 @@ Schedule make_gpipe(int devices, int microbatches, bool recompute) {
 
 Schedule make_1f1b(int devices, int microbatches, bool recompute) {
   ScheduleSpec spec{ScheduleKind::OneFOneB, devices, microbatches, 1, recompute};
-  check_spec(spec);
+  check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
   for (int d = 0; d < devices; ++d) {
     auto& ops = s.device_ops[d];
@@ -215,7 +247,7 @@ Schedule make_1f1b(int devices, int microbatches, bool recompute) {
 // reverse. Warm-up is 2 (K - d - 1) + (v - 1) K forwards (all of them when M = K).
 Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute) {
   ScheduleSpec spec{ScheduleKind::Interleaved, devices, microbatches, chunks, recompute};
-  check_spec(spec);
+  check_schedule_spec(spec);
   if (microbatches % devices != 0) {
     throw InputError("microbatches: the interleaved schedule needs M to be a multiple of the "
                      "number of stages K (Megatron-LM's rule); got M = " +
@@ -256,7 +288,7 @@ Schedule make_interleaved(int devices, int microbatches, int chunks, bool recomp
 // stage holds more activations than 1F1B's first stage (K micro-batches).
 Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
   ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, devices, microbatches, 1, recompute};
-  check_spec(spec);
+  check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
   const int K = devices, M = microbatches;
   // Completion time of F and Bi per (stage, micro-batch); -1 = not yet done.
@@ -312,6 +344,7 @@ Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
 }
 
 Schedule make_schedule(const ScheduleSpec& spec) {
+  check_schedule_spec(spec);  // the generators take no chunk count: check the spec's here
   switch (spec.kind) {
     case ScheduleKind::GPipe: return make_gpipe(spec.devices, spec.microbatches, spec.recompute);
     case ScheduleKind::OneFOneB: return make_1f1b(spec.devices, spec.microbatches, spec.recompute);
@@ -319,6 +352,11 @@ Schedule make_schedule(const ScheduleSpec& spec) {
       return make_interleaved(spec.devices, spec.microbatches, spec.chunks, spec.recompute);
     case ScheduleKind::ZeroBubbleH1:
       return make_zb_h1(spec.devices, spec.microbatches, spec.recompute);
+    case ScheduleKind::ZeroBubbleH2: return make_zb_h2(spec.devices, spec.microbatches, spec.recompute);
+    case ScheduleKind::ZeroBubbleV: return make_zb_v(spec.devices, spec.microbatches, spec.recompute);
+    case ScheduleKind::DualPipeV: return make_dualpipev(spec.devices, spec.microbatches, spec.recompute);
+    case ScheduleKind::ZeroBubbleAuto:
+      return make_zb_auto_unit(spec.devices, spec.microbatches, spec.max_inflight, spec.recompute);
   }
   throw InputError("unknown schedule kind");
 }

@@ -18,7 +18,16 @@ namespace pipescope {
 
 // The built-in generators. A Schedule does not remember which one made it (it keeps
 // a name for reports); its ops say everything else.
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+enum class ScheduleKind {
+  GPipe,
+  OneFOneB,
+  Interleaved,
+  ZeroBubbleH1,
+  ZeroBubbleH2,    // zb-h2: 2K-1 micro-batches alive on the first stage, no bubble when F = I = W
+  ZeroBubbleV,     // zb-v: V-shape, 2 chunks per device, 1F1B's activation memory
+  DualPipeV,       // dualpipev: DeepSeek's V-shape, M >= 2K
+  ZeroBubbleAuto,  // zb-auto: a searched order under a cap of alive micro-batches
+};
 enum class OpKind : uint8_t {
   Forward,         // F
   Backward,        // B: input and weight gradients together
@@ -47,8 +56,9 @@ struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int devices = 1;       // pipeline depth K
   int microbatches = 1;  // M
-  int chunks = 1;        // v, model chunks per device (interleaved only)
+  int chunks = 1;        // v, model chunks per device (interleaved; 2 for zb-v and dualpipev)
   bool recompute = false;
+  int max_inflight = 0;  // zb-auto: micro-batches alive per device (0: K, 1F1B's first stage)
 };
 
 struct Schedule {
@@ -77,6 +87,19 @@ Schedule make_gpipe(int devices, int microbatches, bool recompute = false);
 Schedule make_1f1b(int devices, int microbatches, bool recompute = false);
 Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute = false);
 Schedule make_zb_h1(int devices, int microbatches, bool recompute = false);
+// core/schedule_zero_bubble.cpp: the later zero-bubble family and DualPipeV.
+Schedule make_zb_h2(int devices, int microbatches, bool recompute = false);
+Schedule make_zb_v(int devices, int microbatches, bool recompute = false);
+Schedule make_dualpipev(int devices, int microbatches, bool recompute = false);
+// zb-auto's constructive order with unit times (F = I = W, free hops); the planner's
+// search_zero_bubble (planner/zero_bubble_search.h) improves it with the plan's costs.
+Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool recompute = false);
+// Model chunks per device that `kind` needs: 2 for the V-shapes, 0 when any number
+// (interleaved), else 1.
+int required_chunks(ScheduleKind kind);
+
+// Throws InputError when the spec is out of range (K, M, chunks, too many ops).
+void check_schedule_spec(const ScheduleSpec& spec);
 
 // The same schedule with re-materialisation: R(s,m) right before the first backward op
 // (B or I) of (s,m) on its device.

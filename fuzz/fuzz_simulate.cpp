@@ -14,6 +14,7 @@
 #include "core/profile.h"
 #include "core/report.h"
 #include "planner/plan_builder.h"
+#include "planner/zero_bubble_search.h"
 #include "sim/simulator.h"
 
 using namespace pipescope;
@@ -48,7 +49,7 @@ void run(const uint8_t* h, std::string_view rest) {
     PlanChoice c;
     c.stages = 1 + h[0] % 8;
     c.microbatches = 1 + h[1] % 16;
-    c.schedule = static_cast<ScheduleKind>(h[2] % 4);
+    c.schedule = schedule_kinds()[h[2] % schedule_kinds().size()];  // V-shapes take their 2 chunks
     c.chunks = c.schedule == ScheduleKind::Interleaved ? 1 + h[3] % 3 : 1;
     c.recompute = h[4] & 1;
     c.partition = (h[4] & 2) ? "uniform" : "balanced";
@@ -63,9 +64,9 @@ void run(const uint8_t* h, std::string_view rest) {
     }
     hardware = Hardware::ideal(needed);
   }
-  Schedule schedule = schedule_for(plan);
-  validate_schedule(schedule);
   CostModel costs = build_cost_model(profile, plan, hardware);
+  Schedule schedule = schedule_for_costs(plan, costs, hardware);  // zb-auto searched on the costs
+  validate_schedule(schedule);
   SimOptions options;
   options.model = profile.model;
   StepReport report = simulate(schedule, costs, hardware, options);

@@ -61,7 +61,14 @@ Plan make_plan(const Profile& profile, const PlanChoice& choice) {
   }
   if (c.microbatches < 1) throw InputError("--microbatches: expected at least 1, got " + std::to_string(c.microbatches));
   if (c.chunks < 1 || c.chunks > 64) throw InputError("--chunks: expected 1 to 64, got " + std::to_string(c.chunks));
-  if (c.chunks > 1 && c.schedule != ScheduleKind::Interleaved && c.schedule_file.empty()) {
+  if (c.schedule_file.empty() && required_chunks(c.schedule) == 2) {  // V-shapes: 2 chunks, given or not
+    if (c.chunks != 1 && c.chunks != 2) {
+      throw InputError("--chunks: " + to_string(c.schedule) + " holds 2 chunks per device (V-shape), got " +
+                       std::to_string(c.chunks));
+    }
+    c.chunks = 2;
+  }
+  if (c.chunks > 1 && required_chunks(c.schedule) == 1 && c.schedule_file.empty()) {
     throw InputError("--chunks: only the interleaved schedule takes more than 1 chunk");
   }
   if (c.replicas < 1) throw InputError("--replicas: expected at least 1, got " + std::to_string(c.replicas));
@@ -76,6 +83,7 @@ Plan make_plan(const Profile& profile, const PlanChoice& choice) {
   plan.schedule = c.schedule;
   plan.schedule_file = c.schedule_file;
   plan.chunks = c.chunks;
+  plan.max_inflight = c.max_inflight;
   plan.recompute = c.recompute;
   plan.optimizer_state_factor = c.optimizer_state_factor;
   const int S = c.stages * c.chunks;

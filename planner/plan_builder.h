@@ -21,6 +21,7 @@ struct PlanChoice {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string schedule_file;      // a schedule file instead (K, M and v come from it)
   int chunks = 1;
+  int max_inflight = 0;           // zb-auto's cap (0: K)
   bool recompute = false;
   int replicas = 1;               // r devices per position
   std::string partition = "optimal";  // uniform | gpipe | optimal (balanced = optimal)

@@ -21,6 +21,7 @@
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"
 #include "planner/stage_replication.h"
+#include "planner/zero_bubble_search.h"
 #include "sim/simulator.h"
 
 namespace pipescope {
@@ -36,6 +37,7 @@ std::string Candidate::label() const {
   std::ostringstream out;
   out << to_string(schedule);
   if (chunks > 1) out << " v=" << chunks;
+  if (max_inflight > 0) out << " N=" << max_inflight;
   out << " K=" << stages << " r=";
   if (stage_replicas.empty()) out << replicas;
   for (std::size_t p = 0; p < stage_replicas.size(); ++p) out << (p ? "," : "") << stage_replicas[p];
@@ -120,6 +122,10 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
       if (M > (int64_t{1} << 20)) continue;
       for (ScheduleKind kind : q.schedules) {
         std::vector<int> chunk_options = {1};
+        if (required_chunks(kind) == 2) {  // V-shapes: 2 chunks; dualpipev also M >= 2K
+          chunk_options.clear();
+          if (2 * K <= L && (kind != ScheduleKind::DualPipeV || M >= 2 * K)) chunk_options.push_back(2);
+        }
         if (kind == ScheduleKind::Interleaved) {
           chunk_options.clear();
           for (int v : q.interleaved_chunks) {
@@ -193,18 +199,24 @@ bool interleaved_fit(const StageModel& m, int chunks, const Run& run, LayerRange
   return have;
 }
 
-void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
+// zb-auto in a search of hundreds of candidates gets a short search on plan's own
+// ranking (the step): zb-h2, zb-h1, 1f1b and the first list order (simulate and run
+// --schedule zb-auto take the full search on the longest span).
+const ZeroBubbleSearchOptions kPlanSearch{4, false};
+
+void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
   plan.batch_size = q.batch;
   plan.microbatches = c.microbatches;
   plan.schedule = c.schedule;
   plan.chunks = c.chunks;
+  plan.max_inflight = c.max_inflight;
   plan.recompute = c.recompute;
   plan.optimizer_state_factor = q.optimizer_state_factor;
   const int S = c.stages * c.chunks;
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
-  const Schedule schedule = schedule_for(plan);
+  Schedule schedule = schedule_for(plan);
   LayerRanges ranges;
   StageModelSpec spec;
   spec.microbatch_size = plan.microbatch_size();
@@ -277,6 +289,10 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
     options.record_timeline = false;
     return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, options);
   };
+  if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // search the order on the cut's costs
+    assign(ranges);
+    schedule = schedule_for_costs(plan, build_cost_model(profile, plan, q.hardware), q.hardware, kPlanSearch);
+  }
   StepReport report = run(ranges);
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
   // when it does not fit, memory-aware cuts get their chance (interleaved_fit below),
@@ -323,6 +339,22 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   for (const StageReport& st : report.stages) c.stage_peak_bytes.push_back(st.peak_memory_bytes);
   c.peak_bytes = report.peak_memory_bytes();
   c.fits = report.fits();
+}
+
+// zb-auto takes the largest cap that fits in memory: 2K (enough for zero bubble), then
+// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M.
+void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
+  if (c.schedule != ScheduleKind::ZeroBubbleAuto) return evaluate_once(q, listed, lattices, c);
+  std::vector<int> caps;
+  for (int cap : {2 * c.stages, 2 * c.stages - 1, c.stages, (c.stages + 1) / 2, 1}) {
+    cap = std::min(cap, c.microbatches);
+    if (caps.empty() || cap < caps.back()) caps.push_back(cap);
+  }
+  for (int cap : caps) {
+    c.max_inflight = cap;
+    evaluate_once(q, listed, lattices, c);
+    if (c.fits) return;
+  }
 }
 
 void rank_and_mark(SearchResult& r) {

@@ -31,8 +31,7 @@ struct SearchRequest {
   Hardware hardware;
   int devices = 1;               // D
   int64_t batch = 1;             // N, samples per step
-  std::vector<ScheduleKind> schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                         ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1};
+  std::vector<ScheduleKind> schedules = schedule_kinds();  // every built-in
   int max_stages = 0;            // 0: up to min(D, L)
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
@@ -65,6 +64,7 @@ struct Candidate {
   std::string placement;         // "" (listed order), "fastest-first", "slowest-first"
   std::vector<int> stage_replicas;  // per position when they differ (sum <= D); empty: r each
   // Filled by the evaluation.
+  int max_inflight = 0;          // zb-auto: the largest cap that fits (plan.max_inflight)
   Plan plan;
   // Graph profiles: the layer order the plan's ranges refer to (indices into the search's
   // topologically ordered profile), when the downset partitioner's stages are not

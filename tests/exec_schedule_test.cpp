@@ -13,6 +13,7 @@
 #include "exec/profiler.h"
 #include "exec_test_models.h"
 #include "planner/plan_builder.h"
+#include "planner/zero_bubble_search.h"
 #include "random_schedules.h"
 #include "sim/simulator.h"
 
@@ -102,6 +103,32 @@ TEST(ExecSchedule, RandomOrdersRunWithExactGradientsAndPeaks) {
   // Not vacuous: most seeds give a map with as many stages per device, and many mix B with I/W.
   EXPECT_GE(ran, 12);
   EXPECT_GE(split_and_whole, 4);
+}
+
+TEST(ExecSchedule, NewZeroBubbleSchedulesRunWithExactGradientsAndPeaks) {
+  // zb-h2, zb-v, dualpipev (mixed B and I/W per op) and zb-auto (searched on the
+  // measured profile's costs) over the tiny GPT's 8 layers: K x v stages divide 8.
+  const Profile profile = measured_profile();
+  struct Case {
+    ScheduleKind kind;
+    int K, M;
+    bool recompute;
+  };
+  for (const Case& c : {Case{ScheduleKind::ZeroBubbleH2, 2, 5, false}, Case{ScheduleKind::ZeroBubbleH2, 4, 3, true},
+                        Case{ScheduleKind::ZeroBubbleV, 2, 4, false}, Case{ScheduleKind::ZeroBubbleV, 4, 2, true},
+                        Case{ScheduleKind::DualPipeV, 2, 4, false}, Case{ScheduleKind::DualPipeV, 4, 8, false},
+                        Case{ScheduleKind::DualPipeV, 2, 5, true}, Case{ScheduleKind::ZeroBubbleAuto, 4, 6, false}}) {
+    const std::string label = to_string(c.kind) + " K=" + std::to_string(c.K) + " M=" + std::to_string(c.M);
+    Schedule s = make_schedule({c.kind, c.K, c.M, required_chunks(c.kind) == 2 ? 2 : 1, c.recompute});
+    if (c.kind == ScheduleKind::ZeroBubbleAuto) {
+      const Plan plan = plan_for(profile, s, 2);
+      const Hardware hw = Hardware::ideal(c.K);
+      ZeroBubbleSearchReport found;
+      s = search_zero_bubble(build_cost_model(profile, plan, hw), hw, 2 * c.K, c.M, &found);
+      EXPECT_LE(max_alive_microbatches(s), 2 * c.K) << label;
+    }
+    expect_exact(profile, s, label);
+  }
 }
 
 }  // namespace

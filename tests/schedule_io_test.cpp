@@ -36,6 +36,8 @@ ScheduleSpec random_spec(std::mt19937_64& rng, bool allow_recompute) {
     spec.chunks = 1 + static_cast<int>(rng() % 4);
     spec.microbatches = spec.devices * (1 + static_cast<int>(rng() % std::max(1, 24 / spec.devices)));
   }
+  if (required_chunks(spec.kind) == 2) spec.chunks = 2;  // V-shapes
+  if (spec.kind == ScheduleKind::DualPipeV) spec.microbatches = std::max(spec.microbatches, 2 * spec.devices);
   spec.recompute = allow_recompute && rng() % 2 == 1;
   return spec;
 }

@@ -1,0 +1,190 @@
+// The greedy list scheduler (see list_schedule.h). Every decision is made at an op's
+// start from times already known then (an op's end and the arrival of its result are
+// fixed when it starts), so the state is updated at starts only; a device decides
+// only when it is idle. Ties: devices in index order, deeper stages first.
+#include "core/list_schedule.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <queue>
+
+#include "core/error.h"
+
+namespace pipescope {
+
+ListPolicy ListPolicy::unit(std::vector<int> stage_device, int microbatches) {
+  ListPolicy p;
+  const int S = static_cast<int>(stage_device.size());
+  int K = 0;
+  for (int d : stage_device) K = std::max(K, d + 1);
+  p.stage_device = std::move(stage_device);
+  p.microbatches = microbatches;
+  p.forward_ns.assign(S, 1);
+  p.input_ns.assign(S, 1);
+  p.weight_ns.assign(S, 1);
+  p.max_alive.assign(K, microbatches * S);
+  p.max_warmup.assign(K, microbatches * S);
+  return p;
+}
+
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+class ListScheduler {
+ public:
+  explicit ListScheduler(const ListPolicy& p)
+      : p_(p), S_(static_cast<int>(p.stage_device.size())), M_(p.microbatches), K_(static_cast<int>(p.max_alive.size())) {
+    for (int d = 0; d < K_; ++d) {
+      if (p.max_alive[d] < 1 || p.max_warmup[d] < 1) {
+        throw InputError("list schedule: device " + std::to_string(d) + " may hold no micro-batch (limit below 1)");
+      }
+    }
+    stages_of_.resize(K_);
+    for (int s = S_ - 1; s >= 0; --s) stages_of_[p.stage_device[s]].push_back(s);  // deeper first
+    const auto table = std::vector<int64_t>(static_cast<std::size_t>(S_) * M_, kNever);
+    f_end_ = f_out_ = i_out_ = table;
+    next_f_.assign(S_, 0);
+    next_i_.assign(S_, 0);
+    alive_.assign(K_, 0);
+    warm_.assign(K_, 0);
+    free_at_.assign(K_, 0);
+    pending_w_.resize(K_);
+  }
+
+  std::vector<std::vector<Op>> run() {
+    std::vector<std::vector<Op>> ops(K_);
+    int64_t left = 3 * static_cast<int64_t>(S_) * M_;
+    int64_t now = 0;
+    while (left > 0) {
+      for (bool moved = true; moved;) {  // again while a zero-time op frees a device at `now`
+        moved = false;
+        for (int d = 0; d < K_; ++d) {
+          Op op{OpKind::Forward, -1, -1};
+          if (free_at_[d] > now || !pick(d, now, op)) continue;
+          start(d, now, op);
+          ops[d].push_back(op);
+          --left;
+          moved = true;
+        }
+      }
+      if (left == 0) break;
+      while (!times_.empty() && times_.top() <= now) times_.pop();
+      if (times_.empty()) throw InputError("list schedule: no device can move (the limits deadlock)");
+      now = times_.top();
+    }
+    return ops;
+  }
+
+ private:
+  std::size_t at(int s, int m) const { return static_cast<std::size_t>(s) * M_ + m; }
+
+  bool forward_ready(int d, int s, int64_t now) const {
+    const int m = next_f_[s];
+    return m < M_ && alive_[d] < p_.max_alive[d] && warm_[d] < p_.max_warmup[d] &&
+           (s == 0 || f_out_[at(s - 1, m)] <= now);
+  }
+  bool input_ready(int s, int64_t now) const {
+    const int m = next_i_[s];
+    return m < M_ && f_end_[at(s, m)] <= now && (s == S_ - 1 || i_out_[at(s + 1, m)] <= now);
+  }
+  bool weight_ready(int d, int64_t now) const {
+    return !pending_w_[d].empty() && pending_w_[d].front().second <= now;
+  }
+
+  // Whether an I of device d becomes ready (its inputs already on their way) before `t`.
+  bool input_due_before(int d, int64_t t) const {
+    for (int s : stages_of_[d]) {
+      const int m = next_i_[s];
+      if (m >= M_ || f_end_[at(s, m)] >= t) continue;
+      if (s == S_ - 1 || i_out_[at(s + 1, m)] < t) return true;
+    }
+    return false;
+  }
+
+  bool pick(int d, int64_t now, Op& op) const {
+    const bool w = weight_ready(d, now);
+    if (w && !p_.defer_weight) {
+      op = {OpKind::BackwardWeight, pending_w_[d].front().first.stage, pending_w_[d].front().first.microbatch};
+      return true;
+    }
+    auto try_forward = [&] {
+      for (int s : stages_of_[d]) {
+        if (forward_ready(d, s, now)) return op = {OpKind::Forward, s, next_f_[s]}, true;
+      }
+      return false;
+    };
+    auto try_input = [&] {
+      for (int s : stages_of_[d]) {
+        if (input_ready(s, now)) return op = {OpKind::BackwardInput, s, next_i_[s]}, true;
+      }
+      return false;
+    };
+    if (p_.forward_first ? try_forward() || try_input() : try_input() || try_forward()) return true;
+    if (w && p_.weight_lookahead && input_due_before(d, now + p_.weight_ns[pending_w_[d].front().first.stage])) {
+      return false;
+    }
+    if (w) op = {OpKind::BackwardWeight, pending_w_[d].front().first.stage, pending_w_[d].front().first.microbatch};
+    return w;
+  }
+
+  void start(int d, int64_t now, const Op& op) {
+    const int s = op.stage, m = op.microbatch;
+    auto crosses = [&](int other) { return other >= 0 && other < S_ && p_.stage_device[other] != d; };
+    int64_t end = now;
+    switch (op.kind) {
+      case OpKind::Forward:
+        end = now + p_.forward_ns[s];
+        f_end_[at(s, m)] = end;
+        f_out_[at(s, m)] = end + (crosses(s + 1) ? p_.hop_ns : 0);
+        times_.push(f_out_[at(s, m)]);
+        ++next_f_[s];
+        ++alive_[d];
+        ++warm_[d];
+        break;
+      case OpKind::BackwardInput:
+        end = now + p_.input_ns[s];
+        i_out_[at(s, m)] = end + (crosses(s - 1) ? p_.hop_ns : 0);
+        times_.push(i_out_[at(s, m)]);
+        ++next_i_[s];
+        --warm_[d];
+        pending_w_[d].push_back({op, end});
+        break;
+      default:
+        end = now + p_.weight_ns[s];
+        pending_w_[d].pop_front();
+        --alive_[d];  // freed at W's end; the device decides again only then
+        break;
+    }
+    free_at_[d] = end;
+    times_.push(end);
+  }
+
+  const ListPolicy& p_;
+  const int S_, M_, K_;
+  std::vector<std::vector<int>> stages_of_;
+  std::vector<int64_t> f_end_, f_out_, i_out_;
+  std::vector<int> next_f_, next_i_, alive_, warm_;
+  std::vector<int64_t> free_at_;
+  std::vector<std::deque<std::pair<Op, int64_t>>> pending_w_;  // I done: (W op, when its I ends)
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> times_;
+};
+
+}  // namespace
+
+Schedule list_schedule(const ListPolicy& policy, const std::string& name) {
+  const std::size_t S = policy.stage_device.size();
+  if (S == 0 || policy.microbatches < 1 || policy.forward_ns.size() != S || policy.input_ns.size() != S ||
+      policy.weight_ns.size() != S || policy.max_alive.size() != policy.max_warmup.size()) {
+    throw InputError("list schedule: inconsistent policy");
+  }
+  Schedule s;
+  s.name = name;
+  s.num_microbatches = policy.microbatches;
+  s.stage_device = policy.stage_device;
+  s.device_ops = ListScheduler(policy).run();
+  return s;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,63 @@
+// The new schedules through the `pipescope` command: each one prints, simulates and
+// plans; dualpipev refuses M < 2K and zb-auto a cap below 1 with exit 2 naming the
+// rule; zb-v fills in its 2 chunks; plan's default --schedules lists all eight.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(PIPESCOPE_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kProfile = std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-tiny-cpu.json";
+
+TEST(CliZeroBubble, EveryNewSchedulePrintsAndSimulates) {
+  for (const std::string kind : {"zb-h2", "zb-v", "dualpipev", "zb-auto"}) {
+    const Result diagram = run("schedule -K 4 -M 8 --schedule " + kind);
+    EXPECT_EQ(diagram.code, 0) << kind << ": " << diagram.out;
+    EXPECT_NE(diagram.out.find(kind + ", K = 4, M = 8"), std::string::npos) << diagram.out;
+    const Result sim = run("simulate --profile " + kProfile + " -K 4 -M 8 --schedule " + kind + " --json");
+    EXPECT_EQ(sim.code, 0) << kind << ": " << sim.out;
+    EXPECT_NE(sim.out.find("\"schedule\": \"" + kind + "\""), std::string::npos) << sim.out;
+  }
+}
+
+TEST(CliZeroBubble, RequirementsAreRefusedWithExit2) {
+  const Result few = run("schedule -K 4 -M 7 --schedule dualpipev");
+  EXPECT_EQ(few.code, 2) << few.out;
+  EXPECT_NE(few.out.find("M >= 2K"), std::string::npos) << few.out;
+  const Result chunks = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-v --chunks 4");
+  EXPECT_EQ(chunks.code, 2) << chunks.out;
+  EXPECT_NE(chunks.out.find("2 chunks"), std::string::npos) << chunks.out;
+  const Result cap = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-auto --max-inflight 0");
+  EXPECT_EQ(cap.code, 0) << cap.out;  // 0 = the default, K
+  const Result negative = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-auto --max-inflight -1");
+  EXPECT_EQ(negative.code, 2) << negative.out;
+}
+
+TEST(CliZeroBubble, PlanConsidersEveryScheduleByDefault) {
+  const Result help = run("plan --help");
+  EXPECT_NE(help.out.find("gpipe,1f1b,interleaved,zb-h1,zb-h2,zb-v,dualpipev,zb-auto"), std::string::npos) << help.out;
+  const Result plan = run("plan --profile " + kProfile + " --devices 4 --batch 16 --max-stages 4");
+  EXPECT_EQ(plan.code, 0) << plan.out;
+}
+
+}  // namespace
