@@ -25,7 +25,11 @@ struct SearchArgs {
   std::string profile_path, hardware_path;
   int devices = 0;
   int64_t batch = 0;
-  std::string schedules = schedule_kind_names(",");
+  std::string schedules = [] {
+    std::string out;
+    for (ScheduleKind k : default_search_schedules()) out += (out.empty() ? "" : ",") + to_string(k);
+    return out;
+  }();
   std::string chunks = "2,4";
   int max_stages = 0;
   std::string recompute = "auto";
@@ -39,7 +43,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
   cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)")->required();
   cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors")->required();
-  cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated")->capture_default_str();
+  cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated (add zb-auto to search its order per candidate: slower)")->capture_default_str();
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();

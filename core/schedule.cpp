@@ -45,6 +45,14 @@ const std::vector<ScheduleKind>& schedule_kinds() {
   return kinds;
 }
 
+std::vector<ScheduleKind> default_search_schedules() {
+  std::vector<ScheduleKind> out;
+  for (ScheduleKind k : schedule_kinds()) {
+    if (k != ScheduleKind::ZeroBubbleAuto) out.push_back(k);
+  }
+  return out;
+}
+
 std::string schedule_kind_names(const std::string& separator) {
   std::string out;
   for (ScheduleKind k : schedule_kinds()) out += (out.empty() ? "" : separator) + to_string(k);

@@ -31,7 +31,7 @@ struct SearchRequest {
   Hardware hardware;
   int devices = 1;               // D
   int64_t batch = 1;             // N, samples per step
-  std::vector<ScheduleKind> schedules = schedule_kinds();  // every built-in
+  std::vector<ScheduleKind> schedules = default_search_schedules();  // every built-in but zb-auto
   int max_stages = 0;            // 0: up to min(D, L)
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};

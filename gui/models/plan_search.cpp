@@ -22,7 +22,7 @@ SearchRequest plans_request(const PlanInputs& in) {
   q.devices = in.hardware ? in.hardware->devices : kIdealDevices;
   q.hardware = apply_what_if(in.hardware ? *in.hardware : Hardware::ideal(q.devices), in.what_if);
   q.batch = plans_batch(in);
-  q.schedules = schedule_kinds();
+  q.schedules = default_search_schedules();  // what `pipescope sweep` searches by default
   q.partition = in.choice.partition;
   q.optimizer_state_factor = in.choice.optimizer_state_factor;
   return q;

@@ -102,7 +102,10 @@ class PlansModelsTest : public QObject {
 void PlansModelsTest::schedule_names_are_the_core_names() {
   // Every name the GUI lists parses in core and prints back the same (one list, core's words).
   const QStringList names = schedule_names();
-  QCOMPARE(names, QStringList({"gpipe", "1f1b", "interleaved", "zb-h1"}));
+  QStringList core;
+  for (ScheduleKind k : pipescope::schedule_kinds()) core << QString::fromStdString(to_string(k));
+  QCOMPARE(names, core);
+  QVERIFY(names.size() >= 4);  // gpipe, 1f1b, interleaved, zb-h1 at least
   for (const QString& n : names) QCOMPARE(QString::fromStdString(to_string(parse_schedule_kind(n.toStdString()))), n);
 }
 
