@@ -114,6 +114,27 @@ class LimitCheck {
   double bandwidth_ = 0, latency_ns_ = 0, step_ns_ = 0;
 };
 
+// The stage's StageMemory: from the layers' workspace_bytes when the profile has them,
+// else the stash alone (F charges and holds stash_bytes, R activation_bytes).
+StageMemory stage_memory_of(const Profile& profile, const StageCost& st, double b, bool first, bool last,
+                            bool recompute) {
+  if (!profile.has_workspace()) {
+    StageMemory m;
+    const int64_t stash = stash_bytes(st, recompute);
+    m.op[static_cast<std::size_t>(OpKind::Forward)] = {stash, stash};
+    m.op[static_cast<std::size_t>(OpKind::Recompute)] = {st.activation_bytes, st.activation_bytes};
+    return m;
+  }
+  std::vector<LayerBytes> layers;
+  for (int l = st.first_layer; l < st.end_layer; ++l) {
+    const LayerWorkspace& w = profile.layers[l].workspace;
+    auto at = [&](const std::vector<double>& v) { return std::llround(profile.interpolate(v, b)); };
+    layers.push_back({at(w.input), profile.output_bytes(l, b), profile.activation_bytes(l, b), at(w.forward),
+                      at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight), at(w.held_for_weight)});
+  }
+  return stage_memory(layers, first, last, recompute);
+}
+
 }  // namespace
 
 int64_t boundary_bytes(const Profile& profile, int cut, double batch) {
@@ -129,6 +150,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
   c.batch_size = plan.batch_size;
   c.optimizer_state_factor = plan.optimizer_state_factor;
   c.split_measured = profile.has_split_backward();
+  c.transients_counted = profile.has_workspace();
   const int K = plan.pipeline_devices();
   for (int p = 0; p < K; ++p) {
     const std::vector<int>& devices = plan.stages[p].devices;
@@ -182,6 +204,9 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
     st.activation_bytes = act;
     st.parameter_bytes = params;
+    for (bool rc : {false, true}) {
+      st.memory[rc] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), rc);
+    }
     c.stages.push_back(st);
   }
   return c;

@@ -9,10 +9,12 @@
 // its output), as measured by the tracking allocator in `pipescope profile --model`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "core/hardware.h"
+#include "core/op_rules.h"
 #include "core/plan.h"
 #include "core/profile.h"
 
@@ -31,6 +33,10 @@ struct StageCost {
   int64_t activation_bytes = 0;    // kept for backward per micro-batch, per replica
   int64_t input_bytes = 0;         // what re-materialisation keeps instead
   int64_t parameter_bytes = 0;
+  // Per op: stash and transients together (core/op_rules.h). Without the profile's
+  // workspace_bytes only the stash: F charges stash_bytes, R activation_bytes.
+  // Indexed by whether the schedule re-materialises.
+  std::array<StageMemory, 2> memory;
 };
 
 struct CostModel {
@@ -42,6 +48,7 @@ struct CostModel {
   int64_t batch_size = 1;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   bool split_measured = true;          // false: I and W are taken as halves of backward_ms
+  bool transients_counted = false;     // the profile has workspace_bytes: StageCost::memory counts them
 };
 
 // Bytes that cross the cut after `last_layer_of_stage` (exclusive end `cut`): the

@@ -86,7 +86,11 @@ Json report_to_json(const StepReport& r) {
               {"busy_ms", ns_to_ms(s.busy_ns)},
               {"bubble_fraction", s.bubble_fraction},
               {"static_bytes", s.static_bytes},
+              {"weight_bytes", s.weight_bytes},
+              {"gradient_bytes", s.gradient_bytes},
+              {"optimizer_bytes", s.optimizer_bytes},
               {"peak_activation_bytes", s.peak_activation_bytes},
+              {"transient_bytes", s.transient_bytes},
               {"peak_memory_bytes", s.peak_memory_bytes},
               {"fits", s.fits}};
     if (s.layers.size() > 1) j["chunk_layers"] = ranges;
@@ -157,6 +161,11 @@ StepReport report_from_json(const JsonReader& r) {
     st.static_bytes = s.has("static_bytes") ? s["static_bytes"].as_int(0) : 0;
     st.peak_activation_bytes = s["peak_activation_bytes"].as_int(0);
     st.peak_memory_bytes = s["peak_memory_bytes"].as_int(0);
+    auto optional_bytes = [&](const char* key) { return s.has(key) ? s[key].as_int(0) : 0; };
+    st.weight_bytes = optional_bytes("weight_bytes");
+    st.gradient_bytes = optional_bytes("gradient_bytes");
+    st.optimizer_bytes = optional_bytes("optimizer_bytes");
+    st.transient_bytes = optional_bytes("transient_bytes");
     st.fits = s.has("fits") ? s["fits"].as_bool() : true;
     rep.stages.push_back(std::move(st));
   }

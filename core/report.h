@@ -69,8 +69,11 @@ struct StageReport {
   int64_t busy_ns = 0;
   double bubble_fraction = 0;
   int64_t static_bytes = 0;                      // weights + gradients + optimizer state
+  int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;  // its parts
   int64_t peak_activation_bytes = 0;
-  int64_t peak_memory_bytes = 0;
+  // What the peak holds beyond static + peak activations: the transients' share of it.
+  int64_t transient_bytes = 0;
+  int64_t peak_memory_bytes = 0;                 // static + peak activations + transient_bytes
   bool fits = true;
 };
 

@@ -93,6 +93,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
       if (s.allreduce_end_ns > 0) allreduces.emplace_back(s.allreduce_start_ns, w.device);
       st.busy_ns = std::max(st.busy_ns, busy);
       st.static_bytes = std::max(st.static_bytes, w.static_bytes);
+      st.weight_bytes = std::max(st.weight_bytes, w.weight_bytes);
+      st.gradient_bytes = std::max(st.gradient_bytes, w.gradient_bytes);
+      st.optimizer_bytes = std::max(st.optimizer_bytes, w.optimizer_bytes);
       for (const StepRecord& any : w.steps) {
         if (any.peak_activation_bytes > st.peak_activation_bytes) memory_replica = i;
         st.peak_activation_bytes = std::max(st.peak_activation_bytes, any.peak_activation_bytes);
@@ -107,6 +110,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     for (auto [time, bytes] : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
       timeline.memory(p, time - t0, bytes);
     }
+    st.transient_bytes = st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes;
     after_arrival = std::max(after_arrival, summed - last_arrival);
     total_busy += st.busy_ns;
     st.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(st.busy_ns) / rep.step_ns : 0;
@@ -146,7 +150,8 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
                       "(as the simulator counts it); the optimizer step (" +
                       format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "
-                      "activations and transient buffers)");
+                      "activations and transient buffers, the gradient all-reduce and optimizer step included); "
+                      "transient_bytes = its excess over static + peak activations");
   // How much of a core the ops got: well below 1 means the stages shared cores (K > free
   // cores, or other load), and measured times will exceed a prediction from a quiet profile.
   int64_t cpu = 0, wall = 0;

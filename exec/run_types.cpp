@@ -105,6 +105,7 @@ Json worker_result_to_json(const WorkerResult& r) {
                      {"peak_total", s.peak_total_bytes}});
   }
   return {{"device", r.device}, {"static", r.static_bytes},
+          {"static_parts", {r.weight_bytes, r.gradient_bytes, r.optimizer_bytes}},
           {"grad_error", r.max_gradient_error}, {"parameter_hash", r.parameter_hash}, {"steps", steps}};
 }
 
@@ -112,6 +113,9 @@ WorkerResult worker_result_from_json(const Json& j) {
   WorkerResult r;
   r.device = j.at("device").get<int>();
   r.static_bytes = j.at("static").get<int64_t>();
+  r.weight_bytes = j.at("static_parts")[0].get<int64_t>();
+  r.gradient_bytes = j.at("static_parts")[1].get<int64_t>();
+  r.optimizer_bytes = j.at("static_parts")[2].get<int64_t>();
   r.max_gradient_error = j.at("grad_error").get<double>();
   r.parameter_hash = j.at("parameter_hash").get<uint64_t>();
   for (const Json& s : j.at("steps")) {

@@ -91,6 +91,7 @@ struct WorkerResult {
   int device = 0;
   std::vector<StepRecord> steps;
   int64_t static_bytes = 0;
+  int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;  // the parts of static_bytes
   // Gradients after step 0, per layer index, per parameter (when checking gradients).
   std::map<int, std::vector<std::vector<float>>> gradients;
   double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers

@@ -60,6 +60,9 @@ StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
   optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
   result_.device = setup_.device;
   result_.static_bytes = tracker_.current_total();
+  result_.weight_bytes = tracker_.current(Category::Parameters);
+  result_.gradient_bytes = tracker_.current(Category::Gradients);
+  result_.optimizer_bytes = tracker_.current(Category::OptimizerState);
 }
 
 StageWorker::~StageWorker() = default;
@@ -93,9 +96,15 @@ std::string StageWorker::replica_of() const {
 void StageWorker::allreduce_gradients(StepRecord& record) {
   if (layout_.replicas < 2) return;
   const int64_t t0 = backend_->now_ns();
-  std::vector<float>& flat = allreduce_buffer_;  // kept from step to step: no new pages
+  // The flat copy of the gradients is charged while the all-reduce uses it (core/op_rules.h's
+  // allreduce_buffer_bytes); its pages are kept from step to step (no new page faults), the
+  // way a caching allocator keeps freed blocks, and like torch.cuda.max_memory_allocated
+  // the tracker counts what is in use.
+  std::vector<float>& flat = allreduce_buffer_;
   std::size_t n = 0;
-  for (const Parameter* p : parameters_) n += static_cast<std::size_t>(p->grad.numel());
+  int64_t bytes = 0;
+  for (const Parameter* p : parameters_) n += static_cast<std::size_t>(p->grad.numel()), bytes += p->grad.bytes();
+  tracker_.charge(Category::Transient, bytes);
   flat.resize(n);
   std::size_t at = 0;
   for (const Parameter* p : parameters_) {
@@ -108,6 +117,7 @@ void StageWorker::allreduce_gradients(StepRecord& record) {
     backend_->upload(p->grad.data(), flat.data() + at, p->grad.numel());
     at += static_cast<std::size_t>(p->grad.numel());
   }
+  tracker_.discharge(Category::Transient, bytes);
   record.allreduce_start_ns = t0;
   record.allreduce_end_ns = backend_->now_ns();
 }
@@ -142,8 +152,6 @@ WorkerResult StageWorker::run() {
       current = Op{OpKind::Forward, -1, -1};
       endpoint_.flush(deadline());
       allreduce_gradients(record);
-      record.peak_activation_bytes = tracker_.peak(Category::Activations);
-      record.peak_total_bytes = tracker_.peak_total();
       if (step == 0 && o.check_gradients) {
         for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
           if (!stages_[s]) continue;
@@ -154,8 +162,10 @@ WorkerResult StageWorker::run() {
         }
       }
       const int64_t t0 = backend_->now_ns();
-      optimizer_->step();
+      optimizer_->step();  // in place: holds nothing beyond the optimizer state
       record.optimizer_ns = backend_->now_ns() - t0;
+      record.peak_activation_bytes = tracker_.peak(Category::Activations);
+      record.peak_total_bytes = tracker_.peak_total();
       result_.steps.push_back(std::move(record));
     }
     result_.parameter_hash = parameter_hash();

@@ -52,6 +52,9 @@ class PipelineSim {
     arrival_[0].assign(n, -1);
     arrival_[1].assign(n, -1);
     held_.assign(n, 0);
+    held_total_.assign(n, 0);
+    current_total_.assign(K_, 0);
+    peak_total_.assign(K_, 0);
     cursor_.assign(K_, 0);
     running_.assign(K_, 0);
     busy_.assign(K_, 0);
@@ -110,6 +113,15 @@ class PipelineSim {
     if (recorder_) recorder_->memory(d, now_, current_act_[d]);
   }
 
+  // What the op leaves held for its (stage, micro-batch), or frees: the total's side of charge/release.
+  void hold(int d, const Op& op) {
+    const std::size_t i = idx(op.stage, op.microbatch);
+    const int64_t change = op_frees(op.kind) ? -held_total_[i] : c_.stages[op.stage].memory[s_.recompute].of(op.kind).held;
+    held_total_[i] += change;
+    current_total_[d] += change;
+    PS_INVARIANT(current_total_[d] >= 0 && held_total_[i] >= 0, "a device freed more than it held");
+  }
+
   void try_start(int d) {
     const auto& ops = s_.device_ops[d];
     if (running_[d] || cursor_[d] == ops.size()) return;
@@ -120,6 +132,8 @@ class PipelineSim {
     running_[d] = 1;
     busy_[d] += dur;
     charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
+    // Stash and transients together: the op's peak over what the device holds (op_rules.h).
+    peak_total_[d] = std::max(peak_total_[d], current_total_[d] + cost.memory[s_.recompute].of(op.kind).peak);
     if (recorder_) recorder_->op(d, 0, op, now_, dur);
     queue_.push(now_ + dur, Event{EventType::OpDone, MessageKind::Activation, d, 0});
   }
@@ -127,6 +141,7 @@ class PipelineSim {
   void finish(int d) {
     const Op& op = s_.device_ops[d][cursor_[d]];
     if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
+    hold(d, op);
     if (auto out = op_sends(op, S_)) send(*out, op.microbatch);
     running_[d] = 0;
     ++cursor_[d];
@@ -164,6 +179,9 @@ class PipelineSim {
     if (r < 2) return;
     int64_t grad_bytes = 0;
     for (int st : stages_of_[d]) grad_bytes += c_.stages[st].parameter_bytes;
+    if (c_.transients_counted) {
+      peak_total_[d] = std::max(peak_total_[d], current_total_[d] + allreduce_buffer_bytes(grad_bytes, r));
+    }
     // The ring runs at its slowest hop (an inter-node hop when the replicas span nodes).
     const int64_t dur = allreduce_ns(h_.ring_link(devices), grad_bytes, r);
     if (recorder_) recorder_->allreduce(d, 0, now_, dur);
@@ -198,8 +216,12 @@ class PipelineSim {
       total_busy += busy_[d];
       st.bubble_fraction = end_ > 0 ? 1.0 - static_cast<double>(busy_[d]) / end_ : 0.0;
       st.static_bytes = static_bytes(params, c_.optimizer_state_factor);
+      st.weight_bytes = params;
+      st.gradient_bytes = params;
+      st.optimizer_bytes = st.static_bytes - 2 * params;
       st.peak_activation_bytes = peak_act_[d];
-      st.peak_memory_bytes = st.static_bytes + st.peak_activation_bytes;
+      st.peak_memory_bytes = st.static_bytes + peak_total_[d];
+      st.transient_bytes = st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes;
       st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
       r.stages.push_back(std::move(st));
     }
@@ -209,8 +231,16 @@ class PipelineSim {
                         "each take half of backward_ms");
     }
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
-    r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
-                      "(core/op_rules.h); a layer's temporaries and tensors in flight are not counted");
+    if (c_.transients_counted) {
+      r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations + transients "
+                        "(tensors received and sent, the loss gradient, output gradients held from I to W, each "
+                        "layer's workspace from the profile's workspace_bytes, all-reduce buffers; core/op_rules.h)");
+    } else {
+      r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
+                        "(core/op_rules.h); transients are not counted: the profile has no workspace_bytes (a "
+                        "layer's workspace, tensors received and sent, the loss gradient, output gradients held "
+                        "from I to W, all-reduce buffers)");
+    }
     return std::move(r);
   }
 
@@ -227,7 +257,8 @@ class PipelineSim {
   EventQueue<Event> queue_;
   int64_t now_ = 0, end_ = 0;
   std::array<std::vector<int64_t>, 2> arrival_;  // per message kind, per (stage, micro-batch)
-  std::vector<int64_t> held_;
+  std::vector<int64_t> held_, held_total_;  // per (stage, micro-batch): activations; everything
+  std::vector<int64_t> current_total_, peak_total_;  // per device, above the static bytes
   std::vector<std::size_t> cursor_;
   std::vector<uint8_t> running_;
   std::vector<int64_t> busy_, current_act_, peak_act_;
