@@ -200,6 +200,11 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.backward_input_ns = ms_to_ns(bi);
     st.backward_weight_ns = ms_to_ns(w);
     st.recompute_ns = st.forward_ns;
+    if (profile.has_optimizer_time()) {
+      double opt = 0;
+      for (int l = ps.first_layer; l < ps.end_layer; ++l) opt += profile.layers[l].optimizer_ms;
+      st.optimizer_ns = ms_to_ns(opt / speed);
+    }
     st.send_bytes = boundary_bytes(profile, ps.end_layer, b);
     st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
     st.activation_bytes = act;

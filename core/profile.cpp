@@ -24,6 +24,13 @@ bool Profile::has_split_backward() const {
   return !layers.empty();
 }
 
+bool Profile::has_optimizer_time() const {
+  for (const LayerProfile& l : layers) {
+    if (l.optimizer_ms < 0) return false;
+  }
+  return !layers.empty();
+}
+
 bool Profile::has_workspace() const {
   for (const LayerProfile& l : layers) {
     if (!l.workspace.present()) return false;
@@ -148,6 +155,7 @@ Profile profile_from_json(const JsonReader& r) {
       layer.backward_input_ms = per_batch(l, "backward_input_ms", n, kMaxMs);
       layer.backward_weight_ms = per_batch(l, "backward_weight_ms", n, kMaxMs);
     }
+    if (l.has("optimizer_ms")) layer.optimizer_ms = l["optimizer_ms"].as_double(0.0, kMaxMs);
     if (l.has("workspace_bytes")) layer.workspace = read_workspace(l["workspace_bytes"], n);
     if (l.has("spec")) {
       if (!l["spec"].json().is_object()) l["spec"].fail("expected an object");
@@ -191,6 +199,7 @@ Json profile_to_json(const Profile& p) {
       j["backward_input_ms"] = json_numbers(l.backward_input_ms);
       j["backward_weight_ms"] = json_numbers(l.backward_weight_ms);
     }
+    if (l.optimizer_ms >= 0) j["optimizer_ms"] = l.optimizer_ms;
     if (l.workspace.present()) {
       Json w = Json::object();
       LayerWorkspace copy = l.workspace;

@@ -43,6 +43,9 @@ struct LayerProfile {
   std::vector<double> backward_input_ms;
   std::vector<double> backward_weight_ms;
   LayerWorkspace workspace;  // empty when the profile does not have it
+  // Optional ("optimizer_ms"): one optimizer step (Adam) over the layer's parameters,
+  // measured by `profile --model`; < 0 when absent.
+  double optimizer_ms = -1;
   Json spec;  // null when absent: a layer the executor can build
 };
 
@@ -61,6 +64,8 @@ struct Profile {
   bool has_split_backward() const;
   // Whether every layer has workspace_bytes (then predictions count transients).
   bool has_workspace() const;
+  // Whether every layer has optimizer_ms (then predictions end the step with it).
+  bool has_optimizer_time() const;
   bool is_chain() const { return edges.empty(); }
   // Edges of the model graph: `edges` when present, else i -> i+1.
   std::vector<std::pair<int, int>> graph_edges() const;

@@ -58,6 +58,11 @@ void TimelineRecorder::allreduce(int device, int replica, int64_t start_ns, int6
   t_.events.push_back({t_.track_for(allreduce_track(device, replica)), "allreduce", -1, -1, start_ns, duration_ns});
 }
 
+void TimelineRecorder::optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns) {
+  const int track = replica == 0 ? device : t_.track_for(device_track(device, replica));
+  t_.events.push_back({track, "optimizer", -1, -1, start_ns, duration_ns});
+}
+
 void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes) {
   t_.memory.push_back({device, time_ns, activation_bytes});
 }

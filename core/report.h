@@ -17,7 +17,7 @@ namespace pipescope {
 // One slice of a timeline: an op on a device track, or a transfer on a link track.
 struct TimelineEvent {
   int track = 0;
-  std::string category;  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce
+  std::string category;  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce, optimizer
   int stage = -1;
   int microbatch = -1;
   int64_t start_ns = 0;
@@ -54,6 +54,8 @@ class TimelineRecorder {
   void transfer(int from_device, int to_device, int stage, int microbatch, int64_t start_ns, int64_t duration_ns,
                 int replica = 0);
   void allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns);
+  // The optimizer step at the end of the step, on the device's own track.
+  void optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns);
   void memory(int device, int64_t time_ns, int64_t activation_bytes);
 
  private:

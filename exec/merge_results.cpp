@@ -14,9 +14,9 @@ namespace pipescope::exec {
 
 namespace {
 
-// The latest end of any op or all-reduce of a step: where the step ends.
+// The latest end of any op, all-reduce or optimizer step of a step: where the step ends.
 int64_t step_end(const StepRecord& s) {
-  int64_t end = s.allreduce_end_ns;
+  int64_t end = std::max(s.allreduce_end_ns, s.optimizer_start_ns + s.optimizer_ns);
   for (const OpRecord& o : s.ops) end = std::max(end, o.end_ns);
   return end;
 }
@@ -91,6 +91,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
         if (t.from_device != t.to_device) transfers.push_back(t);
       }
       if (s.allreduce_end_ns > 0) allreduces.emplace_back(s.allreduce_start_ns, w.device);
+      timeline.optimizer(p, i, s.optimizer_start_ns - t0, s.optimizer_ns);
       st.busy_ns = std::max(st.busy_ns, busy);
       st.static_bytes = std::max(st.static_bytes, w.static_bytes);
       st.weight_bytes = std::max(st.weight_bytes, w.weight_bytes);
@@ -146,9 +147,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
                         "included), " + format_ms(after_arrival) + " ms after the last replica arrived; replicas hold " +
                         (r.replicas_identical ? "identical" : "DIFFERENT") + " parameters after the last step");
   }
-  rep.notes.push_back("step time runs from the step's start barrier to the end of its last op or gradient all-reduce "
-                      "(as the simulator counts it); the optimizer step (" +
-                      format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");
+  rep.notes.push_back("step time runs from the step's start barrier to the end of its optimizer step (" +
+                      format_ms(r.optimizer_ns) + " ms on the slowest device), after its last op or gradient "
+                      "all-reduce; predictions end the step with it when the profile has optimizer_ms");
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "
                       "activations and transient buffers, the gradient all-reduce and optimizer step included); "
                       "transient_bytes = its excess over static + peak activations");

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "exec/blas_kernels.h"
+#include "exec/optimizer.h"
 
 namespace pipescope::exec {
 
@@ -243,6 +244,24 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
       *o.progress << line;
       o.progress->flush();
       noisiest = std::max(noisiest, typical);
+    }
+  }
+  // The optimizer step (Adam, as `run` uses by default) over each layer's parameters:
+  // what the step's end costs (core/op_rules.h), independent of the micro-batch size.
+  {
+    MemoryTracker tracker;
+    Context ctx{*backend, tracker};
+    for (std::size_t i = 0; i < model.layers.size(); ++i) {
+      auto spec_root = std::make_shared<const Json>(model.layers[i].spec);
+      JsonReader spec(spec_root, spec_root.get(), model.source, "layers[" + std::to_string(i) + "].spec");
+      std::unique_ptr<Layer> layer = make_layer(spec, ctx, kLayerSeed + i);
+      Optimizer opt(ctx, layer->parameters(), OptimizerSettings{});
+      std::vector<int64_t> ns;
+      for (int r = 0; r < o.warmup + o.repeats; ++r) {
+        const int64_t t = time([&] { opt.step(); });
+        if (r >= o.warmup) ns.push_back(t);
+      }
+      p.layers[i].optimizer_ms = keep(ns);
     }
   }
   if (o.progress != nullptr && noisiest > 0.15) {

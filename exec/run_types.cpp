@@ -101,7 +101,7 @@ Json worker_result_to_json(const WorkerResult& r) {
     }
     for (auto [t, b] : s.memory) memory.push_back({t, b});
     steps.push_back({{"origin", s.origin_ns}, {"ops", ops}, {"transfers", transfers}, {"memory", memory},
-                     {"optimizer", s.optimizer_ns}, {"allreduce", {s.allreduce_start_ns, s.allreduce_end_ns}}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
+                     {"optimizer", s.optimizer_ns}, {"optimizer_start", s.optimizer_start_ns}, {"allreduce", {s.allreduce_start_ns, s.allreduce_end_ns}}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
                      {"peak_total", s.peak_total_bytes}});
   }
   return {{"device", r.device}, {"static", r.static_bytes},
@@ -131,6 +131,7 @@ WorkerResult worker_result_from_json(const Json& j) {
     }
     for (const Json& m : s.at("memory")) rec.memory.emplace_back(m[0].get<int64_t>(), m[1].get<int64_t>());
     rec.optimizer_ns = s.at("optimizer").get<int64_t>();
+    rec.optimizer_start_ns = s.at("optimizer_start").get<int64_t>();
     rec.allreduce_start_ns = s.at("allreduce")[0].get<int64_t>();
     rec.allreduce_end_ns = s.at("allreduce")[1].get<int64_t>();
     rec.loss = s.at("loss").get<double>();

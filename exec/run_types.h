@@ -80,7 +80,7 @@ struct StepRecord {
   std::vector<OpRecord> ops;
   std::vector<TransferRecord> transfers;
   std::vector<std::pair<int64_t, int64_t>> memory;  // (time, activation bytes)
-  int64_t optimizer_ns = 0;
+  int64_t optimizer_start_ns = 0, optimizer_ns = 0;  // the optimizer step that ends the step
   int64_t allreduce_start_ns = 0, allreduce_end_ns = 0;  // both 0 when the stage is not replicated
   double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)
   int64_t peak_activation_bytes = 0;

@@ -163,6 +163,7 @@ WorkerResult StageWorker::run() {
       }
       const int64_t t0 = backend_->now_ns();
       optimizer_->step();  // in place: holds nothing beyond the optimizer state
+      record.optimizer_start_ns = t0;
       record.optimizer_ns = backend_->now_ns() - t0;
       record.peak_activation_bytes = tracker_.peak(Category::Activations);
       record.peak_total_bytes = tracker_.peak_total();

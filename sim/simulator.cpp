@@ -17,7 +17,7 @@
 namespace pipescope {
 namespace {
 
-enum class EventType : uint8_t { OpDone, Arrives, AllReduceDone };
+enum class EventType : uint8_t { OpDone, Arrives, AllReduceDone, OptimizerDone };
 
 struct Event {
   EventType type;
@@ -81,7 +81,8 @@ class PipelineSim {
           arrival(ev.kind, ev.a, ev.b) = now_;
           try_start(s_.stage_device[ev.a]);
           break;
-        case EventType::AllReduceDone: break;
+        case EventType::AllReduceDone: start_optimizer(ev.a); break;
+        case EventType::OptimizerDone: break;
       }
       end_ = std::max(end_, now_);
     }
@@ -145,7 +146,7 @@ class PipelineSim {
     if (auto out = op_sends(op, S_)) send(*out, op.microbatch);
     running_[d] = 0;
     ++cursor_[d];
-    if (cursor_[d] == s_.device_ops[d].size()) start_allreduce(d);
+    if (cursor_[d] == s_.device_ops[d].size() && !start_allreduce(d)) start_optimizer(d);
     try_start(d);
   }
 
@@ -172,11 +173,20 @@ class PipelineSim {
     queue_.push(at, Event{EventType::Arrives, msg.kind, msg.to_stage, mb});
   }
 
-  // A replicated position's gradients are all-reduced once its last op is done.
-  void start_allreduce(int d) {
+  // The optimizer step ends the device's step: after its last op, or after the all-reduce.
+  void start_optimizer(int d) {
+    int64_t dur = 0;
+    for (int st : stages_of_[d]) dur += c_.stages[st].optimizer_ns;
+    if (dur == 0) return;
+    if (recorder_) recorder_->optimizer(d, 0, now_, dur);
+    queue_.push(now_ + dur, Event{EventType::OptimizerDone, MessageKind::Activation, d, 0});
+  }
+
+  // A replicated position's gradients are all-reduced once its last op is done; false when not replicated.
+  bool start_allreduce(int d) {
     const std::vector<int>& devices = c_.position_devices[d];
     const int r = static_cast<int>(devices.size());
-    if (r < 2) return;
+    if (r < 2) return false;
     int64_t grad_bytes = 0;
     for (int st : stages_of_[d]) grad_bytes += c_.stages[st].parameter_bytes;
     if (c_.transients_counted) {
@@ -186,6 +196,7 @@ class PipelineSim {
     const int64_t dur = allreduce_ns(h_.ring_link(devices), grad_bytes, r);
     if (recorder_) recorder_->allreduce(d, 0, now_, dur);
     queue_.push(now_ + dur, Event{EventType::AllReduceDone, MessageKind::Activation, d, 0});
+    return true;
   }
 
   StepReport make_report() {

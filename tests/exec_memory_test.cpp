@@ -15,6 +15,7 @@
 #include "exec/profiler.h"
 #include "exec_test_models.h"
 #include "planner/plan_builder.h"
+#include "planner/stage_model.h"
 #include "random_schedules.h"
 #include "sim/simulator.h"
 
@@ -176,6 +177,41 @@ TEST(ExactMemory, RandomOrdersAndVShapes) {
     ++runs;
   }
   EXPECT_EQ(runs, 20);
+}
+
+// The planner's stage model predicts the same total peak as the simulator for a profile
+// with workspace_bytes (one stage per device: where the stage model is exact).
+TEST(ExactMemory, PlannerStageModelCountsTheSameTransients) {
+  const Profile profile = measured_profile();
+  int checked = 0;
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1}) {
+    for (int K : {1, 2, 4}) {
+      for (int r : {1, 2}) {
+        for (bool rc : {false, true}) {
+          Schedule s = make_schedule({kind, K, 2 * K, 1, rc});
+          StageModelSpec spec;
+          spec.microbatch_size = 2 * r;
+          spec.replicas = r;
+          spec.constrain_memory = false;
+          const StageModel m(profile, Hardware::ideal(K * r), s, spec);
+          const LayerRanges ranges = uniform_partition(profile.num_layers(), K);
+          Plan plan;
+          plan.microbatches = s.microbatches();
+          plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * s.microbatches();
+          plan.recompute = rc;
+          place_stages(plan, s, ranges, r);
+          const std::vector<int64_t> model = m.stage_memory(ranges);
+          const StepReport p = predict(profile, plan, s);
+          for (int st = 0; st < K; ++st) {
+            EXPECT_EQ(model[st], p.stages[st].peak_memory_bytes)
+                << to_string(kind) << " K=" << K << " r=" << r << (rc ? " recompute" : "") << " stage " << st;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 7 * 2 * 2);
 }
 
 // Without workspace_bytes a prediction counts the stash only, and says so.

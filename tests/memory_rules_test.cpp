@@ -3,9 +3,12 @@
 // refused with the file, the JSON path and the expectation when malformed.
 #include <gtest/gtest.h>
 
+#include "core/cost_model.h"
 #include "core/error.h"
 #include "core/op_rules.h"
 #include "core/profile.h"
+#include "core/synth_profile.h"
+#include "sim/simulator.h"
 
 namespace pipescope {
 namespace {
@@ -116,6 +119,48 @@ TEST(WorkspaceBytes, MalformedFieldsNameFilePathAndExpectation) {
     err = e.what();
   }
   EXPECT_NE(err.find("p.json: layers[0].workspace_bytes: expected an object"), std::string::npos) << err;
+}
+
+// The optimizer step ends each device's step: K = 2 uniform stages of 2 layers (forward
+// 1 ms, backward 2 ms per layer), M = 1, optimizer 0.25 ms per layer. 1F1B's step is
+// (M + K - 1)(t_f + t_b) = 2 x (2 + 4) = 12 ms; device 0's optimizer (0.5 ms) ends it at 12.5 ms.
+TEST(OptimizerStep, EndsTheStepAndIsDrawnOnTheDevicesTrack) {
+  UniformSpec u;
+  u.layers = 4;
+  u.forward_ms = 1;
+  u.backward_ms = 2;
+  u.batch_sizes = {1};
+  Profile profile = make_uniform_profile(u);
+  for (LayerProfile& l : profile.layers) l.optimizer_ms = 0.25;
+  Plan plan;
+  plan.microbatches = 1;
+  plan.batch_size = 1;
+  plan.stages = {{0, 2, {0}}, {2, 4, {1}}};
+  const Hardware hw = Hardware::ideal(2);
+  const StepReport r = simulate(make_1f1b(2, 1), build_cost_model(profile, plan, hw), hw);
+  EXPECT_EQ(r.step_ns, 12'500'000);
+  int drawn = 0;
+  for (const TimelineEvent& e : r.timeline.events) drawn += e.category == "optimizer" && e.duration_ns == 500'000;
+  EXPECT_EQ(drawn, 2);
+  // Without optimizer_ms the step ends with the last backward.
+  for (LayerProfile& l : profile.layers) l.optimizer_ms = -1;
+  EXPECT_EQ(simulate(make_1f1b(2, 1), build_cost_model(profile, plan, hw), hw).step_ns, 12'000'000);
+}
+
+TEST(OptimizerStep, ProfileFieldIsReadAndChecked) {
+  std::string text = kProfile;
+  text.replace(text.find("\"parameter_bytes\": 7"), 20, "\"parameter_bytes\": 7, \"optimizer_ms\": 0.5");
+  EXPECT_DOUBLE_EQ(parse(text).layers[0].optimizer_ms, 0.5);
+  EXPECT_TRUE(parse(text).has_optimizer_time());
+  EXPECT_FALSE(parse(kProfile).has_optimizer_time());
+  text.replace(text.find("0.5"), 3, "-1.");
+  std::string err;
+  try {
+    parse(text);
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("p.json: layers[0].optimizer_ms: expected a number >= 0"), std::string::npos) << err;
 }
 
 }  // namespace
