@@ -187,7 +187,7 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
 
 int64_t StageModel::transient_peak(int s, int i, int j) const {
   const std::vector<LayerBytes> layers(layer_bytes_.begin() + i, layer_bytes_.begin() + j);
-  const StageMemory m = stage_memory(layers, i == 0, j == L_, recompute_);
+  const StageMemory m = pipescope::stage_memory(layers, i == 0, j == L_, recompute_);
   const int64_t held[3] = {m.of(OpKind::Forward).held, m.of(OpKind::Recompute).held,
                            m.of(OpKind::BackwardInput).held};
   int64_t peak = allreduce_buffer_bytes(parameters_[j] - parameters_[i], replicas_);
