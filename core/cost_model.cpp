@@ -46,6 +46,7 @@ struct StageTotals {
   double op_ms;           // all its ops for one micro-batch (per replica, speed applied)
   double longest_op_ms;
   double activation_bytes, input_bytes, send_bytes, parameter_bytes;
+  double workspace_bytes = 0;  // every workspace_bytes value of its layers, added up (bounds its transients)
 };
 
 // Adds up, stage by stage, the bytes each device holds and the time every op,
@@ -83,6 +84,9 @@ class LimitCheck {
     }
     device_bytes_[device] += t.parameter_bytes * (2.0 + plan_.optimizer_state_factor) +
                              M * (t.activation_bytes + t.input_bytes);
+    // Transients (counted with workspace_bytes): per micro-batch at most its layers'
+    // workspace values and the stage output, plus the all-reduce's copy of the gradients.
+    if (t.workspace_bytes > 0) device_bytes_[device] += M * (t.workspace_bytes + t.send_bytes) + t.parameter_bytes;
     device_params_[device] += t.parameter_bytes;
     if (!(device_bytes_[device] <= kMaxDeviceBytes)) {
       fail("device " + std::to_string(device) + " would hold " + number(device_bytes_[device]) +
@@ -174,7 +178,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.replicas = static_cast<int>(ps.devices.size());
     const double b = c.microbatch_size / st.replicas;
     const double speed = slowest_speed(hardware, ps.devices);
-    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0;
+    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0, workspace_real = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {
       f += profile.forward_ms(l, b);
       bw += profile.backward_ms(l, b);
@@ -182,13 +186,20 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
       w += profile.backward_weight_ms(l, b);
       act_real += profile.interpolate(profile.layers[l].activation_bytes, b);
       params_real += static_cast<double>(profile.layers[l].parameter_bytes);
+      const LayerWorkspace& ws = profile.layers[l].workspace;
+      if (ws.present()) {
+        for (const auto* v : {&ws.input, &ws.forward, &ws.forward_no_grad, &ws.backward_input, &ws.backward_weight,
+                              &ws.held_for_weight}) {
+          workspace_real += profile.interpolate(*v, b);
+        }
+      }
     }
     f /= speed, bw /= speed, bi /= speed, w /= speed;
     // Whichever backward the schedule runs (B, or I then W), the larger bounds the step.
     limits.add(s, static_cast<std::size_t>(c.stage_position[s]),
                {f * (plan.recompute ? 2 : 1) + std::max(bw, bi + w), std::max({f, bw, bi, w}), act_real,
                 boundary_bytes_real(profile, ps.first_layer, b), boundary_bytes_real(profile, ps.end_layer, b),
-                params_real},
+                params_real, workspace_real},
                b);
     int64_t act = 0, params = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {

@@ -121,6 +121,31 @@ TEST(WorkspaceBytes, MalformedFieldsNameFilePathAndExpectation) {
   EXPECT_NE(err.find("p.json: layers[0].workspace_bytes: expected an object"), std::string::npos) << err;
 }
 
+// Transients count toward the int64 limits of core/cost_model.h: six workspace values
+// of 2^50 bytes over M = 4096 micro-batches is 2.8e19 bytes > 2^62, refused naming the stage.
+TEST(WorkspaceBytes, CountTowardTheDeviceByteLimit) {
+  std::string text = kProfile;
+  for (const char* key : {"\"input\": [4, 8]", "\"forward\": [6, 12]", "\"forward_no_grad\": [5, 10]",
+                          "\"backward_input\": [9, 18]", "\"backward_weight\": [0, 0]", "\"held_for_weight\": [5, 10]"}) {
+    std::string k = key;
+    const std::string name = k.substr(0, k.find(':') + 1);
+    text.replace(text.find(k), k.size(), name + " [1125899906842624, 1125899906842624]");
+  }
+  const Profile profile = parse(text);
+  Plan plan;
+  plan.source = "plan.json";
+  plan.microbatches = 4096;
+  plan.batch_size = 4096;
+  plan.stages = {{0, 1, {0}}};
+  std::string err;
+  try {
+    build_cost_model(profile, plan, Hardware::ideal(1));
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("plan.json: stages[0]: device 0 would hold"), std::string::npos) << err;
+}
+
 // The optimizer step ends each device's step: K = 2 uniform stages of 2 layers (forward
 // 1 ms, backward 2 ms per layer), M = 1, optimizer 0.25 ms per layer. 1F1B's step is
 // (M + K - 1)(t_f + t_b) = 2 x (2 + 4) = 12 ms; device 0's optimizer (0.5 ms) ends it at 12.5 ms.
