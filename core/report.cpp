@@ -63,8 +63,8 @@ void TimelineRecorder::optimizer(int device, int replica, int64_t start_ns, int6
   t_.events.push_back({track, "optimizer", -1, -1, start_ns, duration_ns});
 }
 
-void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes) {
-  t_.memory.push_back({device, time_ns, activation_bytes});
+void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes) {
+  t_.memory.push_back({device, time_ns, activation_bytes, transient_bytes});
 }
 
 bool StepReport::fits() const {
@@ -272,7 +272,7 @@ std::string chrome_trace(const StepReport& r) {
          {"pid", 0},
          {"name", "activation bytes, device " + std::to_string(m.device)},
          {"ts", static_cast<double>(m.time_ns) / 1e3},
-         {"args", {{"bytes", m.activation_bytes}}}});
+         {"args", {{"bytes", m.activation_bytes}, {"transient_bytes", m.transient_bytes}}}});
   }
   out += "]}\n";
   return out;

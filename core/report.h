@@ -28,6 +28,10 @@ struct MemorySample {
   int device = 0;
   int64_t time_ns = 0;
   int64_t activation_bytes = 0;
+  // Tensors held beyond the stash at that moment (core/op_rules.h's transients); a
+  // prediction's sample at an op's start carries the op's highest point, so the largest
+  // static + activation + transient of a device equals its peak_memory_bytes.
+  int64_t transient_bytes = 0;
 };
 
 struct Timeline {
@@ -56,7 +60,7 @@ class TimelineRecorder {
   void allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns);
   // The optimizer step at the end of the step, on the device's own track.
   void optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns);
-  void memory(int device, int64_t time_ns, int64_t activation_bytes);
+  void memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes = 0);
 
  private:
   Timeline& t_;

@@ -30,12 +30,16 @@ class MemoryTracker {
   int64_t peak_total() const { return peak_total_; }
   // Peaks restart from the current values (e.g. at the start of a measured step).
   void reset_peaks();
+  // The largest total since the last start_window() (an op's highest point).
+  void start_window() { window_peak_ = total_; }
+  int64_t window_peak_total() const { return window_peak_; }
 
  private:
   std::array<int64_t, kCategories> current_{};
   std::array<int64_t, kCategories> peak_{};
   int64_t total_ = 0;
   int64_t peak_total_ = 0;
+  int64_t window_peak_ = 0;
 };
 
 }  // namespace pipescope::exec

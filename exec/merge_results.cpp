@@ -108,8 +108,8 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
       summed = std::max(summed, s.allreduce_end_ns);
       if (w.parameter_hash != workers.at(layout.worker(p, 0)).parameter_hash) r.replicas_identical = false;
     }
-    for (auto [time, bytes] : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
-      timeline.memory(p, time - t0, bytes);
+    for (const MemorySample& m : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
+      timeline.memory(p, m.time_ns - t0, m.activation_bytes, m.transient_bytes);
     }
     st.transient_bytes = st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes;
     after_arrival = std::max(after_arrival, summed - last_arrival);

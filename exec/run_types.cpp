@@ -99,7 +99,7 @@ Json worker_result_to_json(const WorkerResult& r) {
     for (const TransferRecord& t : s.transfers) {
       transfers.push_back({t.from_device, t.to_device, t.stage, t.microbatch, t.start_ns, t.end_ns});
     }
-    for (auto [t, b] : s.memory) memory.push_back({t, b});
+    for (const MemorySample& m : s.memory) memory.push_back({m.time_ns, m.activation_bytes, m.transient_bytes});
     steps.push_back({{"origin", s.origin_ns}, {"ops", ops}, {"transfers", transfers}, {"memory", memory},
                      {"optimizer", s.optimizer_ns}, {"optimizer_start", s.optimizer_start_ns}, {"allreduce", {s.allreduce_start_ns, s.allreduce_end_ns}}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
                      {"peak_total", s.peak_total_bytes}});
@@ -129,7 +129,7 @@ WorkerResult worker_result_from_json(const Json& j) {
       rec.transfers.push_back({t[0].get<int>(), t[1].get<int>(), t[2].get<int>(), t[3].get<int>(),
                                t[4].get<int64_t>(), t[5].get<int64_t>()});
     }
-    for (const Json& m : s.at("memory")) rec.memory.emplace_back(m[0].get<int64_t>(), m[1].get<int64_t>());
+    for (const Json& m : s.at("memory")) rec.memory.push_back({0, m[0].get<int64_t>(), m[1].get<int64_t>(), m[2].get<int64_t>()});
     rec.optimizer_ns = s.at("optimizer").get<int64_t>();
     rec.optimizer_start_ns = s.at("optimizer_start").get<int64_t>();
     rec.allreduce_start_ns = s.at("allreduce")[0].get<int64_t>();

@@ -79,7 +79,7 @@ struct StepRecord {
   int64_t origin_ns = 0;  // this worker's clock right after the step's start barrier
   std::vector<OpRecord> ops;
   std::vector<TransferRecord> transfers;
-  std::vector<std::pair<int64_t, int64_t>> memory;  // (time, activation bytes)
+  std::vector<MemorySample> memory;  // time, activation and transient bytes (device unused)
   int64_t optimizer_start_ns = 0, optimizer_ns = 0;  // the optimizer step that ends the step
   int64_t allreduce_start_ns = 0, allreduce_end_ns = 0;  // both 0 when the stage is not replicated
   double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)

@@ -57,7 +57,7 @@ class StageWorker {
   void loss(int microbatch, const Tensor& y, MicroState& ms, StepRecord& record);
   Tensor upload_input(int microbatch);
   Clock::time_point deadline() const;
-  void sample_memory(StepRecord& record);
+  void sample_memory(StepRecord& record, int64_t at = -1, int64_t activations = 0);
   void allreduce_gradients(StepRecord& record);
   std::string where(int stage) const;  // "stage 1 (device 1)", or "stage 1 replica 1 (device 3)"
   std::string replica_of() const;      // "", or " (replica 1 of position 1)"

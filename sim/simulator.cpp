@@ -81,7 +81,10 @@ class PipelineSim {
           arrival(ev.kind, ev.a, ev.b) = now_;
           try_start(s_.stage_device[ev.a]);
           break;
-        case EventType::AllReduceDone: start_optimizer(ev.a); break;
+        case EventType::AllReduceDone:
+          if (recorder_) recorder_->memory(ev.a, now_, current_act_[ev.a], current_total_[ev.a] - current_act_[ev.a]);
+          start_optimizer(ev.a);
+          break;
         case EventType::OptimizerDone: break;
       }
       end_ = std::max(end_, now_);
@@ -120,6 +123,7 @@ class PipelineSim {
     const int64_t change = op_frees(op.kind) ? -held_total_[i] : c_.stages[op.stage].memory[s_.recompute].of(op.kind).held;
     held_total_[i] += change;
     current_total_[d] += change;
+    if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] - current_act_[d]);
     PS_INVARIANT(current_total_[d] >= 0 && held_total_[i] >= 0, "a device freed more than it held");
   }
 
@@ -134,7 +138,9 @@ class PipelineSim {
     busy_[d] += dur;
     charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
     // Stash and transients together: the op's peak over what the device holds (op_rules.h).
-    peak_total_[d] = std::max(peak_total_[d], current_total_[d] + cost.memory[s_.recompute].of(op.kind).peak);
+    const int64_t op_peak = cost.memory[s_.recompute].of(op.kind).peak;
+    peak_total_[d] = std::max(peak_total_[d], current_total_[d] + op_peak);
+    if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d]);
     if (recorder_) recorder_->op(d, 0, op, now_, dur);
     queue_.push(now_ + dur, Event{EventType::OpDone, MessageKind::Activation, d, 0});
   }
@@ -190,7 +196,9 @@ class PipelineSim {
     int64_t grad_bytes = 0;
     for (int st : stages_of_[d]) grad_bytes += c_.stages[st].parameter_bytes;
     if (c_.transients_counted) {
-      peak_total_[d] = std::max(peak_total_[d], current_total_[d] + allreduce_buffer_bytes(grad_bytes, r));
+      const int64_t buffer = allreduce_buffer_bytes(grad_bytes, r);
+      peak_total_[d] = std::max(peak_total_[d], current_total_[d] + buffer);
+      if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] + buffer - current_act_[d]);
     }
     // The ring runs at its slowest hop (an inter-node hop when the replicas span nodes).
     const int64_t dur = allreduce_ns(h_.ring_link(devices), grad_bytes, r);

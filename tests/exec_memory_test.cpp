@@ -48,6 +48,19 @@ int expect_memory_equal(const StepReport& p, const StepReport& m, const std::str
     EXPECT_GT(a.weight_bytes, 0) << where;
     with_transients += a.transient_bytes > 0;
   }
+  // The memory curves (timeline samples) reach the same peak: static + activations + transients.
+  for (const StepReport* r : {&p, &m}) {
+    std::vector<int64_t> top(r->stages.size(), 0);
+    for (const MemorySample& x : r->timeline.memory) {
+      if (x.device < static_cast<int>(top.size())) {
+        top[x.device] = std::max(top[x.device], x.activation_bytes + x.transient_bytes);
+      }
+    }
+    for (std::size_t d = 0; d < top.size(); ++d) {
+      EXPECT_EQ(r->stages[d].static_bytes + top[d], r->stages[d].peak_memory_bytes)
+          << label << ", " << r->kind << " curve of position " << d;
+    }
+  }
   return with_transients;
 }
 
