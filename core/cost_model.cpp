@@ -46,6 +46,7 @@ struct StageTotals {
   double op_ms;           // all its ops for one micro-batch (per replica, speed applied)
   double longest_op_ms;
   double activation_bytes, input_bytes, send_bytes, parameter_bytes;
+  double workspace_bytes = 0;  // every workspace_bytes value of its layers, added up (bounds its transients)
 };
 
 // Adds up, stage by stage, the bytes each device holds and the time every op,
@@ -83,6 +84,9 @@ class LimitCheck {
     }
     device_bytes_[device] += t.parameter_bytes * (2.0 + plan_.optimizer_state_factor) +
                              M * (t.activation_bytes + t.input_bytes);
+    // Transients (counted with workspace_bytes): per micro-batch at most its layers'
+    // workspace values and the stage output, plus the all-reduce's copy of the gradients.
+    if (t.workspace_bytes > 0) device_bytes_[device] += M * (t.workspace_bytes + t.send_bytes) + t.parameter_bytes;
     device_params_[device] += t.parameter_bytes;
     if (!(device_bytes_[device] <= kMaxDeviceBytes)) {
       fail("device " + std::to_string(device) + " would hold " + number(device_bytes_[device]) +
@@ -113,6 +117,27 @@ class LimitCheck {
   std::vector<double> device_bytes_, device_params_;
   double bandwidth_ = 0, latency_ns_ = 0, step_ns_ = 0;
 };
+
+// The stage's StageMemory: from the layers' workspace_bytes when the profile has them,
+// else the stash alone (F charges and holds stash_bytes, R activation_bytes).
+StageMemory stage_memory_of(const Profile& profile, const StageCost& st, double b, bool first, bool last,
+                            bool recompute) {
+  if (!profile.has_workspace()) {
+    StageMemory m;
+    const int64_t stash = stash_bytes(st, recompute);
+    m.op[static_cast<std::size_t>(OpKind::Forward)] = {stash, stash};
+    m.op[static_cast<std::size_t>(OpKind::Recompute)] = {st.activation_bytes, st.activation_bytes};
+    return m;
+  }
+  std::vector<LayerBytes> layers;
+  for (int l = st.first_layer; l < st.end_layer; ++l) {
+    const LayerWorkspace& w = profile.layers[l].workspace;
+    auto at = [&](const std::vector<double>& v) { return std::llround(profile.interpolate(v, b)); };
+    layers.push_back({at(w.input), profile.output_bytes(l, b), profile.activation_bytes(l, b), at(w.forward),
+                      at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight), at(w.held_for_weight)});
+  }
+  return stage_memory(layers, first, last, recompute);
+}
 
 }  // namespace
 
@@ -149,6 +174,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
   c.batch_size = plan.batch_size;
   c.optimizer_state_factor = plan.optimizer_state_factor;
   c.split_measured = profile.has_split_backward();
+  c.transients_counted = profile.has_workspace();
   const int K = plan.pipeline_devices();
   for (int p = 0; p < K; ++p) {
     const std::vector<int>& devices = plan.stages[p].devices;
@@ -172,7 +198,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.replicas = static_cast<int>(ps.devices.size());
     const double b = c.microbatch_size / st.replicas;
     const double speed = slowest_speed(hardware, ps.devices);
-    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0;
+    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0, workspace_real = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {
       f += profile.forward_ms(l, b);
       bw += profile.backward_ms(l, b);
@@ -180,13 +206,20 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
       w += profile.backward_weight_ms(l, b);
       act_real += profile.interpolate(profile.layers[l].activation_bytes, b);
       params_real += static_cast<double>(profile.layers[l].parameter_bytes);
+      const LayerWorkspace& ws = profile.layers[l].workspace;
+      if (ws.present()) {
+        for (const auto* v : {&ws.input, &ws.forward, &ws.forward_no_grad, &ws.backward_input, &ws.backward_weight,
+                              &ws.held_for_weight}) {
+          workspace_real += profile.interpolate(*v, b);
+        }
+      }
     }
     f /= speed, bw /= speed, bi /= speed, w /= speed;
     // Whichever backward the schedule runs (B, or I then W), the larger bounds the step.
     limits.add(s, static_cast<std::size_t>(c.stage_position[s]),
                {f * (plan.recompute ? 2 : 1) + std::max(bw, bi + w), std::max({f, bw, bi, w}), act_real,
                 boundary_bytes_real(profile, ps.first_layer, b), boundary_bytes_real(profile, ps.end_layer, b),
-                params_real},
+                params_real, workspace_real},
                b);
     int64_t act = 0, params = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {
@@ -198,10 +231,18 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.backward_input_ns = ms_to_ns(bi);
     st.backward_weight_ns = ms_to_ns(w);
     st.recompute_ns = st.forward_ns;
+    if (profile.has_optimizer_time()) {
+      double opt = 0;
+      for (int l = ps.first_layer; l < ps.end_layer; ++l) opt += profile.layers[l].optimizer_ms;
+      st.optimizer_ns = ms_to_ns(opt / speed);
+    }
     st.send_bytes = boundary_bytes(profile, ps.end_layer, b);
     st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
     st.activation_bytes = act;
     st.parameter_bytes = params;
+    for (bool rc : {false, true}) {
+      st.memory[rc] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), rc);
+    }
     c.stages.push_back(st);
   }
   c.extrapolation_note = extrapolation_note(profile, plan);

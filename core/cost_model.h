@@ -9,10 +9,12 @@
 // its output), as measured by the tracking allocator in `pipescope profile --model`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "core/hardware.h"
+#include "core/op_rules.h"
 #include "core/plan.h"
 #include "core/profile.h"
 
@@ -27,10 +29,15 @@ struct StageCost {
   int64_t backward_input_ns = 0;   // split backward (zero-bubble schedules)
   int64_t backward_weight_ns = 0;
   int64_t recompute_ns = 0;        // one more forward
+  int64_t optimizer_ns = 0;        // the optimizer step over its parameters (0: not in the profile)
   int64_t send_bytes = 0;          // activations to stage s+1 (and gradients back), per replica
   int64_t activation_bytes = 0;    // kept for backward per micro-batch, per replica
   int64_t input_bytes = 0;         // what re-materialisation keeps instead
   int64_t parameter_bytes = 0;
+  // Per op: stash and transients together (core/op_rules.h). Without the profile's
+  // workspace_bytes only the stash: F charges stash_bytes, R activation_bytes.
+  // Indexed by whether the schedule re-materialises.
+  std::array<StageMemory, 2> memory;
 };
 
 struct CostModel {
@@ -43,6 +50,7 @@ struct CostModel {
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   bool split_measured = true;          // false: I and W are taken as halves of backward_ms
   std::string extrapolation_note;      // non-empty: a micro-batch size outside the profile's measured sizes
+  bool transients_counted = false;     // the profile has workspace_bytes: StageCost::memory counts them
 };
 
 // Bytes that cross the cut after `last_layer_of_stage` (exclusive end `cut`): the

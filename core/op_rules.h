@@ -20,6 +20,18 @@
 //     at the start of R   += the stage's activation_bytes (the recomputed activations)
 //     at the end of B / W -= everything held for (s,m). I frees nothing: under split
 //                            backward the stash lives until W.
+//   transients (counted when the profile has workspace_bytes; core/profile.h): besides
+//   the stash an op holds, while it runs, its input tensor (received, the data, or the
+//   last stage's loss gradient), each layer's workspace (measured: what the layer's op
+//   allocates above its start), the output it sends (until the send has copied it), and
+//   on the last stage the loss's target and gradient. Across ops it holds the loss
+//   gradient of the last stage (from F to its B or I) and, under split backward, the
+//   output gradients each layer keeps from I to W (held_for_weight). stage_memory()
+//   adds these up layer by layer in the executor's order (exec/stage_worker.cpp):
+//     at the start of an op   the device's peak may rise to held + OpMemory::peak
+//     at the end of an op     held += OpMemory::held (B and W: everything of (s,m) freed)
+//   a replicated position's gradient all-reduce holds one flat copy of its gradients;
+//   the optimizer step (SGD, Adam: in place) holds nothing more.
 //   replicated stage: runs at its slowest replica's speed; after its device's last op a
 //   ring all-reduce of the device's gradients: 2 (r-1)/r x bytes / bandwidth + 2 (r-1)
 //   latencies on the ring's slowest hop.
@@ -125,6 +137,30 @@ inline int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool recompute) 
 }
 // Whether the op's end frees everything held for its (stage, micro-batch).
 inline bool op_frees(OpKind kind) { return kind == OpKind::Backward || kind == OpKind::BackwardWeight; }
+
+// One layer's bytes at one micro-batch size, as the memory rules add them up.
+struct LayerBytes {
+  int64_t input = 0, output = 0, activation = 0;
+  int64_t forward = 0, forward_no_grad = 0, backward_input = 0, backward_weight = 0, held_for_weight = 0;
+};
+// What an op of one stage adds to its device's bytes: `peak`, the most above what the
+// device held when the op started, while it runs; `held`, what the op leaves held for
+// its (stage, micro-batch) when it ends (may be negative: I uses up the loss gradient).
+struct OpMemory {
+  int64_t peak = 0;
+  int64_t held = 0;
+};
+// Per op kind, for one stage: transients and stash together (the stash part is also
+// op_charge_bytes, which the activation accounting keeps on its own).
+struct StageMemory {
+  std::array<OpMemory, 5> op{};  // indexed by OpKind
+  const OpMemory& of(OpKind kind) const { return op[static_cast<std::size_t>(kind)]; }
+};
+// The executor's order of allocations over the stage's layers (exec/stage_worker.cpp):
+// `first` / `last`: whether the stage is the model's first / last.
+StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool last, bool recompute);
+// The flat gradient copy a replicated position's all-reduce holds (0 when not replicated).
+inline int64_t allreduce_buffer_bytes(int64_t gradient_bytes, int replicas) { return replicas > 1 ? gradient_bytes : 0; }
 
 // Weights, gradients and optimizer state of `parameter_bytes` of parameters.
 int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor);

@@ -24,6 +24,20 @@ bool Profile::has_split_backward() const {
   return !layers.empty();
 }
 
+bool Profile::has_optimizer_time() const {
+  for (const LayerProfile& l : layers) {
+    if (l.optimizer_ms < 0) return false;
+  }
+  return !layers.empty();
+}
+
+bool Profile::has_workspace() const {
+  for (const LayerProfile& l : layers) {
+    if (!l.workspace.present()) return false;
+  }
+  return !layers.empty();
+}
+
 std::vector<std::pair<int, int>> Profile::graph_edges() const {
   if (!edges.empty()) return edges;
   std::vector<std::pair<int, int>> chain;
@@ -79,6 +93,22 @@ std::vector<double> per_batch(const JsonReader& layer, const char* key, std::siz
   return values;
 }
 
+constexpr const char* kWorkspaceKeys[] = {"input", "forward", "forward_no_grad", "backward_input",
+                                          "backward_weight", "held_for_weight"};
+
+std::vector<double>* workspace_field(LayerWorkspace& w, int i) {
+  std::vector<double>* fields[] = {&w.input, &w.forward, &w.forward_no_grad, &w.backward_input,
+                                   &w.backward_weight, &w.held_for_weight};
+  return fields[i];
+}
+
+LayerWorkspace read_workspace(const JsonReader& r, std::size_t n) {
+  if (!r.json().is_object()) r.fail("expected an object");
+  LayerWorkspace w;
+  for (int i = 0; i < 6; ++i) *workspace_field(w, i) = per_batch(r, kWorkspaceKeys[i], n, kMaxBytes);
+  return w;
+}
+
 }  // namespace
 
 Profile profile_from_json(const JsonReader& r) {
@@ -131,6 +161,8 @@ Profile profile_from_json(const JsonReader& r) {
       layer.backward_input_ms = per_batch(l, "backward_input_ms", n, kMaxMs);
       layer.backward_weight_ms = per_batch(l, "backward_weight_ms", n, kMaxMs);
     }
+    if (l.has("optimizer_ms")) layer.optimizer_ms = l["optimizer_ms"].as_double(0.0, kMaxMs);
+    if (l.has("workspace_bytes")) layer.workspace = read_workspace(l["workspace_bytes"], n);
     if (l.has("spec")) {
       if (!l["spec"].json().is_object()) l["spec"].fail("expected an object");
       layer.spec = l["spec"].json();
@@ -172,6 +204,13 @@ Json profile_to_json(const Profile& p) {
     if (!l.backward_input_ms.empty()) {
       j["backward_input_ms"] = json_numbers(l.backward_input_ms);
       j["backward_weight_ms"] = json_numbers(l.backward_weight_ms);
+    }
+    if (l.optimizer_ms >= 0) j["optimizer_ms"] = l.optimizer_ms;
+    if (l.workspace.present()) {
+      Json w = Json::object();
+      LayerWorkspace copy = l.workspace;
+      for (int i = 0; i < 6; ++i) w[kWorkspaceKeys[i]] = json_numbers(*workspace_field(copy, i));
+      j["workspace_bytes"] = std::move(w);
     }
     if (!l.spec.is_null()) j["spec"] = l.spec;
     layers.push_back(std::move(j));

@@ -18,6 +18,20 @@
 
 namespace pipescope {
 
+// Optional, per batch size (profile key "workspace_bytes", measured by `profile --model`
+// through the tracking allocator; docs/memory.md): the bytes a layer's ops hold besides
+// the weights and the stash, which the memory rules of core/op_rules.h add up into a
+// stage's transients. All six arrays are present or the object is absent.
+struct LayerWorkspace {
+  std::vector<double> input;            // the layer's input tensor
+  std::vector<double> forward;          // most bytes forward (with a stash) adds above its start
+  std::vector<double> forward_no_grad;  // the same for a forward that keeps nothing (re-materialisation)
+  std::vector<double> backward_input;   // most bytes backward_input adds above its start
+  std::vector<double> backward_weight;  // most bytes backward_weight adds above its start
+  std::vector<double> held_for_weight;  // output gradients backward_input keeps until backward_weight
+  bool present() const { return !forward.empty(); }
+};
+
 struct LayerProfile {
   std::string name;
   std::vector<double> forward_ms;
@@ -28,6 +42,10 @@ struct LayerProfile {
   // Split backward for zero-bubble schedules; both present or both absent.
   std::vector<double> backward_input_ms;
   std::vector<double> backward_weight_ms;
+  LayerWorkspace workspace;  // empty when the profile does not have it
+  // Optional ("optimizer_ms"): one optimizer step (Adam) over the layer's parameters,
+  // measured by `profile --model`; < 0 when absent.
+  double optimizer_ms = -1;
   Json spec;  // null when absent: a layer the executor can build
 };
 
@@ -47,6 +65,10 @@ struct Profile {
 
   int num_layers() const { return static_cast<int>(layers.size()); }
   bool has_split_backward() const;
+  // Whether every layer has workspace_bytes (then predictions count transients).
+  bool has_workspace() const;
+  // Whether every layer has optimizer_ms (then predictions end the step with it).
+  bool has_optimizer_time() const;
   bool is_chain() const { return edges.empty(); }
   // Edges of the model graph: `edges` when present, else i -> i+1.
   std::vector<std::pair<int, int>> graph_edges() const;

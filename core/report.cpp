@@ -58,8 +58,13 @@ void TimelineRecorder::allreduce(int device, int replica, int64_t start_ns, int6
   t_.events.push_back({t_.track_for(allreduce_track(device, replica)), "allreduce", -1, -1, start_ns, duration_ns});
 }
 
-void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes) {
-  t_.memory.push_back({device, time_ns, activation_bytes});
+void TimelineRecorder::optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns) {
+  const int track = replica == 0 ? device : t_.track_for(device_track(device, replica));
+  t_.events.push_back({track, "optimizer", -1, -1, start_ns, duration_ns});
+}
+
+void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes) {
+  t_.memory.push_back({device, time_ns, activation_bytes, transient_bytes});
 }
 
 bool StepReport::fits() const {
@@ -86,7 +91,11 @@ Json report_to_json(const StepReport& r) {
               {"busy_ms", ns_to_ms(s.busy_ns)},
               {"bubble_fraction", s.bubble_fraction},
               {"static_bytes", s.static_bytes},
+              {"weight_bytes", s.weight_bytes},
+              {"gradient_bytes", s.gradient_bytes},
+              {"optimizer_bytes", s.optimizer_bytes},
               {"peak_activation_bytes", s.peak_activation_bytes},
+              {"transient_bytes", s.transient_bytes},
               {"peak_memory_bytes", s.peak_memory_bytes},
               {"fits", s.fits}};
     if (s.layers.size() > 1) j["chunk_layers"] = ranges;
@@ -157,6 +166,11 @@ StepReport report_from_json(const JsonReader& r) {
     st.static_bytes = s.has("static_bytes") ? s["static_bytes"].as_int(0) : 0;
     st.peak_activation_bytes = s["peak_activation_bytes"].as_int(0);
     st.peak_memory_bytes = s["peak_memory_bytes"].as_int(0);
+    auto optional_bytes = [&](const char* key) { return s.has(key) ? s[key].as_int(0) : 0; };
+    st.weight_bytes = optional_bytes("weight_bytes");
+    st.gradient_bytes = optional_bytes("gradient_bytes");
+    st.optimizer_bytes = optional_bytes("optimizer_bytes");
+    st.transient_bytes = optional_bytes("transient_bytes");
     st.fits = s.has("fits") ? s["fits"].as_bool() : true;
     rep.stages.push_back(std::move(st));
   }
@@ -258,7 +272,7 @@ std::string chrome_trace(const StepReport& r) {
          {"pid", 0},
          {"name", "activation bytes, device " + std::to_string(m.device)},
          {"ts", static_cast<double>(m.time_ns) / 1e3},
-         {"args", {{"bytes", m.activation_bytes}}}});
+         {"args", {{"bytes", m.activation_bytes}, {"transient_bytes", m.transient_bytes}}}});
   }
   out += "]}\n";
   return out;

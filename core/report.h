@@ -17,7 +17,7 @@ namespace pipescope {
 // One slice of a timeline: an op on a device track, or a transfer on a link track.
 struct TimelineEvent {
   int track = 0;
-  std::string category;  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce
+  std::string category;  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce, optimizer
   int stage = -1;
   int microbatch = -1;
   int64_t start_ns = 0;
@@ -28,6 +28,10 @@ struct MemorySample {
   int device = 0;
   int64_t time_ns = 0;
   int64_t activation_bytes = 0;
+  // Tensors held beyond the stash at that moment (core/op_rules.h's transients); a
+  // prediction's sample at an op's start carries the op's highest point, so the largest
+  // static + activation + transient of a device equals its peak_memory_bytes.
+  int64_t transient_bytes = 0;
 };
 
 struct Timeline {
@@ -54,7 +58,9 @@ class TimelineRecorder {
   void transfer(int from_device, int to_device, int stage, int microbatch, int64_t start_ns, int64_t duration_ns,
                 int replica = 0);
   void allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns);
-  void memory(int device, int64_t time_ns, int64_t activation_bytes);
+  // The optimizer step at the end of the step, on the device's own track.
+  void optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns);
+  void memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes = 0);
 
  private:
   Timeline& t_;
@@ -69,8 +75,11 @@ struct StageReport {
   int64_t busy_ns = 0;
   double bubble_fraction = 0;
   int64_t static_bytes = 0;                      // weights + gradients + optimizer state
+  int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;  // its parts
   int64_t peak_activation_bytes = 0;
-  int64_t peak_memory_bytes = 0;
+  // What the peak holds beyond static + peak activations: the transients' share of it.
+  int64_t transient_bytes = 0;
+  int64_t peak_memory_bytes = 0;                 // static + peak activations + transient_bytes
   bool fits = true;
 };
 

@@ -35,7 +35,12 @@ Comparison compare_reports(const StepReport& p, const StepReport& m) {
     const StageReport &a = p.stages[s], &b = m.stages[s];
     const std::string st = "stage " + std::to_string(a.index) + " ";
     c.values.push_back({st + "busy_ms", a.busy_ns / 1e6, b.busy_ns / 1e6});
+    // The peak by category: a difference in the total names its cause.
+    c.values.push_back({st + "weight_bytes", double(a.weight_bytes), double(b.weight_bytes)});
+    c.values.push_back({st + "gradient_bytes", double(a.gradient_bytes), double(b.gradient_bytes)});
+    c.values.push_back({st + "optimizer_bytes", double(a.optimizer_bytes), double(b.optimizer_bytes)});
     c.values.push_back({st + "peak_activation_bytes", double(a.peak_activation_bytes), double(b.peak_activation_bytes)});
+    c.values.push_back({st + "transient_bytes", double(a.transient_bytes), double(b.transient_bytes)});
     c.values.push_back({st + "peak_memory_bytes", double(a.peak_memory_bytes), double(b.peak_memory_bytes)});
   }
   return c;

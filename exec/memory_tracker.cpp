@@ -23,6 +23,7 @@ void MemoryTracker::charge(Category c, int64_t bytes) {
   peak_[i] = std::max(peak_[i], current_[i]);
   total_ += bytes;
   peak_total_ = std::max(peak_total_, total_);
+  window_peak_ = std::max(window_peak_, total_);
 }
 
 void MemoryTracker::discharge(Category c, int64_t bytes) {

@@ -14,9 +14,9 @@ namespace pipescope::exec {
 
 namespace {
 
-// The latest end of any op or all-reduce of a step: where the step ends.
+// The latest end of any op, all-reduce or optimizer step of a step: where the step ends.
 int64_t step_end(const StepRecord& s) {
-  int64_t end = s.allreduce_end_ns;
+  int64_t end = std::max(s.allreduce_end_ns, s.optimizer_start_ns + s.optimizer_ns);
   for (const OpRecord& o : s.ops) end = std::max(end, o.end_ns);
   return end;
 }
@@ -91,8 +91,12 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
         if (t.from_device != t.to_device) transfers.push_back(t);
       }
       if (s.allreduce_end_ns > 0) allreduces.emplace_back(s.allreduce_start_ns, w.device);
+      timeline.optimizer(p, i, s.optimizer_start_ns - t0, s.optimizer_ns);
       st.busy_ns = std::max(st.busy_ns, busy);
       st.static_bytes = std::max(st.static_bytes, w.static_bytes);
+      st.weight_bytes = std::max(st.weight_bytes, w.weight_bytes);
+      st.gradient_bytes = std::max(st.gradient_bytes, w.gradient_bytes);
+      st.optimizer_bytes = std::max(st.optimizer_bytes, w.optimizer_bytes);
       for (const StepRecord& any : w.steps) {
         if (any.peak_activation_bytes > st.peak_activation_bytes) memory_replica = i;
         st.peak_activation_bytes = std::max(st.peak_activation_bytes, any.peak_activation_bytes);
@@ -104,9 +108,10 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
       summed = std::max(summed, s.allreduce_end_ns);
       if (w.parameter_hash != workers.at(layout.worker(p, 0)).parameter_hash) r.replicas_identical = false;
     }
-    for (auto [time, bytes] : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
-      timeline.memory(p, time - t0, bytes);
+    for (const MemorySample& m : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
+      timeline.memory(p, m.time_ns - t0, m.activation_bytes, m.transient_bytes);
     }
+    st.transient_bytes = st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes;
     after_arrival = std::max(after_arrival, summed - last_arrival);
     total_busy += st.busy_ns;
     st.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(st.busy_ns) / rep.step_ns : 0;
@@ -142,11 +147,12 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
                         "included), " + format_ms(after_arrival) + " ms after the last replica arrived; replicas hold " +
                         (r.replicas_identical ? "identical" : "DIFFERENT") + " parameters after the last step");
   }
-  rep.notes.push_back("step time runs from the step's start barrier to the end of its last op or gradient all-reduce "
-                      "(as the simulator counts it); the optimizer step (" +
-                      format_ms(r.optimizer_ns) + " ms on the slowest device) is not included");
+  rep.notes.push_back("step time runs from the step's start barrier to the end of its optimizer step (" +
+                      format_ms(r.optimizer_ns) + " ms on the slowest device), after its last op or gradient "
+                      "all-reduce; predictions end the step with it when the profile has optimizer_ms");
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "
-                      "activations and transient buffers)");
+                      "activations and transient buffers, the gradient all-reduce and optimizer step included); "
+                      "transient_bytes = its excess over static + peak activations");
   // How much of a core the ops got: well below 1 means the stages shared cores (K > free
   // cores, or other load), and measured times will exceed a prediction from a quiet profile.
   int64_t cpu = 0, wall = 0;

@@ -1,16 +1,21 @@
 // Measures layers one by one. Invariant: activation_bytes is the tracker's activation
-// count after one forward with stash, so the executor charges exactly this per layer.
+// count after one forward with stash, so the executor charges exactly this per layer;
+// workspace_bytes are the tracker's peaks above each op's start, with the layer called
+// the way a stage worker calls it (exec/stage_worker.cpp), so core/op_rules.h's
+// stage_memory adds them up to the executor's tracked peak.
 #include "exec/profiler.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
 #include "core/error.h"
 #include "exec/blas_kernels.h"
+#include "exec/optimizer.h"
 
 namespace pipescope::exec {
 
@@ -58,6 +63,7 @@ struct Probe {
   std::unique_ptr<Layer> layer;
   Tensor x, dy;
   int64_t activation_bytes = 0, output_bytes = 0;
+  std::array<int64_t, 6> workspace{};  // LayerWorkspace's fields, in its order
   std::vector<int64_t> forward, backward, backward_input, backward_weight;
 };
 
@@ -69,6 +75,48 @@ double relative_spread(std::vector<int64_t> ns) {
   if (med <= 0) return 0.0;
   const std::size_t n = ns.size();
   return static_cast<double>(ns[(3 * n) / 4] - ns[n / 4]) / med;
+}
+
+// The most the tracker's total rose above `start` while `fn` ran.
+template <typename Fn>
+int64_t peak_above(MemoryTracker& tracker, Fn&& fn) {
+  tracker.reset_peaks();
+  const int64_t start = tracker.current_total();
+  fn();
+  return tracker.peak_total() - start;
+}
+
+// A layer's bytes, measured through the tracking allocator: stash and output of a
+// forward, and the workspace of each op with the tensors the worker holds around it.
+void measure_bytes(Probe& pr, Context ctx) {
+  MemoryTracker& tracker = ctx.tracker;
+  auto copy_of = [&](const Tensor& t) {
+    Tensor c = Tensor::empty(ctx, t.rows, t.cols);
+    ctx.backend.copy(c.data(), t.data(), t.numel());
+    return c;
+  };
+  std::array<int64_t, 6>& w = pr.workspace;  // input, forward, forward_no_grad, backward_input, backward_weight, held
+  LayerStash st;
+  {
+    Tensor x = copy_of(pr.x);
+    w[0] = x.bytes();
+    const int64_t before = tracker.current(Category::Activations);
+    Tensor y;
+    w[1] = peak_above(tracker, [&] { y = pr.layer->forward(x, &st); });
+    pr.activation_bytes = tracker.current(Category::Activations) - before;
+    pr.output_bytes = y.bytes();
+  }
+  {
+    Tensor x = copy_of(pr.x);
+    w[2] = peak_above(tracker, [&] { pr.layer->forward(x, nullptr); });
+  }
+  Tensor dy = copy_of(pr.dy);
+  const int64_t start = tracker.current_total();
+  Tensor dx;
+  w[3] = peak_above(tracker, [&] { dx = pr.layer->backward_input(dy, st); });
+  dy = Tensor{};  // the worker lets go of the output gradient; the layer may keep it
+  w[5] = tracker.current_total() - (start - pr.dy.bytes()) - dx.bytes();
+  w[4] = peak_above(tracker, [&] { pr.layer->backward_weight(st); });
 }
 
 }  // namespace
@@ -132,14 +180,7 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
                                uniform_values(77 + i, rows * pr.layer->in_features(), 1.0f));
       pr.dy = Tensor::from_host(ctx, rows, pr.layer->out_features(),
                                 uniform_values(99 + i, rows * pr.layer->out_features(), 0.01f));
-      // Bytes: a fresh input, one forward with stash.
-      Tensor fresh = Tensor::empty(ctx, pr.x.rows, pr.x.cols);
-      backend->copy(fresh.data(), pr.x.data(), pr.x.numel());
-      const int64_t before = tracker.current(Category::Activations);
-      LayerStash st;
-      Tensor y = pr.layer->forward(fresh, &st);
-      pr.activation_bytes = tracker.current(Category::Activations) - before;
-      pr.output_bytes = y.bytes();
+      measure_bytes(pr, ctx);
     }
     // Run: round r times every layer once, so a slow spell of the machine (another
     // tenant, a frequency change) lands on all layers alike instead of on whichever layer
@@ -177,6 +218,10 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
       lp.backward_weight_ms.push_back(keep(pr.backward_weight));
       lp.activation_bytes.push_back(static_cast<double>(pr.activation_bytes));
       lp.output_bytes.push_back(static_cast<double>(pr.output_bytes));
+      LayerWorkspace& ws = lp.workspace;
+      std::vector<double>* fields[] = {&ws.input, &ws.forward, &ws.forward_no_grad, &ws.backward_input,
+                                       &ws.backward_weight, &ws.held_for_weight};
+      for (int k = 0; k < 6; ++k) fields[k]->push_back(static_cast<double>(pr.workspace[k]));
       for (auto* samples : {&pr.forward, &pr.backward}) {
         const double s = relative_spread(*samples);
         spreads.push_back(s);
@@ -199,6 +244,24 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
       *o.progress << line;
       o.progress->flush();
       noisiest = std::max(noisiest, typical);
+    }
+  }
+  // The optimizer step (Adam, as `run` uses by default) over each layer's parameters:
+  // what the step's end costs (core/op_rules.h), independent of the micro-batch size.
+  {
+    MemoryTracker tracker;
+    Context ctx{*backend, tracker};
+    for (std::size_t i = 0; i < model.layers.size(); ++i) {
+      auto spec_root = std::make_shared<const Json>(model.layers[i].spec);
+      JsonReader spec(spec_root, spec_root.get(), model.source, "layers[" + std::to_string(i) + "].spec");
+      std::unique_ptr<Layer> layer = make_layer(spec, ctx, kLayerSeed + i);
+      Optimizer opt(ctx, layer->parameters(), OptimizerSettings{});
+      std::vector<int64_t> ns;
+      for (int r = 0; r < o.warmup + o.repeats; ++r) {
+        const int64_t t = time([&] { opt.step(); });
+        if (r >= o.warmup) ns.push_back(t);
+      }
+      p.layers[i].optimizer_ms = keep(ns);
     }
   }
   if (o.progress != nullptr && noisiest > 0.15) {

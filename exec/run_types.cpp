@@ -99,12 +99,13 @@ Json worker_result_to_json(const WorkerResult& r) {
     for (const TransferRecord& t : s.transfers) {
       transfers.push_back({t.from_device, t.to_device, t.stage, t.microbatch, t.start_ns, t.end_ns});
     }
-    for (auto [t, b] : s.memory) memory.push_back({t, b});
+    for (const MemorySample& m : s.memory) memory.push_back({m.time_ns, m.activation_bytes, m.transient_bytes});
     steps.push_back({{"origin", s.origin_ns}, {"ops", ops}, {"transfers", transfers}, {"memory", memory},
-                     {"optimizer", s.optimizer_ns}, {"allreduce", {s.allreduce_start_ns, s.allreduce_end_ns}}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
+                     {"optimizer", s.optimizer_ns}, {"optimizer_start", s.optimizer_start_ns}, {"allreduce", {s.allreduce_start_ns, s.allreduce_end_ns}}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
                      {"peak_total", s.peak_total_bytes}});
   }
   return {{"device", r.device}, {"static", r.static_bytes},
+          {"static_parts", {r.weight_bytes, r.gradient_bytes, r.optimizer_bytes}},
           {"grad_error", r.max_gradient_error}, {"parameter_hash", r.parameter_hash}, {"steps", steps}};
 }
 
@@ -112,6 +113,9 @@ WorkerResult worker_result_from_json(const Json& j) {
   WorkerResult r;
   r.device = j.at("device").get<int>();
   r.static_bytes = j.at("static").get<int64_t>();
+  r.weight_bytes = j.at("static_parts")[0].get<int64_t>();
+  r.gradient_bytes = j.at("static_parts")[1].get<int64_t>();
+  r.optimizer_bytes = j.at("static_parts")[2].get<int64_t>();
   r.max_gradient_error = j.at("grad_error").get<double>();
   r.parameter_hash = j.at("parameter_hash").get<uint64_t>();
   for (const Json& s : j.at("steps")) {
@@ -125,8 +129,9 @@ WorkerResult worker_result_from_json(const Json& j) {
       rec.transfers.push_back({t[0].get<int>(), t[1].get<int>(), t[2].get<int>(), t[3].get<int>(),
                                t[4].get<int64_t>(), t[5].get<int64_t>()});
     }
-    for (const Json& m : s.at("memory")) rec.memory.emplace_back(m[0].get<int64_t>(), m[1].get<int64_t>());
+    for (const Json& m : s.at("memory")) rec.memory.push_back({0, m[0].get<int64_t>(), m[1].get<int64_t>(), m[2].get<int64_t>()});
     rec.optimizer_ns = s.at("optimizer").get<int64_t>();
+    rec.optimizer_start_ns = s.at("optimizer_start").get<int64_t>();
     rec.allreduce_start_ns = s.at("allreduce")[0].get<int64_t>();
     rec.allreduce_end_ns = s.at("allreduce")[1].get<int64_t>();
     rec.loss = s.at("loss").get<double>();

@@ -79,8 +79,8 @@ struct StepRecord {
   int64_t origin_ns = 0;  // this worker's clock right after the step's start barrier
   std::vector<OpRecord> ops;
   std::vector<TransferRecord> transfers;
-  std::vector<std::pair<int64_t, int64_t>> memory;  // (time, activation bytes)
-  int64_t optimizer_ns = 0;
+  std::vector<MemorySample> memory;  // time, activation and transient bytes (device unused)
+  int64_t optimizer_start_ns = 0, optimizer_ns = 0;  // the optimizer step that ends the step
   int64_t allreduce_start_ns = 0, allreduce_end_ns = 0;  // both 0 when the stage is not replicated
   double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)
   int64_t peak_activation_bytes = 0;
@@ -91,6 +91,7 @@ struct WorkerResult {
   int device = 0;
   std::vector<StepRecord> steps;
   int64_t static_bytes = 0;
+  int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;  // the parts of static_bytes
   // Gradients after step 0, per layer index, per parameter (when checking gradients).
   std::map<int, std::vector<std::vector<float>>> gradients;
   double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers

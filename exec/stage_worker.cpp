@@ -60,6 +60,9 @@ StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
   optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
   result_.device = setup_.device;
   result_.static_bytes = tracker_.current_total();
+  result_.weight_bytes = tracker_.current(Category::Parameters);
+  result_.gradient_bytes = tracker_.current(Category::Gradients);
+  result_.optimizer_bytes = tracker_.current(Category::OptimizerState);
 }
 
 StageWorker::~StageWorker() = default;
@@ -68,8 +71,13 @@ Clock::time_point StageWorker::deadline() const {
   return Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(setup_.options.timeout_s * 1000));
 }
 
-void StageWorker::sample_memory(StepRecord& record) {
-  record.memory.emplace_back(backend_->now_ns(), tracker_.current(Category::Activations));
+// Samples now, or at `at` the highest point since tracker_.start_window(): activations
+// and the rest above the static bytes (the transients).
+void StageWorker::sample_memory(StepRecord& record, int64_t at, int64_t activations) {
+  const bool now = at < 0;
+  const int64_t act = now ? tracker_.current(Category::Activations) : activations;
+  const int64_t total = now ? tracker_.current_total() : tracker_.window_peak_total();
+  record.memory.push_back({0, now ? backend_->now_ns() : at, act, total - result_.static_bytes - act});
 }
 
 Tensor StageWorker::upload_input(int m) {
@@ -93,9 +101,16 @@ std::string StageWorker::replica_of() const {
 void StageWorker::allreduce_gradients(StepRecord& record) {
   if (layout_.replicas < 2) return;
   const int64_t t0 = backend_->now_ns();
-  std::vector<float>& flat = allreduce_buffer_;  // kept from step to step: no new pages
+  // The flat copy of the gradients is charged while the all-reduce uses it (core/op_rules.h's
+  // allreduce_buffer_bytes); its pages are kept from step to step (no new page faults), the
+  // way a caching allocator keeps freed blocks, and like torch.cuda.max_memory_allocated
+  // the tracker counts what is in use.
+  std::vector<float>& flat = allreduce_buffer_;
   std::size_t n = 0;
-  for (const Parameter* p : parameters_) n += static_cast<std::size_t>(p->grad.numel());
+  int64_t bytes = 0;
+  for (const Parameter* p : parameters_) n += static_cast<std::size_t>(p->grad.numel()), bytes += p->grad.bytes();
+  tracker_.start_window();
+  tracker_.charge(Category::Transient, bytes);
   flat.resize(n);
   std::size_t at = 0;
   for (const Parameter* p : parameters_) {
@@ -108,6 +123,9 @@ void StageWorker::allreduce_gradients(StepRecord& record) {
     backend_->upload(p->grad.data(), flat.data() + at, p->grad.numel());
     at += static_cast<std::size_t>(p->grad.numel());
   }
+  tracker_.discharge(Category::Transient, bytes);
+  sample_memory(record, t0, tracker_.current(Category::Activations));
+  sample_memory(record);
   record.allreduce_start_ns = t0;
   record.allreduce_end_ns = backend_->now_ns();
 }
@@ -142,8 +160,6 @@ WorkerResult StageWorker::run() {
       current = Op{OpKind::Forward, -1, -1};
       endpoint_.flush(deadline());
       allreduce_gradients(record);
-      record.peak_activation_bytes = tracker_.peak(Category::Activations);
-      record.peak_total_bytes = tracker_.peak_total();
       if (step == 0 && o.check_gradients) {
         for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
           if (!stages_[s]) continue;
@@ -154,8 +170,11 @@ WorkerResult StageWorker::run() {
         }
       }
       const int64_t t0 = backend_->now_ns();
-      optimizer_->step();
+      optimizer_->step();  // in place: holds nothing beyond the optimizer state
+      record.optimizer_start_ns = t0;
       record.optimizer_ns = backend_->now_ns() - t0;
+      record.peak_activation_bytes = tracker_.peak(Category::Activations);
+      record.peak_total_bytes = tracker_.peak_total();
       result_.steps.push_back(std::move(record));
     }
     result_.parameter_hash = parameter_hash();
@@ -272,19 +291,22 @@ Tensor StageWorker::compute(const Op& op, Tensor x, StepRecord& record) {
 void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   const bool drop_output = injected_fault(op, step);
   const Schedule& sched = setup_.schedule;
+  tracker_.start_window();  // the op's highest point: its input, workspace and output included
+  const int64_t act0 = tracker_.current(Category::Activations);
   Tensor x = op_input(op);
   const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
-  if (op.kind == OpKind::Forward) sample_memory(record);
   Tensor out = compute(op, std::move(x), record);
   if (op_frees(op.kind)) stages_.at(op.stage)->micro[op.microbatch] = MicroState{};
   record.ops.push_back({op.kind, op.stage, op.microbatch, t0, backend_->now_ns(), thread_cpu_ns() - c0});
-  sample_memory(record);
   if (auto msg = op_sends(op, sched.stages()); msg && !drop_output) {
     const int to = layout_.worker(sched.stage_device[msg->to_stage], replica_);
     const int64_t s0 = backend_->now_ns();
     endpoint_.send(to, MessageKey{msg->kind, msg->to_stage, op.microbatch}, out);
     record.transfers.push_back({setup_.device, to, msg->to_stage, op.microbatch, s0, backend_->now_ns()});
   }
+  out = Tensor{};  // sent: what the op leaves held is what remains
+  sample_memory(record, t0, act0);
+  sample_memory(record);
 }
 
 }  // namespace pipescope::exec

@@ -9,7 +9,10 @@
 // stashes (what each layer's forward keeps, = the profile's activation_bytes), or with
 // re-materialisation only the received stage input (nothing for stage 0, whose input is
 // data); R charges the stashes again on a copy of that input; everything is discharged
-// when the stash is dropped. Gradients accumulate over micro-batches; the optimizer steps
+// when the stash is dropped. Every other buffer (received and sent tensors, the loss
+// gradient, output gradients kept from I to W, layers' workspace, the all-reduce's copy)
+// is tracked too, in the order core/op_rules.h's stage_memory adds them up (docs/memory.md).
+// Gradients accumulate over micro-batches; the optimizer steps
 // once at the end of the step. Op times exclude waiting for messages.
 // Replicated stages (exec/replica_layout.h): a worker is one replica of one position; it
 // runs the position's op list on its b/r rows of every micro-batch, and after the step's
@@ -57,7 +60,7 @@ class StageWorker {
   void loss(int microbatch, const Tensor& y, MicroState& ms, StepRecord& record);
   Tensor upload_input(int microbatch);
   Clock::time_point deadline() const;
-  void sample_memory(StepRecord& record);
+  void sample_memory(StepRecord& record, int64_t at = -1, int64_t activations = 0);
   void allreduce_gradients(StepRecord& record);
   std::string where(int stage) const;  // "stage 1 (device 1)", or "stage 1 replica 1 (device 3)"
   std::string replica_of() const;      // "", or " (replica 1 of position 1)"

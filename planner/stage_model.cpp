@@ -3,6 +3,7 @@
 #include "planner/stage_model.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -44,6 +45,29 @@ std::vector<std::pair<int64_t, int64_t>> memory_terms(const Schedule& schedule, 
   return front;
 }
 
+// With transients (the profile's workspace_bytes): at each op start of the stage, how
+// many micro-batches hold what F, R and I leave held (core/op_rules.h's OpMemory::held),
+// and which op starts; the peak is the largest held sum plus that op's OpMemory::peak.
+std::vector<std::array<int64_t, 4>> op_start_terms(const Schedule& schedule, int stage) {
+  const int M = schedule.microbatches();
+  std::vector<std::array<int64_t, 3>> held(static_cast<std::size_t>(M), {0, 0, 0});
+  std::array<int64_t, 3> now{0, 0, 0};  // F, R, I
+  std::set<std::array<int64_t, 4>> seen;
+  for (const Op& op : schedule.device_ops[schedule.stage_device[stage]]) {
+    if (op.stage != stage) continue;
+    seen.insert({now[0], now[1], now[2], static_cast<int64_t>(op.kind)});
+    auto& mine = held[op.microbatch];
+    if (op_frees(op.kind)) {
+      for (int k = 0; k < 3; ++k) now[k] -= mine[k];
+      mine = {0, 0, 0};
+      continue;
+    }
+    const int k = op.kind == OpKind::Forward ? 0 : op.kind == OpKind::Recompute ? 1 : 2;
+    ++now[k], ++mine[k];
+  }
+  return {seen.begin(), seen.end()};
+}
+
 int64_t transfer_ns(const Link& link, int64_t bytes) { return link.busy_ns(bytes) + link.latency_ns(); }
 
 }  // namespace
@@ -80,6 +104,15 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     parameters_[l + 1] = parameters_[l] + profile.layers[l].parameter_bytes;
   }
   cut_ = cut_bytes(profile, b);
+  if (profile.has_workspace()) {
+    for (int l = 0; l < L_; ++l) {
+      const LayerWorkspace& w = profile.layers[l].workspace;
+      auto at = [&](const std::vector<double>& v) { return std::llround(profile.interpolate(v, b)); };
+      layer_bytes_.push_back({at(w.input), profile.output_bytes(l, b), profile.activation_bytes(l, b), at(w.forward),
+                              at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight),
+                              at(w.held_for_weight)});
+    }
+  }
   auto first_device = [&](int stage) { return schedule.stage_device[stage] * replicas_; };
   stage_device_ = schedule.stage_device;
   std::vector<Link> tabled;
@@ -104,6 +137,7 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     next_table_.push_back(next ? transfer_table(hardware.link_between(first_device(s), first_device(s + 1))) : -1);
     prev_table_.push_back(prev ? transfer_table(hardware.link_between(first_device(s), first_device(s - 1))) : -1);
     terms_.push_back(memory_terms(schedule, s));
+    if (profile.has_workspace()) op_terms_.push_back(op_start_terms(schedule, s));
     int64_t factor = 0;
     for (auto [a, c] : terms_.back()) factor = std::max(factor, (recompute_ ? 0 : a) + c);
     bound_factor_.push_back(factor);
@@ -146,8 +180,21 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
   const int64_t act = activation_[j] - activation_[i];
   const int64_t stash = recompute_ ? cut_[i] : act;
   int64_t peak = 0;
+  if (!layer_bytes_.empty()) return stat + transient_peak(s, i, j);
   for (auto [a, c] : terms_[s]) peak = std::max(peak, a * stash + c * act);
   return stat + peak;
+}
+
+int64_t StageModel::transient_peak(int s, int i, int j) const {
+  const std::vector<LayerBytes> layers(layer_bytes_.begin() + i, layer_bytes_.begin() + j);
+  const StageMemory m = pipescope::stage_memory(layers, i == 0, j == L_, recompute_);
+  const int64_t held[3] = {m.of(OpKind::Forward).held, m.of(OpKind::Recompute).held,
+                           m.of(OpKind::BackwardInput).held};
+  int64_t peak = allreduce_buffer_bytes(parameters_[j] - parameters_[i], replicas_);
+  for (const auto& t : op_terms_[s]) {
+    peak = std::max(peak, t[0] * held[0] + t[1] * held[1] + t[2] * held[2] + m.of(static_cast<OpKind>(t[3])).peak);
+  }
+  return peak;
 }
 
 int64_t StageModel::memory_bound_bytes(int s, int i, int j) const {

@@ -9,17 +9,21 @@
 //                       static (parameters x (2 + optimizer factor)) + the largest
 //                       a x stash + c x activations over the schedule's op order, where
 //                       (a, c) counts stashed and re-materialised micro-batches held at
-//                       each op start (core/cost_model.h's rules). Exact for one stage
+//                       each op start (core/cost_model.h's rules); with the profile's
+//                       workspace_bytes, the held F / R / I bytes and the starting op's
+//                       transients of core/op_rules.h's stage_memory. Exact for one stage
 //                       per device; under interleaving it is the stage's own share only,
 //                       so the optimal partition ignores memory there and the search's
 //                       simulation decides what fits.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "core/hardware.h"
+#include "core/op_rules.h"
 #include "core/profile.h"
 #include "core/schedule.h"
 #include "planner/partition.h"
@@ -80,6 +84,11 @@ class StageModel {
   std::vector<int64_t> bound_factor_;             // per stage: max over terms of (a [no recompute] + c)
   std::vector<Link> ring_link_;                   // per model stage: its replicas' ring
   std::vector<std::vector<std::pair<int64_t, int64_t>>> terms_;  // per model stage: (a, c)
+  // With the profile's workspace_bytes: each layer's bytes, and per model stage the
+  // (F, R, I held counts, op kind) at each op start (stage_model.cpp's op_start_terms).
+  std::vector<LayerBytes> layer_bytes_;
+  std::vector<std::vector<std::array<int64_t, 4>>> op_terms_;
+  int64_t transient_peak(int s, int i, int j) const;
 };
 
 // The exact optimum of time_ns over stages whose memory fits; empty when none fits.

@@ -1,4 +1,4 @@
-// See replay.h.
+// See replay.h. The optimizer step's measured time goes on each device's first stage.
 #include "sim/replay.h"
 
 #include <map>
@@ -22,6 +22,17 @@ CostModel with_measured_op_times(CostModel costs, const Timeline& measured) {
     auto it = sums.find({stage, kind});
     if (it != sums.end() && it->second.count > 0) field = it->second.ns / it->second.count;
   };
+  // The optimizer step of device d (its track d): on the device's first stage, 0 on the others.
+  std::map<int, int64_t> optimizer;
+  for (const TimelineEvent& e : measured.events) {
+    if (e.category == "optimizer" && e.track < static_cast<int>(costs.position_device.size())) optimizer[e.track] = e.duration_ns;
+  }
+  std::map<int, bool> placed;
+  for (int s = 0; s < static_cast<int>(costs.stages.size()) && !optimizer.empty(); ++s) {
+    const int d = s < static_cast<int>(costs.stage_position.size()) ? costs.stage_position[s] : s;
+    costs.stages[s].optimizer_ns = placed[d] ? 0 : optimizer[d];
+    placed[d] = true;
+  }
   for (int s = 0; s < static_cast<int>(costs.stages.size()); ++s) {
     StageCost& c = costs.stages[s];
     mean(s, "forward", c.forward_ns);

@@ -17,7 +17,7 @@
 namespace pipescope {
 namespace {
 
-enum class EventType : uint8_t { OpDone, Arrives, AllReduceDone };
+enum class EventType : uint8_t { OpDone, Arrives, AllReduceDone, OptimizerDone };
 
 struct Event {
   EventType type;
@@ -52,6 +52,9 @@ class PipelineSim {
     arrival_[0].assign(n, -1);
     arrival_[1].assign(n, -1);
     held_.assign(n, 0);
+    held_total_.assign(n, 0);
+    current_total_.assign(K_, 0);
+    peak_total_.assign(K_, 0);
     cursor_.assign(K_, 0);
     running_.assign(K_, 0);
     busy_.assign(K_, 0);
@@ -78,7 +81,11 @@ class PipelineSim {
           arrival(ev.kind, ev.a, ev.b) = now_;
           try_start(s_.stage_device[ev.a]);
           break;
-        case EventType::AllReduceDone: break;
+        case EventType::AllReduceDone:
+          if (recorder_) recorder_->memory(ev.a, now_, current_act_[ev.a], current_total_[ev.a] - current_act_[ev.a]);
+          start_optimizer(ev.a);
+          break;
+        case EventType::OptimizerDone: break;
       }
       end_ = std::max(end_, now_);
     }
@@ -110,6 +117,16 @@ class PipelineSim {
     if (recorder_) recorder_->memory(d, now_, current_act_[d]);
   }
 
+  // What the op leaves held for its (stage, micro-batch), or frees: the total's side of charge/release.
+  void hold(int d, const Op& op) {
+    const std::size_t i = idx(op.stage, op.microbatch);
+    const int64_t change = op_frees(op.kind) ? -held_total_[i] : c_.stages[op.stage].memory[s_.recompute].of(op.kind).held;
+    held_total_[i] += change;
+    current_total_[d] += change;
+    if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] - current_act_[d]);
+    PS_INVARIANT(current_total_[d] >= 0 && held_total_[i] >= 0, "a device freed more than it held");
+  }
+
   void try_start(int d) {
     const auto& ops = s_.device_ops[d];
     if (running_[d] || cursor_[d] == ops.size()) return;
@@ -120,6 +137,10 @@ class PipelineSim {
     running_[d] = 1;
     busy_[d] += dur;
     charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
+    // Stash and transients together: the op's peak over what the device holds (op_rules.h).
+    const int64_t op_peak = cost.memory[s_.recompute].of(op.kind).peak;
+    peak_total_[d] = std::max(peak_total_[d], current_total_[d] + op_peak);
+    if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d]);
     if (recorder_) recorder_->op(d, 0, op, now_, dur);
     queue_.push(now_ + dur, Event{EventType::OpDone, MessageKind::Activation, d, 0});
   }
@@ -127,10 +148,11 @@ class PipelineSim {
   void finish(int d) {
     const Op& op = s_.device_ops[d][cursor_[d]];
     if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
+    hold(d, op);
     if (auto out = op_sends(op, S_)) send(*out, op.microbatch);
     running_[d] = 0;
     ++cursor_[d];
-    if (cursor_[d] == s_.device_ops[d].size()) start_allreduce(d);
+    if (cursor_[d] == s_.device_ops[d].size() && !start_allreduce(d)) start_optimizer(d);
     try_start(d);
   }
 
@@ -157,17 +179,32 @@ class PipelineSim {
     queue_.push(at, Event{EventType::Arrives, msg.kind, msg.to_stage, mb});
   }
 
-  // A replicated position's gradients are all-reduced once its last op is done.
-  void start_allreduce(int d) {
+  // The optimizer step ends the device's step: after its last op, or after the all-reduce.
+  void start_optimizer(int d) {
+    int64_t dur = 0;
+    for (int st : stages_of_[d]) dur += c_.stages[st].optimizer_ns;
+    if (dur == 0) return;
+    if (recorder_) recorder_->optimizer(d, 0, now_, dur);
+    queue_.push(now_ + dur, Event{EventType::OptimizerDone, MessageKind::Activation, d, 0});
+  }
+
+  // A replicated position's gradients are all-reduced once its last op is done; false when not replicated.
+  bool start_allreduce(int d) {
     const std::vector<int>& devices = c_.position_devices[d];
     const int r = static_cast<int>(devices.size());
-    if (r < 2) return;
+    if (r < 2) return false;
     int64_t grad_bytes = 0;
     for (int st : stages_of_[d]) grad_bytes += c_.stages[st].parameter_bytes;
+    if (c_.transients_counted) {
+      const int64_t buffer = allreduce_buffer_bytes(grad_bytes, r);
+      peak_total_[d] = std::max(peak_total_[d], current_total_[d] + buffer);
+      if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] + buffer - current_act_[d]);
+    }
     // The ring runs at its slowest hop (an inter-node hop when the replicas span nodes).
     const int64_t dur = allreduce_ns(h_.ring_link(devices), grad_bytes, r);
     if (recorder_) recorder_->allreduce(d, 0, now_, dur);
     queue_.push(now_ + dur, Event{EventType::AllReduceDone, MessageKind::Activation, d, 0});
+    return true;
   }
 
   StepReport make_report() {
@@ -198,8 +235,12 @@ class PipelineSim {
       total_busy += busy_[d];
       st.bubble_fraction = end_ > 0 ? 1.0 - static_cast<double>(busy_[d]) / end_ : 0.0;
       st.static_bytes = static_bytes(params, c_.optimizer_state_factor);
+      st.weight_bytes = params;
+      st.gradient_bytes = params;
+      st.optimizer_bytes = st.static_bytes - 2 * params;
       st.peak_activation_bytes = peak_act_[d];
-      st.peak_memory_bytes = st.static_bytes + st.peak_activation_bytes;
+      st.peak_memory_bytes = st.static_bytes + peak_total_[d];
+      st.transient_bytes = st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes;
       st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
       r.stages.push_back(std::move(st));
     }
@@ -210,8 +251,16 @@ class PipelineSim {
     }
     if (!c_.extrapolation_note.empty()) r.notes.push_back(c_.extrapolation_note);
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
-    r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
-                      "(core/op_rules.h); a layer's temporaries and tensors in flight are not counted");
+    if (c_.transients_counted) {
+      r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations + transients "
+                        "(tensors received and sent, the loss gradient, output gradients held from I to W, each "
+                        "layer's workspace from the profile's workspace_bytes, all-reduce buffers; core/op_rules.h)");
+    } else {
+      r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
+                        "(core/op_rules.h); transients are not counted: the profile has no workspace_bytes (a "
+                        "layer's workspace, tensors received and sent, the loss gradient, output gradients held "
+                        "from I to W, all-reduce buffers)");
+    }
     return std::move(r);
   }
 
@@ -228,7 +277,8 @@ class PipelineSim {
   EventQueue<Event> queue_;
   int64_t now_ = 0, end_ = 0;
   std::array<std::vector<int64_t>, 2> arrival_;  // per message kind, per (stage, micro-batch)
-  std::vector<int64_t> held_;
+  std::vector<int64_t> held_, held_total_;  // per (stage, micro-batch): activations; everything
+  std::vector<int64_t> current_total_, peak_total_;  // per device, above the static bytes
   std::vector<std::size_t> cursor_;
   std::vector<uint8_t> running_;
   std::vector<int64_t> busy_, current_act_, peak_act_;

@@ -1,0 +1,257 @@
+// Exact memory (issue 14): for a profile measured by the executor's own profiler (so it
+// has workspace_bytes), the predicted peak memory of every pipeline position equals the
+// CPU executor's tracked peak byte for byte, transients and all, and so does each part
+// of it (weights, gradients, optimizer state, peak activations, transients). Checked
+// for every built-in schedule, with and without re-materialisation, K = 1..4, replicated
+// positions (the all-reduce's flat gradient copy), V-shapes and random topological
+// orders of the op graph (tests/random_schedules.h), over the threads transport.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "exec/executor.h"
+#include "exec/profiler.h"
+#include "exec_test_models.h"
+#include "planner/plan_builder.h"
+#include "planner/stage_model.h"
+#include "random_schedules.h"
+#include "sim/simulator.h"
+
+namespace pipescope::exec {
+namespace {
+
+Profile measured_profile() {
+  ProfileOptions po;
+  po.batch_sizes = {1, 2};
+  po.warmup = 0;
+  po.repeats = 1;
+  return profile_model(test::tiny_gpt_model(), po);
+}
+
+// Every memory number of every position, predicted against tracked; returns how many
+// positions held transients (so that the property is not vacuous).
+int expect_memory_equal(const StepReport& p, const StepReport& m, const std::string& label) {
+  EXPECT_EQ(p.stages.size(), m.stages.size()) << label;
+  int with_transients = 0;
+  for (std::size_t d = 0; d < std::min(p.stages.size(), m.stages.size()); ++d) {
+    const StageReport &a = p.stages[d], &b = m.stages[d];
+    const std::string where = label + ", position " + std::to_string(d);
+    EXPECT_EQ(b.peak_memory_bytes, a.peak_memory_bytes) << where << " (tracked - predicted = "
+                                                         << b.peak_memory_bytes - a.peak_memory_bytes << ")";
+    EXPECT_EQ(b.weight_bytes, a.weight_bytes) << where;
+    EXPECT_EQ(b.gradient_bytes, a.gradient_bytes) << where;
+    EXPECT_EQ(b.optimizer_bytes, a.optimizer_bytes) << where;
+    EXPECT_EQ(b.peak_activation_bytes, a.peak_activation_bytes) << where;
+    EXPECT_EQ(b.transient_bytes, a.transient_bytes) << where;
+    EXPECT_GT(a.weight_bytes, 0) << where;
+    with_transients += a.transient_bytes > 0;
+  }
+  // The memory curves (timeline samples) reach the same peak: static + activations + transients.
+  for (const StepReport* r : {&p, &m}) {
+    std::vector<int64_t> top(r->stages.size(), 0);
+    for (const MemorySample& x : r->timeline.memory) {
+      if (x.device < static_cast<int>(top.size())) {
+        top[x.device] = std::max(top[x.device], x.activation_bytes + x.transient_bytes);
+      }
+    }
+    for (std::size_t d = 0; d < top.size(); ++d) {
+      EXPECT_EQ(r->stages[d].static_bytes + top[d], r->stages[d].peak_memory_bytes)
+          << label << ", " << r->kind << " curve of position " << d;
+    }
+  }
+  return with_transients;
+}
+
+StepReport predict(const Profile& profile, const Plan& plan, const Schedule& s) {
+  int devices = 0;
+  for (const PlanStage& st : plan.stages) {
+    for (int d : st.devices) devices = std::max(devices, d + 1);
+  }
+  const Hardware hw = Hardware::ideal(devices);
+  return simulate(s, build_cost_model(profile, plan, hw), hw);
+}
+
+RunResult run_once(const Profile& profile, const Plan& plan, const Schedule& s) {
+  RunOptions o;
+  o.steps = 1;
+  return run_threads(profile, plan, s, o);
+}
+
+TEST(ExactMemory, ProfiledModelHasWorkspace) {
+  const Profile profile = measured_profile();
+  ASSERT_TRUE(profile.has_workspace());
+  // The head linear [rows, 24] -> [rows, 8] at micro-batch 1 (sequence 4): its input is
+  // 4 x 24 floats = 384 bytes, forward allocates only its output (4 x 8 x 4 = 128 bytes),
+  // and backward_input keeps the output gradient (128 bytes) for backward_weight.
+  const LayerWorkspace& head = profile.layers.back().workspace;
+  EXPECT_EQ(head.input[0], 384);
+  EXPECT_EQ(head.forward[0], 128);
+  EXPECT_EQ(head.held_for_weight[0], 128);
+  EXPECT_EQ(head.backward_weight[0], 0);
+}
+
+TEST(ExactMemory, EveryBuiltInScheduleKOneToFour) {
+  const Profile profile = measured_profile();
+  int runs = 0, with_transients = 0;
+  for (ScheduleKind kind : schedule_kinds()) {
+    for (int K = 1; K <= 4; ++K) {
+      for (bool rc : {false, true}) {
+        PlanChoice choice;
+        choice.stages = K;
+        choice.microbatches = 2 * K;
+        choice.microbatch_size = 3;  // past the profiled sizes: the extrapolation must stay exact
+        choice.schedule = kind;
+        choice.recompute = rc;
+        choice.partition = "uniform";
+        // One chunk per position, or two (interleaved, V-shapes) when the generator asks for them.
+        Plan plan;
+        Schedule s;
+        bool built = false;
+        for (int chunks : {kind == ScheduleKind::Interleaved && K > 1 ? 2 : 1, 2}) {
+          if (built) continue;
+          choice.chunks = chunks;
+          try {
+            plan = make_plan(profile, choice);
+            s = schedule_for(plan);
+            built = true;
+          } catch (const InputError&) {
+          }
+        }
+        if (!built) continue;  // a generator that refuses this K (its own rule)
+        const std::string label = to_string(kind) + " K=" + std::to_string(K) + (rc ? " recompute" : "");
+        with_transients += expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report, label);
+        ++runs;
+      }
+    }
+  }
+  EXPECT_GE(runs, 32);  // 4 generators at least (gpipe, 1f1b, interleaved, zb-h1) x K 1..4 x recompute
+  EXPECT_GT(with_transients, runs);  // most positions' peaks hold transients
+}
+
+TEST(ExactMemory, ReplicatedPositionsCountTheAllReduceBuffer) {
+  const Profile profile = measured_profile();
+  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1}) {
+    for (int K : {1, 2}) {
+      PlanChoice choice;
+      choice.stages = K;
+      choice.replicas = 2;
+      choice.microbatches = 4;
+      choice.microbatch_size = 2;
+      choice.schedule = kind;
+      choice.partition = "uniform";
+      const Plan plan = make_plan(profile, choice);
+      const Schedule s = schedule_for(plan);
+      expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report,
+                          to_string(kind) + " K=" + std::to_string(K) + " r=2");
+    }
+  }
+  // K = 1, M = 1 with one layer-less step: at the all-reduce the device holds the static
+  // bytes and the flat gradient copy, which is more than any op adds for this model.
+  PlanChoice one;
+  one.stages = 1;
+  one.replicas = 2;
+  one.microbatches = 1;
+  one.microbatch_size = 2;
+  one.partition = "uniform";
+  const Plan plan = make_plan(profile, one);
+  const StepReport p = predict(profile, plan, schedule_for(plan));
+  EXPECT_EQ(p.stages[0].peak_memory_bytes, p.stages[0].static_bytes + p.stages[0].gradient_bytes)
+      << "the all-reduce's flat copy of the gradients is the peak";
+}
+
+// The tiny GPT's 8 layers cut evenly into the schedule's stages (S divides 8).
+Plan plan_for(const Profile& profile, const Schedule& s) {
+  Plan plan;
+  plan.microbatches = s.microbatches();
+  plan.batch_size = 2 * static_cast<int64_t>(s.microbatches());
+  plan.recompute = s.recompute;
+  plan.chunks = s.stages() / s.devices();
+  const int per = profile.num_layers() / s.stages();
+  LayerRanges ranges;
+  for (int st = 0; st < s.stages(); ++st) ranges.emplace_back(st * per, (st + 1) * per);
+  place_stages(plan, s, ranges, 1);
+  return plan;
+}
+
+TEST(ExactMemory, RandomOrdersAndVShapes) {
+  const Profile profile = measured_profile();
+  int runs = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    testing::RandomScheduleShape shape;
+    shape.devices = seed % 2 ? 2 : 4;
+    shape.stages = 2 * shape.devices;
+    shape.microbatches = 1 + static_cast<int>(rng() % 4);
+    shape.recompute = seed % 3 == 0;
+    std::vector<int> map = testing::v_shape_map(shape.devices);
+    if (seed % 4 >= 2) {  // a looped (interleaved) map instead of the V
+      for (int st = 0; st < shape.stages; ++st) map[st] = st % shape.devices;
+    }
+    const Schedule s = testing::random_schedule(rng, shape, map);
+    const Plan plan = plan_for(profile, s);
+    expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report,
+                        "random order seed " + std::to_string(seed));
+    ++runs;
+  }
+  EXPECT_EQ(runs, 20);
+}
+
+// The planner's stage model predicts the same total peak as the simulator for a profile
+// with workspace_bytes (one stage per device: where the stage model is exact).
+TEST(ExactMemory, PlannerStageModelCountsTheSameTransients) {
+  const Profile profile = measured_profile();
+  int checked = 0;
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1}) {
+    for (int K : {1, 2, 4}) {
+      for (int r : {1, 2}) {
+        for (bool rc : {false, true}) {
+          Schedule s = make_schedule({kind, K, 2 * K, 1, rc});
+          StageModelSpec spec;
+          spec.microbatch_size = 2 * r;
+          spec.replicas = r;
+          spec.constrain_memory = false;
+          const StageModel m(profile, Hardware::ideal(K * r), s, spec);
+          const LayerRanges ranges = uniform_partition(profile.num_layers(), K);
+          Plan plan;
+          plan.microbatches = s.microbatches();
+          plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * s.microbatches();
+          plan.recompute = rc;
+          place_stages(plan, s, ranges, r);
+          const std::vector<int64_t> model = m.stage_memory(ranges);
+          const StepReport p = predict(profile, plan, s);
+          for (int st = 0; st < K; ++st) {
+            EXPECT_EQ(model[st], p.stages[st].peak_memory_bytes)
+                << to_string(kind) << " K=" << K << " r=" << r << (rc ? " recompute" : "") << " stage " << st;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 7 * 2 * 2);
+}
+
+// Without workspace_bytes a prediction counts the stash only, and says so.
+TEST(ExactMemory, WithoutWorkspaceTheNotesSayTransientsAreNotCounted) {
+  Profile profile = measured_profile();
+  for (LayerProfile& l : profile.layers) l.workspace = LayerWorkspace{};
+  PlanChoice choice;
+  choice.stages = 2;
+  choice.microbatches = 4;
+  choice.microbatch_size = 2;
+  choice.partition = "uniform";
+  const Plan plan = make_plan(profile, choice);
+  const StepReport p = predict(profile, plan, schedule_for(plan));
+  for (const StageReport& st : p.stages) {
+    EXPECT_EQ(st.transient_bytes, 0);
+    EXPECT_EQ(st.peak_memory_bytes, st.static_bytes + st.peak_activation_bytes);
+  }
+  bool said = false;
+  for (const std::string& n : p.notes) said |= n.find("transients are not counted") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+}  // namespace
+}  // namespace pipescope::exec
