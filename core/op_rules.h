@@ -42,7 +42,6 @@
 #include <optional>
 #include <vector>
 
-#include "core/cost_model.h"
 #include "core/hardware.h"
 #include "core/schedule.h"
 
@@ -81,7 +80,8 @@ struct Message {
 };
 
 // The rules the simulator asks for every op are defined here, inline: they sit on its
-// hot path (one call each per op and per wake-up).
+// hot path. Those that read a stage's costs take the cost type as a template parameter
+// (always core/cost_model.h's StageCost, which includes this header).
 
 // What `op` sends when it ends: F(s,m) its output to s+1, B/I(s,m) the input gradient to s-1.
 inline std::optional<Message> op_sends(const Op& op, int stages) {
@@ -106,6 +106,7 @@ inline std::optional<Message> op_receives(const Op& op, int stages) {
 }
 
 // The op's run time on its stage (integer ns, speed already applied in StageCost).
+template <class StageCost>
 inline int64_t op_duration_ns(OpKind kind, const StageCost& c) {
   switch (kind) {
     case OpKind::Forward: return c.forward_ns;
@@ -125,8 +126,10 @@ inline Charge op_charge(OpKind kind) {
   return Charge::Nothing;
 }
 // What F keeps per micro-batch: the activations, or under re-materialisation the input.
+template <class StageCost>
 inline int64_t stash_bytes(const StageCost& c, bool recompute) { return recompute ? c.input_bytes : c.activation_bytes; }
 // ... and in bytes: Stash = stash_bytes(), Activations = the stage's activation_bytes.
+template <class StageCost>
 inline int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool recompute) {
   switch (op_charge(kind)) {
     case Charge::Stash: return stash_bytes(c, recompute);
