@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/distribution_options.h"
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -25,6 +26,7 @@ void add_simulate_command(CLI::App& app) {
     bool json = false;
     std::string trace_path;
     std::string output_path;
+    DistributionOptions distribution;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, throughput, bubble and memory of a plan");
@@ -32,6 +34,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
+  args->distribution.add_to(cmd);
   cmd->callback([args] {
     if (!args->trace_path.empty() && args->trace_path == args->output_path && args->trace_path != "-") {
       throw InputError("--trace and --output name the same file \"" + args->trace_path + "\"");
@@ -47,13 +50,21 @@ void add_simulate_command(CLI::App& app) {
     options.model = r.profile.model;
     options.record_timeline = !args->trace_path.empty();
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
-    std::string json = report_to_json(report).dump(2) + "\n";
+    Json out = report_to_json(report);
+    std::string table_extra;
+    if (args->distribution.enabled()) {
+      const JitterSpec spec = args->distribution.spec(r.profile, costs);
+      const StepDistribution d = sample_steps(r.schedule, costs, r.hardware, spec);
+      out["distribution"] = distribution_to_json(d, spec);
+      table_extra = distribution_table(d);
+    }
+    std::string json = out.dump(2) + "\n";
     // Both files or neither: a failure writing one leaves no output behind.
     std::vector<std::pair<std::string, std::string>> files;
     if (!args->output_path.empty()) files.emplace_back(args->output_path, json);
     if (!args->trace_path.empty()) files.emplace_back(args->trace_path, chrome_trace(report));
     write_outputs(files);
-    std::cout << (args->json ? json : report_table(report));
+    std::cout << (args->json ? json : report_table(report) + table_extra);
   });
 }
 
