@@ -53,7 +53,8 @@ void add_simulate_command(CLI::App& app) {
     Json out = report_to_json(report);
     std::string table_extra;
     if (args->distribution.enabled()) {
-      const JitterSpec spec = args->distribution.spec(r.profile, costs);
+      JitterSpec spec = args->distribution.spec();
+      if (args->distribution.from_profile()) spec.stage_cv = stage_cv_from_profile(r.profile, costs);
       const StepDistribution d = sample_steps(r.schedule, costs, r.hardware, spec);
       out["distribution"] = distribution_to_json(d, spec);
       table_extra = distribution_table(d);

@@ -19,40 +19,40 @@ double parse_number(const std::string& text, const std::string& flag, const std:
   return v;
 }
 
-// The spread each stage's ops show in the profile (not measured yet: see docs/step-distributions.md).
-std::vector<double> stage_cv_from_profile(const Profile& profile, const CostModel&) {
-  throw InputError("--jitter profile: profile \"" + profile.model +
-                   "\" carries no measured spread per layer; give a coefficient of variation (--jitter 0.05)");
-}
-
 }  // namespace
 
-void DistributionOptions::add_to(CLI::App* cmd) {
-  CLI::Option* n =
-      cmd->add_option("--samples", samples, "Replay the step N times with jittered op times and report its distribution");
-  cmd->add_option("--jitter", jitter,
+void DistributionOptions::add_to(CLI::App* cmd, bool for_search) {
+  CLI::Option* n = cmd->add_option(
+      "--samples", samples,
+      for_search ? "Jittered samples per fitting candidate under --objective mean|p50|p99 (default 500)"
+                 : "Replay the step N times with jittered op times and report its distribution");
+  if (for_search) n = nullptr;
+  std::vector<CLI::Option*> opts;
+  opts.push_back(cmd->add_option("--jitter", jitter,
                   "Op-time coefficient of variation (lognormal around each op's time), or \"profile\" for the "
                   "profile's measured spread per layer")
-      ->capture_default_str()
-      ->needs(n);
-  cmd->add_option("--straggler", straggler, "P:SLOWDOWN: each device runs SLOWDOWN x slower with probability P per step")
-      ->needs(n);
-  cmd->add_option("--link-jitter", link_jitter, "Transfer-time coefficient of variation")->capture_default_str()->needs(n);
-  cmd->add_option("--seed", seed, "Seed of the samples (the same seed gives the same bytes whatever --threads)")
-      ->capture_default_str()
-      ->needs(n);
-  cmd->add_option("--threads", threads, "Threads sampling in parallel (0: all cores)")->capture_default_str()->needs(n);
+      ->capture_default_str());
+  opts.push_back(cmd->add_option("--straggler", straggler,
+                                 "P:SLOWDOWN: each device runs SLOWDOWN x slower with probability P per step"));
+  opts.push_back(
+      cmd->add_option("--link-jitter", link_jitter, "Transfer-time coefficient of variation")->capture_default_str());
+  opts.push_back(cmd->add_option("--seed", seed, "Seed of the samples (the same seed gives the same bytes whatever --threads)")
+                     ->capture_default_str());
+  if (!for_search) {
+    opts.push_back(cmd->add_option("--threads", threads, "Threads sampling in parallel (0: all cores)")->capture_default_str());
+  }
+  if (n) {
+    for (CLI::Option* o : opts) o->needs(n);
+  }
 }
 
-JitterSpec DistributionOptions::spec(const Profile& profile, const CostModel& costs) const {
+JitterSpec DistributionOptions::spec() const {
   JitterSpec j;
   j.samples = samples;
   j.seed = seed;
   j.threads = threads;
   j.link_cv = link_jitter;
-  if (jitter == "profile") {
-    j.stage_cv = stage_cv_from_profile(profile, costs);
-  } else {
+  if (!from_profile()) {
     j.cv = parse_number(jitter, "--jitter", "a coefficient of variation >= 0 or \"profile\"");
   }
   if (!straggler.empty()) {

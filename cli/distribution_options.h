@@ -22,11 +22,15 @@ struct DistributionOptions {
   uint64_t seed = 1;
   int threads = 0;
 
-  void add_to(CLI::App* cmd);
+  // `for_search`: the plan search's variant (its --threads is the search's, and
+  // --objective needs the jitter flags without --samples, which then defaults to 500).
+  void add_to(CLI::App* cmd, bool for_search = false);
   bool enabled() const { return samples > 0; }
-  // The spec for a plan's cost model (`--jitter profile` reads the profile's spread per
-  // stage); throws InputError naming the flag on a bad value.
-  JitterSpec spec(const Profile& profile, const CostModel& costs) const;
+  // Whether --jitter is "profile": the caller fills JitterSpec::stage_cv from the
+  // profile's measured spread (stage_cv_from_profile) for each plan it samples.
+  bool from_profile() const { return jitter == "profile"; }
+  // The spec the flags describe; throws InputError naming the flag on a bad value.
+  JitterSpec spec() const;
 };
 
 // The lines `simulate --samples` adds under the report table.

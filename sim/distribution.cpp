@@ -168,6 +168,11 @@ double nearest_rank_double(std::vector<double> v, double q) {
 
 }  // namespace
 
+std::vector<double> stage_cv_from_profile(const Profile& profile, const CostModel&) {
+  throw InputError(profile.source, "layers", "--jitter profile: the profile carries no measured spread per layer; "
+                                             "give a coefficient of variation (--jitter 0.05)");
+}
+
 int64_t nearest_rank(const std::vector<int64_t>& sorted, double q) {
   if (sorted.empty()) return 0;
   const auto n = static_cast<double>(sorted.size());

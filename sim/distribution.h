@@ -14,6 +14,7 @@
 #include "core/cost_model.h"
 #include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/profile.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -46,6 +47,10 @@ struct StepDistribution {
 // slowdown < 1, stage_cv of the wrong length).
 StepDistribution sample_steps(const Schedule& schedule, const CostModel& costs, const Hardware& hardware,
                               const JitterSpec& spec);
+
+// Per model stage of `costs`, the coefficient of variation of its op times from the
+// profile's measured spread per layer; throws InputError when the profile has none.
+std::vector<double> stage_cv_from_profile(const Profile& profile, const CostModel& costs);
 
 // The q-quantile (0 < q <= 1) of `sorted` by nearest rank: sorted[ceil(q n) - 1].
 int64_t nearest_rank(const std::vector<int64_t>& sorted, double q);

@@ -9,7 +9,9 @@
 // so walking each device's ops in order, and parking a device whose next input has not
 // been computed yet until the op that sends it runs, gives the same times, peaks and
 // link queues as replaying events in global time order (tests/sim_longest_path_test.cpp
-// holds it to the longest path through the op graph).
+// holds it to the longest path through the op graph). The timeline comes out device by
+// device: each track's events, and each device's memory samples, are in time order;
+// the tracks are interleaved as the walk went (readers that want one order sort).
 #include "sim/simulator.h"
 
 #include <algorithm>
@@ -109,7 +111,6 @@ class PipelineSim {
                          " is stuck at op " + std::to_string(cursor_[d]));
       }
     }
-    if (recorder_) put_timeline_in_time_order();
     return make_report();
   }
 
@@ -211,16 +212,6 @@ class PipelineSim {
       waiting_[to] = 0;
       runnable_.push_back(to);
     }
-  }
-
-  // Devices were walked one after another: put events and memory samples back in time
-  // order (stable, so a device's own samples keep their order).
-  void put_timeline_in_time_order() {
-    Timeline& t = report_.timeline;
-    std::stable_sort(t.events.begin(), t.events.end(),
-                     [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; });
-    std::stable_sort(t.memory.begin(), t.memory.end(),
-                     [](const MemorySample& a, const MemorySample& b) { return a.time_ns < b.time_ns; });
   }
 
   // A replicated position's gradients are all-reduced once its last op is done.

@@ -1,3 +1,4 @@
 # Step-time distributions under jitter (sim/distribution.h) and the simulator's per-op
 # duration seam. Included by tests/CMakeLists.txt.
 pipescope_test(sim_distribution_test sim_distribution_test.cpp)
+pipescope_test(planner_objective_test planner_objective_test.cpp)
