@@ -1,5 +1,7 @@
 #include "core/profile.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <set>
 
@@ -41,6 +43,10 @@ double Profile::forward_ms(int layer, double batch) const {
 double Profile::backward_ms(int layer, double batch) const {
   return interpolate(layers[layer].backward_ms, batch);
 }
+bool Profile::has_spread() const {
+  return std::all_of(layers.begin(), layers.end(), [](const LayerProfile& l) { return !l.forward_cv.empty(); });
+}
+
 double Profile::backward_input_ms(int layer, double batch) const {
   const LayerProfile& l = layers[layer];
   if (l.backward_input_ms.empty()) return backward_ms(layer, batch) / 2;
@@ -64,6 +70,7 @@ namespace {
 // micro-batches are checked against int64 by build_cost_model.
 constexpr double kMaxBytes = kMaxProfileBytes;
 constexpr double kMaxMs = kMaxProfileMs;
+constexpr double kMaxCv = 100.0;  // a coefficient of variation beyond this is not a measurement
 
 std::vector<double> per_batch(const JsonReader& layer, const char* key, std::size_t n,
                               double max) {
@@ -125,6 +132,15 @@ Profile profile_from_json(const JsonReader& r) {
       layer.backward_input_ms = per_batch(l, "backward_input_ms", n, kMaxMs);
       layer.backward_weight_ms = per_batch(l, "backward_weight_ms", n, kMaxMs);
     }
+    const bool has_fcv = l.has("forward_cv"), has_bcv = l.has("backward_cv");
+    if (has_fcv != has_bcv) {
+      l.fail(std::string("forward_cv and backward_cv go together; only ") + (has_fcv ? "forward_cv" : "backward_cv") +
+             " is present");
+    }
+    if (has_fcv) {
+      layer.forward_cv = per_batch(l, "forward_cv", n, kMaxCv);
+      layer.backward_cv = per_batch(l, "backward_cv", n, kMaxCv);
+    }
     if (l.has("spec")) {
       if (!l["spec"].json().is_object()) l["spec"].fail("expected an object");
       layer.spec = l["spec"].json();
@@ -166,6 +182,10 @@ Json profile_to_json(const Profile& p) {
     if (!l.backward_input_ms.empty()) {
       j["backward_input_ms"] = json_numbers(l.backward_input_ms);
       j["backward_weight_ms"] = json_numbers(l.backward_weight_ms);
+    }
+    if (!l.forward_cv.empty()) {
+      j["forward_cv"] = json_numbers(l.forward_cv);
+      j["backward_cv"] = json_numbers(l.backward_cv);
     }
     if (!l.spec.is_null()) j["spec"] = l.spec;
     layers.push_back(std::move(j));

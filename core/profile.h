@@ -29,6 +29,11 @@ struct LayerProfile {
   std::vector<double> backward_input_ms;
   std::vector<double> backward_weight_ms;
   Json spec;  // null when absent: a layer the executor can build
+  // Optional measured spread: the coefficient of variation (sd / mean) of the forward
+  // and backward times, per batch size; both present or both absent. The CPU profiler
+  // writes them; `simulate --jitter profile` samples with them.
+  std::vector<double> forward_cv;
+  std::vector<double> backward_cv;
 };
 
 struct Profile {
@@ -44,6 +49,7 @@ struct Profile {
 
   int num_layers() const { return static_cast<int>(layers.size()); }
   bool has_split_backward() const;
+  bool has_spread() const;  // every layer carries forward_cv and backward_cv
   bool is_chain() const { return edges.empty(); }
   // Edges of the model graph: `edges` when present, else i -> i+1.
   std::vector<std::pair<int, int>> graph_edges() const;

@@ -177,6 +177,9 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
       lp.backward_weight_ms.push_back(keep(pr.backward_weight));
       lp.activation_bytes.push_back(static_cast<double>(pr.activation_bytes));
       lp.output_bytes.push_back(static_cast<double>(pr.output_bytes));
+      // The measured spread as a CV (IQR / 1.349 estimates a normal's sd robustly).
+      lp.forward_cv.push_back(relative_spread(pr.forward) / 1.349);
+      lp.backward_cv.push_back(relative_spread(pr.backward) / 1.349);
       for (auto* samples : {&pr.forward, &pr.backward}) {
         const double s = relative_spread(*samples);
         spreads.push_back(s);

@@ -168,9 +168,29 @@ double nearest_rank_double(std::vector<double> v, double q) {
 
 }  // namespace
 
-std::vector<double> stage_cv_from_profile(const Profile& profile, const CostModel&) {
-  throw InputError(profile.source, "layers", "--jitter profile: the profile carries no measured spread per layer; "
-                                             "give a coefficient of variation (--jitter 0.05)");
+// A stage op runs its layers back to back, and what disturbs one (another tenant, a
+// frequency change) lasts across them: its CV is the time-weighted mean of its layers'
+// forward and backward CVs (the correlated case; independent layers would average out).
+std::vector<double> stage_cv_from_profile(const Profile& profile, const CostModel& costs) {
+  if (!profile.has_spread()) {
+    throw InputError(profile.source, "layers",
+                     "--jitter profile: the profile carries no measured spread (forward_cv and backward_cv per layer; "
+                     "`pipescope profile` writes them); give a coefficient of variation instead (--jitter 0.05)");
+  }
+  std::vector<double> out;
+  for (const StageCost& st : costs.stages) {
+    const double b = costs.microbatch_size / std::max(st.replicas, 1);
+    double weighted = 0, total = 0;
+    for (int l = st.first_layer; l < st.end_layer; ++l) {
+      const LayerProfile& lp = profile.layers[l];
+      const double tf = profile.forward_ms(l, b), tb = profile.backward_ms(l, b);
+      weighted += std::max(0.0, profile.interpolate(lp.forward_cv, b)) * tf;
+      weighted += std::max(0.0, profile.interpolate(lp.backward_cv, b)) * tb;
+      total += tf + tb;
+    }
+    out.push_back(total > 0 ? weighted / total : 0.0);
+  }
+  return out;
 }
 
 int64_t nearest_rank(const std::vector<int64_t>& sorted, double q) {

@@ -2,3 +2,4 @@
 # duration seam. Included by tests/CMakeLists.txt.
 pipescope_test(sim_distribution_test sim_distribution_test.cpp)
 pipescope_test(planner_objective_test planner_objective_test.cpp)
+pipescope_test(profile_spread_test profile_spread_test.cpp)
