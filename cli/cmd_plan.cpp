@@ -91,7 +91,12 @@ SearchRequest make_request(const SearchArgs& a) {
   if (a.threads < 0) throw InputError("--threads: expected at least 1, got " + std::to_string(a.threads));
   q.objective = parse_objective(a.objective);
   q.jitter = a.distribution.spec();
-  if (q.jitter.samples == 0) q.jitter.samples = 500;
+  if (!a.distribution.enabled()) q.jitter.samples = 500;
+  const bool jittered = a.distribution.enabled() || a.distribution.jitter != "0" || !a.distribution.straggler.empty() ||
+                        a.distribution.link_jitter != 0;
+  if (jittered && q.objective == Objective::Step) {
+    throw InputError("--samples, --jitter, --straggler and --link-jitter rank plans only with --objective mean|p50|p99");
+  }
   q.jitter_from_profile = a.distribution.from_profile();
   return q;
 }

@@ -26,6 +26,7 @@ void DistributionOptions::add_to(CLI::App* cmd, bool for_search) {
       "--samples", samples,
       for_search ? "Jittered samples per fitting candidate under --objective mean|p50|p99 (default 500)"
                  : "Replay the step N times with jittered op times and report its distribution");
+  samples_option_ = n;
   if (for_search) n = nullptr;
   std::vector<CLI::Option*> opts;
   opts.push_back(cmd->add_option("--jitter", jitter,
@@ -49,6 +50,7 @@ void DistributionOptions::add_to(CLI::App* cmd, bool for_search) {
 JitterSpec DistributionOptions::spec() const {
   JitterSpec j;
   j.samples = samples;
+  if (enabled() && samples < 1) throw InputError("--samples: expected N >= 1, got " + std::to_string(samples));
   j.seed = seed;
   j.threads = threads;
   j.link_cv = link_jitter;

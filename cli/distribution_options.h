@@ -25,12 +25,16 @@ struct DistributionOptions {
   // `for_search`: the plan search's variant (its --threads is the search's, and
   // --objective needs the jitter flags without --samples, which then defaults to 500).
   void add_to(CLI::App* cmd, bool for_search = false);
-  bool enabled() const { return samples > 0; }
+  // Whether --samples was given (then N must be >= 1).
+  bool enabled() const { return samples_option_ != nullptr && samples_option_->count() > 0; }
   // Whether --jitter is "profile": the caller fills JitterSpec::stage_cv from the
   // profile's measured spread (stage_cv_from_profile) for each plan it samples.
   bool from_profile() const { return jitter == "profile"; }
   // The spec the flags describe; throws InputError naming the flag on a bad value.
   JitterSpec spec() const;
+
+ private:
+  CLI::Option* samples_option_ = nullptr;
 };
 
 // The lines `simulate --samples` adds under the report table.
