@@ -1,11 +1,13 @@
 // Simulated ops per second for 1F1B at K in {8, 64}, M in {32, 1024}.
 // Verify first: the step must equal the closed form (M + K - 1)(t_f + t_b) for uniform
 // stages; then time the simulation alone (schedule built once, outside the loop).
+// BM_SampleSteps: step-time distributions (samples/s), 1 and 2 threads.
 #include <benchmark/benchmark.h>
 
 #include <stdexcept>
 
 #include "core/schedule.h"
+#include "sim/distribution.h"
 #include "sim/simulator.h"
 
 using namespace pipescope;
@@ -59,5 +61,29 @@ static void BM_Simulate1F1BWithTimeline(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(s.num_ops()));
 }
 BENCHMARK(BM_Simulate1F1BWithTimeline)->Args({64, 1024})->Unit(benchmark::kMillisecond);
+
+// The budget: 1000 samples of K = 8, M = 32 under 0.5 s on 2 cores. Verified
+// first: with CV 0 every sample is the deterministic step.
+static void BM_SampleSteps(benchmark::State& state) {
+  const int K = 8, M = 32;
+  Schedule s = make_1f1b(K, M);
+  CostModel c = uniform(K);
+  Hardware h = Hardware::ideal(K);
+  h.link = {450.0, 5.0};
+  JitterSpec j;
+  j.samples = 8;
+  StepDistribution check = sample_steps(s, c, h, j);
+  if (check.p99_ns != check.deterministic_ns) throw std::runtime_error("CV 0 must replay the deterministic step");
+  j.samples = 1000;
+  j.cv = 0.1;
+  j.link_cv = 0.1;
+  j.threads = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    StepDistribution d = sample_steps(s, c, h, j);
+    benchmark::DoNotOptimize(d.p99_ns);
+  }
+  state.SetItemsProcessed(state.iterations() * j.samples);  // samples/s
+}
+BENCHMARK(BM_SampleSteps)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

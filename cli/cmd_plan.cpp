@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/gates.h"
+#include "cli/distribution_options.h"
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/report.h"
@@ -35,6 +36,8 @@ struct SearchArgs {
   std::string recompute = "auto";
   std::string partition = "optimal";
   int threads = 0;
+  std::string objective = "step";
+  DistributionOptions distribution;
 };
 
 void add_search_options(CLI::App* cmd, SearchArgs& a) {
@@ -49,6 +52,11 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
   cmd->add_option("--partition", a.partition, "uniform | gpipe | optimal (balanced = optimal)")->capture_default_str();
   cmd->add_option("--threads", a.threads, "Worker threads (default: one per core); results do not depend on it");
+  cmd->add_option("--objective", a.objective,
+                  "Rank by the deterministic step, or by the mean, p50 or p99 step under --jitter/--straggler/"
+                  "--link-jitter (docs/step-distributions.md)")
+      ->capture_default_str();
+  a.distribution.add_to(cmd, /*for_search=*/true);
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -86,6 +94,15 @@ SearchRequest make_request(const SearchArgs& a) {
   q.partition = a.partition;
   q.threads = a.threads;
   if (a.threads < 0) throw InputError("--threads: expected at least 1, got " + std::to_string(a.threads));
+  q.objective = parse_objective(a.objective);
+  q.jitter = a.distribution.spec();
+  if (!a.distribution.enabled()) q.jitter.samples = 500;
+  const bool jittered = a.distribution.enabled() || a.distribution.jitter != "0" || !a.distribution.straggler.empty() ||
+                        a.distribution.link_jitter != 0;
+  if (jittered && q.objective == Objective::Step) {
+    throw InputError("--samples, --jitter, --straggler and --link-jitter rank plans only with --objective mean|p50|p99");
+  }
+  q.jitter_from_profile = a.distribution.from_profile();
   return q;
 }
 

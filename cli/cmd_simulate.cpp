@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/gates.h"
+#include "cli/distribution_options.h"
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -27,6 +28,7 @@ void add_simulate_command(CLI::App& app) {
     std::string trace_path;
     std::string output_path;
     GateOptions gates;
+    DistributionOptions distribution;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, throughput, bubble and memory of a plan");
@@ -35,6 +37,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
   args->gates.add_step_gates(cmd);
+  args->distribution.add_to(cmd);
   cmd->callback([args] {
     if (!args->trace_path.empty() && args->trace_path == args->output_path && args->trace_path != "-") {
       throw InputError("--trace and --output name the same file \"" + args->trace_path + "\"");
@@ -54,14 +57,24 @@ void add_simulate_command(CLI::App& app) {
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
     const StepFacts facts = step_facts(report, r.hardware.memory_bytes);
     const std::vector<GateResult> gates = args->gates.evaluate(facts);
-    std::string json = with_gates(report_to_json(report), gates).dump(2) + "\n";
+    Json out = report_to_json(report);
+    std::string table_extra;
+    if (args->distribution.enabled()) {
+      JitterSpec spec = args->distribution.spec();
+      if (args->distribution.from_profile()) spec.stage_cv = stage_cv_from_profile(r.profile, costs);
+      const StepDistribution d = sample_steps(r.schedule, costs, r.hardware, spec);
+      out["distribution"] = distribution_to_json(d, spec);
+      table_extra = distribution_table(d);
+    }
+    std::string json = with_gates(std::move(out), gates).dump(2) + "\n";
     // Both files or neither: a failure writing one leaves no output behind.
     std::vector<std::pair<std::string, std::string>> files;
     if (!args->output_path.empty()) files.emplace_back(args->output_path, json);
     if (!args->trace_path.empty()) files.emplace_back(args->trace_path, chrome_trace(report));
     for (auto& f : args->gates.junit_file("simulate", gates)) files.push_back(std::move(f));
     write_outputs(files);
-    std::cout << result_text(args->gates, args->json, json, report_table(report), step_markdown("simulate", facts), gates);
+    std::cout << result_text(args->gates, args->json, json, report_table(report) + table_extra,
+                             step_markdown("simulate", facts), gates);
     enforce(gates);
   });
 }

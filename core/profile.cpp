@@ -1,5 +1,7 @@
 #include "core/profile.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <set>
 
@@ -55,6 +57,10 @@ double Profile::forward_ms(int layer, double batch) const {
 double Profile::backward_ms(int layer, double batch) const {
   return interpolate(layers[layer].backward_ms, batch);
 }
+bool Profile::has_spread() const {
+  return std::all_of(layers.begin(), layers.end(), [](const LayerProfile& l) { return !l.forward_cv.empty(); });
+}
+
 double Profile::backward_input_ms(int layer, double batch) const {
   const LayerProfile& l = layers[layer];
   if (l.backward_input_ms.empty()) return backward_ms(layer, batch) / 2;
@@ -78,6 +84,7 @@ namespace {
 // micro-batches are checked against int64 by build_cost_model.
 constexpr double kMaxBytes = kMaxProfileBytes;
 constexpr double kMaxMs = kMaxProfileMs;
+constexpr double kMaxCv = 100.0;  // a coefficient of variation beyond this is not a measurement
 
 std::vector<double> per_batch(const JsonReader& layer, const char* key, std::size_t n,
                               double max) {
@@ -163,6 +170,15 @@ Profile profile_from_json(const JsonReader& r) {
     }
     if (l.has("optimizer_ms")) layer.optimizer_ms = l["optimizer_ms"].as_double(0.0, kMaxMs);
     if (l.has("workspace_bytes")) layer.workspace = read_workspace(l["workspace_bytes"], n);
+    const bool has_fcv = l.has("forward_cv"), has_bcv = l.has("backward_cv");
+    if (has_fcv != has_bcv) {
+      l.fail(std::string("forward_cv and backward_cv go together; only ") + (has_fcv ? "forward_cv" : "backward_cv") +
+             " is present");
+    }
+    if (has_fcv) {
+      layer.forward_cv = per_batch(l, "forward_cv", n, kMaxCv);
+      layer.backward_cv = per_batch(l, "backward_cv", n, kMaxCv);
+    }
     if (l.has("spec")) {
       if (!l["spec"].json().is_object()) l["spec"].fail("expected an object");
       layer.spec = l["spec"].json();
@@ -211,6 +227,10 @@ Json profile_to_json(const Profile& p) {
       LayerWorkspace copy = l.workspace;
       for (int i = 0; i < 6; ++i) w[kWorkspaceKeys[i]] = json_numbers(*workspace_field(copy, i));
       j["workspace_bytes"] = std::move(w);
+    }
+    if (!l.forward_cv.empty()) {
+      j["forward_cv"] = json_numbers(l.forward_cv);
+      j["backward_cv"] = json_numbers(l.backward_cv);
     }
     if (!l.spec.is_null()) j["spec"] = l.spec;
     layers.push_back(std::move(j));

@@ -47,6 +47,11 @@ struct LayerProfile {
   // measured by `profile --model`; < 0 when absent.
   double optimizer_ms = -1;
   Json spec;  // null when absent: a layer the executor can build
+  // Optional measured spread: the coefficient of variation (sd / mean) of the forward
+  // and backward times, per batch size; both present or both absent. The CPU profiler
+  // writes them; `simulate --jitter profile` samples with them.
+  std::vector<double> forward_cv;
+  std::vector<double> backward_cv;
 };
 
 // What a profile without "device" or "backend" says (both are optional in the file).
@@ -69,6 +74,7 @@ struct Profile {
   bool has_workspace() const;
   // Whether every layer has optimizer_ms (then predictions end the step with it).
   bool has_optimizer_time() const;
+  bool has_spread() const;  // every layer carries forward_cv and backward_cv
   bool is_chain() const { return edges.empty(); }
   // Edges of the model graph: `edges` when present, else i -> i+1.
   std::vector<std::pair<int, int>> graph_edges() const;

@@ -222,6 +222,9 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
       std::vector<double>* fields[] = {&ws.input, &ws.forward, &ws.forward_no_grad, &ws.backward_input,
                                        &ws.backward_weight, &ws.held_for_weight};
       for (int k = 0; k < 6; ++k) fields[k]->push_back(static_cast<double>(pr.workspace[k]));
+      // The measured spread as a CV (IQR / 1.349 estimates a normal's sd robustly).
+      lp.forward_cv.push_back(relative_spread(pr.forward) / 1.349);
+      lp.backward_cv.push_back(relative_spread(pr.backward) / 1.349);
       for (auto* samples : {&pr.forward, &pr.backward}) {
         const double s = relative_spread(*samples);
         spreads.push_back(s);

@@ -21,20 +21,40 @@ std::string percent(double fraction) {
 
 std::string slower_by(const Candidate& w, const Candidate& c) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "+%.1f%%", 100.0 * (static_cast<double>(c.step_ns) / w.step_ns - 1.0));
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * (static_cast<double>(c.objective_ns) / w.objective_ns - 1.0));
   return buf;
 }
 
-// What tells c apart from the winner, in numbers.
+// What tells c apart from the winner, in numbers (the ranked quantity: the step, or its
+// sampled statistic under --objective).
 std::string contrast(const Candidate& w, const Candidate& c) {
   std::ostringstream out;
-  out << c.label() << ": " << ms(c.step_ns) << " (" << slower_by(w, c) << "), bubble " << percent(c.bubble_fraction)
+  out << c.label() << ": " << ms(c.objective_ns) << " (" << slower_by(w, c) << "), bubble " << percent(c.bubble_fraction)
       << " vs " << percent(w.bubble_fraction) << ", busiest device " << ms(c.slowest_stage_ns) << " vs "
       << ms(w.slowest_stage_ns) << " per micro-batch, peak " << format_bytes(static_cast<double>(c.peak_bytes));
   return out.str();
 }
 
 }  // namespace
+
+// Under --objective: the winner's sampled statistic, and whether the deterministic
+// ranking would have picked another plan.
+static std::string objective_sentence(const SearchResult& r) {
+  const Candidate& w = winner(r);
+  std::ostringstream out;
+  out << "Ranked by the " << to_string(r.objective) << " step over " << r.samples << " jittered samples: the winner's is "
+      << ms(w.objective_ns) << " (mean " << ms(static_cast<int64_t>(w.mean_ns)) << ", p50 " << ms(w.p50_ns) << ", p99 "
+      << ms(w.p99_ns) << "). ";
+  if (r.deterministic_winner < 0 || r.deterministic_winner == w.index) {
+    out << "The deterministic ranking picks the same plan.";
+  } else {
+    const Candidate& d = r.candidates[r.deterministic_winner];
+    out << "The winner changes against the deterministic ranking, whose winner " << d.label() << " has the shorter "
+        << "deterministic step (" << ms(d.step_ns) << " against " << ms(w.step_ns) << ") but a " << to_string(r.objective)
+        << " of " << ms(d.objective_ns) << ".";
+  }
+  return out.str();
+}
 
 std::vector<std::string> explain_winner(const SearchResult& r) {
   const Candidate& w = winner(r);
@@ -43,10 +63,13 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
   std::ostringstream head;
   head << r.candidates.size() << " candidates simulated, " << r.ranking.size() << " fit in "
        << (r.memory_limit_bytes ? format_bytes(static_cast<double>(r.memory_limit_bytes)) : std::string("unbounded memory"))
-       << " per device. The winner, " << w.label() << ", has the shortest step: " << ms(w.step_ns) << ", "
+       << " per device. The winner, " << w.label() << ", has the "
+       << (r.objective == Objective::Step ? std::string("shortest step") : "lowest " + to_string(r.objective) + " step")
+       << (r.objective == Objective::Step ? ": " : "; deterministic step ") << ms(w.step_ns) << ", "
        << static_cast<int64_t>(w.throughput_samples_per_s + 0.5) << " samples/s, bubble " << percent(w.bubble_fraction)
        << ", peak " << format_bytes(static_cast<double>(w.peak_bytes)) << ".";
   lines.push_back(head.str());
+  if (r.objective != Objective::Step) lines.push_back(objective_sentence(r));
   if (r.ranking.size() > 1) lines.push_back("Runner-up " + contrast(w, cs[r.ranking[1]]) + ".");
   // The best fitting plan that differs from the winner in one choice.
   const std::vector<std::pair<std::string, std::function<bool(const Candidate&)>>> choices = {
@@ -109,6 +132,11 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
   if (!c.layer_order.empty()) out["layer_order"] = c.layer_order;
   if (!c.stage_replicas.empty()) out["stage_replicas"] = c.stage_replicas;  // per position
   if (!c.placement.empty()) out["placement"] = c.placement;
+  if (c.sampled) {
+    out["jittered"] = {{"mean_ms", json_number(c.mean_ns / 1e6)},
+                       {"p50_ms", json_number(static_cast<double>(c.p50_ns) / 1e6)},
+                       {"p99_ms", json_number(static_cast<double>(c.p99_ns) / 1e6)}};
+  }
   return out;
 }
 
@@ -128,6 +156,7 @@ Json search_to_json(const SearchResult& r, const SearchRequest& q) {
           {"partition", q.partition},
           {"memory_limit_bytes", r.memory_limit_bytes},
           {"fitting", r.ranking.size()},
+          {"objective", to_string(r.objective)},
           {"candidates", std::move(candidates)}};
 }
 

@@ -4,6 +4,8 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -33,6 +35,24 @@ RecomputeMode parse_recompute_mode(const std::string& text) {
   throw InputError("--recompute: expected auto, on or off, got \"" + text + "\"");
 }
 
+Objective parse_objective(const std::string& text) {
+  if (text == "step") return Objective::Step;
+  if (text == "mean") return Objective::Mean;
+  if (text == "p50") return Objective::P50;
+  if (text == "p99") return Objective::P99;
+  throw InputError("--objective: expected step, mean, p50 or p99, got \"" + text + "\"");
+}
+
+std::string to_string(Objective objective) {
+  switch (objective) {
+    case Objective::Step: return "step";
+    case Objective::Mean: return "mean";
+    case Objective::P50: return "p50";
+    case Objective::P99: return "p99";
+  }
+  return "step";
+}
+
 std::string Candidate::label() const {
   std::ostringstream out;
   out << to_string(schedule);
@@ -60,6 +80,9 @@ void check_request(const SearchRequest& q) {
   if (q.max_stages < 0) throw InputError("--max-stages: expected at least 1, got " + std::to_string(q.max_stages));
   if (q.profile.num_layers() < 1) throw InputError(q.profile.source, "layers", "expected at least one layer");
   check_partition_name(q.partition);
+  if (q.objective != Objective::Step && q.jitter.samples < 1) {
+    throw InputError("--objective " + to_string(q.objective) + ": expected --samples N >= 1");
+  }
 }
 
 std::vector<int64_t> divisors(int64_t n) {
@@ -197,6 +220,26 @@ bool interleaved_fit(const StageModel& m, int chunks, const Run& run, LayerRange
     lo = f;
   }
   return have;
+}
+
+// The candidate's step under jitter, on this worker's thread (candidates are the parallel
+// unit); the statistic the objective names becomes what the ranking compares.
+void sample(const SearchRequest& q, const Profile& profile, const Schedule& schedule, Candidate& c) {
+  const CostModel costs = build_cost_model(profile, c.plan, q.hardware);
+  JitterSpec spec = q.jitter;
+  spec.threads = 1;
+  if (q.jitter_from_profile) spec.stage_cv = stage_cv_from_profile(profile, costs);
+  const StepDistribution d = sample_steps(schedule, costs, q.hardware, spec);
+  c.sampled = true;
+  c.mean_ns = d.mean_ns;
+  c.p50_ns = d.p50_ns;
+  c.p99_ns = d.p99_ns;
+  switch (q.objective) {
+    case Objective::Step: break;
+    case Objective::Mean: c.objective_ns = std::llround(d.mean_ns); break;
+    case Objective::P50: c.objective_ns = d.p50_ns; break;
+    case Objective::P99: c.objective_ns = d.p99_ns; break;
+  }
 }
 
 // zb-auto in a search of hundreds of candidates gets a short search on plan's own
@@ -339,6 +382,8 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   for (const StageReport& st : report.stages) c.stage_peak_bytes.push_back(st.peak_memory_bytes);
   c.peak_bytes = report.peak_memory_bytes();
   c.fits = report.fits();
+  c.objective_ns = c.step_ns;
+  if (q.objective != Objective::Step && c.fits) sample(q, profile, schedule, c);
 }
 
 // zb-auto takes the largest cap that fits in memory: 2K (enough for zero bubble), then
@@ -363,8 +408,13 @@ void rank_and_mark(SearchResult& r) {
     if (c.fits) order.push_back(c.index);
   }
   auto& cs = r.candidates;
+  if (!order.empty()) {
+    r.deterministic_winner = *std::min_element(order.begin(), order.end(), [&](int a, int b) {
+      return std::tie(cs[a].step_ns, cs[a].peak_bytes, a) < std::tie(cs[b].step_ns, cs[b].peak_bytes, b);
+    });
+  }
   std::sort(order.begin(), order.end(), [&](int a, int b) {
-    if (cs[a].step_ns != cs[b].step_ns) return cs[a].step_ns < cs[b].step_ns;
+    if (cs[a].objective_ns != cs[b].objective_ns) return cs[a].objective_ns < cs[b].objective_ns;
     if (cs[a].peak_bytes != cs[b].peak_bytes) return cs[a].peak_bytes < cs[b].peak_bytes;
     return a < b;
   });
@@ -373,14 +423,14 @@ void rank_and_mark(SearchResult& r) {
   std::vector<int> by_memory = order;
   std::sort(by_memory.begin(), by_memory.end(), [&](int a, int b) {
     if (cs[a].peak_bytes != cs[b].peak_bytes) return cs[a].peak_bytes < cs[b].peak_bytes;
-    if (cs[a].step_ns != cs[b].step_ns) return cs[a].step_ns < cs[b].step_ns;
+    if (cs[a].objective_ns != cs[b].objective_ns) return cs[a].objective_ns < cs[b].objective_ns;
     return a < b;
   });
   int64_t fastest = kInfeasible;
   for (int i : by_memory) {
-    if (cs[i].step_ns < fastest) {
+    if (cs[i].objective_ns < fastest) {
       cs[i].pareto = true;
-      fastest = cs[i].step_ns;
+      fastest = cs[i].objective_ns;
     }
   }
 }
@@ -391,6 +441,8 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   SearchResult result;
   result.candidates = enumerate_candidates(request);
   result.memory_limit_bytes = request.hardware.memory_bytes;
+  result.objective = request.objective;
+  result.samples = request.objective == Objective::Step ? 0 : request.jitter.samples;
   const Profile profile = in_topological_order(request.profile);
   // The downset lattices of a graph profile, shared by every candidate's partition. The
   // full lattice only up to kSearchMaxIdeals: every candidate sweeps it (Inception-v3's

@@ -19,8 +19,15 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/schedule.h"
+#include "sim/distribution.h"
 
 namespace pipescope {
+
+// What the search ranks by: the deterministic step, or the mean / median / 99th
+// percentile of the step under jitter (SearchRequest::jitter, sim/distribution.h).
+enum class Objective { Step, Mean, P50, P99 };
+Objective parse_objective(const std::string& text);  // step | mean | p50 | p99
+std::string to_string(Objective objective);
 
 enum class RecomputeMode { Auto, On, Off };
 RecomputeMode parse_recompute_mode(const std::string& text);  // auto | on | off
@@ -48,6 +55,9 @@ struct SearchRequest {
   bool memory_aware_interleaving = true;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   int threads = 0;               // 0: one per core
+  Objective objective = Objective::Step;
+  JitterSpec jitter;             // samples each fitting candidate unless objective is Step
+  bool jitter_from_profile = false;  // per-stage CV from the profile's measured spread
 };
 
 struct Candidate {
@@ -79,6 +89,12 @@ struct Candidate {
   bool fits = false;
   bool pareto = false;           // on the throughput / peak-memory front of fitting plans
   int rank = 0;                  // 1 = winner; 0 = does not fit
+  // What the ranking compares: step_ns, or the objective's statistic of the sampled
+  // steps (fitting candidates only, when the objective is not Step).
+  int64_t objective_ns = 0;
+  bool sampled = false;
+  double mean_ns = 0;
+  int64_t p50_ns = 0, p99_ns = 0;
 
   double microbatch_size(int64_t batch) const { return static_cast<double>(batch) / microbatches; }
   std::string label() const;     // "1f1b K=4 r=2 M=32 recompute"
@@ -89,6 +105,9 @@ struct SearchResult {
   std::vector<int> ranking;           // indices of fitting candidates, best first
   int64_t memory_limit_bytes = 0;
   int threads = 1;
+  Objective objective = Objective::Step;
+  int samples = 0;                    // per fitting candidate, when sampled
+  int deterministic_winner = -1;      // the best fitting candidate by step_ns alone
 };
 
 using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;

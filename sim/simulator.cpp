@@ -1,33 +1,47 @@
-// Invariants kept by the main loop: time never goes backwards (PS_INVARIANT, checked in
-// every build); a device runs at most one op at a time and only the op at its cursor;
-// an input is marked arrived only at the event time it arrives, so an op never starts
-// before its input. What each op waits for, costs, charges and sends: core/op_rules.h.
+// Invariants kept by the main loop: time never goes backwards on a device or a link
+// (PS_INVARIANT, checked in every build); a device runs at most one op at a time and
+// only the op at its cursor; an op starts at max(its device is free, its input has
+// arrived). What each op waits for, costs, charges and sends: core/op_rules.h.
+//
+// How it runs, in O(1) per op whatever K: no global event queue. Each op's start is
+// max(device free, input arrival), and every directed link carries only the sends of
+// its source device, which happen in that device's op order at non-decreasing times;
+// so walking each device's ops in order, and parking a device whose next input has not
+// been computed yet until the op that sends it runs, gives the same times, peaks and
+// link queues as replaying events in global time order (tests/sim_longest_path_test.cpp
+// holds it to the longest path through the op graph). The timeline comes out device by
+// device: each track's events, and each device's memory samples, are in time order;
+// the tracks are interleaved as the walk went (readers that want one order sort).
 #include "sim/simulator.h"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <optional>
 
 #include "core/error.h"
 #include "core/invariant.h"
 #include "core/op_rules.h"
-#include "sim/event_queue.h"
 
 namespace pipescope {
 namespace {
 
-enum class EventType : uint8_t { OpDone, Arrives, AllReduceDone, OptimizerDone };
-
-struct Event {
-  EventType type;
-  MessageKind kind;  // what arrives (Arrives)
-  int32_t a;         // device (OpDone, AllReduceDone) or receiving stage (Arrives)
-  int32_t b;         // micro-batch (Arrives)
-};
-
 struct LinkState {
   int64_t free_at = 0;
+};
+
+// What op_rules.h says of an op of one kind on one stage (the rules depend on nothing
+// else), looked up once per (kind, stage) instead of once per op.
+struct OpRule {
+  int64_t duration_ns = 0;
+  std::optional<Message> receives, sends;
+};
+
+// The link times of the tensor crossing one cut, either way (computed once per run).
+struct CutLink {
+  int64_t busy_ns = 0;
+  int64_t latency_ns = 0;
 };
 
 class PipelineSim {
@@ -49,20 +63,37 @@ class PipelineSim {
       }
     }
     const std::size_t n = static_cast<std::size_t>(S_) * M_;
-    arrival_[0].assign(n, -1);
-    arrival_[1].assign(n, -1);
+    arrival_.assign(2 * n, -1);
     held_.assign(n, 0);
     held_total_.assign(n, 0);
     current_total_.assign(K_, 0);
     peak_total_.assign(K_, 0);
     cursor_.assign(K_, 0);
-    running_.assign(K_, 0);
+    free_at_.assign(K_, 0);
+    waiting_.assign(K_, 0);
     busy_.assign(K_, 0);
     current_act_.assign(K_, 0);
     peak_act_.assign(K_, 0);
     next_link_.resize(K_);
     prev_link_.resize(K_);
-    queue_.reserve(2 * static_cast<std::size_t>(K_) + 16);
+    cut_link_.resize(std::max(S_, 1));
+    for (int cut = 1; cut < S_; ++cut) {
+      const int from = s.stage_device[cut - 1], to = s.stage_device[cut];
+      const Link& link = h_.link_between(c_.position_device[from], c_.position_device[to]);
+      cut_link_[cut] = {link.busy_ns(c_.stages[cut - 1].send_bytes), link.latency_ns()};
+    }
+    rules_.resize(static_cast<std::size_t>(kOpKinds) * S_);
+    for (int k = 0; k < kOpKinds; ++k) {
+      for (int st = 0; st < S_; ++st) {
+        const Op op{static_cast<OpKind>(k), st, 0};
+        rules_[rule_index(op)] = {op_duration_ns(op.kind, c_.stages[st]), op_receives(op, S_), op_sends(op, S_)};
+      }
+    }
+    first_op_.assign(K_ + 1, 0);
+    for (int d = 0; d < K_; ++d) first_op_[d + 1] = first_op_[d] + s.device_ops[d].size();
+    check_per_op_option(o_.op_durations_ns.size(), "op_durations_ns");
+    check_per_op_option(o_.send_factors.size(), "send_factors");
+    if (o_.op_starts_ns) o_.op_starts_ns->assign(first_op_[K_], -1);
     if (o_.record_timeline) {
       recorder_.emplace(report_.timeline, K_);
       report_.timeline.events.reserve(s.num_ops());
@@ -70,24 +101,12 @@ class PipelineSim {
   }
 
   StepReport run() {
-    for (int d = 0; d < K_; ++d) try_start(d);
-    while (!queue_.empty()) {
-      auto [time, ev] = queue_.pop();
-      PS_INVARIANT(time >= now_, "simulated time went backwards");
-      now_ = time;
-      switch (ev.type) {
-        case EventType::OpDone: finish(ev.a); break;
-        case EventType::Arrives:
-          arrival(ev.kind, ev.a, ev.b) = now_;
-          try_start(s_.stage_device[ev.a]);
-          break;
-        case EventType::AllReduceDone:
-          if (recorder_) recorder_->memory(ev.a, now_, current_act_[ev.a], current_total_[ev.a] - current_act_[ev.a]);
-          start_optimizer(ev.a);
-          break;
-        case EventType::OptimizerDone: break;
-      }
-      end_ = std::max(end_, now_);
+    runnable_.reserve(K_);
+    for (int d = K_ - 1; d >= 0; --d) runnable_.push_back(d);
+    while (!runnable_.empty()) {
+      const int d = runnable_.back();
+      runnable_.pop_back();
+      run_device(d);
     }
     for (int d = 0; d < K_; ++d) {
       if (cursor_[d] != s_.device_ops[d].size()) {
@@ -100,7 +119,18 @@ class PipelineSim {
 
  private:
   std::size_t idx(int stage, int mb) const { return static_cast<std::size_t>(stage) * M_ + mb; }
-  int64_t& arrival(MessageKind kind, int stage, int mb) { return arrival_[static_cast<int>(kind)][idx(stage, mb)]; }
+  // Both kinds of one (stage, micro-batch) sit side by side: one cache line serves F and B.
+  int64_t& arrival(MessageKind kind, int stage, int mb) { return arrival_[2 * idx(stage, mb) + static_cast<int>(kind)]; }
+
+  static constexpr int kOpKinds = 5;  // F, B, I, W, R
+  std::size_t rule_index(const Op& op) const { return static_cast<std::size_t>(op.kind) * S_ + op.stage; }
+
+  void check_per_op_option(std::size_t size, const char* name) const {
+    if (size != 0 && size != first_op_[K_]) {
+      throw InputError(std::string("simulate: SimOptions.") + name + " has " + std::to_string(size) +
+                       " entries but the schedule has " + std::to_string(first_op_[K_]) + " ops");
+    }
+  }
 
   void charge(int d, std::size_t i, int64_t bytes) {
     if (bytes == 0) return;
@@ -127,65 +157,89 @@ class PipelineSim {
     PS_INVARIANT(current_total_[d] >= 0 && held_total_[i] >= 0, "a device freed more than it held");
   }
 
-  void try_start(int d) {
-    const auto& ops = s_.device_ops[d];
-    if (running_[d] || cursor_[d] == ops.size()) return;
-    const Op& op = ops[cursor_[d]];
-    if (auto in = op_receives(op, S_); in && arrival(in->kind, op.stage, op.microbatch) < 0) return;
-    const StageCost& cost = c_.stages[op.stage];
-    const int64_t dur = op_duration_ns(op.kind, cost);
-    running_[d] = 1;
-    busy_[d] += dur;
-    charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
-    // Stash and transients together: the op's peak over what the device holds (op_rules.h).
-    const int64_t op_peak = cost.memory[s_.recompute].of(op.kind).peak;
-    peak_total_[d] = std::max(peak_total_[d], current_total_[d] + op_peak);
-    if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d]);
-    if (recorder_) recorder_->op(d, 0, op, now_, dur);
-    queue_.push(now_ + dur, Event{EventType::OpDone, MessageKind::Activation, d, 0});
+  // Runs device d's ops in order until it finishes or its next op's input is not yet
+  // known; then it is parked until a send to it wakes it.
+  void run_device(int d) {
+    const std::vector<Op>& ops = s_.device_ops[d];
+    const std::size_t first = first_op_[d];
+    std::size_t i = cursor_[d];
+    int64_t free_at = free_at_[d];
+    for (; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      const OpRule& rule = rules_[rule_index(op)];
+      int64_t start = free_at;
+      if (const auto& in = rule.receives) {
+        const int64_t at = arrival(in->kind, op.stage, op.microbatch);
+        if (at < 0) {
+          waiting_[d] = 1;
+          break;
+        }
+        start = std::max(start, at);
+      }
+      const StageCost& cost = c_.stages[op.stage];
+      const int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
+      PS_INVARIANT(dur >= 0, "simulated time went backwards (an op of negative duration)");
+      now_ = start;
+      busy_[d] += dur;
+      if (o_.op_starts_ns) (*o_.op_starts_ns)[first + i] = start;
+      charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
+      // Stash and transients together: the op's peak over what the device holds (op_rules.h).
+      const int64_t op_peak = cost.memory[s_.recompute].of(op.kind).peak;
+      peak_total_[d] = std::max(peak_total_[d], current_total_[d] + op_peak);
+      if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d]);
+      if (recorder_) recorder_->op(d, 0, op, now_, dur);
+      now_ = free_at = start + dur;
+      if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
+      hold(d, op);
+      if (rule.sends) send(*rule.sends, op.microbatch, first + i);
+    }
+    cursor_[d] = i;
+    free_at_[d] = free_at;
+    end_ = std::max(end_, free_at);
+    now_ = free_at;
+    if (i == ops.size() && !ops.empty() && !start_allreduce(d)) start_optimizer(d, now_);
   }
-
-  void finish(int d) {
-    const Op& op = s_.device_ops[d][cursor_[d]];
-    if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
-    hold(d, op);
-    if (auto out = op_sends(op, S_)) send(*out, op.microbatch);
-    running_[d] = 0;
-    ++cursor_[d];
-    if (cursor_[d] == s_.device_ops[d].size() && !start_allreduce(d)) start_optimizer(d);
-    try_start(d);
   }
 
   LinkState& link_state(int from, int to) {
-    if (to == (from + 1) % K_) return next_link_[from];
-    if (to == (from + K_ - 1) % K_) return prev_link_[from];
+    if (to == from + 1 || (to == 0 && from == K_ - 1)) return next_link_[from];
+    if (to == from - 1 || (from == 0 && to == K_ - 1)) return prev_link_[from];
     return other_links_[{from, to}];
   }
 
-  void send(const Message& msg, int mb) {
+  // `flat` is the sending op's index (for its link jitter factor).
+  void send(const Message& msg, int mb, std::size_t flat) {
     const int from = s_.stage_device[msg.from_stage], to = s_.stage_device[msg.to_stage];
-    if (from == to) {  // same device: the tensor is already there; finish() retries the device
+    if (from == to) {  // same device: the tensor is already there
       arrival(msg.kind, msg.to_stage, mb) = now_;
       return;
     }
-    const int64_t bytes = c_.stages[msg.cut() - 1].send_bytes;
-    const Link& link = h_.link_between(c_.position_device[from], c_.position_device[to]);
     LinkState& state = link_state(from, to);
     const int64_t start = std::max(now_, state.free_at);
-    const int64_t busy = link.busy_ns(bytes);
+    int64_t busy = cut_link_[msg.cut()].busy_ns, latency = cut_link_[msg.cut()].latency_ns;
+    if (!o_.send_factors.empty()) {
+      const double f = o_.send_factors[flat];
+      busy = std::llround(static_cast<double>(busy) * f);
+      latency = std::llround(static_cast<double>(latency) * f);
+    }
     state.free_at = start + busy;
-    const int64_t at = start + busy + link.latency_ns();
+    const int64_t at = start + busy + latency;
     if (recorder_) recorder_->transfer(from, to, msg.to_stage, mb, start, at - start);
-    queue_.push(at, Event{EventType::Arrives, msg.kind, msg.to_stage, mb});
+    arrival(msg.kind, msg.to_stage, mb) = at;
+    end_ = std::max(end_, at);
+    if (waiting_[to]) {
+      waiting_[to] = 0;
+      runnable_.push_back(to);
+    }
   }
 
   // The optimizer step ends the device's step: after its last op, or after the all-reduce.
-  void start_optimizer(int d) {
+  void start_optimizer(int d, int64_t at) {
     int64_t dur = 0;
     for (int st : stages_of_[d]) dur += c_.stages[st].optimizer_ns;
     if (dur == 0) return;
-    if (recorder_) recorder_->optimizer(d, 0, now_, dur);
-    queue_.push(now_ + dur, Event{EventType::OptimizerDone, MessageKind::Activation, d, 0});
+    if (recorder_) recorder_->optimizer(d, 0, at, dur);
+    end_ = std::max(end_, at + dur);
   }
 
   // A replicated position's gradients are all-reduced once its last op is done; false when not replicated.
@@ -203,7 +257,10 @@ class PipelineSim {
     // The ring runs at its slowest hop (an inter-node hop when the replicas span nodes).
     const int64_t dur = allreduce_ns(h_.ring_link(devices), grad_bytes, r);
     if (recorder_) recorder_->allreduce(d, 0, now_, dur);
-    queue_.push(now_ + dur, Event{EventType::AllReduceDone, MessageKind::Activation, d, 0});
+    const int64_t done = now_ + dur;
+    end_ = std::max(end_, done);
+    if (recorder_) recorder_->memory(d, done, current_act_[d], current_total_[d] - current_act_[d]);
+    start_optimizer(d, done);
     return true;
   }
 
@@ -274,14 +331,17 @@ class PipelineSim {
     for (int st = 0; st < s_.stages(); ++st) out[s_.stage_device[st]].push_back(st);
     return out;
   }();
-  EventQueue<Event> queue_;
+  std::vector<std::size_t> first_op_;  // device d's ops are [first_op_[d], first_op_[d + 1]) in per-op arrays
+  std::vector<int> runnable_;          // devices to walk next
   int64_t now_ = 0, end_ = 0;
-  std::array<std::vector<int64_t>, 2> arrival_;  // per message kind, per (stage, micro-batch)
+  std::vector<int64_t> arrival_;  // per (stage, micro-batch, message kind); -1 until sent
+  std::vector<CutLink> cut_link_;  // per cut (index of the later stage): the transfer's link times
+  std::vector<OpRule> rules_;      // per (op kind, stage)
   std::vector<int64_t> held_, held_total_;  // per (stage, micro-batch): activations; everything
   std::vector<int64_t> current_total_, peak_total_;  // per device, above the static bytes
   std::vector<std::size_t> cursor_;
-  std::vector<uint8_t> running_;
-  std::vector<int64_t> busy_, current_act_, peak_act_;
+  std::vector<uint8_t> waiting_;  // parked until a send to the device
+  std::vector<int64_t> free_at_, busy_, current_act_, peak_act_;
   std::vector<LinkState> next_link_, prev_link_;
   std::map<std::pair<int, int>, LinkState> other_links_;
   StepReport report_;
@@ -289,6 +349,12 @@ class PipelineSim {
 };
 
 }  // namespace
+
+std::size_t op_offset(const Schedule& schedule, int device) {
+  std::size_t n = 0;
+  for (int d = 0; d < device; ++d) n += schedule.device_ops[d].size();
+  return n;
+}
 
 StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hardware& hardware,
                     const SimOptions& options) {

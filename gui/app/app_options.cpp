@@ -41,7 +41,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
       {"screenshot", "Render the main window to a PNG and exit", "FILE"},
       {"pin", "Plan file (pipescope.plan) pinned as A in the A/B tab", "FILE"},
-      {"tab", "Tab to show: timeline | layers | sweep | compare | plans | ab (default timeline; plans runs the search)",
+      {"tab", "Tab to show: timeline | layers | sweep | compare | plans | ab | distribution (default timeline; plans runs the search, distribution samples 1000 steps)",
        "NAME", "timeline"},
       {"size", "Window size WxH (default 1400x900)", "WxH", "1400x900"},
   });
@@ -71,8 +71,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.screenshot_path = p.value("screenshot");
   o.run_sweep = p.isSet("sweep");
   o.tab = p.value("tab");
-  if (!QStringList{"timeline", "layers", "sweep", "compare", "plans", "ab"}.contains(o.tab)) {
-    throw InputError("--tab: expected timeline, layers, sweep, compare, plans or ab, got \"" + o.tab.toStdString() + "\"");
+  if (!QStringList{"timeline", "layers", "sweep", "compare", "plans", "ab", "distribution"}.contains(o.tab)) {
+    throw InputError("--tab: expected timeline, layers, sweep, compare, plans, ab or distribution, got \"" + o.tab.toStdString() + "\"");
   }
   o.pin_path = p.value("pin");
   const QStringList wh = p.value("size").split('x');

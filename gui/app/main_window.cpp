@@ -27,6 +27,7 @@
 #include "gui/app/sweep_view.h"
 #include "gui/app/timeline_view.h"
 #include "gui/models/memory_curves.h"
+#include "gui/app/distribution_view.h"
 #include "gui/models/plan_search.h"
 #include "gui/models/timeline_merge.h"
 #include "gui/models/trace_reader.h"
@@ -87,6 +88,23 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow
   ab_view_ = new AbView(tabs_);
   ab_view_->set_models(&ab_, &pinned_timeline_, &timeline_);
   tabs_->addTab(ab_view_, "A/B");
+
+  distribution_view_ = new DistributionView(tabs_);
+  tabs_->addTab(distribution_view_, "Distribution");
+  connect(distribution_view_, &DistributionView::sampleRequested, this, [this] {
+    if (!evaluation_) return;
+    try {
+      distribution_view_->set_histogram(sample_plan(*evaluation_, hardware_for(current_inputs(), evaluation_->plan),
+                                                    distribution_view_->spec(), 40));
+    } catch (const std::exception& e) {
+      set_status(QString("sampling failed: ") + e.what(), true);
+    }
+  });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    if (tabs_->currentWidget() == distribution_view_ && distribution_view_->histogram().empty()) {
+      emit distribution_view_->sampleRequested();
+    }
+  });
 
   split->addWidget(tabs_);
   split->setStretchFactor(0, 0);
@@ -218,7 +236,7 @@ QWidget* MainWindow::current_chart() const {
 }
 
 void MainWindow::show_tab(const QString& name) {
-  const QStringList names = {"timeline", "layers", "sweep", "compare", "plans", "ab"};
+  const QStringList names = {"timeline", "layers", "sweep", "compare", "plans", "ab", "distribution"};
   tabs_->setCurrentIndex(std::max<int>(0, static_cast<int>(names.indexOf(name))));
 }
 
@@ -348,6 +366,8 @@ void MainWindow::run_sweep() {
 
 void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
   evaluation_ = std::move(e);
+  distribution_view_->set_histogram({});  // sampled for the previous plan
+  if (tabs_->currentWidget() == distribution_view_) emit distribution_view_->sampleRequested();
   const StepReport& r = evaluation_->report;
   layers_.set_plan(profile_, evaluation_->plan);
   timeline_.set_timeline(r.timeline, r.step_ns);

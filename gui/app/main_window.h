@@ -56,7 +56,7 @@ class MainWindow : public QMainWindow {
   void simulate();
   void wait_for_plan() { plan_worker_.wait(); }
   void run_sweep();
-  void show_tab(const QString& name);  // timeline | layers | sweep | compare | plans | ab
+  void show_tab(const QString& name);  // timeline | layers | sweep | compare | plans | ab | distribution
 
   // Plans: the planner's search for the current inputs (plan_search.h), off the GUI thread.
   void run_plans();
@@ -144,6 +144,7 @@ class MainWindow : public QMainWindow {
   CompareView* compare_view_ = nullptr;
   PlansView* plans_view_ = nullptr;
   AbView* ab_view_ = nullptr;
+  class DistributionView* distribution_view_ = nullptr;
 };
 
 }  // namespace pipescope::gui
