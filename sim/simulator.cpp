@@ -199,7 +199,6 @@ class PipelineSim {
     now_ = free_at;
     if (i == ops.size() && !ops.empty() && !start_allreduce(d)) start_optimizer(d, now_);
   }
-  }
 
   LinkState& link_state(int from, int to) {
     if (to == from + 1 || (to == 0 && from == K_ - 1)) return next_link_[from];
