@@ -97,6 +97,7 @@ class PipelineSim {
     if (o_.record_timeline) {
       recorder_.emplace(report_.timeline, K_);
       report_.timeline.events.reserve(s.num_ops());
+      report_.timeline.memory.reserve(2 * s.num_ops());  // one sample at each op's start and end
     }
   }
 
@@ -137,14 +138,12 @@ class PipelineSim {
     held_[i] += bytes;
     current_act_[d] += bytes;
     peak_act_[d] = std::max(peak_act_[d], current_act_[d]);
-    if (recorder_) recorder_->memory(d, now_, current_act_[d]);
   }
 
   void release(int d, std::size_t i) {
     current_act_[d] -= held_[i];
     held_[i] = 0;
     PS_INVARIANT(current_act_[d] >= 0, "a device freed more than it held");
-    if (recorder_) recorder_->memory(d, now_, current_act_[d]);
   }
 
   // What the op leaves held for its (stage, micro-batch), or frees: the total's side of charge/release.
