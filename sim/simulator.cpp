@@ -96,7 +96,7 @@ class PipelineSim {
     if (o_.op_starts_ns) o_.op_starts_ns->assign(first_op_[K_], -1);
     if (o_.record_timeline) {
       recorder_.emplace(report_.timeline, K_);
-      report_.timeline.events.reserve(s.num_ops());
+      report_.timeline.events.reserve(2 * s.num_ops());  // ops, and about one transfer per op
       report_.timeline.memory.reserve(2 * s.num_ops());  // one sample at each op's start and end
     }
   }
