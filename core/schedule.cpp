@@ -541,7 +541,8 @@ std::string schedule_diagram(const Schedule& s) {
     for (std::size_t k = 0; k < mine.size(); ++k) chunk[mine[k]] = static_cast<int>(k);
     most = std::max(most, static_cast<int>(mine.size()));
   }
-  const int cell = M > 99 ? 5 : (M > 9 ? 4 : 3);
+  // Room for the letter, the micro-batch, a chunk letter when devices hold several stages, and a space.
+  const int cell = (M > 99 ? 5 : (M > 9 ? 4 : 3)) + (most > 1 ? 1 : 0);
   std::ostringstream out;
   out << s.name << ", K = " << s.devices() << ", M = " << M;
   if (most > 1) out << ", " << S << " stages";
