@@ -20,6 +20,7 @@
 #include "core/profile.h"
 #include "core/schedule.h"
 #include "planner/ideal_lattice.h"
+#include "planner/model_graph.h"  // reorder_layers
 #include "planner/partition.h"
 #include "planner/stage_model.h"
 
@@ -120,8 +121,5 @@ DagPartition graph_optimal_partition(const GraphLattices& lattices, const Profil
 // The brute force the property test holds it to: every monotone labelling of the
 // layers with stage numbers (S^L of them; small graphs only).
 int64_t brute_force_dag_optimum(const DagStageCosts& costs);
-
-// The profile with its layers listed in `order` and its edges renumbered.
-Profile reorder_layers(const Profile& profile, const std::vector<int>& order);
 
 }  // namespace pipescope

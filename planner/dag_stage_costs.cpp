@@ -150,17 +150,4 @@ int64_t brute_force_dag_optimum(const DagStageCosts& costs) {
   return best;
 }
 
-Profile reorder_layers(const Profile& profile, const std::vector<int>& order) {
-  std::vector<int> position(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
-  Profile out = profile;
-  for (std::size_t i = 0; i < order.size(); ++i) out.layers[i] = profile.layers[order[i]];
-  for (auto& [from, to] : out.edges) {
-    from = position[from];
-    to = position[to];
-  }
-  std::sort(out.edges.begin(), out.edges.end());
-  return out;
-}
-
 }  // namespace pipescope

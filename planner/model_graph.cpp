@@ -90,7 +90,10 @@ Profile in_topological_order(const Profile& profile) {
   const std::vector<int> order = topological_order(profile.num_layers(), profile.edges, profile.source);
   bool identity = true;
   for (int i = 0; i < profile.num_layers(); ++i) identity = identity && order[i] == i;
-  if (identity) return profile;
+  return identity ? profile : reorder_layers(profile, order);
+}
+
+Profile reorder_layers(const Profile& profile, const std::vector<int>& order) {
   std::vector<int> position(order.size());
   for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
   Profile out = profile;

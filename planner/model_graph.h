@@ -24,6 +24,9 @@ std::vector<int> topological_order(int layers, const std::vector<std::pair<int, 
 // The profile with its layers permuted into a topological order and its edges
 // renumbered (unchanged when they already are); throws on a cycle.
 Profile in_topological_order(const Profile& profile);
+// The profile with layer order[i] at position i, its edges renumbered (order must be a
+// permutation; the planner's downset partitions use it to make stages contiguous).
+Profile reorder_layers(const Profile& profile, const std::vector<int>& order);
 
 // bytes[c] = what crosses the cut before layer c at micro-batch size `batch`:
 // the output of every layer u < c that feeds a layer at or after c, once each.
