@@ -3,6 +3,8 @@
 // the deterministic step; malformed flags exit 2 naming the flag.
 #include <gtest/gtest.h>
 
+#include "cli_run.h"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -12,21 +14,8 @@
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = std::string(PIPESCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = pipescope::testing::CliResult;
+Result run(const std::string& args) { return pipescope::testing::run_cli(args); }
 
 const std::string kPlan = std::string("simulate --profile ") + PIPESCOPE_SOURCE_DIR + "/profiles/gpt-tiny-cpu.json -K 4 -M 8";
 

@@ -1,6 +1,8 @@
 // The `pipescope` command end to end: exit codes, messages, JSON keys, output files.
 #include <gtest/gtest.h>
 
+#include "cli_run.h"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -14,21 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(PIPESCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = pipescope::testing::CliResult;
+Result run(const std::string& args) { return pipescope::testing::run_cli(args); }
 
 std::string profile(const std::string& name) { return std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/" + name; }
 

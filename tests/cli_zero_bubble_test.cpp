@@ -3,6 +3,8 @@
 // rule; zb-v fills in its 2 chunks; plan's default --schedules lists all eight.
 #include <gtest/gtest.h>
 
+#include "cli_run.h"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -11,21 +13,8 @@
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = std::string(PIPESCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = pipescope::testing::CliResult;
+Result run(const std::string& args) { return pipescope::testing::run_cli(args); }
 
 const std::string kProfile = std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-tiny-cpu.json";
 
