@@ -33,6 +33,10 @@ void add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, throughput, bubble and memory of a plan");
   args->plan.add_to(cmd);
+  cmd->add_option("--steps", args->plan.steps,
+                  "Training steps to simulate: pipedream and 2bw run them without a flush, the others with one; "
+                  "> 1 adds the steady-state step time and throughput and the start-up cost")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
@@ -45,8 +49,9 @@ void add_simulate_command(CLI::App& app) {
     args->gates.check(args->json, !args->plan.hardware_path.empty(),
                       {{"--output", args->output_path}, {"--trace", args->trace_path}});
     ResolvedPlan r = resolve(args->plan);
-    if (!args->trace_path.empty() && r.schedule.num_ops() > kMaxTraceOps) {
-      throw InputError("--trace: the schedule has " + std::to_string(r.schedule.num_ops()) +
+    const std::size_t traced_ops = r.schedule.num_ops() * (r.schedule.asynchronous() ? 1 : args->plan.steps);
+    if (!args->trace_path.empty() && traced_ops > kMaxTraceOps) {
+      throw InputError("--trace: the steps simulated hold " + std::to_string(traced_ops) +
                        " ops; a trace is limited to " + std::to_string(kMaxTraceOps) +
                        " (reduce --microbatches, or simulate without --trace)");
     }
@@ -54,6 +59,7 @@ void add_simulate_command(CLI::App& app) {
     SimOptions options;
     options.model = r.profile.model;
     options.record_timeline = !args->trace_path.empty();
+    options.steps = args->plan.steps;
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
     const StepFacts facts = step_facts(report, r.hardware.memory_bytes);
     const std::vector<GateResult> gates = args->gates.evaluate(facts);

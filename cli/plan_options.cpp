@@ -1,5 +1,6 @@
 #include "cli/plan_options.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -98,7 +99,13 @@ ResolvedPlan resolve(const PlanOptions& o) {
     throw InputError("--stages " + std::to_string(r.plan.pipeline_devices()) + " needs " + std::to_string(needed) +
                      " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
   }
-  r.schedule = schedule_for(r.plan);
+  const bool replicated = std::any_of(r.plan.stages.begin(), r.plan.stages.end(),
+                                     [](const PlanStage& st) { return st.devices.size() > 1; });
+  if (replicated && is_asynchronous(r.plan.schedule) && r.plan.schedule_file.empty()) {
+    throw InputError("--replicas: " + to_string(r.plan.schedule) + " runs one replica per stage for now "
+                     "(PipeDream's round-robin replication is not built); use --replicas 1");
+  }
+  r.schedule = schedule_for(r.plan, o.steps);
   if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs
     r.schedule = schedule_for_costs(r.plan, build_cost_model(r.profile, r.plan, r.hardware), r.hardware);
   }

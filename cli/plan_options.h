@@ -31,6 +31,7 @@ struct PlanOptions {
   double microbatch_size = 0;
   bool recompute = false;
   std::string partition = "optimal";
+  int steps = 1;  // set by the command (simulate --steps, run --steps): steps an asynchronous schedule holds
 
   void add_to(CLI::App* cmd);
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/cost_model.h"
+#include "core/error.h"
 
 namespace pipescope {
 
@@ -98,6 +99,80 @@ StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool
   }
   at(OpKind::BackwardWeight) = {w, 0};
   return out;
+}
+
+WeightVersions::WeightVersions(const Schedule& s)
+    : mode_(s.weight_update), step_microbatches_(s.step_microbatches()), steps_(s.steps) {
+  if (mode_ == WeightUpdate::Stash) {
+    version_of_.assign(static_cast<std::size_t>(s.microbatches()), -1);
+    users_.assign(static_cast<std::size_t>(s.microbatches()) + 1, 0);
+  }
+  if (mode_ == WeightUpdate::DoubleBuffer) freed_in_step_.assign(static_cast<std::size_t>(steps_), 0);
+}
+
+bool WeightVersions::available(int version) const {
+  return version == current_ || std::binary_search(kept_.begin(), kept_.end(), version);
+}
+
+int WeightVersions::use(const Op& op) {
+  const int t = op.microbatch / step_microbatches_;
+  switch (mode_) {
+    case WeightUpdate::Flush: return t;
+    case WeightUpdate::Stash: {
+      int& v = version_of_[op.microbatch];
+      if (v < 0) {  // the micro-batch's first op (its F) takes the current version
+        v = current_;
+        ++users_[v];
+      }
+      return v;
+    }
+    case WeightUpdate::DoubleBuffer: {
+      const int v = std::max(t - 1, 0);
+      if (!available(v)) {
+        throw InputError(std::string(1, op_letter(op.kind)) + "(stage " + std::to_string(op.stage) +
+                         ", micro-batch " + std::to_string(op.microbatch) + ") of step " + std::to_string(t) +
+                         " needs weight version " + std::to_string(v) + " but its stage holds " +
+                         (v > current_ ? "only up to version " + std::to_string(current_) +
+                                             " (the update of step " + std::to_string(v - 1) + " comes later)"
+                                       : "no longer (dropped)"));
+      }
+      return v;
+    }
+  }
+  return 0;
+}
+
+WeightVersions::Update WeightVersions::finish(const Op& op) {
+  Update u;
+  if (mode_ == WeightUpdate::Flush || !op_frees(op.kind)) return u;
+  auto drop = [&](int v) {
+    auto it = std::lower_bound(kept_.begin(), kept_.end(), v);
+    if (it == kept_.end() || *it != v) return;
+    kept_.erase(it);
+    u.dropped.push_back(v);
+  };
+  bool keep = false;
+  if (mode_ == WeightUpdate::Stash) {
+    const int v = version_of_[op.microbatch];
+    if (--users_[v] == 0) drop(v);
+    keep = users_[current_] > 0;
+  } else {
+    const int t = op.microbatch / step_microbatches_;
+    if (++freed_in_step_[t] < step_microbatches_) return u;
+    if (current_ != t) {
+      throw InputError("stage " + std::to_string(op.stage) + " finishes step " + std::to_string(t) +
+                       " before step " + std::to_string(current_) + " (2bw updates once per step, in order)");
+    }
+    if (t >= 1) drop(t - 1);
+    keep = t + 1 < steps_;  // step t + 1 runs on version t
+  }
+  if (keep) {
+    kept_.push_back(current_);  // current_ is the newest version: kept_ stays ascending
+    u.kept = current_;
+  }
+  u.happens = true;
+  ++current_;
+  return u;
 }
 
 int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor) {

@@ -32,6 +32,20 @@
 //     at the end of an op     held += OpMemory::held (B and W: everything of (s,m) freed)
 //   a replicated position's gradient all-reduce holds one flat copy of its gradients;
 //   the optimizer step (SGD, Adam: in place) holds nothing more.
+//   weight versions (Schedule::weight_update): under Flush a stage holds one version and
+//   its optimizer steps once, after its device's last op (and the all-reduce). Otherwise
+//   the op that frees (s,m) ends with the stage's weight update (an optimizer step of
+//   the stage's profile optimizer time on its device), when:
+//     Stash (PipeDream): after every micro-batch. F(s,m) runs on the stage's current
+//       version and every later op of (s,m) on the same one (weight stashing).
+//     DoubleBuffer (2BW): after the stage's M-th freed micro-batch of step t. Every op of
+//       a step-t micro-batch runs on version max(t-1, 0): W(t+1) = W(t) - lr g(t), g(t)
+//       computed on W(t-1).
+//   An update first drops the kept versions no op will use again (Stash: the freed
+//   micro-batch's; DoubleBuffer: version t-1), then keeps a copy of the current version
+//   when an op will still run on it, then steps the optimizer in place (current + 1).
+//   Each kept copy holds the stage's parameter bytes (weights only: one gradient buffer
+//   and one optimizer state). The simulator and the executor replay WeightVersions.
 //   replicated stage: runs at its slowest replica's speed; after its device's last op a
 //   ring all-reduce of the device's gradients: 2 (r-1)/r x bytes / bandwidth + 2 (r-1)
 //   latencies on the ring's slowest hop.
@@ -171,6 +185,38 @@ int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor);
 int64_t allreduce_ns(const Link& ring, int64_t gradient_bytes, int replicas);
 // A replicated stage runs at the pace of its slowest device.
 double slowest_speed(const Hardware& hardware, const std::vector<int>& devices);
+
+// The weight versions of one stage, replayed op by op in its device's order (the rules
+// above). The simulator counts their bytes; the executor keeps real copies by the same
+// calls and records the version each op ran on.
+//   WeightVersions v(schedule);  int used = v.use(op);  ...  auto u = v.finish(op);
+class WeightVersions {
+ public:
+  explicit WeightVersions(const Schedule& schedule);
+  // The version `op` runs on; call at its start. Throws InputError when a 2bw op needs a
+  // version its stage has not made yet or has dropped.
+  int use(const Op& op);
+  struct Update {
+    bool happens = false;      // the op ends with the stage's optimizer step
+    std::vector<int> dropped;  // kept versions freed first
+    int kept = -1;             // then the current version kept as a copy (-1: none)
+  };
+  // What the end of `op` does to the versions (nothing unless op_frees(op.kind)).
+  Update finish(const Op& op);
+  int current() const { return current_; }
+  int kept_copies() const { return static_cast<int>(kept_.size()); }
+  WeightUpdate mode() const { return mode_; }
+
+ private:
+  bool available(int version) const;
+  WeightUpdate mode_;
+  int step_microbatches_, steps_;
+  int current_ = 0;
+  std::vector<int> kept_;               // versions kept as copies, ascending
+  std::vector<int> version_of_;         // Stash: per micro-batch, the version its F ran on (-1 before)
+  std::vector<int> users_;              // Stash: per version, micro-batches in flight on it
+  std::vector<int> freed_in_step_;      // DoubleBuffer: per step, micro-batches freed so far
+};
 
 // Per (product, stage, micro-batch) flags: whether a result exists yet. The validator,
 // the diagram and the longest-path oracle walk schedules with it.

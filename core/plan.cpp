@@ -35,8 +35,8 @@ std::string Plan::schedule_name() const {
   return std::filesystem::path(schedule_file).stem().string();
 }
 
-Schedule schedule_for(const Plan& plan) {
-  if (plan.schedule_file.empty()) return make_schedule(plan.schedule_spec());  // generators are valid
+Schedule schedule_for(const Plan& plan, int steps) {
+  if (plan.schedule_file.empty()) return make_schedule(plan.schedule_spec(steps));  // generators are valid
   Schedule s = load_schedule_file(plan.schedule_file);
   if (plan.recompute && !s.recompute) s = with_recompute(std::move(s));
   const std::string where = plan.schedule_file;

@@ -43,8 +43,10 @@ struct Plan {
 
   int pipeline_devices() const { return static_cast<int>(stages.size()) / chunks; }
   double microbatch_size() const { return static_cast<double>(batch_size) / microbatches; }
-  ScheduleSpec schedule_spec() const {
-    return {schedule, pipeline_devices(), microbatches, chunks, recompute, max_inflight};
+  // `steps`: how many steps the op lists of an asynchronous kind hold (others: 1).
+  ScheduleSpec schedule_spec(int steps = 1) const {
+    return {schedule, pipeline_devices(), microbatches, chunks, recompute, max_inflight,
+            is_asynchronous(schedule) ? steps : 1};
   }
   std::vector<std::pair<int, int>> layer_ranges() const;
   // Model stage -> pipeline position: the first of the K first stages with its devices.
@@ -55,8 +57,9 @@ struct Plan {
 
 // The plan's schedule: generated from its kind, or read from its schedule file (then
 // validated and checked against the plan: same stages, positions, micro-batches and
-// re-materialisation). Throws InputError.
-Schedule schedule_for(const Plan& plan);
+// re-materialisation). An asynchronous kind (pipedream, 2bw) holds `steps` steps
+// without a flush; other kinds hold one step whatever `steps`. Throws InputError.
+Schedule schedule_for(const Plan& plan, int steps = 1);
 
 Plan load_plan(const std::string& path);
 Plan plan_from_json(const JsonReader& reader);

@@ -63,8 +63,29 @@ void TimelineRecorder::optimizer(int device, int replica, int64_t start_ns, int6
   t_.events.push_back({track, "optimizer", -1, -1, start_ns, duration_ns});
 }
 
-void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes) {
-  t_.memory.push_back({device, time_ns, activation_bytes, transient_bytes});
+void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes,
+                              int64_t weight_version_bytes) {
+  t_.memory.push_back({device, time_ns, activation_bytes, transient_bytes, weight_version_bytes});
+}
+
+void set_step_ends(StepReport& r, std::vector<int64_t> ends) {
+  r.steps = std::max<int>(1, static_cast<int>(ends.size()));
+  r.total_ns = ends.empty() ? 0 : ends.back();
+  r.step_ns = r.total_ns / r.steps;
+  r.throughput_samples_per_s =
+      r.total_ns > 0 ? static_cast<double>(r.batch_size) * r.steps * 1e9 / static_cast<double>(r.total_ns) : 0.0;
+  r.step_end_ns = std::move(ends);
+  r.steady_state_step_ns = r.startup_ns = 0;
+  r.steady_state_throughput_samples_per_s = 0;
+  if (r.steps < 2) return;
+  std::vector<int64_t> diffs;
+  const std::size_t last = r.step_end_ns.size() - (r.steps >= 3 ? 1 : 0);
+  for (std::size_t t = 1; t < last; ++t) diffs.push_back(r.step_end_ns[t] - r.step_end_ns[t - 1]);
+  std::sort(diffs.begin(), diffs.end());
+  r.steady_state_step_ns = diffs[diffs.size() / 2];
+  r.startup_ns = r.step_end_ns.front() - r.steady_state_step_ns;
+  r.steady_state_throughput_samples_per_s =
+      r.steady_state_step_ns > 0 ? static_cast<double>(r.batch_size) * 1e9 / r.steady_state_step_ns : 0.0;
 }
 
 bool StepReport::fits() const {
@@ -98,6 +119,10 @@ Json report_to_json(const StepReport& r) {
               {"transient_bytes", s.transient_bytes},
               {"peak_memory_bytes", s.peak_memory_bytes},
               {"fits", s.fits}};
+    if (r.weight_update != "flush") {
+      j["weight_versions"] = s.weight_versions;
+      j["weight_version_bytes"] = s.weight_version_bytes;
+    }
     if (s.layers.size() > 1) j["chunk_layers"] = ranges;
     stages.push_back(std::move(j));
   }
@@ -120,6 +145,17 @@ Json report_to_json(const StepReport& r) {
               {"fits", r.fits()},
               {"stages", std::move(stages)},
               {"notes", r.notes}};
+  if (r.weight_update != "flush") out["weight_update"] = r.weight_update;
+  if (r.steps > 1) {
+    out["steps"] = r.steps;
+    out["total_time_ms"] = ns_to_ms(r.total_ns);
+    Json ends = Json::array();
+    for (int64_t e : r.step_end_ns) ends.push_back(ns_to_ms(e));
+    out["step_end_ms"] = std::move(ends);
+    out["steady_state_step_time_ms"] = ns_to_ms(r.steady_state_step_ns);
+    out["steady_state_throughput_samples_per_s"] = r.steady_state_throughput_samples_per_s;
+    out["startup_ms"] = ns_to_ms(r.startup_ns);
+  }
   return out;
 }
 
@@ -145,6 +181,17 @@ StepReport report_from_json(const JsonReader& r) {
   rep.throughput_samples_per_s = r["throughput_samples_per_s"].as_double(0.0);
   rep.bubble_fraction = r["bubble_fraction"].as_double(-1.0, 1.0);
   rep.simulated_ops = r.has("simulated_ops") ? r["simulated_ops"].as_int(0) : 0;
+  if (r.has("weight_update")) rep.weight_update = r["weight_update"].as_string();
+  if (r.has("steps")) {
+    rep.steps = static_cast<int>(r["steps"].as_int(1, 1 << 20));
+    rep.total_ns = ms_to_ns_exact(r["total_time_ms"].as_double(0.0, 1e12));
+    rep.steady_state_step_ns = ms_to_ns_exact(r["steady_state_step_time_ms"].as_double(0.0, 1e12));
+    rep.steady_state_throughput_samples_per_s = r["steady_state_throughput_samples_per_s"].as_double(0.0);
+    rep.startup_ns = ms_to_ns_exact(r["startup_ms"].as_double(-1e12, 1e12));
+    if (r.has("step_end_ms")) {
+      for (const JsonReader& e : r["step_end_ms"].items()) rep.step_end_ns.push_back(ms_to_ns_exact(e.as_double(0.0, 1e12)));
+    }
+  }
   for (const JsonReader& s : r["stages"].items()) {
     StageReport st;
     st.index = static_cast<int>(s["index"].as_int(0, kMaxDevices));
@@ -171,6 +218,8 @@ StepReport report_from_json(const JsonReader& r) {
     st.gradient_bytes = optional_bytes("gradient_bytes");
     st.optimizer_bytes = optional_bytes("optimizer_bytes");
     st.transient_bytes = optional_bytes("transient_bytes");
+    st.weight_version_bytes = optional_bytes("weight_version_bytes");
+    st.weight_versions = s.has("weight_versions") ? static_cast<int>(s["weight_versions"].as_int(1, 1 << 30)) : 1;
     st.fits = s.has("fits") ? s["fits"].as_bool() : true;
     rep.stages.push_back(std::move(st));
   }
@@ -212,12 +261,23 @@ std::string report_table(const StepReport& r) {
                 format_ms(r.step_ns).c_str(), r.throughput_samples_per_s, 100.0 * r.bubble_fraction,
                 static_cast<long long>(r.simulated_ops));
   out << buf;
-  out << "\nstage  layers        busy ms     bubble   static      peak act.   peak memory\n";
+  if (r.steps > 1) {
+    std::snprintf(buf, sizeof buf,
+                  "%d steps in %s ms: steady-state step %s ms (%.2f samples/s), start-up %s ms%s\n", r.steps,
+                  format_ms(r.total_ns).c_str(), format_ms(r.steady_state_step_ns).c_str(),
+                  r.steady_state_throughput_samples_per_s, format_ms(r.startup_ns).c_str(),
+                  r.weight_update == "flush" ? ", a flush between steps" : ", no flush between steps");
+    out << buf;
+  }
+  const bool versions = r.weight_update != "flush";
+  out << "\nstage  layers        busy ms     bubble   static      peak act.   peak memory"
+      << (versions ? "   weight versions" : "") << "\n";
   for (const StageReport& s : r.stages) {
     std::string layers;
     for (std::size_t i = 0; i < s.layers.size(); ++i) {
-      layers += (i ? "," : "") + std::string("[") + std::to_string(s.layers[i].first) + "," +
-                std::to_string(s.layers[i].second) + ")";
+      char range[64];
+      std::snprintf(range, sizeof range, "%s[%d,%d)", i ? "," : "", s.layers[i].first, s.layers[i].second);
+      layers.append(range);
     }
     std::snprintf(buf, sizeof buf, "%5d  %-12s %9s   %6.2f%%   %-10s  %-10s  %-10s%s\n", s.index,
                   layers.c_str(), format_ms(s.busy_ns).c_str(), 100.0 * s.bubble_fraction,
@@ -225,7 +285,14 @@ std::string report_table(const StepReport& r) {
                   format_bytes(static_cast<double>(s.peak_activation_bytes)).c_str(),
                   format_bytes(static_cast<double>(s.peak_memory_bytes)).c_str(),
                   s.fits ? "" : "  DOES NOT FIT");
-    out << buf;
+    std::string line = buf;
+    if (versions) {
+      line.pop_back();  // the newline
+      std::snprintf(buf, sizeof buf, "  %d (+%s)\n", s.weight_versions,
+                    format_bytes(static_cast<double>(s.weight_version_bytes)).c_str());
+      line.append(buf);
+    }
+    out << line;
   }
   if (r.memory_limit_bytes > 0) {
     out << "device memory " << format_bytes(static_cast<double>(r.memory_limit_bytes))

@@ -32,6 +32,8 @@ struct MemorySample {
   // prediction's sample at an op's start carries the op's highest point, so the largest
   // static + activation + transient of a device equals its peak_memory_bytes.
   int64_t transient_bytes = 0;
+  // Extra weight versions held (asynchronous schedules: kept copies; 0 otherwise).
+  int64_t weight_version_bytes = 0;
 };
 
 struct Timeline {
@@ -60,7 +62,8 @@ class TimelineRecorder {
   void allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns);
   // The optimizer step at the end of the step, on the device's own track.
   void optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns);
-  void memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes = 0);
+  void memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes = 0,
+              int64_t weight_version_bytes = 0);
 
  private:
   Timeline& t_;
@@ -77,9 +80,13 @@ struct StageReport {
   int64_t static_bytes = 0;                      // weights + gradients + optimizer state
   int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;  // its parts
   int64_t peak_activation_bytes = 0;
-  // What the peak holds beyond static + peak activations: the transients' share of it.
+  // Asynchronous schedules: the most weight versions held at once (1 + kept copies) and
+  // the kept copies' bytes then (pipedream: K - s versions on position s; 2bw: 2).
+  int weight_versions = 1;
+  int64_t weight_version_bytes = 0;
+  // What the peak holds beyond static + peak activations + weight versions: the transients' share.
   int64_t transient_bytes = 0;
-  int64_t peak_memory_bytes = 0;                 // static + peak activations + transient_bytes
+  int64_t peak_memory_bytes = 0;  // static + weight versions + peak activations + transient_bytes
   bool fits = true;
 };
 
@@ -94,8 +101,17 @@ struct StepReport {
   int64_t batch_size = 1;
   bool recompute = false;
   int64_t memory_limit_bytes = 0;  // 0 = unbounded
-  int64_t step_ns = 0;
+  int64_t step_ns = 0;  // one step; over several steps their mean (total_ns / steps)
   double throughput_samples_per_s = 0;
+  std::string weight_update = "flush";  // Schedule::weight_update: flush, stash, double-buffer
+  // Several steps (simulate --steps N, or an asynchronous schedule's op lists): when each
+  // ended, from the first op's start; the rest follows from them (set_step_ends).
+  int steps = 1;
+  std::vector<int64_t> step_end_ns;
+  int64_t total_ns = 0;              // the last step's end
+  int64_t steady_state_step_ns = 0;  // once the pipeline has filled (steps > 1)
+  double steady_state_throughput_samples_per_s = 0;
+  int64_t startup_ns = 0;            // the first step's time beyond a steady-state step: the fill
   double bubble_fraction = 0;
   int64_t simulated_ops = 0;
   std::vector<StageReport> stages;
@@ -105,6 +121,13 @@ struct StepReport {
   bool fits() const;
   int64_t peak_memory_bytes() const;  // largest over stages
 };
+
+// Sets steps, total_ns, step_ns (the mean), throughput and the steady state from each
+// step's end time. The steady-state step is the median of the step-to-step differences
+// after the first step, leaving out the last one when there are 3 or more steps (the
+// drain ends the last step early under an asynchronous schedule); start-up is the first
+// step's end minus it. With one step only step_ns, total_ns and throughput are set.
+void set_step_ends(StepReport& report, std::vector<int64_t> step_end_ns);
 
 Json report_to_json(const StepReport& report);
 StepReport report_from_json(const JsonReader& reader);  // timeline is not read back

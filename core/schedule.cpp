@@ -23,6 +23,8 @@ std::string to_string(ScheduleKind kind) {
     case ScheduleKind::ZeroBubbleV: return "zb-v";
     case ScheduleKind::DualPipeV: return "dualpipev";
     case ScheduleKind::ZeroBubbleAuto: return "zb-auto";
+    case ScheduleKind::PipeDream: return "pipedream";
+    case ScheduleKind::PipeDream2BW: return "2bw";
   }
   return "?";
 }
@@ -41,14 +43,15 @@ const std::vector<ScheduleKind>& schedule_kinds() {
   static const std::vector<ScheduleKind> kinds = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
                                                   ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1,
                                                   ScheduleKind::ZeroBubbleH2, ScheduleKind::ZeroBubbleV,
-                                                  ScheduleKind::DualPipeV, ScheduleKind::ZeroBubbleAuto};
+                                                  ScheduleKind::DualPipeV, ScheduleKind::ZeroBubbleAuto,
+                                                  ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW};
   return kinds;
 }
 
 std::vector<ScheduleKind> default_search_schedules() {
   std::vector<ScheduleKind> out;
   for (ScheduleKind k : schedule_kinds()) {
-    if (k != ScheduleKind::ZeroBubbleAuto) out.push_back(k);
+    if (k != ScheduleKind::ZeroBubbleAuto && !is_asynchronous(k)) out.push_back(k);
   }
   return out;
 }
@@ -159,6 +162,11 @@ void check_schedule_spec(const ScheduleSpec& spec) {
     throw InputError("--max-inflight: only zb-auto takes a cap of alive micro-batches");
   }
   if (spec.chunks < 1) throw InputError("chunks: expected at least 1, got " + std::to_string(spec.chunks));
+  if (spec.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(spec.steps));
+  if (spec.steps > 1 && !is_asynchronous(spec.kind)) {
+    throw InputError("steps: only the asynchronous schedules (pipedream, 2bw) run several steps in one op list; " +
+                     to_string(spec.kind) + " flushes after every step");
+  }
   const int need = required_chunks(spec.kind);
   if (need == 1 && spec.chunks != 1) {
     throw InputError("chunks: only the interleaved schedule takes more than 1 chunk per device");
@@ -168,11 +176,11 @@ void check_schedule_spec(const ScheduleSpec& spec) {
                      std::to_string(spec.chunks));
   }
   int64_t per_pair = spec.kind == ScheduleKind::GPipe || spec.kind == ScheduleKind::OneFOneB ||
-                             spec.kind == ScheduleKind::Interleaved
+                             spec.kind == ScheduleKind::Interleaved || is_asynchronous(spec.kind)
                          ? 2
                          : 3;
   if (spec.recompute) ++per_pair;
-  int64_t ops = per_pair * spec.devices * spec.chunks * static_cast<int64_t>(spec.microbatches);
+  int64_t ops = per_pair * spec.devices * spec.chunks * static_cast<int64_t>(spec.microbatches) * spec.steps;
   if (ops > kMaxScheduleOps) {
     throw InputError("schedule would hold " + std::to_string(ops) + " ops; the limit is " +
                      std::to_string(kMaxScheduleOps) + " (reduce stages or microbatches)");
@@ -365,6 +373,8 @@ Schedule make_schedule(const ScheduleSpec& spec) {
     case ScheduleKind::DualPipeV: return make_dualpipev(spec.devices, spec.microbatches, spec.recompute);
     case ScheduleKind::ZeroBubbleAuto:
       return make_zb_auto_unit(spec.devices, spec.microbatches, spec.max_inflight, spec.recompute);
+    case ScheduleKind::PipeDream: return make_pipedream(spec.devices, spec.microbatches, spec.steps, spec.recompute);
+    case ScheduleKind::PipeDream2BW: return make_2bw(spec.devices, spec.microbatches, spec.steps, spec.recompute);
   }
   throw InputError("unknown schedule kind");
 }
@@ -454,6 +464,14 @@ void validate_schedule(const Schedule& s, const std::string& source) {
   if (K < 1 || K > kMaxDevices) throw InputError(where + "expected 1 to " + std::to_string(kMaxDevices) + " devices");
   if (S < 1) throw InputError(where + "expected at least one stage");
   if (M < 1) throw InputError(where + "expected at least one micro-batch");
+  if (s.steps < 1 || M % s.steps != 0) {
+    throw InputError(where + "steps: expected a positive divisor of the " + std::to_string(M) +
+                     " micro-batches, got " + std::to_string(s.steps));
+  }
+  if (s.steps > 1 && !s.asynchronous()) {
+    throw InputError(where + "steps: " + std::to_string(s.steps) + " steps in one op list need an asynchronous "
+                     "weight update (stash or double-buffer); a flushed schedule holds one step");
+  }
   if (static_cast<int64_t>(S) * M * 5 > kMaxScheduleOps) {
     throw InputError(where + "too large: " + std::to_string(S) + " stages x " + std::to_string(M) + " micro-batches");
   }
@@ -511,6 +529,7 @@ void validate_schedule(const Schedule& s, const std::string& source) {
     }
   }
   walk_in_dependency_order(s, source, [](int, std::size_t) {});
+  validate_weight_versions(s, where);
 }
 
 std::string schedule_diagram(const Schedule& s) {

@@ -27,6 +27,17 @@ enum class ScheduleKind {
   ZeroBubbleV,     // zb-v: V-shape, 2 chunks per device, 1F1B's activation memory
   DualPipeV,       // dualpipev: DeepSeek's V-shape, M >= 2K
   ZeroBubbleAuto,  // zb-auto: a searched order under a cap of alive micro-batches
+  PipeDream,       // pipedream: 1F1B across steps without a flush, weight stashing (asynchronous)
+  PipeDream2BW,    // 2bw: PipeDream-2BW, two weight versions, updates one step late (asynchronous)
+};
+// How a stage's weights change along its op list (core/op_rules.h's WeightVersions
+// states the rules; docs/pipedream.md explains them).
+enum class WeightUpdate : uint8_t {
+  Flush,         // synchronous: gradients accumulate over the step; one optimizer step after its last op
+  Stash,         // PipeDream: each micro-batch's backward updates its stage at once; F stashes the
+                 // version it used so that its backward uses the same one
+  DoubleBuffer,  // PipeDream-2BW: step t runs on version max(t-1, 0); its accumulated gradient
+                 // makes W(t+1) = W(t) - lr g(t) when the stage's last micro-batch of t is done
 };
 enum class OpKind : uint8_t {
   Forward,         // F
@@ -42,8 +53,12 @@ ScheduleKind parse_schedule_kind(const std::string& name);  // throws InputError
 const std::vector<ScheduleKind>& schedule_kinds();
 std::string schedule_kind_names(const std::string& separator = " | ");  // "gpipe | 1f1b | ..."
 // What `plan` and `sweep` search by default: every built-in except zb-auto, whose order
-// is searched per plan on its costs (ask for it with --schedules ...,zb-auto).
+// is searched per plan on its costs (ask for it with --schedules ...,zb-auto), and the
+// asynchronous ones (plan --allow-async).
 std::vector<ScheduleKind> default_search_schedules();
+// Whether the kind's steps overlap without a flush (pipedream, 2bw): not synchronous SGD.
+bool is_asynchronous(ScheduleKind kind);
+std::string to_string(WeightUpdate update);  // "flush", "stash", "double-buffer"
 std::string to_string(OpKind kind);         // "forward", "backward", ...
 char op_letter(OpKind kind);                // F B I W R (PyTorch's letters; R = recompute)
 bool parse_op_letter(char letter, OpKind& kind);  // false for any other letter
@@ -62,18 +77,25 @@ struct ScheduleSpec {
   int chunks = 1;        // v, model chunks per device (interleaved; 2 for zb-v and dualpipev)
   bool recompute = false;
   int max_inflight = 0;  // zb-auto: micro-batches alive per device (0: K, 1F1B's first stage)
+  int steps = 1;         // pipedream, 2bw: steps the op lists run without a flush (others: 1)
 };
 
 struct Schedule {
   std::string name = "custom";                 // "1f1b", "zb-h1", a file's name: for reports only
-  int num_microbatches = 1;                    // M
+  int num_microbatches = 1;                    // micro-batches in the op lists: M x steps
   bool recompute = false;                      // F keeps only the stage input; R(s,m) re-runs it
+  WeightUpdate weight_update = WeightUpdate::Flush;
+  int steps = 1;                               // training steps the op lists hold (> 1 only without a flush)
   std::vector<int> stage_device;               // model stage -> device (pipeline position)
   std::vector<std::vector<Op>> device_ops;     // per device, in execution order
 
   int devices() const { return static_cast<int>(device_ops.size()); }
   int stages() const { return static_cast<int>(stage_device.size()); }
   int microbatches() const { return num_microbatches; }
+  // Micro-batches per training step (M); micro-batch n belongs to step n / M.
+  int step_microbatches() const { return num_microbatches / steps; }
+  int step_of(int microbatch) const { return microbatch / step_microbatches(); }
+  bool asynchronous() const { return weight_update != WeightUpdate::Flush; }
   // Stages per device (Megatron's v) when every device holds as many; else 0.
   int chunks() const;
   // The stages on `device`, in model order.
@@ -97,6 +119,11 @@ Schedule make_dualpipev(int devices, int microbatches, bool recompute = false);
 // zb-auto's constructive order with unit times (F = I = W, free hops); the planner's
 // search_zero_bubble (planner/zero_bubble_search.h) improves it with the plan's costs.
 Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool recompute = false);
+// core/schedule_async.cpp: PipeDream's 1F1B over `steps` x M micro-batches without a
+// flush, with weight stashing, and PipeDream-2BW's (the same order, double-buffered
+// weights; needs M >= K so that two versions suffice).
+Schedule make_pipedream(int devices, int microbatches, int steps, bool recompute = false);
+Schedule make_2bw(int devices, int microbatches, int steps, bool recompute = false);
 // Model chunks per device that `kind` needs: 2 for the V-shapes, 0 when any number
 // (interleaved), else 1.
 int required_chunks(ScheduleKind kind);
@@ -116,6 +143,11 @@ std::vector<int> stage_device_map(ScheduleKind kind, int devices, int chunks);
 // make progress (names the cycle of waiting devices). `source` prefixes the message
 // (a file name) when given.
 void validate_schedule(const Schedule& schedule, const std::string& source = "");
+
+// core/schedule_async.cpp: throws InputError when an op of a double-buffered schedule
+// (2bw) needs a weight version its stage has not made yet or has already dropped.
+// `where` prefixes the message.
+void validate_weight_versions(const Schedule& schedule, const std::string& where);
 
 // Text diagram: one row per device, one cell per op ("F3" = forward of micro-batch 3).
 std::string schedule_diagram(const Schedule& schedule);

@@ -62,6 +62,19 @@ class PipelineSim {
                          " in the plan but on device " + std::to_string(s.stage_device[st]) + " in the schedule");
       }
     }
+    if (s.asynchronous()) {
+      for (const auto& replicas : c.position_devices) {
+        if (replicas.size() > 1) {
+          throw InputError(s.name + ": replicated stages are not supported under asynchronous schedules yet "
+                           "(PipeDream's round-robin replication); use --replicas 1");
+        }
+      }
+      versions_.resize(S_);
+      for (int st = 0; st < S_; ++st) versions_[st].emplace(s);
+    }
+    step_end_.assign(static_cast<std::size_t>(s.steps), 0);
+    version_bytes_.assign(K_, 0);
+    peak_versions_.assign(K_, 1);
     const std::size_t n = static_cast<std::size_t>(S_) * M_;
     arrival_.assign(2 * n, -1);
     held_.assign(n, 0);
@@ -152,7 +165,10 @@ class PipelineSim {
     const int64_t change = op_frees(op.kind) ? -held_total_[i] : c_.stages[op.stage].memory[s_.recompute].of(op.kind).held;
     held_total_[i] += change;
     current_total_[d] += change;
-    if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] - current_act_[d]);
+    if (recorder_) {
+      recorder_->memory(d, now_, current_act_[d], current_total_[d] - current_act_[d] - version_bytes_[d],
+                        version_bytes_[d]);
+    }
     PS_INVARIANT(current_total_[d] >= 0 && held_total_[i] >= 0, "a device freed more than it held");
   }
 
@@ -185,18 +201,49 @@ class PipelineSim {
       // Stash and transients together: the op's peak over what the device holds (op_rules.h).
       const int64_t op_peak = cost.memory[s_.recompute].of(op.kind).peak;
       peak_total_[d] = std::max(peak_total_[d], current_total_[d] + op_peak);
-      if (recorder_) recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d]);
-      if (recorder_) recorder_->op(d, 0, op, now_, dur);
+      if (recorder_) {
+        recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d] - version_bytes_[d],
+                          version_bytes_[d]);
+        recorder_->op(d, 0, op, now_, dur);
+      }
+      if (!versions_.empty()) versions_[op.stage]->use(op);
       now_ = free_at = start + dur;
       if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
       hold(d, op);
       if (rule.sends) send(*rule.sends, op.microbatch, first + i);
+      if (!versions_.empty()) free_at = update_weights(d, op, free_at);
+      int64_t& step_end = step_end_[s_.step_of(op.microbatch)];
+      step_end = std::max(step_end, free_at);
     }
     cursor_[d] = i;
     free_at_[d] = free_at;
     end_ = std::max(end_, free_at);
     now_ = free_at;
-    if (i == ops.size() && !ops.empty() && !start_allreduce(d)) start_optimizer(d, now_);
+    if (i == ops.size() && !ops.empty() && versions_.empty() && !start_allreduce(d)) start_optimizer(d, now_);
+  }
+
+  // Asynchronous schedules: the end of an op that frees a micro-batch may update its
+  // stage's weights (core/op_rules.h's WeightVersions): drop versions, keep a copy of the
+  // current one, then the optimizer step on the device. Returns when the device is free.
+  int64_t update_weights(int d, const Op& op, int64_t at) {
+    const WeightVersions::Update u = versions_[op.stage]->finish(op);
+    if (!u.happens) return at;
+    const int64_t params = c_.stages[op.stage].parameter_bytes;
+    const int64_t change = params * ((u.kept >= 0 ? 1 : 0) - static_cast<int64_t>(u.dropped.size()));
+    version_bytes_[d] += change;
+    current_total_[d] += change;
+    peak_total_[d] = std::max(peak_total_[d], current_total_[d]);
+    int copies = 0;
+    for (int st : stages_of_[d]) copies += versions_[st]->kept_copies();
+    peak_versions_[d] = std::max(peak_versions_[d], 1 + copies);
+    const int64_t dur = c_.stages[op.stage].optimizer_ns;
+    if (recorder_) {
+      recorder_->memory(d, at, current_act_[d], current_total_[d] - current_act_[d] - version_bytes_[d],
+                        version_bytes_[d]);
+      if (dur > 0) recorder_->optimizer(d, 0, at, dur);
+    }
+    end_ = std::max(end_, at + dur);
+    return at + dur;
   }
 
   LinkState& link_state(int from, int to) {
@@ -273,9 +320,11 @@ class PipelineSim {
     r.batch_size = c_.batch_size;
     r.recompute = s_.recompute;
     r.memory_limit_bytes = h_.memory_bytes;
-    r.step_ns = end_;
+    r.microbatches = s_.step_microbatches();
+    r.weight_update = to_string(s_.weight_update);
     r.simulated_ops = static_cast<int64_t>(s_.num_ops());
-    r.throughput_samples_per_s = end_ > 0 ? static_cast<double>(c_.batch_size) * 1e9 / end_ : 0.0;
+    step_end_.back() = end_;  // the last step ends with the run (its last transfer or optimizer step)
+    set_step_ends(r, step_end_);
     int64_t total_busy = 0;
     for (int d = 0; d < K_; ++d) {
       StageReport st;
@@ -295,7 +344,10 @@ class PipelineSim {
       st.optimizer_bytes = st.static_bytes - 2 * params;
       st.peak_activation_bytes = peak_act_[d];
       st.peak_memory_bytes = st.static_bytes + peak_total_[d];
-      st.transient_bytes = st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes;
+      st.weight_versions = peak_versions_[d];
+      st.weight_version_bytes = (peak_versions_[d] - 1) * params;
+      st.transient_bytes = std::max<int64_t>(
+          0, st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes - st.weight_version_bytes);
       st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
       r.stages.push_back(std::move(st));
     }
@@ -306,6 +358,15 @@ class PipelineSim {
     }
     if (!c_.extrapolation_note.empty()) r.notes.push_back(c_.extrapolation_note);
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
+    if (s_.asynchronous()) {
+      r.notes.push_back(s_.name + " is asynchronous: steps overlap without a flush and backward passes use stale "
+                        "weights (" + (s_.weight_update == WeightUpdate::Stash
+                                           ? "weight stashing: each micro-batch's backward uses the version its "
+                                             "forward saw; an optimizer step after every micro-batch"
+                                           : "2BW: step t runs on version t-1; W(t+1) = W(t) - lr g(t), one "
+                                             "optimizer step per step") +
+                        "); peak memory counts the extra weight versions (weight_versions)");
+    }
     if (c_.transients_counted) {
       r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations + transients "
                         "(tensors received and sent, the loss gradient, output gradients held from I to W, each "
@@ -342,6 +403,10 @@ class PipelineSim {
   std::vector<int64_t> free_at_, busy_, current_act_, peak_act_;
   std::vector<LinkState> next_link_, prev_link_;
   std::map<std::pair<int, int>, LinkState> other_links_;
+  std::vector<std::optional<WeightVersions>> versions_;  // per stage; empty under a flush
+  std::vector<int64_t> version_bytes_;  // per device: kept weight copies (in current_total_ too)
+  std::vector<int> peak_versions_;      // per device: most weight versions held at once
+  std::vector<int64_t> step_end_;       // per step: when its last op (and update) ended
   StepReport report_;
   std::optional<TimelineRecorder> recorder_;
 };
@@ -354,9 +419,41 @@ std::size_t op_offset(const Schedule& schedule, int device) {
   return n;
 }
 
+namespace {
+
+// A flushed step repeated: step t spans [t T, (t + 1) T); the timeline gets every copy.
+void repeat_step(StepReport& r, int steps) {
+  const int64_t T = r.step_ns;
+  std::vector<int64_t> ends;
+  for (int t = 0; t < steps; ++t) ends.push_back((t + 1) * T);
+  Timeline& tl = r.timeline;
+  const std::size_t events = tl.events.size(), samples = tl.memory.size();
+  tl.events.reserve(events * steps);
+  tl.memory.reserve(samples * steps);
+  for (int t = 1; t < steps; ++t) {
+    for (std::size_t i = 0; i < events; ++i) {
+      TimelineEvent e = tl.events[i];
+      e.start_ns += t * T;
+      tl.events.push_back(e);
+    }
+    for (std::size_t i = 0; i < samples; ++i) {
+      MemorySample m = tl.memory[i];
+      m.time_ns += t * T;
+      tl.memory.push_back(m);
+    }
+  }
+  for (StageReport& st : r.stages) st.busy_ns *= steps;  // bubble fractions stay as they are
+  set_step_ends(r, std::move(ends));
+}
+
+}  // namespace
+
 StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hardware& hardware,
                     const SimOptions& options) {
-  return PipelineSim(schedule, costs, hardware, options).run();
+  if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
+  StepReport r = PipelineSim(schedule, costs, hardware, options).run();
+  if (!schedule.asynchronous() && options.steps > 1) repeat_step(r, options.steps);
+  return r;
 }
 
 }  // namespace pipescope

@@ -32,6 +32,11 @@ struct SimOptions {
   std::span<const double> send_factors;
   // Optional output: filled with each op's start time in ns (one entry per op).
   std::vector<int64_t>* op_starts_ns = nullptr;
+  // A flushed schedule's step repeated `steps` times, back to back (a flush separates
+  // them: each starts when the last ended); the report gets each step's end and the
+  // timeline every step. Asynchronous schedules hold their steps in their op lists
+  // (Schedule::steps) and ignore this.
+  int steps = 1;
 };
 
 // Where device d's ops begin in the per-op arrays of SimOptions.
