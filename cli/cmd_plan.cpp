@@ -4,6 +4,7 @@
 // peak memory marked. Both exit 2 on impossible requests, naming the reason.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -37,6 +38,7 @@ struct SearchArgs {
   std::string partition = "optimal";
   int threads = 0;
   std::string objective = "step";
+  bool allow_async = false;
   DistributionOptions distribution;
 };
 
@@ -47,6 +49,9 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)")->required();
   cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors")->required();
   cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated (add zb-auto to search its order per candidate: slower)")->capture_default_str();
+  cmd->add_flag("--allow-async", a.allow_async,
+                "Also consider the asynchronous schedules pipedream and 2bw (no flush, stale weights: they change "
+                "training semantics); ranked by their steady-state step");
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
@@ -77,7 +82,19 @@ SearchRequest make_request(const SearchArgs& a) {
   q.hardware = a.hardware_path.empty() ? Hardware::ideal(a.devices) : load_hardware(a.hardware_path);
   q.batch = a.batch;
   q.schedules.clear();
-  for (const std::string& s : split(a.schedules)) q.schedules.push_back(parse_schedule_kind(s));
+  for (const std::string& s : split(a.schedules)) {
+    const ScheduleKind kind = parse_schedule_kind(s);
+    if (is_asynchronous(kind) && !a.allow_async) {
+      throw InputError("--schedules: " + s + " is asynchronous (no flush; backward passes use stale weights): "
+                       "add --allow-async to consider it");
+    }
+    q.schedules.push_back(kind);
+  }
+  for (ScheduleKind kind : {ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW}) {
+    if (a.allow_async && std::find(q.schedules.begin(), q.schedules.end(), kind) == q.schedules.end()) {
+      q.schedules.push_back(kind);
+    }
+  }
   q.interleaved_chunks.clear();
   for (const std::string& s : split(a.chunks)) {
     try {

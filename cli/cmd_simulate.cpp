@@ -87,7 +87,7 @@ void add_simulate_command(CLI::App& app) {
 
 void add_schedule_command(CLI::App& app) {
   struct Args {
-    int stages = 0, microbatches = 0, chunks = 1, max_inflight = 0;
+    int stages = 0, microbatches = 0, chunks = 1, max_inflight = 0, steps = 1;
     std::string schedule = "1f1b";
     std::string schedule_file;
     std::string format = "text";
@@ -103,6 +103,7 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved; zb-v and dualpipev take 2)")->capture_default_str();
   cmd->add_option("--max-inflight", args->max_inflight, "zb-auto: micro-batches alive per stage (unit times here)");
   cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation (R) before each backward");
+  cmd->add_option("--steps", args->steps, "pipedream, 2bw: steps the op lists hold without a flush")->capture_default_str();
   cmd->add_option("--schedule-file", args->schedule_file,
                   "Read this schedule file (JSON or PyTorch CSV) instead of generating one: converts between formats");
   cmd->add_option("--format", args->format, "text | json | csv (PyTorch pipelining's compute-only CSV)")
@@ -116,14 +117,16 @@ void add_schedule_command(CLI::App& app) {
       if (args->recompute) s = with_recompute(std::move(s));
     } else {
       if (args->format == "text" &&
-          static_cast<int64_t>(args->stages) * std::max(args->chunks, 1) * args->microbatches > kMaxDiagramCells) {
+          static_cast<int64_t>(args->stages) * std::max(args->chunks, 1) * args->microbatches * std::max(args->steps, 1) >
+              kMaxDiagramCells) {
         throw InputError("schedule: the diagram is limited to K x v x M <= 100000 cells (use --format json or csv)");
       }
       if (args->stages < 1) throw InputError("--stages: expected K >= 1 (or give --schedule-file)");
       if (args->microbatches < 1) throw InputError("--microbatches: expected M >= 1 (or give --schedule-file)");
       const ScheduleKind kind = parse_schedule_kind(args->schedule);
       const int chunks = required_chunks(kind) == 2 && args->chunks == 1 ? 2 : args->chunks;  // V-shapes
-      s = make_schedule({kind, args->stages, args->microbatches, chunks, args->recompute, args->max_inflight});
+      s = make_schedule({kind, args->stages, args->microbatches, chunks, args->recompute, args->max_inflight,
+                         args->steps});
     }
     validate_schedule(s);
     std::string text;

@@ -563,7 +563,8 @@ std::string schedule_diagram(const Schedule& s) {
   // Room for the letter, the micro-batch, a chunk letter when devices hold several stages, and a space.
   const int cell = (M > 99 ? 5 : (M > 9 ? 4 : 3)) + (most > 1 ? 1 : 0);
   std::ostringstream out;
-  out << s.name << ", K = " << s.devices() << ", M = " << M;
+  out << s.name << ", K = " << s.devices() << ", M = " << s.step_microbatches();
+  if (s.steps > 1) out << " x " << s.steps << " steps without a flush (micro-batch n is in step n / " << s.step_microbatches() << ")";
   if (most > 1) out << ", " << S << " stages";
   out << " (F forward, B backward, I input grad, W weight grad, R recompute";
   if (most > 1) out << "; a/b/... after the number = the device's 1st/2nd/... stage";

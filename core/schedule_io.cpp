@@ -89,10 +89,15 @@ Json schedule_to_json(const Schedule& schedule) {
     }
     ops.push_back(std::move(row));
   }
-  return {{"format", "pipescope.schedule"}, {"version", 1},
-          {"name", schedule.name},          {"devices", schedule.devices()},
-          {"microbatches", schedule.num_microbatches}, {"recompute", schedule.recompute},
-          {"stage_device", schedule.stage_device},     {"device_ops", std::move(ops)}};
+  Json out = {{"format", "pipescope.schedule"}, {"version", 1},
+              {"name", schedule.name},          {"devices", schedule.devices()},
+              {"microbatches", schedule.num_microbatches}, {"recompute", schedule.recompute},
+              {"stage_device", schedule.stage_device},     {"device_ops", std::move(ops)}};
+  if (schedule.asynchronous()) {  // flushed schedules keep the keys out: files stay as they were
+    out["weight_update"] = to_string(schedule.weight_update);
+    out["steps"] = schedule.steps;
+  }
+  return out;
 }
 
 Schedule schedule_from_json(const JsonReader& r) {
@@ -102,6 +107,15 @@ Schedule schedule_from_json(const JsonReader& r) {
   const int K = static_cast<int>(r["devices"].as_int(1, kMaxDevices));
   s.num_microbatches = static_cast<int>(r["microbatches"].as_int(1, kMaxScheduleOps));
   s.recompute = r["recompute"].as_bool();
+  if (r.has("weight_update")) {
+    const std::string w = r["weight_update"].as_string();
+    bool known = false;
+    for (WeightUpdate u : {WeightUpdate::Flush, WeightUpdate::Stash, WeightUpdate::DoubleBuffer}) {
+      if (w == to_string(u)) s.weight_update = u, known = true;
+    }
+    if (!known) r["weight_update"].fail("expected \"flush\", \"stash\" (pipedream) or \"double-buffer\" (2bw), got \"" + w + "\"");
+  }
+  if (r.has("steps")) s.steps = static_cast<int>(r["steps"].as_int(1, s.num_microbatches));
   JsonReader map = r["stage_device"];
   if (map.size() == 0) map.fail("expected at least one stage");
   if (map.size() > static_cast<std::size_t>(kMaxScheduleOps)) map.fail("too many stages");
@@ -364,6 +378,10 @@ std::string schedule_to_csv(const Schedule& schedule) {
   const std::string where = "schedule \"" + schedule.name + "\": ";
   if (schedule.recompute) {
     throw InputError(where + "re-materialisation (R ops) cannot be expressed in PyTorch's CSV; write JSON instead");
+  }
+  if (schedule.asynchronous()) {
+    throw InputError(where + "an asynchronous schedule (weight_update " + to_string(schedule.weight_update) +
+                     ") cannot be expressed in PyTorch's CSV, whose schedules all flush; write JSON instead");
   }
   std::string out;
   for (int d = 0; d < schedule.devices(); ++d) {

@@ -70,6 +70,25 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
        << ", peak " << format_bytes(static_cast<double>(w.peak_bytes)) << ".";
   lines.push_back(head.str());
   if (r.objective != Objective::Step) lines.push_back(objective_sentence(r));
+  if (is_asynchronous(w.schedule)) {
+    lines.push_back(to_string(w.schedule) + " is asynchronous (considered because of --allow-async): steps overlap "
+                    "without a flush and backward passes use stale weights (" +
+                    (w.schedule == ScheduleKind::PipeDream
+                         ? std::string("weight stashing, K - s weight versions on position s")
+                         : std::string("2BW: two weight versions, each update one step late")) +
+                    "); its step is the steady state's, after the pipeline has filled.");
+  } else {
+    const Candidate* best_async = nullptr;
+    for (int i : r.ranking) {
+      if (is_asynchronous(cs[i].schedule)) {
+        best_async = &cs[i];
+        break;
+      }
+    }
+    if (best_async) {
+      lines.push_back("Best asynchronous plan (--allow-async): " + contrast(w, *best_async) + ".");
+    }
+  }
   if (r.ranking.size() > 1) lines.push_back("Runner-up " + contrast(w, cs[r.ranking[1]]) + ".");
   // The best fitting plan that differs from the winner in one choice.
   const std::vector<std::pair<std::string, std::function<bool(const Candidate&)>>> choices = {

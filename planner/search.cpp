@@ -144,6 +144,8 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
       if ((q.batch / M) % r != 0) continue;  // each replica takes a whole share of samples
       if (M > (int64_t{1} << 20)) continue;
       for (ScheduleKind kind : q.schedules) {
+        // Asynchronous: one replica per stage (round-robin replication is not built); 2bw: M >= K.
+        if (is_asynchronous(kind) && (r > 1 || (kind == ScheduleKind::PipeDream2BW && M < K))) continue;
         std::vector<int> chunk_options = {1};
         if (required_chunks(kind) == 2) {  // V-shapes: 2 chunks; dualpipev also M >= 2K
           chunk_options.clear();
@@ -247,6 +249,10 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
 // --schedule zb-auto take the full search on the longest span).
 const ZeroBubbleSearchOptions kPlanSearch{4, false};
 
+// Steps an asynchronous candidate is simulated for: the first fills the pipeline, the
+// second is steady, the last drains (core/report.h set_step_ends).
+constexpr int kAsyncSteps = 3;
+
 void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
@@ -259,7 +265,7 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   plan.optimizer_state_factor = q.optimizer_state_factor;
   const int S = c.stages * c.chunks;
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
-  Schedule schedule = schedule_for(plan);
+  Schedule schedule = schedule_for(plan, kAsyncSteps);  // asynchronous kinds: several steps, no flush
   LayerRanges ranges;
   StageModelSpec spec;
   spec.microbatch_size = plan.microbatch_size();
@@ -375,9 +381,16 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
       }
     }
   }
-  c.step_ns = report.step_ns;
-  c.throughput_samples_per_s = report.throughput_samples_per_s;
+  // Asynchronous kinds are ranked by their steady-state step (a flushed step is its own).
+  c.step_ns = report.steps > 1 ? report.steady_state_step_ns : report.step_ns;
+  c.throughput_samples_per_s = report.steps > 1 ? report.steady_state_throughput_samples_per_s
+                                                : report.throughput_samples_per_s;
   c.bubble_fraction = report.bubble_fraction;
+  if (report.steps > 1 && report.steady_state_step_ns > 0) {  // the steady state's: busy time per step
+    double busy = 0;
+    for (const StageReport& st : report.stages) busy += static_cast<double>(st.busy_ns) / report.steps;
+    c.bubble_fraction = std::max(0.0, 1.0 - busy / (static_cast<double>(report.stages.size()) * report.steady_state_step_ns));
+  }
   c.stage_peak_bytes.clear();
   for (const StageReport& st : report.stages) c.stage_peak_bytes.push_back(st.peak_memory_bytes);
   c.peak_bytes = report.peak_memory_bytes();

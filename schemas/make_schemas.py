@@ -169,6 +169,10 @@ def _define():
              "A pipeline schedule as data: the stage -> device map and every device's ordered op list." + NOTE)
     s["properties"] = dict(fmt_props("schedule"), name=string(), devices=integer(1), microbatches=integer(1),
         recompute={"type": "boolean"},
+        weight_update={"enum": ["flush", "stash", "double-buffer"],
+                       "description": "flush (default): synchronous; stash: PipeDream's weight stashing; "
+                                      "double-buffer: PipeDream-2BW (docs/pipedream.md)"},
+        steps=integer(1, desc="training steps the op lists hold without a flush (asynchronous only; default 1)"),
         stage_device=array(integer(0), "stage s runs on device stage_device[s]", 1),
         device_ops=array(array(op), "one ordered op list per device", 1))
     s["required"] = ["format", "version", "devices", "microbatches", "stage_device", "device_ops"]
@@ -197,6 +201,8 @@ def _define():
                      "chunk_layers": array(pair(integer(0, 2**30), "[first, end)"), "one range per model chunk (interleaved)"),
                      "hardware_devices": array(integer(0)), "busy_ms": number(0, 1e12), "bubble_fraction": number(-1, 1),
                      "static_bytes": integer(0), "peak_activation_bytes": integer(0), "peak_memory_bytes": integer(0),
+                     "weight_versions": integer(1, desc="asynchronous schedules: most weight versions held at once"),
+                     "weight_version_bytes": integer(0, desc="asynchronous schedules: the extra versions' bytes"),
                      "fits": {"type": "boolean"}},
                     ["index", "busy_ms", "bubble_fraction", "peak_activation_bytes", "peak_memory_bytes"])
         # The reader takes chunk_layers when present, else layers.
@@ -208,6 +214,11 @@ def _define():
             recompute={"type": "boolean"}, memory_limit_bytes=integer(0, desc="0: unbounded"),
             step_time_ms=number(0, 1e12), throughput_samples_per_s=number(0), bubble_fraction=number(-1, 1),
             simulated_ops=integer(0),
+            weight_update=string("asynchronous schedules: stash (pipedream) or double-buffer (2bw); absent: flush"),
+            steps=integer(2, desc="several steps (simulate --steps N, or an asynchronous run): the keys below come with it"),
+            total_time_ms=number(0, 1e12), step_end_ms=array(number(0, 1e12)),
+            steady_state_step_time_ms=number(0, 1e12), steady_state_throughput_samples_per_s=number(0),
+            startup_ms=number(-1e12, 1e12),
             peak_memory_bytes={"description": "largest over stages (integer bytes; written, derived again when read)"},
             fits={"description": "whether every stage fits (boolean; written, derived again when read)"},
             stages=array(stage), notes=array(string()), gates=gates)

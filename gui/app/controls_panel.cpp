@@ -39,7 +39,10 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   microbatch_size_->setRange(0, kMaxGuiMicrobatchSize);
   microbatch_size_->setSpecialValueText("profile's first");
   schedule_ = new QComboBox(this);
-  schedule_->addItems(schedule_names());
+  for (const QString& name : schedule_names()) {
+    schedule_->addItem(schedule_label(name), name);
+    schedule_->setItemData(schedule_->count() - 1, schedule_tooltip(name), Qt::ToolTipRole);
+  }
   chunks_ = new QSpinBox(this);
   chunks_->setRange(1, kMaxGuiChunks);
   recompute_ = new QCheckBox("re-materialise activations", this);
@@ -126,7 +129,7 @@ void ControlsPanel::set_choice(const PlanChoice& c) {
   stages_->setValue(c.stages);
   microbatches_->setValue(c.microbatches);
   microbatch_size_->setValue(static_cast<int>(c.microbatch_size));
-  schedule_->setCurrentText(QString::fromStdString(to_string(c.schedule)));
+  schedule_->setCurrentIndex(schedule_->findData(QString::fromStdString(to_string(c.schedule))));
   chunks_->setValue(c.chunks);
   recompute_->setChecked(c.recompute);
   replicas_->setValue(c.replicas);
@@ -134,14 +137,14 @@ void ControlsPanel::set_choice(const PlanChoice& c) {
   quiet_ = false;
 }
 
-void ControlsPanel::update_enabled() { chunks_->setEnabled(schedule_->currentText() == "interleaved"); }
+void ControlsPanel::update_enabled() { chunks_->setEnabled(schedule_->currentData().toString() == "interleaved"); }
 
 void ControlsPanel::set_from(const AppOptions& o) {
   quiet_ = true;
   stages_->setValue(o.stages);
   microbatches_->setValue(o.microbatches);
   microbatch_size_->setValue(static_cast<int>(o.microbatch_size));
-  schedule_->setCurrentText(o.schedule);
+  if (const int i = schedule_->findData(o.schedule); i >= 0) schedule_->setCurrentIndex(i);
   chunks_->setValue(o.chunks);
   recompute_->setChecked(o.recompute);
   partition_->setCurrentText(o.partition == "balanced" ? QString("optimal") : o.partition);
@@ -155,7 +158,7 @@ PlanChoice ControlsPanel::choice() const {
   c.stages = stages_->value();
   c.microbatches = microbatches_->value();
   c.microbatch_size = microbatch_size_->value();
-  c.schedule = parse_schedule_kind(schedule_->currentText().toStdString());
+  c.schedule = parse_schedule_kind(schedule_->currentData().toString().toStdString());
   c.chunks = c.schedule == ScheduleKind::Interleaved ? chunks_->value() : 1;
   c.recompute = recompute_->isChecked();
   c.partition = partition_->currentText().toStdString();

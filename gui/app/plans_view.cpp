@@ -233,7 +233,7 @@ PlansView::PlansView(QWidget* parent) : QWidget(parent) {
   search_->setToolTip("Simulate every candidate as `pipescope sweep` does (D = the hardware's devices, N = micro-batch size x M)");
   schedule_ = new QComboBox(this);
   schedule_->addItem("all schedules", QString());
-  for (const QString& s : schedule_names()) schedule_->addItem(s, s);
+  for (const QString& s : schedule_names()) schedule_->addItem(schedule_label(s), s);
   stages_ = new QComboBox(this);
   stages_->addItem("all K", 0);
   recompute_ = new QComboBox(this);

@@ -10,4 +10,15 @@ QStringList schedule_names() {
   return names;
 }
 
+QString schedule_label(const QString& name) {
+  const ScheduleKind kind = parse_schedule_kind(name.toStdString());
+  return is_asynchronous(kind) ? name + " (asynchronous)" : name;
+}
+
+QString schedule_tooltip(const QString& name) {
+  if (!is_asynchronous(parse_schedule_kind(name.toStdString()))) return {};
+  return "Asynchronous: steps overlap without a flush and backward passes use stale weights "
+         "(not synchronous SGD); peak memory counts the extra weight versions";
+}
+
 }  // namespace pipescope::gui
