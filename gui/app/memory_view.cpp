@@ -206,9 +206,9 @@ void MemoryView::paint_legend(QPainter& p) {
     swatch(kStatic, "weights + gradients + optimizer");
     swatch(stage_color(0), "activations (stage colour)");
     if (curves_.has_transients()) {
-      swatch(transient_color(), "transients (tensors in flight, workspace, held gradients)");
+      swatch(transient_color(), "transients (in flight, workspace)");
     } else {
-      swatch(QColor(), "transients not counted (profile has no workspace_bytes)", false, true);
+      swatch(QColor(), "transients not counted", false, true);
     }
   }
   swatch(does_not_fit_color(), "does not fit");
