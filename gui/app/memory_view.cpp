@@ -20,7 +20,9 @@ constexpr int kChartTitle = 18;
 const QColor kStatic(176, 190, 197);
 
 // The area between two step functions of a curve, lo(step) <= hi(step), from t = 0 to
-// tend: the upper edge left to right, then the lower edge back.
+// tend: the upper edge left to right, then the lower edge back. An edge gets points only
+// where its value changes (a constant one is a straight line), so a band costs what its
+// changes cost.
 template <class ToX, class ToY, class Lo, class Hi>
 QPainterPath step_band(const std::vector<MemoryStep>& steps, double tend, ToX X, ToY Y, Lo lo, Hi hi) {
   QPainterPath path;
@@ -32,6 +34,7 @@ QPainterPath step_band(const std::vector<MemoryStep>& steps, double tend, ToX X,
       const double t = static_cast<double>(steps[i].time_ns);
       const double before = static_cast<double>(value(steps[i > 0 ? i - 1 : 0]));
       const double at = static_cast<double>(value(steps[i]));
+      if (before == at) continue;
       if (forward) {
         path.lineTo(X(t), Y(before));
         path.lineTo(X(t), Y(at));
@@ -46,6 +49,7 @@ QPainterPath step_band(const std::vector<MemoryStep>& steps, double tend, ToX X,
   path.lineTo(X(tend), Y(static_cast<double>(hi(steps.back()))));
   path.lineTo(X(tend), Y(static_cast<double>(lo(steps.back()))));
   edge(lo, false);
+  path.lineTo(X(0), Y(static_cast<double>(lo(steps.front()))));
   path.closeSubpath();
   return path;
 }
@@ -132,9 +136,11 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep&) { return c.static_bytes; },
                          [&](const MemoryStep& m) { return c.static_bytes + m.activation_bytes; }),
                area);
-    p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep& m) { return c.static_bytes + m.activation_bytes; },
-                         [&](const MemoryStep& m) { return c.static_bytes + m.above_static(); }),
-               transient_color());
+    if (c.peak_transient_bytes() > 0) {
+      p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep& m) { return c.static_bytes + m.activation_bytes; },
+                           [&](const MemoryStep& m) { return c.static_bytes + m.above_static(); }),
+                 transient_color());
+    }
     // Capacity line.
     if (curves_.capacity_bytes > 0 && curves_.capacity_bytes <= ymax) {
       QPen pen(QColor(40, 40, 40), 1.5, Qt::DashLine);
