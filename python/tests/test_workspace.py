@@ -187,3 +187,18 @@ def test_validate_profile_names_a_bad_workspace_field(change, message):
                      "workspace_bytes": workspace}]}
     with pytest.raises(ValueError, match=f"layers\\[0\\].{message}"):
         validate_profile(p)
+
+
+def test_the_cuda_path_runs_over_a_graph_with_in_place_and_batch_norm_layers(fake, monkeypatch):
+    # The residual example (convolutions, BatchNorm, in-place ReLU, adds): every one of
+    # its 23 layers gets all six keys at both batch sizes, and the profile validates.
+    from pipescope_torch import load_model
+    monkeypatch.setattr(profiler, "make_memory_meter", lambda device: CudaMemoryMeter(device))
+    p = profile_model(load_model(f"{EXAMPLES}/resnet_block.py:build_model"), (3, 32, 32), [1, 2],
+                      MeasureOptions(warmup=0, repeats=1))
+    assert len(p["layers"]) == 23
+    for layer in p["layers"]:
+        assert list(layer["workspace_bytes"]) == list(WORKSPACE_KEYS), layer["name"]
+    # stem.0 reads the model input: 3 x 32 x 32 fp32 = 12288 bytes per sample.
+    assert p["layers"][0]["workspace_bytes"]["input"] == [12288, 24576]
+    validate_profile(p)
