@@ -93,6 +93,18 @@ void add_profile_command(CLI::App& app) {
   synth->add_option("--efficiency", a->gpt.efficiency, "Fraction of peak reached (gpt, hf)")->capture_default_str();
   synth->add_option("--device-name", a->gpt.device_name, "Device name (gpt)")->capture_default_str();
   synth->add_option("--device-memory", a->gpt.device_memory_bytes, "Device memory in bytes (gpt)")->capture_default_str();
+  synth->add_flag_callback("--disable-bias-linear", [a] { a->gpt.bias_linear = false; },
+                  "gpt: linear layers without biases (12 h^2 + 4 h parameters per block, as Megatron-LM's flag)");
+  synth->add_option("--position-embedding-type", a->gpt.position_embedding,
+                    "gpt: learned_absolute (an s x h table) | rope (no position parameters)")
+      ->capture_default_str();
+  synth->add_option("--recompute-granularity", a->gpt.recompute_granularity,
+                    "gpt: none | selective (attention scores recomputed in backward, not stored: 34 s b h bytes per "
+                    "block, as Megatron-LM's selective recompute or flash attention)")
+      ->capture_default_str();
+  synth->add_option("--embedding-dropout", a->gpt.embedding_dropout,
+                    "gpt: dropout probability after the embedding; > 0 keeps its 1-byte mask (s b h)")
+      ->capture_default_str();
   synth->add_option("--forward-ms", a->uniform.forward_ms, "Forward ms per layer at batch 1 (uniform/uneven)")->capture_default_str();
   synth->add_option("--backward-ms", a->uniform.backward_ms, "Backward ms per layer at batch 1 (uniform/uneven)")->capture_default_str();
   synth->add_option("--heavy-every", a->uniform.heavy_every, "Every n-th layer is heavy (uneven, default 4)");

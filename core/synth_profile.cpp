@@ -41,6 +41,19 @@ Profile make_gpt_profile(const GptSpec& g) {
   if (!(g.peak_tflops > 0) || !std::isfinite(g.peak_tflops) || !(g.efficiency > 0) || g.efficiency > 1) {
     throw InputError("profile synth: peak TFLOP/s must be positive and efficiency in (0, 1]");
   }
+  if (g.position_embedding != "learned_absolute" && g.position_embedding != "rope") {
+    throw InputError("--position-embedding-type: expected learned_absolute or rope, got \"" + g.position_embedding + "\"");
+  }
+  if (g.recompute_granularity != "none" && g.recompute_granularity != "selective") {
+    throw InputError("--recompute-granularity: expected none or selective (whole stages: simulate --recompute), got \"" +
+                     g.recompute_granularity + "\"");
+  }
+  if (!(g.embedding_dropout >= 0 && g.embedding_dropout < 1)) {
+    throw InputError("--embedding-dropout: expected a probability in [0, 1)");
+  }
+  const bool positions = g.position_embedding == "learned_absolute";
+  const bool selective = g.recompute_granularity == "selective";
+  const double biases = g.bias_linear ? 9 : 0;  // QKV 3 h, projection h, fc1 4 h, fc2 h
   Profile p;
   p.model = g.name;
   p.device_name = g.device_name;
@@ -54,7 +67,7 @@ Profile make_gpt_profile(const GptSpec& g) {
 
   LayerProfile emb;
   emb.name = "embedding";
-  emb.parameter_bytes = to_bytes(2 * (V * h + s * h), "the embedding's parameters");
+  emb.parameter_bytes = to_bytes(2 * (V * h + (positions ? s * h : 0)), "the embedding's parameters");
   for (double b : g.batch_sizes) {
     double moved = 2 * b * s * h * 2;  // read rows + write the hidden state
     double t = moved / (g.memory_gb_per_s * 1e6);
@@ -62,26 +75,33 @@ Profile make_gpt_profile(const GptSpec& g) {
     emb.backward_ms.push_back(2 * t);
     emb.backward_input_ms.push_back(0.0);
     emb.backward_weight_ms.push_back(2 * t);
-    emb.activation_bytes.push_back(8 * b * s);  // token ids
+    emb.activation_bytes.push_back(8 * b * s + (g.embedding_dropout > 0 ? s * b * h : 0));  // token ids, mask
     emb.output_bytes.push_back(2 * s * b * h);
   }
-  add_spec(emb, {{"type", "embedding"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}, {"sequence", g.sequence}});
+  Json emb_spec = {{"type", "embedding"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}, {"sequence", g.sequence}};
+  if (!positions) emb_spec["position_embedding_type"] = g.position_embedding;
+  if (g.embedding_dropout > 0) emb_spec["dropout"] = g.embedding_dropout;
+  add_spec(emb, emb_spec);
   p.layers.push_back(emb);
 
   for (int l = 0; l < g.layers; ++l) {
     LayerProfile blk;
     blk.name = "block." + std::to_string(l);
-    blk.parameter_bytes = to_bytes(2 * (12 * h * h + 13 * h), "a block's parameters");
+    blk.parameter_bytes = to_bytes(2 * (12 * h * h + (4 + biases) * h), "a block's parameters");
     for (double b : g.batch_sizes) {
       double dense = 24 * b * s * h * h, attn = 4 * b * s * s * h;
+      double again = selective ? attn : 0;  // the attention core's forward, run again in backward
       blk.forward_ms.push_back(ms(dense + attn));
-      blk.backward_input_ms.push_back(ms(dense + 2 * attn));
+      blk.backward_input_ms.push_back(ms(dense + 2 * attn + again));
       blk.backward_weight_ms.push_back(ms(dense));
-      blk.backward_ms.push_back(ms(2 * dense + 2 * attn));
-      blk.activation_bytes.push_back(s * b * h * (34 + 5 * a * s / h));
+      blk.backward_ms.push_back(ms(2 * dense + 2 * attn + again));
+      blk.activation_bytes.push_back(s * b * h * (34 + (selective ? 0 : 5 * a * s / h)));
       blk.output_bytes.push_back(2 * s * b * h);
     }
-    add_spec(blk, {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}});
+    Json blk_spec = {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}};
+    if (!g.bias_linear) blk_spec["bias_linear"] = false;
+    if (selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
+    add_spec(blk, blk_spec);
     p.layers.push_back(blk);
   }
 

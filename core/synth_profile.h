@@ -4,12 +4,18 @@
 //   backward FLOPs  = 2 x forward: input gradient 24 b s h^2 + 8 b s^2 h,
 //                     weight gradient 24 b s h^2 (attention scores have no weights)
 //   activation bytes= s b h (34 + 5 a s / h)         (Korthikanti et al. 2022, fp16/bf16)
+//                     s b h 34 with selective recompute (the 5 a s^2 b bytes of
+//                     attention scores are recomputed in backward: +4 b s^2 h FLOPs there)
 //   output bytes    = 2 s b h                         (bf16 hidden state)
-//   parameters      = 12 h^2 + 13 h per block, 2 bytes each (bf16)
-// time = FLOPs / (peak FLOP/s x efficiency). The embedding (V h + s h parameters) and
-// the output head (2 b s h V FLOPs, fp32 logits kept for the loss) are layers of their
-// own; the head keeps its own copy of the word embedding, as Megatron-LM's last
-// stage does, so its parameters are counted there too.
+//   parameters      = 12 h^2 + 13 h per block, 2 bytes each (bf16): 4 h of two
+//                     LayerNorms, 9 h of the linear layers' biases (none with bias_linear off)
+// time = FLOPs / (peak FLOP/s x efficiency). The embedding (V h parameters, + s h for
+// learned absolute positions; keeps the token ids, 8 s b bytes, and with embedding
+// dropout its 1-byte mask, s b h) and the output head (2 b s h V FLOPs, fp32 logits kept
+// for the loss, the final LayerNorm's 2 h parameters) are layers of their own; the head
+// keeps its own copy of the word embedding, as Megatron-LM's last stage does, so its
+// parameters are counted there too. The options are Megatron-LM's flags of the same
+// names; all of them together give the model its theoretical_memory_usage.py counts.
 #pragma once
 
 #include <string>
@@ -32,6 +38,10 @@ struct GptSpec {
   std::string device_name = "NVIDIA H200";
   int64_t device_memory_bytes = 141000000000;
   std::vector<double> batch_sizes = {1, 2, 4, 8};
+  bool bias_linear = true;                 // false: --disable-bias-linear
+  std::string position_embedding = "learned_absolute";  // or "rope" (no position table)
+  std::string recompute_granularity = "none";            // or "selective"
+  double embedding_dropout = 0;            // > 0: the embedding keeps its dropout mask
 };
 
 struct UniformSpec {

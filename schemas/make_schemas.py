@@ -93,6 +93,9 @@ SCHEMAS = {}
 def write(name, schema):
     SCHEMAS[name] = schema
 
+WORKSPACE_KEYS = ("input", "forward", "forward_no_grad", "backward_input", "backward_weight", "held_for_weight")
+
+
 def _define():
     NOTE = (" Keys not named here are allowed and ignored by pipescope's readers. The readers check more "
             "than a schema can say (strictly increasing batch_sizes, contiguous stages, ...): a file this "
@@ -107,6 +110,9 @@ def _define():
                  "output_bytes": dict(per_batch_b, description="handed to the next layer, bytes, one per batch size"),
                  "parameter_bytes": integer(0, MAXB),
                  "backward_input_ms": per_batch_ms, "backward_weight_ms": per_batch_ms,
+                 "workspace_bytes": obj({k: per_batch_b for k in WORKSPACE_KEYS}, list(WORKSPACE_KEYS),
+                                        "optional: bytes each op holds above its start besides weights and stash "
+                                        "(docs/memory.md)"),
                  "spec": {"type": "object", "description": "a layer the executor can build (see pipescope.model)"}},
                 ["name", "forward_ms", "backward_ms", "activation_bytes", "output_bytes", "parameter_bytes"])
     layer["dependentRequired"] = {"backward_input_ms": ["backward_weight_ms"], "backward_weight_ms": ["backward_input_ms"]}
@@ -121,7 +127,8 @@ def _define():
         batch_sizes=array(number(0, 1e9, exclusive_lo=True), "micro-batch sizes measured, strictly increasing", 1),
         layers=array(layer, None, 1, 1000000),
         edges=array(pair(integer(0), "[from, to] layer indices, from < to"),
-                    "optional: a non-sequential model (layers in topological order)"))
+                    "optional: a non-sequential model (layers in topological order)"),
+        notes=array(string(), "optional: what the writer did not measure (read by people, not by pipescope)"))
     s["required"] = ["format", "version", "model", "batch_sizes", "layers"]
     write("profile", s)
 

@@ -18,6 +18,41 @@ constexpr int kAxisLeft = 84;
 constexpr int kGap = 14;
 constexpr int kChartTitle = 18;
 const QColor kStatic(176, 190, 197);
+
+// The area between two step functions of a curve, lo(step) <= hi(step), from t = 0 to
+// tend: the upper edge left to right, then the lower edge back. An edge gets points only
+// where its value changes (a constant one is a straight line), so a band costs what its
+// changes cost.
+template <class ToX, class ToY, class Lo, class Hi>
+QPainterPath step_band(const std::vector<MemoryStep>& steps, double tend, ToX X, ToY Y, Lo lo, Hi hi) {
+  QPainterPath path;
+  if (steps.empty()) return path;
+  auto edge = [&](auto value, bool forward) {
+    const int n = static_cast<int>(steps.size());
+    for (int k = 0; k < n; ++k) {
+      const int i = forward ? k : n - 1 - k;
+      const double t = static_cast<double>(steps[i].time_ns);
+      const double before = static_cast<double>(value(steps[i > 0 ? i - 1 : 0]));
+      const double at = static_cast<double>(value(steps[i]));
+      if (before == at) continue;
+      if (forward) {
+        path.lineTo(X(t), Y(before));
+        path.lineTo(X(t), Y(at));
+      } else {
+        path.lineTo(X(t), Y(at));
+        path.lineTo(X(t), Y(before));
+      }
+    }
+  };
+  path.moveTo(X(0), Y(static_cast<double>(hi(steps.front()))));
+  edge(hi, true);
+  path.lineTo(X(tend), Y(static_cast<double>(hi(steps.back()))));
+  path.lineTo(X(tend), Y(static_cast<double>(lo(steps.back()))));
+  edge(lo, false);
+  path.lineTo(X(0), Y(static_cast<double>(lo(steps.front()))));
+  path.closeSubpath();
+  return path;
+}
 }  // namespace
 
 MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
@@ -95,21 +130,17 @@ void MemoryView::paintEvent(QPaintEvent*) {
     const QColor fill = stage_fill(s);
     // Static bytes: a band from 0 to static for the whole step.
     p.fillRect(QRectF(QPointF(X(0), Y(static_cast<double>(c.static_bytes))), QPointF(X(tend), Y(0))), kStatic);
-    // Activations stacked on top: a step function.
-    QPainterPath path;
-    path.moveTo(X(0), Y(static_cast<double>(c.static_bytes)));
-    double last = 0;
-    for (const auto& [t, bytes] : c.activation) {
-      path.lineTo(X(static_cast<double>(t)), Y(static_cast<double>(c.static_bytes) + last));
-      path.lineTo(X(static_cast<double>(t)), Y(static_cast<double>(c.static_bytes + bytes)));
-      last = static_cast<double>(bytes);
-    }
-    path.lineTo(X(tend), Y(static_cast<double>(c.static_bytes) + last));
-    path.lineTo(X(tend), Y(static_cast<double>(c.static_bytes)));
-    path.closeSubpath();
+    // Activations stacked on the static band, transients on the activations: step functions.
     QColor area = fill;
     area.setAlpha(c.fits ? 200 : 230);
-    p.fillPath(path, area);
+    p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep&) { return c.static_bytes; },
+                         [&](const MemoryStep& m) { return c.static_bytes + m.activation_bytes; }),
+               area);
+    if (c.peak_transient_bytes() > 0) {
+      p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep& m) { return c.static_bytes + m.activation_bytes; },
+                           [&](const MemoryStep& m) { return c.static_bytes + m.above_static(); }),
+                 transient_color());
+    }
     // Capacity line.
     if (curves_.capacity_bytes > 0 && curves_.capacity_bytes <= ymax) {
       QPen pen(QColor(40, 40, 40), 1.5, Qt::DashLine);
@@ -122,8 +153,11 @@ void MemoryView::paintEvent(QPaintEvent*) {
     p.drawRect(r);
     p.setPen(c.fits ? palette().color(QPalette::Text) : does_not_fit_color());
     const QString peak = QString::fromStdString(format_bytes(static_cast<double>(c.peak_bytes)));
-    const QString title = c.fits ? QString("stage %1: peak %2").arg(c.stage).arg(peak)
-                                 : QString("stage %1: %2, OOM").arg(c.stage).arg(peak);
+    QString title = c.fits ? QString("stage %1: peak %2").arg(c.stage).arg(peak)
+                           : QString("stage %1: %2, OOM").arg(c.stage).arg(peak);
+    if (c.transient_bytes > 0) {
+      title += QString(" (transients %1)").arg(QString::fromStdString(format_bytes(static_cast<double>(c.transient_bytes))));
+    }
     p.setFont(c.fits ? font() : bold);
     p.drawText(QRect(r.left(), r.top() - kChartTitle, r.width(), kChartTitle), Qt::AlignLeft | Qt::AlignVCenter, title);
     p.setFont(font());
@@ -146,8 +180,11 @@ void MemoryView::paintEvent(QPaintEvent*) {
 void MemoryView::paint_legend(QPainter& p) {
   int x = kAxisLeft;
   const int y = height() - kLegend + 3;
-  auto swatch = [&](const QColor& c, const QString& label, bool dashed = false) {
-    if (dashed) {
+  auto swatch = [&](const QColor& c, const QString& label, bool dashed = false, bool empty = false) {
+    if (empty) {
+      p.setPen(palette().color(QPalette::Text));
+      p.drawRect(x, y + 1, 13, 13);
+    } else if (dashed) {
       p.setPen(QPen(QColor(40, 40, 40), 1.5, Qt::DashLine));
       p.drawLine(x, y + 8, x + 18, y + 8);
     } else {
@@ -169,9 +206,16 @@ void MemoryView::paint_legend(QPainter& p) {
     p.drawText(x, y, 80, 16, Qt::AlignVCenter, QString("stage %1").arg(n - 1));
     x += 80;
     swatch(kStatic, "weights + gradients + optimizer (lowest stage)");
+    p.drawText(x, y, 200, 16, Qt::AlignVCenter, "lines: + activations + transients");
+    x += 200;
   } else {
     swatch(kStatic, "weights + gradients + optimizer");
     swatch(stage_color(0), "activations (stage colour)");
+    if (curves_.has_transients()) {
+      swatch(transient_color(), "transients (in flight, workspace)");
+    } else {
+      swatch(QColor(), "transients not counted", false, true);
+    }
   }
   swatch(does_not_fit_color(), "does not fit");
   if (curves_.capacity_bytes > 0) swatch({}, "device capacity", true);

@@ -1,10 +1,13 @@
 // Per-stage memory over the step: one small chart per pipeline stage, static bytes
-// (weights, gradients, optimizer state) stacked under the activations held over
-// time, the device capacity as a dashed line. A stage that does not fit is drawn in
+// (weights, gradients, optimizer state) under the activations held over time (stage
+// colour) under the transients (transient_color(): tensors received and sent, layer
+// workspace, the loss gradient, output gradients held from I to W), the device
+// capacity as a dashed line. The top of a chart's highest point is the stage's
+// peak_memory_bytes, the number `pipescope simulate` prints. A stage that does not fit is drawn in
 // red (fill, frame and title). All charts share one y axis so stages compare; it
 // reaches the capacity, or with "zoom to usage" just above the highest peak.
 // With more than kMaxSmallMultiples stages the small charts would be too small to
-// read: one chart overlays every stage's total (static + activations) as a line
+// read: one chart overlays every stage's total (static + activations + transients) as a line
 // coloured along a ramp by stage, with a stage legend (stage 0 ... K-1) under it.
 #pragma once
 

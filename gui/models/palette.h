@@ -20,5 +20,7 @@ struct LegendEntry {
 };
 const std::vector<LegendEntry>& category_legend();
 inline QColor does_not_fit_color() { return QColor(214, 39, 40); }
+// Memory held beyond the stash (received and sent tensors, workspace, held gradients).
+inline QColor transient_color() { return QColor(55, 71, 79); }
 
 }  // namespace pipescope::gui

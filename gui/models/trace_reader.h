@@ -2,8 +2,9 @@
 // trace can be drawn beside the prediction. Tracks come from "thread_name" metadata
 // in tid order (tids without a name become "track <tid>"); "X" events become events
 // with their "cat" as category and args.stage / args.microbatch; counters named
-// "activation bytes, device d" become memory samples. Times are shifted so the
-// earliest event starts at 0. Throws InputError naming the file and JSON path.
+// "activation bytes, device d" become memory samples (args.bytes, and
+// args.transient_bytes when present). Times are shifted so the earliest event starts
+// at 0. Throws InputError naming the file and JSON path.
 #pragma once
 
 #include <string>

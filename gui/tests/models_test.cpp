@@ -224,9 +224,9 @@ void ModelsTest::memory_curves_peak_matches_report() {
     QCOMPARE(c.stages.size(), e.report.stages.size());
     for (const StageMemoryCurve& s : c.stages) {
       int64_t peak = 0;
-      for (const auto& [t, bytes] : s.activation) peak = std::max(peak, s.static_bytes + bytes);
+      for (const MemoryStep& m : s.steps) peak = std::max(peak, s.static_bytes + m.above_static());
       QCOMPARE(peak, e.report.stages[s.stage].peak_memory_bytes);
-      QCOMPARE(s.activation.back().second, 0LL);  // every micro-batch's activations are freed by the end
+      QCOMPARE(s.steps.back().activation_bytes, 0LL);  // every micro-batch's activations are freed by the end
     }
   }
 }

@@ -386,7 +386,7 @@ void PlansModelsTest::memory_column_max_keeps_every_peak() {
   // Steps 0 @ 0, 5 @ 10, 0 @ 15, 7 @ 50 over 100 ns in 10 columns of 10 ns: column 1 holds
   // the short peak 5, columns 2-4 the 0 held from 15, columns 5-9 the 7 held to the end.
   StageMemoryCurve c;
-  c.activation = {{0, 0}, {10, 5}, {15, 0}, {50, 7}};
+  c.steps = {{0, 0, 0}, {10, 3, 2}, {15, 0, 0}, {50, 7, 0}};  // activations + transients
   QCOMPARE(column_max(c, 100, 10), std::vector<int64_t>({0, 5, 0, 0, 0, 7, 7, 7, 7, 7}));
   // At scale the largest column equals the curve's peak (the invariant of memory_curves).
   const StepReport r = evaluate(uniform_inputs(64, 64, 256)).report;

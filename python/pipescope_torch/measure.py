@@ -34,6 +34,8 @@ class LayerMeasurement:
     backward_ms: float
     activation_bytes: int
     output_bytes: int
+    # workspace_bytes' six values (pipescope_torch.workspace), measured on CUDA only.
+    workspace: Optional[dict] = None
 
 
 def tensors_in(value) -> Iterator[torch.Tensor]:

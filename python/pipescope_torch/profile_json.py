@@ -13,23 +13,32 @@ import tempfile
 from typing import List, Optional, Sequence, Tuple
 
 PER_BATCH_KEYS = ("forward_ms", "backward_ms", "activation_bytes", "output_bytes")
+# workspace_bytes' keys, as core/profile.h reads them (pipescope_torch.workspace measures them).
+WORKSPACE_KEYS = ("input", "forward", "forward_no_grad", "backward_input", "backward_weight",
+                  "held_for_weight")
 
 
 def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
                   batch_sizes: List[int], layers, per_batch: Sequence[Sequence],
-                  edges: Optional[List[Tuple[int, int]]]) -> dict:
-    """`per_batch[b][i]` is layer i's LayerMeasurement at batch_sizes[b]."""
+                  edges: Optional[List[Tuple[int, int]]],
+                  notes: Optional[List[str]] = None) -> dict:
+    """`per_batch[b][i]` is layer i's LayerMeasurement at batch_sizes[b]. A layer gets
+    "workspace_bytes" when every one of its measurements has a workspace; `notes` (what
+    was not measured) become the profile's "notes", which pipescope's reader ignores."""
     out_layers = []
     for i, layer in enumerate(layers):
         at = [per_batch[b][i] for b in range(len(batch_sizes))]
-        out_layers.append({
+        out = {
             "name": layer.name,
             "forward_ms": [round(m.forward_ms, 6) for m in at],
             "backward_ms": [round(m.backward_ms, 6) for m in at],
             "activation_bytes": [int(m.activation_bytes) for m in at],
             "output_bytes": [int(m.output_bytes) for m in at],
             "parameter_bytes": int(layer.parameter_bytes),
-        })
+        }
+        if all(m.workspace is not None for m in at):
+            out["workspace_bytes"] = {k: [int(m.workspace[k]) for m in at] for k in WORKSPACE_KEYS}
+        out_layers.append(out)
     profile = {
         "format": "pipescope.profile", "version": 1,
         "model": model,
@@ -40,6 +49,8 @@ def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
     }
     if edges:
         profile["edges"] = [[int(a), int(b)] for a, b in edges]
+    if notes:
+        profile["notes"] = list(notes)
     validate_profile(profile)
     return profile
 
@@ -67,6 +78,16 @@ def validate_profile(p: dict) -> None:
                 fail(f"layers[{i}].{key}", "negative value")
         if layer["parameter_bytes"] < 0:
             fail(f"layers[{i}].parameter_bytes", "negative value")
+        if "workspace_bytes" in layer:
+            workspace = layer["workspace_bytes"]
+            if not isinstance(workspace, dict) or set(workspace) != set(WORKSPACE_KEYS):
+                fail(f"layers[{i}].workspace_bytes", f"expected the keys {', '.join(WORKSPACE_KEYS)}")
+            for key in WORKSPACE_KEYS:
+                values = workspace[key]
+                if len(values) != len(sizes):
+                    fail(f"layers[{i}].workspace_bytes.{key}", f"expected {len(sizes)} values, got {len(values)}")
+                if any(v < 0 for v in values):
+                    fail(f"layers[{i}].workspace_bytes.{key}", "negative value")
     seen = set()
     for k, (a, b) in enumerate(p.get("edges", [])):
         if not 0 <= a < b < len(p["layers"]):

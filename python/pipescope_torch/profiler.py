@@ -19,6 +19,7 @@ from pipescope_torch.errors import BridgeError, one_line
 from pipescope_torch.graph import LAYER_OPS, LayerGraph, build_layer_graph, fetch_attr, is_layer
 from pipescope_torch.measure import MeasureOptions, make_timer, measure_layer, storage_of
 from pipescope_torch.profile_json import build_profile
+from pipescope_torch.workspace import NOT_MEASURED_NOTE, make_memory_meter, measure_workspace
 
 
 def device_description(device: torch.device):
@@ -87,8 +88,9 @@ def _placeholder_value(node: torch.fx.Node, x: torch.Tensor, first: bool, model_
 
 
 def _measure_batch(lg: LayerGraph, x: torch.Tensor, options: MeasureOptions,
-                   excluded, timer, model_name: str, report) -> list:
-    """One pass over the graph at one batch size; returns a measurement per layer."""
+                   excluded, timer, meter, model_name: str, report) -> list:
+    """One pass over the graph at one batch size; returns a measurement per layer (with
+    its workspace when `meter` is a CUDA memory meter)."""
     env, results, placeholders = {}, [], 0
     last = _last_uses(lg.graph)
     layer_of = {layer.node: layer for layer in lg.layers}
@@ -113,9 +115,11 @@ def _measure_batch(lg: LayerGraph, x: torch.Tensor, options: MeasureOptions,
                 return args, kwargs
 
             try:
-                m, env[node] = measure_layer(_runner(lg.root, node), make_args,
-                                             _layer_params(lg.root, node), timer,
+                run, params = _runner(lg.root, node), _layer_params(lg.root, node)
+                m, env[node] = measure_layer(run, make_args, params, timer,
                                              options.warmup, options.repeats, excluded)
+                if meter is not None:
+                    m.workspace = measure_workspace(run, make_args, params, meter, excluded)
             except BridgeError:
                 raise
             except Exception as exc:
@@ -142,8 +146,13 @@ def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
     excluded = {storage_of(t)[0] for m in (model, lg.root)
                 for t in list(m.parameters()) + list(m.buffers())}
     timer = make_timer(device)
+    meter = make_memory_meter(device)
     progress(f"{model_name}: {len(lg.layers)} layers, "
              f"{len(lg.profile_edges() or [])} edges, device {device}")
+    notes = []
+    if meter is None:
+        notes.append(NOT_MEASURED_NOTE)
+        progress(NOT_MEASURED_NOTE)
     per_batch = []
     for b, batch in enumerate(batch_sizes):
         torch.manual_seed(options.seed)
@@ -155,11 +164,12 @@ def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
                 progress(f"  batch {batch}: {name}: forward {m.forward_ms:.3f} ms, backward "
                          f"{m.backward_ms:.3f} ms, saved {m.activation_bytes} B")
 
-        per_batch.append(_measure_batch(lg, x, options, excluded, timer,
+        per_batch.append(_measure_batch(lg, x, options, excluded, timer, meter,
                                         type(model).__name__, report))
         progress(f"batch size {batch} ({b + 1}/{len(batch_sizes)}) done in "
                  f"{time.perf_counter() - started:.2f} s")
     name, memory = device_description(device)
     return build_profile(model=model_name, device_name=name, memory_bytes=memory,
                          backend=device.type, batch_sizes=list(batch_sizes),
-                         layers=lg.layers, per_batch=per_batch, edges=lg.profile_edges())
+                         layers=lg.layers, per_batch=per_batch, edges=lg.profile_edges(),
+                         notes=notes)
