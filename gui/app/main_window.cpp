@@ -370,7 +370,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
   if (tabs_->currentWidget() == distribution_view_) emit distribution_view_->sampleRequested();
   const StepReport& r = evaluation_->report;
   layers_.set_plan(profile_, evaluation_->plan);
-  timeline_.set_timeline(r.timeline, r.step_ns);
+  timeline_.set_timeline(r.timeline, r.timeline_end_ns());
   timeline_view_->set_stage_stripes(r.chunks > 1);
   summary_.set_report(r);
   memory_view_->set_curves(memory_curves(r));
@@ -411,7 +411,7 @@ void MainWindow::update_compare_rows() {
   } else if (measured_trace_) {
     compare_rows_.set_timeline(interleave_timelines(evaluation_->report.timeline, "pred", *measured_trace_, "meas"));
   } else {
-    compare_rows_.set_timeline(evaluation_->report.timeline, evaluation_->report.step_ns);
+    compare_rows_.set_timeline(evaluation_->report.timeline, evaluation_->report.timeline_end_ns());
   }
 }
 

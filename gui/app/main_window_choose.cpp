@@ -42,7 +42,7 @@ void MainWindow::connect_plans() {
           [this](const QString& extension) { export_widget(ab_view_->content(), "a-b", extension); });
   connect(&pin_worker_, &PlanWorker::ready, this, [this](std::shared_ptr<const Evaluation> e) {
     pinned_ = std::move(e);
-    pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.step_ns);
+    pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.timeline_end_ns());
     update_ab();
   });
   connect(&pin_worker_, &PlanWorker::failed, this, [this](const QString& m) {
@@ -87,7 +87,7 @@ void MainWindow::load_candidate(int index) {
 void MainWindow::pin_current() {
   if (!evaluation_) return;
   pinned_ = evaluation_;
-  pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.step_ns);
+  pinned_timeline_.set_timeline(pinned_->report.timeline, pinned_->report.timeline_end_ns());
   update_ab();
 }
 

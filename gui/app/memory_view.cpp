@@ -18,6 +18,7 @@ constexpr int kAxisLeft = 84;
 constexpr int kGap = 14;
 constexpr int kChartTitle = 18;
 const QColor kStatic(176, 190, 197);
+const QColor kVersions(120, 138, 150);  // extra weight versions: a darker shade of the static band
 
 // The area between two step functions of a curve, lo(step) <= hi(step), from t = 0 to
 // tend: the upper edge left to right, then the lower edge back. An edge gets points only
@@ -130,14 +131,18 @@ void MemoryView::paintEvent(QPaintEvent*) {
     const QColor fill = stage_fill(s);
     // Static bytes: a band from 0 to static for the whole step.
     p.fillRect(QRectF(QPointF(X(0), Y(static_cast<double>(c.static_bytes))), QPointF(X(tend), Y(0))), kStatic);
-    // Activations stacked on the static band, transients on the activations: step functions.
+    // Extra weight versions (pipedream, 2bw) on the static band, activations on them,
+    // transients on the activations: step functions.
+    auto base = [&](const MemoryStep& m) { return c.static_bytes + m.weight_version_bytes; };
+    if (curves_.has_weight_versions()) {
+      p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep&) { return c.static_bytes; }, base), kVersions);
+    }
     QColor area = fill;
     area.setAlpha(c.fits ? 200 : 230);
-    p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep&) { return c.static_bytes; },
-                         [&](const MemoryStep& m) { return c.static_bytes + m.activation_bytes; }),
+    p.fillPath(step_band(c.steps, tend, X, Y, base, [&](const MemoryStep& m) { return base(m) + m.activation_bytes; }),
                area);
     if (c.peak_transient_bytes() > 0) {
-      p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep& m) { return c.static_bytes + m.activation_bytes; },
+      p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep& m) { return base(m) + m.activation_bytes; },
                            [&](const MemoryStep& m) { return c.static_bytes + m.above_static(); }),
                  transient_color());
     }
@@ -210,6 +215,7 @@ void MemoryView::paint_legend(QPainter& p) {
     x += 200;
   } else {
     swatch(kStatic, "weights + gradients + optimizer");
+    if (curves_.has_weight_versions()) swatch(kVersions, "weight versions (asynchronous)");
     swatch(stage_color(0), "activations (stage colour)");
     if (curves_.has_transients()) {
       swatch(transient_color(), "transients (in flight, workspace)");

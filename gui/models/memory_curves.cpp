@@ -20,10 +20,16 @@ bool MemoryCurves::has_transients() const {
   return std::any_of(stages.begin(), stages.end(), [](const StageMemoryCurve& s) { return s.peak_transient_bytes() > 0; });
 }
 
+bool MemoryCurves::has_weight_versions() const {
+  return std::any_of(stages.begin(), stages.end(), [](const StageMemoryCurve& s) {
+    return std::any_of(s.steps.begin(), s.steps.end(), [](const MemoryStep& m) { return m.weight_version_bytes > 0; });
+  });
+}
+
 MemoryCurves memory_curves(const StepReport& report) {
   MemoryCurves out;
   out.capacity_bytes = report.memory_limit_bytes;
-  out.end_ns = report.step_ns;
+  out.end_ns = report.timeline_end_ns();  // every step when several were simulated
   for (const StageReport& st : report.stages) {
     StageMemoryCurve c;
     c.stage = st.index;
@@ -37,7 +43,7 @@ MemoryCurves memory_curves(const StepReport& report) {
   for (const MemorySample& m : report.timeline.memory) {
     if (m.device < 0 || m.device >= static_cast<int>(out.stages.size())) continue;
     auto& steps = out.stages[m.device].steps;
-    const MemoryStep step{m.time_ns, m.activation_bytes, m.transient_bytes};
+    const MemoryStep step{m.time_ns, m.activation_bytes, m.transient_bytes, m.weight_version_bytes};
     if (steps.back().time_ns == m.time_ns) {
       steps.back() = step;
     } else {

@@ -18,7 +18,8 @@ struct MemoryStep {
   int64_t time_ns = 0;
   int64_t activation_bytes = 0;  // the stash
   int64_t transient_bytes = 0;   // held beyond the stash at that moment
-  int64_t above_static() const { return activation_bytes + transient_bytes; }
+  int64_t weight_version_bytes = 0;  // asynchronous schedules: extra weight versions (drawn on the static band)
+  int64_t above_static() const { return weight_version_bytes + activation_bytes + transient_bytes; }
   bool operator==(const MemoryStep&) const = default;
 };
 
@@ -38,6 +39,7 @@ struct MemoryCurves {
   int64_t end_ns = 0;
   int64_t max_bytes() const;    // highest of the peaks and the capacity, for a shared y axis
   bool has_transients() const;  // some stage holds transients at some moment
+  bool has_weight_versions() const;  // some stage holds an extra weight version (pipedream, 2bw)
 };
 
 MemoryCurves memory_curves(const StepReport& report);

@@ -33,7 +33,9 @@ Evaluation evaluate(const PlanInputs& in) {
   }
   e.plan = in.plan ? *in.plan : make_plan(*in.profile, choice);
   const Hardware hardware = hardware_for(in, e.plan);
-  Schedule schedule = schedule_for(e.plan);
+  // An asynchronous schedule (pipedream, 2bw) shows three steps without a flush: the
+  // fill, a steady-state step and the drain (docs/pipedream.md).
+  Schedule schedule = schedule_for(e.plan, 3);
   validate_schedule(schedule);
   e.costs = build_cost_model(*in.profile, e.plan, hardware);
   SimOptions options;

@@ -114,6 +114,13 @@ void MemoryTest::drawn_peak_equals_simulate_json_data() {
   QTest::newRow("zb-h1") << int(ScheduleKind::ZeroBubbleH1) << 1 << "--schedule zb-h1" << 12644352LL << 14880768LL;
   QTest::newRow("interleaved v=2") << int(ScheduleKind::Interleaved) << 2 << "--schedule interleaved --chunks 2"
                                    << 12843008LL << 10880000LL;
+  // The asynchronous ones over the GUI's three steps: 1F1B's peaks plus the extra weight
+  // versions (pipedream: K - s - 1 copies of the stage's 1586176 / 1653248 parameter
+  // bytes; 2bw: one copy on every stage), drawn on the static band.
+  QTest::newRow("pipedream") << int(ScheduleKind::PipeDream) << 1 << "--schedule pipedream --steps 3"
+                             << 13247488LL << 9698304LL;
+  QTest::newRow("2bw") << int(ScheduleKind::PipeDream2BW) << 1 << "--schedule 2bw --steps 3" << 13247488LL
+                       << 11351552LL;
 }
 
 void MemoryTest::drawn_peak_equals_simulate_json() {
