@@ -3,6 +3,8 @@
 // and the workers' records are merged into a StepReport of kind "measurement" with the
 // prediction's keys and tracks (device tracks "device d", link tracks "link a->b").
 // The reported step is the median of the measured steps (the first `warmup` are not).
+// Asynchronous schedules (pipedream, 2bw) hold all their steps in one op list: it runs
+// once, and the report has the simulator's step ends, mean and steady-state step.
 // Replicated stages (exec/replica_layout.h) run one worker per replica: D = K x r.
 // Step time, the same rule as the simulator's: from the step's start barrier to the
 // latest end of any op or gradient all-reduce; the optimizer step is not included.
@@ -46,9 +48,12 @@ RunResult run_plan(const Profile& profile, const Plan& plan, const Schedule& sch
 RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& schedule,
                       const RunOptions& options);
 
-// Rank 0 side of every transport: merges per-device records into the measurement.
+// Rank 0 side of every transport: merges per-device records into the measurement
+// (an asynchronous schedule's through merge_async_results, exec/merge_async.cpp).
 RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
                         const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits);
+RunResult merge_async_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                              const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits);
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error
