@@ -34,6 +34,7 @@ struct RunResult {
   double cpu_share = 0;            // measured steps: ops' thread CPU time / their wall time
   int64_t allreduce_ns = 0;        // slowest replica's gradient all-reduce in the reported step
   bool replicas_identical = true;  // every replica of a position ended with the same parameters
+  std::vector<WorkerResult> workers;  // the workers' own records, by device (ops carry their weight versions)
 };
 
 // Throws InputError when the plan cannot be executed (stages with different replica

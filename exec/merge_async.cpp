@@ -146,6 +146,7 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
   rep.notes.push_back(text);
   std::snprintf(text, sizeof text, "training loss (mean squared error) in the last step: %.6g", r.losses.back());
   rep.notes.push_back(text);
+  r.workers = std::move(workers);
   return r;
 }
 

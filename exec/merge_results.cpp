@@ -190,6 +190,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     for (const WorkerResult& w : workers) worst = std::max(worst, w.max_gradient_error);
     r.max_gradient_error = worst;
   }
+  r.workers = std::move(workers);
   return r;
 }
 

@@ -45,6 +45,7 @@ struct RunOptions {
   int warmup = -1;
   OptimizerSettings optimizer;
   bool check_gradients = false;
+  bool keep_parameters = false;  // tests: bring every layer's parameters back (threads transport only)
   double timeout_s = 20.0;      // longest wait for a message or a barrier
   std::optional<FaultSpec> fault;
   std::string transport = "threads";
@@ -111,6 +112,8 @@ struct WorkerResult {
   int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;  // the parts of static_bytes
   // Gradients after step 0, per layer index, per parameter (when checking gradients).
   std::map<int, std::vector<std::vector<float>>> gradients;
+  // Every parameter after the run, per layer index (when options.keep_parameters; not serialised).
+  std::map<int, std::vector<std::vector<float>>> parameters;
   double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers
   uint64_t parameter_hash = 0;     // of every parameter after the last optimizer step
 };

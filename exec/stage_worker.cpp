@@ -168,6 +168,15 @@ WorkerResult StageWorker::run() {
       run_steps();
     }
     result_.parameter_hash = parameter_hash();
+    if (setup_.options.keep_parameters) {
+      for (const auto& st : stages_) {
+        if (!st) continue;
+        for (std::size_t l = 0; l < st->layers.size(); ++l) {
+          auto& out = result_.parameters[st->first_layer + static_cast<int>(l)];
+          for (Parameter* p : st->layers[l]->parameters()) out.push_back(p->value.to_host());
+        }
+      }
+    }
   } catch (const std::exception& e) {
     std::string what = e.what();
     // A worker that stopped because another one failed passes the root cause on as is.
