@@ -236,6 +236,17 @@ TEST(AsyncExec, TrackedMemoryEqualsThePredictionVersionsIncluded) {
           // run on versions 0 and 1 while the current one is a step ahead).
           EXPECT_EQ(a.weight_versions, kind == ScheduleKind::PipeDream ? K - static_cast<int>(d) : 2) << where;
         }
+        // Both memory curves (every step's samples) reach the peak: static + activations +
+        // transients + kept versions at one instant.
+        for (const StepReport* r : {&p, &m}) {
+          std::vector<int64_t> top(r->stages.size(), 0);
+          for (const MemorySample& x : r->timeline.memory) {
+            top.at(x.device) = std::max(top[x.device], x.activation_bytes + x.transient_bytes + x.weight_version_bytes);
+          }
+          for (std::size_t d = 0; d < top.size(); ++d) {
+            EXPECT_EQ(r->stages[d].static_bytes + top[d], r->stages[d].peak_memory_bytes) << label << ", " << r->kind;
+          }
+        }
         // The report has the simulator's step structure, so compare shows the steady state on both sides.
         EXPECT_EQ(m.steps, 3) << label;
         EXPECT_EQ(m.step_end_ns.size(), 3u) << label;
