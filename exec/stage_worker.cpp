@@ -288,8 +288,11 @@ void StageWorker::update_weights(const Op& op, StepRecord& record) {
 
 bool StageWorker::injected_fault(const Op& op, int step) const {
   const RunOptions& o = setup_.options;
-  if (!(o.fault && o.fault->stage == op.stage && o.fault->replica == replica_ && o.fault->kind == op.kind &&
-        o.fault->microbatch == op.microbatch && o.fault->step == step)) {
+  if (!o.fault) return false;
+  // Under an asynchronous schedule the micro-batch index already names its step.
+  const bool in_step = setup_.schedule.asynchronous() || o.fault->step == step;
+  if (!(o.fault->stage == op.stage && o.fault->replica == replica_ && o.fault->kind == op.kind &&
+        o.fault->microbatch == op.microbatch && in_step)) {
     return false;
   }
   if (o.fault->crash) std::_Exit(9);  // a worker that dies without a word

@@ -277,6 +277,23 @@ TEST(AsyncExec, ReplicatedStagesAreRefused) {
   }
 }
 
+// A fault in a later step's micro-batch (the index names its step: micro-batch 5 of
+// M = 4 is in step 1) stops the run with a message naming stage, op, micro-batch and step.
+TEST(AsyncExec, FaultInALaterStepIsNamed) {
+  const Profile profile = measured_profile();
+  const Plan plan = async_plan(profile, ScheduleKind::PipeDream, 2, 4, false);
+  const Schedule s = schedule_for(plan, 2);
+  RunOptions o;
+  o.fault = parse_fault("1:backward:5");
+  try {
+    run_async(profile, plan, s, o);
+    ADD_FAILURE() << "the injected fault did not stop the run";
+  } catch (const RunError& e) {
+    EXPECT_NE(std::string(e.what()).find("stage 1 (device 1) failed at backward of micro-batch 5 in step 1"),
+              std::string::npos) << e.what();
+  }
+}
+
 #ifdef PIPESCOPE_MPIEXEC
 // Over MPI (one rank per stage, records serialised to rank 0): the same byte-exact peaks,
 // read from run --compare --json: every stage's peak_memory_bytes and weight_version_bytes
