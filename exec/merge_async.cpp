@@ -58,6 +58,35 @@ StageReport async_stage(const Plan& plan, const Schedule& schedule, int p, const
   return st;
 }
 
+// What was measured and how, for the report's notes.
+void add_async_notes(RunResult& r, const Schedule& schedule, const RunOptions& options) {
+  StepReport& rep = r.report;
+  const int K = schedule.devices(), T = schedule.steps;
+  const std::string kernels = options.backend == "cpu" ? " (OpenBLAS " + blas_kernels() + " kernels)" : "";
+  const std::string pinned =
+      options.transport == "threads" ? (options.pin_threads(K) ? ", threads pinned" : ", threads unpinned") : "";
+  rep.notes.push_back("measured: " + options.backend + " backend" + kernels + ", " + options.transport +
+                      " transport (" + (r.spin_waits ? "waits spin" : "waits block") + pinned + "), " +
+                      std::to_string(T) + " step(s) run once as one op list without a flush (" + schedule.name +
+                      " is asynchronous; no warm-up steps): step_time_ms is their mean, the steady-state step the "
+                      "median step-to-step time leaving out the first step (the fill) and, from 3 steps on, the last");
+  if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
+  rep.notes.push_back(std::string("weight updates: ") +
+                      (schedule.weight_update == WeightUpdate::Stash ? "after every micro-batch (weight stashing)"
+                                                                     : "once per step, one step late (2BW)") +
+                      ", each a copy of the version kept for later ops plus the optimizer step on the device's "
+                      "track; the longest took " + format_ms(r.optimizer_ns) + " ms");
+  rep.notes.push_back("peak memory = largest total the tracker saw (weights, the kept weight versions, gradients, "
+                      "optimizer state, stashed activations and transient buffers); transient_bytes = its excess "
+                      "over static + weight versions + peak activations");
+  char text[256];
+  std::snprintf(text, sizeof text, "ops got %.0f%% of a core on average (thread CPU time / wall time)%s",
+                100 * r.cpu_share, r.cpu_share < 0.9 ? ": the workers did not have a core each, so ops ran slower" : "");
+  rep.notes.push_back(text);
+  std::snprintf(text, sizeof text, "training loss (mean squared error) in the last step: %.6g", r.losses.back());
+  rep.notes.push_back(text);
+}
+
 }  // namespace
 
 RunResult merge_async_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
@@ -123,29 +152,7 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
       rep.total_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.total_ns) : 0;
   r.cpu_share = wall > 0 ? static_cast<double>(cpu) / wall : 0;
 
-  const std::string kernels = options.backend == "cpu" ? " (OpenBLAS " + blas_kernels() + " kernels)" : "";
-  const std::string pinned =
-      options.transport == "threads" ? (options.pin_threads(K) ? ", threads pinned" : ", threads unpinned") : "";
-  rep.notes.push_back("measured: " + options.backend + " backend" + kernels + ", " + options.transport +
-                      " transport (" + (r.spin_waits ? "waits spin" : "waits block") + pinned + "), " +
-                      std::to_string(T) + " step(s) run once as one op list without a flush (" + schedule.name +
-                      " is asynchronous; no warm-up steps): step_time_ms is their mean, the steady-state step the "
-                      "median step-to-step time leaving out the first step (the fill) and, from 3 steps on, the last");
-  if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
-  rep.notes.push_back(std::string("weight updates: ") +
-                      (schedule.weight_update == WeightUpdate::Stash ? "after every micro-batch (weight stashing)"
-                                                                     : "once per step, one step late (2BW)") +
-                      ", each a copy of the version kept for later ops plus the optimizer step on the device's "
-                      "track; the longest took " + format_ms(r.optimizer_ns) + " ms");
-  rep.notes.push_back("peak memory = largest total the tracker saw (weights, the kept weight versions, gradients, "
-                      "optimizer state, stashed activations and transient buffers); transient_bytes = its excess "
-                      "over static + weight versions + peak activations");
-  char text[256];
-  std::snprintf(text, sizeof text, "ops got %.0f%% of a core on average (thread CPU time / wall time)%s",
-                100 * r.cpu_share, r.cpu_share < 0.9 ? ": the workers did not have a core each, so ops ran slower" : "");
-  rep.notes.push_back(text);
-  std::snprintf(text, sizeof text, "training loss (mean squared error) in the last step: %.6g", r.losses.back());
-  rep.notes.push_back(text);
+  add_async_notes(r, schedule, options);
   r.workers = std::move(workers);
   return r;
 }
