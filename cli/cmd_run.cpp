@@ -108,8 +108,12 @@ void add_run_command(CLI::App& app) {
                   "threads transport: on (pin worker d's thread to core d) | off | auto (pin when every worker has a "
                   "core of its own); under MPI use mpirun's --bind-to")
       ->capture_default_str();
-  cmd->add_option("--steps", a->run.steps, "Training steps to run")->capture_default_str();
-  cmd->add_option("--warmup", a->run.warmup, "Warm-up steps left out of the measurement (default: 1 when --steps > 1)");
+  cmd->add_option("--steps", a->run.steps,
+                  "Training steps to run (pipedream and 2bw: all in one op list without a flush)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", a->run.warmup,
+                  "Warm-up steps left out of the measurement (default: 1 when --steps > 1; pipedream and 2bw take "
+                  "none: their steady-state step leaves out the first)");
   cmd->add_option("--optimizer", a->optimizer, "sgd | adam")->capture_default_str();
   cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str();
   cmd->add_option("--timeout", a->run.timeout_s, "Seconds a stage waits for a message before it gives up")
@@ -136,6 +140,7 @@ void add_run_command(CLI::App& app) {
     const bool mpi = a->run.transport == "mpi";
     try {
       if (!a->fault.empty()) a->run.fault = exec::parse_fault(a->fault);
+      a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);
       exec::RunResult result = exec::run_plan(r.profile, r.plan, r.schedule, a->run);
       if (!result.is_root) return;

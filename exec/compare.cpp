@@ -29,6 +29,10 @@ Comparison compare_reports(const StepReport& p, const StepReport& m) {
   warn_if(p.recompute != m.recompute, "re-materialisation");
   warn_if(p.chunks != m.chunks, "chunks");
   c.values.push_back({"step_time_ms", p.step_ns / 1e6, m.step_ns / 1e6});
+  if (p.steps > 1 && m.steps > 1) {  // several steps (pipedream, 2bw, simulate --steps): once the pipeline filled
+    warn_if(p.steps != m.steps, "steps (" + std::to_string(p.steps) + " vs " + std::to_string(m.steps) + ")");
+    c.values.push_back({"steady_state_step_time_ms", p.steady_state_step_ns / 1e6, m.steady_state_step_ns / 1e6});
+  }
   c.values.push_back({"throughput_samples_per_s", p.throughput_samples_per_s, m.throughput_samples_per_s});
   c.values.push_back({"bubble_fraction", p.bubble_fraction, m.bubble_fraction});
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
@@ -39,6 +43,9 @@ Comparison compare_reports(const StepReport& p, const StepReport& m) {
     c.values.push_back({st + "weight_bytes", double(a.weight_bytes), double(b.weight_bytes)});
     c.values.push_back({st + "gradient_bytes", double(a.gradient_bytes), double(b.gradient_bytes)});
     c.values.push_back({st + "optimizer_bytes", double(a.optimizer_bytes), double(b.optimizer_bytes)});
+    if (a.weight_version_bytes > 0 || b.weight_version_bytes > 0) {  // asynchronous: the kept weight versions
+      c.values.push_back({st + "weight_version_bytes", double(a.weight_version_bytes), double(b.weight_version_bytes)});
+    }
     c.values.push_back({st + "peak_activation_bytes", double(a.peak_activation_bytes), double(b.peak_activation_bytes)});
     c.values.push_back({st + "transient_bytes", double(a.transient_bytes), double(b.transient_bytes)});
     c.values.push_back({st + "peak_memory_bytes", double(a.peak_memory_bytes), double(b.peak_memory_bytes)});

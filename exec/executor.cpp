@@ -15,6 +15,30 @@
 
 namespace pipescope::exec {
 
+namespace {
+
+// pipedream and 2bw run their steps as one op list (the schedule's steps); no replicas yet.
+void check_async_runnable(const Schedule& schedule, const RunOptions& options, const ReplicaLayout& layout) {
+  if (layout.replicas > 1) {
+    throw InputError(schedule.name + ": replicated stages are not supported under asynchronous schedules yet "
+                     "(PipeDream's round-robin replication); use --replicas 1");
+  }
+  if (options.steps != schedule.steps) {
+    throw InputError("--steps: the " + schedule.name + " schedule holds " + std::to_string(schedule.steps) +
+                     " step(s) without a flush but the run asks for " + std::to_string(options.steps));
+  }
+  if (options.warmup > 0) {
+    throw InputError("--warmup: " + schedule.name + " runs its steps as one op list without a flush, so no step "
+                     "can be left out as a warm-up (its steady-state step already leaves out the first)");
+  }
+  if (options.check_gradients) {
+    throw InputError("--check-gradients: " + schedule.name + " is asynchronous (updates use stale weights), so "
+                     "its gradients are not those of one process running the mini-batch");
+  }
+}
+
+}  // namespace
+
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
                     const RunOptions& options) {
   make_backend(options.backend);
@@ -35,6 +59,7 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
     throw InputError(plan.source.empty() ? "plan" : plan.source, "stages[0].devices",
                      "replicated stages run on the cpu backend only (got --backend " + options.backend + ")");
   }
+  if (schedule.asynchronous()) check_async_runnable(schedule, options, layout);
   if (static_cast<int>(plan.stages.size()) != schedule.stages()) {
     throw InputError("the plan has " + std::to_string(plan.stages.size()) + " stages but the schedule has " +
                      std::to_string(schedule.stages()));

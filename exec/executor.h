@@ -3,6 +3,8 @@
 // and the workers' records are merged into a StepReport of kind "measurement" with the
 // prediction's keys and tracks (device tracks "device d", link tracks "link a->b").
 // The reported step is the median of the measured steps (the first `warmup` are not).
+// Asynchronous schedules (pipedream, 2bw) hold all their steps in one op list: it runs
+// once, and the report has the simulator's step ends, mean and steady-state step.
 // Replicated stages (exec/replica_layout.h) run one worker per replica: D = K x r.
 // Step time, the same rule as the simulator's: from the step's start barrier to the
 // latest end of any op or gradient all-reduce; the optimizer step is not included.
@@ -32,6 +34,7 @@ struct RunResult {
   double cpu_share = 0;            // measured steps: ops' thread CPU time / their wall time
   int64_t allreduce_ns = 0;        // slowest replica's gradient all-reduce in the reported step
   bool replicas_identical = true;  // every replica of a position ended with the same parameters
+  std::vector<WorkerResult> workers;  // the workers' own records, by device (ops carry their weight versions)
 };
 
 // Throws InputError when the plan cannot be executed (stages with different replica
@@ -46,9 +49,12 @@ RunResult run_plan(const Profile& profile, const Plan& plan, const Schedule& sch
 RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& schedule,
                       const RunOptions& options);
 
-// Rank 0 side of every transport: merges per-device records into the measurement.
+// Rank 0 side of every transport: merges per-device records into the measurement
+// (an asynchronous schedule's through merge_async_results, exec/merge_async.cpp).
 RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
                         const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits);
+RunResult merge_async_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                              const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits);
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error

@@ -25,6 +25,7 @@ int64_t step_end(const StepRecord& s) {
 
 RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
                         const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
+  if (schedule.asynchronous()) return merge_async_results(profile, plan, schedule, options, std::move(workers), spin_waits);
   RunResult r;
   r.spin_waits = spin_waits;
   const ReplicaLayout layout = replica_layout(plan);
@@ -189,6 +190,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     for (const WorkerResult& w : workers) worst = std::max(worst, w.max_gradient_error);
     r.max_gradient_error = worst;
   }
+  r.workers = std::move(workers);
   return r;
 }
 

@@ -95,18 +95,25 @@ Json worker_result_to_json(const WorkerResult& r) {
   Json steps = Json::array();
   for (const StepRecord& s : r.steps) {
     Json ops = Json::array(), transfers = Json::array(), memory = Json::array();
-    for (const OpRecord& o : s.ops) ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.start_ns, o.end_ns, o.cpu_ns});
+    for (const OpRecord& o : s.ops) {
+      ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.start_ns, o.end_ns, o.cpu_ns, o.version});
+    }
+    Json updates = Json::array();
+    for (const UpdateRecord& u : s.updates) updates.push_back({u.stage, u.microbatch, u.start_ns, u.end_ns});
     for (const TransferRecord& t : s.transfers) {
       transfers.push_back({t.from_device, t.to_device, t.stage, t.microbatch, t.start_ns, t.end_ns});
     }
-    for (const MemorySample& m : s.memory) memory.push_back({m.time_ns, m.activation_bytes, m.transient_bytes});
+    for (const MemorySample& m : s.memory) {
+      memory.push_back({m.time_ns, m.activation_bytes, m.transient_bytes, m.weight_version_bytes});
+    }
     steps.push_back({{"origin", s.origin_ns}, {"ops", ops}, {"transfers", transfers}, {"memory", memory},
                      {"optimizer", s.optimizer_ns}, {"optimizer_start", s.optimizer_start_ns}, {"allreduce", {s.allreduce_start_ns, s.allreduce_end_ns}}, {"loss", s.loss}, {"peak_act", s.peak_activation_bytes},
-                     {"peak_total", s.peak_total_bytes}});
+                     {"peak_total", s.peak_total_bytes}, {"updates", updates}});
   }
   return {{"device", r.device}, {"static", r.static_bytes},
           {"static_parts", {r.weight_bytes, r.gradient_bytes, r.optimizer_bytes}},
-          {"grad_error", r.max_gradient_error}, {"parameter_hash", r.parameter_hash}, {"steps", steps}};
+          {"grad_error", r.max_gradient_error}, {"parameter_hash", r.parameter_hash},
+          {"versions", {r.weight_versions, r.weight_version_bytes}}, {"steps", steps}};
 }
 
 WorkerResult worker_result_from_json(const Json& j) {
@@ -118,18 +125,25 @@ WorkerResult worker_result_from_json(const Json& j) {
   r.optimizer_bytes = j.at("static_parts")[2].get<int64_t>();
   r.max_gradient_error = j.at("grad_error").get<double>();
   r.parameter_hash = j.at("parameter_hash").get<uint64_t>();
+  r.weight_versions = j.at("versions")[0].get<int>();
+  r.weight_version_bytes = j.at("versions")[1].get<int64_t>();
   for (const Json& s : j.at("steps")) {
     StepRecord rec;
     rec.origin_ns = s.at("origin").get<int64_t>();
     for (const Json& o : s.at("ops")) {
       rec.ops.push_back({static_cast<OpKind>(o[0].get<int>()), o[1].get<int>(), o[2].get<int>(),
-                         o[3].get<int64_t>(), o[4].get<int64_t>(), o[5].get<int64_t>()});
+                         o[3].get<int64_t>(), o[4].get<int64_t>(), o[5].get<int64_t>(), o[6].get<int>()});
     }
     for (const Json& t : s.at("transfers")) {
       rec.transfers.push_back({t[0].get<int>(), t[1].get<int>(), t[2].get<int>(), t[3].get<int>(),
                                t[4].get<int64_t>(), t[5].get<int64_t>()});
     }
-    for (const Json& m : s.at("memory")) rec.memory.push_back({0, m[0].get<int64_t>(), m[1].get<int64_t>(), m[2].get<int64_t>()});
+    for (const Json& m : s.at("memory")) {
+      rec.memory.push_back({0, m[0].get<int64_t>(), m[1].get<int64_t>(), m[2].get<int64_t>(), m[3].get<int64_t>()});
+    }
+    for (const Json& u : s.at("updates")) {
+      rec.updates.push_back({u[0].get<int>(), u[1].get<int>(), u[2].get<int64_t>(), u[3].get<int64_t>()});
+    }
     rec.optimizer_ns = s.at("optimizer").get<int64_t>();
     rec.optimizer_start_ns = s.at("optimizer_start").get<int64_t>();
     rec.allreduce_start_ns = s.at("allreduce")[0].get<int64_t>();

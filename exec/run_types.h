@@ -39,9 +39,13 @@ void pin_current_thread(int i);
 struct RunOptions {
   std::string backend = "cpu";
   int steps = 3;
-  int warmup = -1;              // -1: 1 when steps > 1, else 0
+  // -1: 1 when steps > 1, else 0. Asynchronous schedules (pipedream, 2bw) run their
+  // steps as one op list without a flush and take no warm-up steps (0 or -1 only): their
+  // steady-state step leaves out the first step (the fill), as simulate's does.
+  int warmup = -1;
   OptimizerSettings optimizer;
   bool check_gradients = false;
+  bool keep_parameters = false;  // tests: bring every layer's parameters back (threads transport only)
   double timeout_s = 20.0;      // longest wait for a message or a barrier
   std::optional<FaultSpec> fault;
   std::string transport = "threads";
@@ -68,6 +72,14 @@ struct OpRecord {
   int stage, microbatch;
   int64_t start_ns, end_ns;  // steady clock
   int64_t cpu_ns = 0;        // CPU time of the worker's thread during the op
+  int version = 0;           // the weight version the op ran on (core/op_rules.h's WeightVersions::use)
+};
+
+// Asynchronous schedules: a stage's weight update at the end of the op that freed
+// (stage, micro-batch): drop and keep versions, then the optimizer step (timed here).
+struct UpdateRecord {
+  int stage, microbatch;
+  int64_t start_ns, end_ns;  // steady clock
 };
 
 struct TransferRecord {
@@ -79,21 +91,29 @@ struct StepRecord {
   int64_t origin_ns = 0;  // this worker's clock right after the step's start barrier
   std::vector<OpRecord> ops;
   std::vector<TransferRecord> transfers;
-  std::vector<MemorySample> memory;  // time, activation and transient bytes (device unused)
+  std::vector<MemorySample> memory;  // time, activation, transient and weight-version bytes (device unused)
   int64_t optimizer_start_ns = 0, optimizer_ns = 0;  // the optimizer step that ends the step
+  std::vector<UpdateRecord> updates;  // asynchronous: the updates ending this step's ops (no optimizer_ns)
   int64_t allreduce_start_ns = 0, allreduce_end_ns = 0;  // both 0 when the stage is not replicated
   double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)
   int64_t peak_activation_bytes = 0;
   int64_t peak_total_bytes = 0;
 };
 
+// Under an asynchronous schedule the worker runs its op list once (all the schedule's
+// steps, one origin) and files each op, transfer, update and memory sample under the
+// step of its micro-batch (Schedule::step_of), so `steps` has Schedule::steps records.
 struct WorkerResult {
   int device = 0;
   std::vector<StepRecord> steps;
+  int weight_versions = 1;           // most weight versions held at once (1 + kept copies)
+  int64_t weight_version_bytes = 0;  // the kept copies' bytes then
   int64_t static_bytes = 0;
   int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;  // the parts of static_bytes
   // Gradients after step 0, per layer index, per parameter (when checking gradients).
   std::map<int, std::vector<std::vector<float>>> gradients;
+  // Every parameter after the run, per layer index (when options.keep_parameters; not serialised).
+  std::map<int, std::vector<std::vector<float>>> parameters;
   double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers
   uint64_t parameter_hash = 0;     // of every parameter after the last optimizer step
 };

@@ -1,11 +1,15 @@
 // One device's op loop. Invariant: a micro-batch's stash is dropped only at the end of
 // an op that frees it (core/op_rules.h: B, or W under split backward), exactly when the
-// simulator frees it; what an op receives and sends is op_receives / op_sends.
+// simulator frees it; what an op receives and sends is op_receives / op_sends. Under an
+// asynchronous schedule the weight versions change only at the ends of such ops, in
+// WeightVersions' order (drop, keep, optimizer step), exactly when the simulator's do.
 #include "exec/stage_worker.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "core/op_rules.h"
@@ -31,6 +35,12 @@ struct StageWorker::StageState {
   int first_layer = 0;
   StageLayers layers;
   std::vector<MicroState> micro;
+  std::vector<Parameter*> parameters;
+  // Asynchronous schedules only: the version rules, the kept versions' copies (version ->
+  // one tensor per entry of `parameters`) and the stage's own optimizer.
+  std::optional<WeightVersions> versions;
+  std::map<int, std::vector<Tensor>> kept;
+  std::unique_ptr<Optimizer> optimizer;
 };
 
 StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
@@ -53,11 +63,15 @@ StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
     st->micro.resize(sched.microbatches());
     sequence_ = st->layers.front()->sequence();
     for (auto& layer : st->layers) {
-      for (Parameter* p : layer->parameters()) parameters_.push_back(p);
+      for (Parameter* p : layer->parameters()) st->parameters.push_back(p), parameters_.push_back(p);
+    }
+    if (sched.asynchronous()) {
+      st->versions.emplace(sched);
+      st->optimizer = std::make_unique<Optimizer>(ctx, st->parameters, setup_.options.optimizer);
     }
     stages_[s] = std::move(st);
   }
-  optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
+  if (!sched.asynchronous()) optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
   result_.device = setup_.device;
   result_.static_bytes = tracker_.current_total();
   result_.weight_bytes = tracker_.current(Category::Parameters);
@@ -71,13 +85,16 @@ Clock::time_point StageWorker::deadline() const {
   return Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(setup_.options.timeout_s * 1000));
 }
 
-// Samples now, or at `at` the highest point since tracker_.start_window(): activations
-// and the rest above the static bytes (the transients).
+// Samples now, or at `at` the highest point since tracker_.start_window(): activations,
+// kept weight versions (parameter bytes beyond the stage's own weights; they change only
+// between ops) and the rest above the static bytes (the transients).
 void StageWorker::sample_memory(StepRecord& record, int64_t at, int64_t activations) {
   const bool now = at < 0;
   const int64_t act = now ? tracker_.current(Category::Activations) : activations;
   const int64_t total = now ? tracker_.current_total() : tracker_.window_peak_total();
-  record.memory.push_back({0, now ? backend_->now_ns() : at, act, total - result_.static_bytes - act});
+  const int64_t versions = tracker_.current(Category::Parameters) - result_.weight_bytes;
+  record.memory.push_back(
+      {0, now ? backend_->now_ns() : at, act, total - result_.static_bytes - act - versions, versions});
 }
 
 Tensor StageWorker::upload_input(int m) {
@@ -144,49 +161,31 @@ uint64_t StageWorker::parameter_hash() const {
 }
 
 WorkerResult StageWorker::run() {
-  const RunOptions& o = setup_.options;
-  Op current{OpKind::Forward, -1, -1};
-  int step = 0;
   try {
-    for (step = 0; step < o.steps; ++step) {
-      StepRecord record;
-      endpoint_.barrier(deadline(), "the start of step " + std::to_string(step));
-      record.origin_ns = backend_->now_ns();
-      tracker_.reset_peaks();
-      for (const Op& op : setup_.schedule.device_ops[position_]) {
-        current = op;
-        run_op(op, step, record);
-      }
-      current = Op{OpKind::Forward, -1, -1};
-      endpoint_.flush(deadline());
-      allreduce_gradients(record);
-      if (step == 0 && o.check_gradients) {
-        for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
-          if (!stages_[s]) continue;
-          for (std::size_t l = 0; l < stages_[s]->layers.size(); ++l) {
-            auto& out = result_.gradients[stages_[s]->first_layer + static_cast<int>(l)];
-            for (Parameter* p : stages_[s]->layers[l]->parameters()) out.push_back(p->grad.to_host());
-          }
-        }
-      }
-      const int64_t t0 = backend_->now_ns();
-      optimizer_->step();  // in place: holds nothing beyond the optimizer state
-      record.optimizer_start_ns = t0;
-      record.optimizer_ns = backend_->now_ns() - t0;
-      record.peak_activation_bytes = tracker_.peak(Category::Activations);
-      record.peak_total_bytes = tracker_.peak_total();
-      result_.steps.push_back(std::move(record));
+    if (setup_.schedule.asynchronous()) {
+      run_async();
+    } else {
+      run_steps();
     }
     result_.parameter_hash = parameter_hash();
+    if (setup_.options.keep_parameters) {
+      for (const auto& st : stages_) {
+        if (!st) continue;
+        for (std::size_t l = 0; l < st->layers.size(); ++l) {
+          auto& out = result_.parameters[st->first_layer + static_cast<int>(l)];
+          for (Parameter* p : st->layers[l]->parameters()) out.push_back(p->value.to_host());
+        }
+      }
+    }
   } catch (const std::exception& e) {
     std::string what = e.what();
     // A worker that stopped because another one failed passes the root cause on as is.
     if (what.find(" stopped while waiting for ") != std::string::npos) throw RunError(what);
-    std::string place = current.stage >= 0
-                            ? where(current.stage) + " failed at " + to_string(current.kind) + " of micro-batch " +
-                                  std::to_string(current.microbatch) + " in step " + std::to_string(step)
+    std::string place = current_.stage >= 0
+                            ? where(current_.stage) + " failed at " + to_string(current_.kind) + " of micro-batch " +
+                                  std::to_string(current_.microbatch) + " in step " + std::to_string(step_)
                             : "device " + std::to_string(setup_.device) + replica_of() + " failed in step " +
-                                  std::to_string(step);
+                                  std::to_string(step_);
     std::string message = place + ": " + what;
     endpoint_.report_failure(message);
     throw RunError(message);
@@ -194,10 +193,106 @@ WorkerResult StageWorker::run() {
   return std::move(result_);
 }
 
+void StageWorker::run_steps() {
+  const RunOptions& o = setup_.options;
+  for (step_ = 0; step_ < o.steps; ++step_) {
+    const int step = step_;
+    StepRecord record;
+    endpoint_.barrier(deadline(), "the start of step " + std::to_string(step));
+    record.origin_ns = backend_->now_ns();
+    tracker_.reset_peaks();
+    for (const Op& op : setup_.schedule.device_ops[position_]) {
+      current_ = op;
+      run_op(op, step, record);
+    }
+    current_ = Op{OpKind::Forward, -1, -1};
+    endpoint_.flush(deadline());
+    allreduce_gradients(record);
+    if (step == 0 && o.check_gradients) {
+      for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
+        if (!stages_[s]) continue;
+        for (std::size_t l = 0; l < stages_[s]->layers.size(); ++l) {
+          auto& out = result_.gradients[stages_[s]->first_layer + static_cast<int>(l)];
+          for (Parameter* p : stages_[s]->layers[l]->parameters()) out.push_back(p->grad.to_host());
+        }
+      }
+    }
+    const int64_t t0 = backend_->now_ns();
+    optimizer_->step();  // in place: holds nothing beyond the optimizer state
+    record.optimizer_start_ns = t0;
+    record.optimizer_ns = backend_->now_ns() - t0;
+    record.peak_activation_bytes = tracker_.peak(Category::Activations);
+    record.peak_total_bytes = tracker_.peak_total();
+    result_.steps.push_back(std::move(record));
+  }
+}
+
+// One barrier, then every step's ops in the device's order; each op's records go under
+// its micro-batch's step, all with the run's one origin. The peaks are the run's.
+void StageWorker::run_async() {
+  const Schedule& sched = setup_.schedule;
+  std::vector<StepRecord> records(static_cast<std::size_t>(sched.steps));
+  endpoint_.barrier(deadline(), "the start of the run");
+  const int64_t origin = backend_->now_ns();
+  for (StepRecord& r : records) r.origin_ns = origin;
+  tracker_.reset_peaks();
+  for (const Op& op : sched.device_ops[position_]) {
+    current_ = op;
+    step_ = sched.step_of(op.microbatch);
+    run_op(op, step_, records[step_]);
+  }
+  current_ = Op{OpKind::Forward, -1, -1};
+  endpoint_.flush(deadline());
+  for (StepRecord& r : records) {
+    r.peak_activation_bytes = tracker_.peak(Category::Activations);
+    r.peak_total_bytes = tracker_.peak_total();
+  }
+  result_.steps = std::move(records);
+}
+
+// Swaps the stage's parameter values with the kept copy of `version`; a second call swaps back.
+void StageWorker::swap_version(StageState& st, int version) {
+  std::vector<Tensor>& copy = st.kept.at(version);
+  for (std::size_t i = 0; i < st.parameters.size(); ++i) std::swap(st.parameters[i]->value, copy[i]);
+}
+
+// The end of an op under an asynchronous schedule: what WeightVersions::finish says, in
+// its order (free the dropped copies, keep a copy of the current weights, step the
+// optimizer in place on the accumulated gradient, which it zeroes). Copy and step are
+// timed together as the update, on the device's track.
+void StageWorker::update_weights(const Op& op, StepRecord& record) {
+  StageState& st = *stages_.at(op.stage);
+  const WeightVersions::Update u = st.versions->finish(op);
+  if (!u.happens) return;
+  const int64_t t0 = backend_->now_ns();
+  for (int v : u.dropped) st.kept.erase(v);
+  if (u.kept >= 0) {
+    Context ctx{*backend_, tracker_};
+    std::vector<Tensor> copy;
+    for (const Parameter* p : st.parameters) {
+      Tensor c = Tensor::empty(ctx, p->value.rows, p->value.cols, Category::Parameters);
+      backend_->copy(c.data(), p->value.data(), c.numel());
+      copy.push_back(std::move(c));
+    }
+    st.kept.emplace(u.kept, std::move(copy));
+  }
+  int copies = 0;
+  for (const auto& any : stages_) copies += any ? static_cast<int>(any->kept.size()) : 0;
+  result_.weight_versions = std::max(result_.weight_versions, 1 + copies);
+  result_.weight_version_bytes =
+      std::max(result_.weight_version_bytes, tracker_.current(Category::Parameters) - result_.weight_bytes);
+  st.optimizer->step();
+  record.updates.push_back({op.stage, op.microbatch, t0, backend_->now_ns()});
+  sample_memory(record);
+}
+
 bool StageWorker::injected_fault(const Op& op, int step) const {
   const RunOptions& o = setup_.options;
-  if (!(o.fault && o.fault->stage == op.stage && o.fault->replica == replica_ && o.fault->kind == op.kind &&
-        o.fault->microbatch == op.microbatch && o.fault->step == step)) {
+  if (!o.fault) return false;
+  // Under an asynchronous schedule the micro-batch index already names its step.
+  const bool in_step = setup_.schedule.asynchronous() || o.fault->step == step;
+  if (!(o.fault->stage == op.stage && o.fault->replica == replica_ && o.fault->kind == op.kind &&
+        o.fault->microbatch == op.microbatch && in_step)) {
     return false;
   }
   if (o.fault->crash) std::_Exit(9);  // a worker that dies without a word
@@ -294,10 +389,17 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   tracker_.start_window();  // the op's highest point: its input, workspace and output included
   const int64_t act0 = tracker_.current(Category::Activations);
   Tensor x = op_input(op);
+  StageState& st = *stages_.at(op.stage);
+  // The weights the op runs on: under a flush those after `step` optimizer steps.
+  const int version = st.versions ? st.versions->use(op) : step;
+  const bool swapped = st.versions && version != st.versions->current();
+  if (swapped) swap_version(st, version);
   const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
   Tensor out = compute(op, std::move(x), record);
-  if (op_frees(op.kind)) stages_.at(op.stage)->micro[op.microbatch] = MicroState{};
-  record.ops.push_back({op.kind, op.stage, op.microbatch, t0, backend_->now_ns(), thread_cpu_ns() - c0});
+  const int64_t t1 = backend_->now_ns(), c1 = thread_cpu_ns();
+  if (swapped) swap_version(st, version);
+  if (op_frees(op.kind)) st.micro[op.microbatch] = MicroState{};
+  record.ops.push_back({op.kind, op.stage, op.microbatch, t0, t1, c1 - c0, version});
   if (auto msg = op_sends(op, sched.stages()); msg && !drop_output) {
     const int to = layout_.worker(sched.stage_device[msg->to_stage], replica_);
     const int64_t s0 = backend_->now_ns();
@@ -307,6 +409,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   out = Tensor{};  // sent: what the op leaves held is what remains
   sample_memory(record, t0, act0);
   sample_memory(record);
+  if (st.versions) update_weights(op, record);
 }
 
 }  // namespace pipescope::exec

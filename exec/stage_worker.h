@@ -14,6 +14,13 @@
 // is tracked too, in the order core/op_rules.h's stage_memory adds them up (docs/memory.md).
 // Gradients accumulate over micro-batches; the optimizer steps
 // once at the end of the step. Op times exclude waiting for messages.
+// Asynchronous schedules (pipedream, 2bw): the op list holds every step and runs once,
+// with no flush and no final optimizer step. Each stage replays core/op_rules.h's
+// WeightVersions: an op runs on the version use(op) names (a kept copy's tensors are
+// swapped into the layers' Parameter::value for the op, O(1) per parameter), and the op
+// that frees a micro-batch ends, when finish(op) says so, with the stage's update: free
+// the dropped copies, copy the current weights into a kept one (Category::Parameters),
+// then the stage's optimizer steps in place on the gradient accumulated so far.
 // Replicated stages (exec/replica_layout.h): a worker is one replica of one position; it
 // runs the position's op list on its b/r rows of every micro-batch, and after the step's
 // last op its replicas sum their gradients (Endpoint::allreduce_sum) before the optimizer
@@ -53,7 +60,11 @@ class StageWorker {
  private:
   struct MicroState;
   struct StageState;
+  void run_steps();  // synchronous schedules: the op list once per step, then the optimizer
+  void run_async();  // asynchronous schedules: the op list once, updates as WeightVersions says
   void run_op(const Op& op, int step, StepRecord& record);
+  void swap_version(StageState& st, int version);  // the layers run on `version` (or back)
+  void update_weights(const Op& op, StepRecord& record);
   bool injected_fault(const Op& op, int step) const;  // true: drop the op's output
   Tensor op_input(const Op& op);
   Tensor compute(const Op& op, Tensor x, StepRecord& record);
@@ -75,10 +86,12 @@ class StageWorker {
   int64_t microbatch_size_;
   int64_t sequence_ = 1;
   std::vector<std::unique_ptr<StageState>> stages_;  // indexed by model stage; null when not ours
-  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Optimizer> optimizer_;  // synchronous schedules; asynchronous ones: per stage
   std::vector<Parameter*> parameters_;
   std::vector<float> allreduce_buffer_;  // this worker's gradients, flat, for the all-reduce
   WorkerResult result_;
+  Op current_{OpKind::Forward, -1, -1};  // the op running (for failure messages)
+  int step_ = 0;
 };
 
 }  // namespace pipescope::exec

@@ -5,6 +5,18 @@ if(TARGET pipescope_exec)
   target_link_libraries(exec_tests PRIVATE pipescope_exec pipescope_planner pipescope_sim GTest::gtest_main)
   gtest_discover_tests(exec_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
 
+  # the asynchronous schedules (issue 21): weight versions, 2BW's rule, exact memory
+  add_executable(exec_async_tests exec_async_test.cpp)
+  target_link_libraries(exec_async_tests PRIVATE pipescope_exec pipescope_planner pipescope_sim GTest::gtest_main)
+  target_compile_definitions(exec_async_tests PRIVATE
+    PIPESCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    PIPESCOPE_BINARY="$<TARGET_FILE:pipescope>")
+  if(PIPESCOPE_EXEC_MPI)
+    target_compile_definitions(exec_async_tests PRIVATE PIPESCOPE_MPIEXEC="${PIPESCOPE_MPIEXEC}")
+  endif()
+  add_dependencies(exec_async_tests pipescope)
+  gtest_discover_tests(exec_async_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+
   add_executable(exec_cli_tests exec_cli_test.cpp)
   target_link_libraries(exec_cli_tests PRIVATE GTest::gtest_main)
   file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/exec_tmp)
