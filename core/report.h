@@ -120,6 +120,8 @@ struct StepReport {
 
   bool fits() const;
   int64_t peak_memory_bytes() const;  // largest over stages
+  // Where the timeline ends: the last step's end over several steps, else the step.
+  int64_t timeline_end_ns() const { return total_ns > step_ns ? total_ns : step_ns; }
 };
 
 // Sets steps, total_ns, step_ns (the mean), throughput and the steady state from each

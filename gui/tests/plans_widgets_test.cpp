@@ -49,9 +49,17 @@ class PlansWidgetsTest : public QObject {
 
 void PlansWidgetsTest::schedule_box_lists_the_core_schedules() {
   ControlsPanel c;
-  QStringList items;
-  for (int i = 0; i < c.schedule_box()->count(); ++i) items << c.schedule_box()->itemText(i);
-  QCOMPARE(items, schedule_names());
+  QStringList names;
+  for (int i = 0; i < c.schedule_box()->count(); ++i) {
+    const QString name = c.schedule_box()->itemData(i).toString();
+    names << name;
+    // The asynchronous ones (pipedream, 2bw) carry a visible mark and a tooltip saying why.
+    const bool async = is_asynchronous(parse_schedule_kind(name.toStdString()));
+    QCOMPARE(c.schedule_box()->itemText(i), async ? name + " (asynchronous)" : name);
+    QCOMPARE(c.schedule_box()->itemData(i, Qt::ToolTipRole).toString().contains("stale weights"), async);
+  }
+  QCOMPARE(names, schedule_names());
+  QVERIFY(names.contains("pipedream") && names.contains("2bw"));
 }
 
 void PlansWidgetsTest::clicking_a_point_loads_that_candidate() {
