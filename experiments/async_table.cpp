@@ -28,13 +28,13 @@ struct Row {
 
 // What each schedule does to the optimizer's view of training.
 const Row kRows[] = {
-    {"gpipe", 1, "synchronous (flush every step)"},
-    {"1f1b", 1, "synchronous (flush every step)"},
-    {"interleaved", 2, "synchronous (flush every step)"},
-    {"zb-h1", 1, "synchronous (flush every step)"},
-    {"zb-v", 2, "synchronous (flush every step)"},
-    {"pipedream", 1, "asynchronous: no flush; weight stashing, an update per micro-batch, up to K-1 updates stale"},
-    {"2bw", 1, "asynchronous: no flush; two weight versions, each step's gradient applied one step late"},
+    {"gpipe", 1, "synchronous"},
+    {"1f1b", 1, "synchronous"},
+    {"interleaved", 2, "synchronous"},
+    {"zb-h1", 1, "synchronous"},
+    {"zb-v", 2, "synchronous"},
+    {"pipedream", 1, "asynchronous: weight stashing, update per micro-batch, up to K-1 updates stale"},
+    {"2bw", 1, "asynchronous: 2 weight versions, gradient applied 1 step late"},
 };
 
 int usage() {
