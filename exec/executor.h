@@ -55,6 +55,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
                         const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits);
 RunResult merge_async_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
                               const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits);
+// What both merges start from: a measurement's header (model, schedule, K, v, M per step,
+// micro-batch, batch, re-materialisation, weight update, ops); times are left to them.
+StepReport measurement_header(const Profile& profile, const Plan& plan, const Schedule& schedule);
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error

@@ -109,18 +109,8 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
   }
   ends.back() = std::max(ends.back(), run_end);  // the last step ends with the run, as simulated
 
+  r.report = measurement_header(profile, plan, schedule);
   StepReport& rep = r.report;
-  rep.kind = "measurement";
-  rep.model = profile.model;
-  rep.schedule = schedule.name;
-  rep.devices = K;
-  rep.chunks = std::max(1, schedule.stages() / K);
-  rep.microbatches = schedule.step_microbatches();
-  rep.microbatch_size = plan.microbatch_size();
-  rep.batch_size = plan.batch_size;
-  rep.recompute = schedule.recompute;
-  rep.weight_update = to_string(schedule.weight_update);
-  rep.simulated_ops = static_cast<int64_t>(schedule.num_ops());
   set_step_ends(rep, ends);
   for (int t = 0; t < T; ++t) r.step_ns.push_back(ends[t] - (t > 0 ? ends[t - 1] : 0));
   r.losses.assign(static_cast<std::size_t>(T), 0.0);

@@ -23,6 +23,22 @@ int64_t step_end(const StepRecord& s) {
 
 }  // namespace
 
+StepReport measurement_header(const Profile& profile, const Plan& plan, const Schedule& schedule) {
+  StepReport rep;
+  rep.kind = "measurement";
+  rep.model = profile.model;
+  rep.schedule = schedule.name;
+  rep.devices = schedule.devices();
+  rep.chunks = std::max(1, schedule.stages() / schedule.devices());
+  rep.microbatches = schedule.step_microbatches();
+  rep.microbatch_size = plan.microbatch_size();
+  rep.batch_size = plan.batch_size;
+  rep.recompute = schedule.recompute;
+  rep.weight_update = to_string(schedule.weight_update);
+  rep.simulated_ops = static_cast<int64_t>(schedule.num_ops());
+  return rep;
+}
+
 RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
                         const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
   if (schedule.asynchronous()) return merge_async_results(profile, plan, schedule, options, std::move(workers), spin_waits);
@@ -50,18 +66,9 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   const int pick = order[(order.size() - 1) / 2];
   const int64_t t0 = origin[pick];
 
+  r.report = measurement_header(profile, plan, schedule);
   StepReport& rep = r.report;
-  rep.kind = "measurement";
-  rep.model = profile.model;
-  rep.schedule = schedule.name;
-  rep.devices = K;
-  rep.chunks = std::max(1, schedule.stages() / K);
-  rep.microbatches = schedule.microbatches();
-  rep.microbatch_size = plan.microbatch_size();
-  rep.batch_size = plan.batch_size;
-  rep.recompute = schedule.recompute;
   rep.step_ns = end[pick] - t0;
-  rep.simulated_ops = static_cast<int64_t>(schedule.num_ops());
   rep.throughput_samples_per_s = rep.step_ns > 0 ? static_cast<double>(plan.batch_size) * 1e9 / rep.step_ns : 0;
   TimelineRecorder timeline(rep.timeline, K);
   r.losses.assign(steps, 0.0);

@@ -27,13 +27,7 @@
 namespace pipescope::exec {
 namespace {
 
-Profile measured_profile() {
-  ProfileOptions po;
-  po.batch_sizes = {1, 2};
-  po.warmup = 0;
-  po.repeats = 1;
-  return profile_model(test::tiny_gpt_model(), po);
-}
+Profile measured_profile() { return test::tiny_gpt_measured_profile(); }
 
 Plan async_plan(const Profile& profile, ScheduleKind kind, int K, int M, bool recompute, int replicas = 1) {
   PlanChoice choice;

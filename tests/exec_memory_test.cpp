@@ -22,13 +22,7 @@
 namespace pipescope::exec {
 namespace {
 
-Profile measured_profile() {
-  ProfileOptions po;
-  po.batch_sizes = {1, 2};
-  po.warmup = 0;
-  po.repeats = 1;
-  return profile_model(test::tiny_gpt_model(), po);
-}
+Profile measured_profile() { return test::tiny_gpt_measured_profile(); }
 
 // Every memory number of every position, predicted against tracked; returns how many
 // positions held transients (so that the property is not vacuous).

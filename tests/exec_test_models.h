@@ -9,6 +9,7 @@
 #include "core/profile.h"
 #include "core/report.h"
 #include "exec/model.h"
+#include "exec/profiler.h"
 
 namespace pipescope::test {
 
@@ -28,6 +29,16 @@ inline exec::ModelFile tiny_gpt_model() {
   m.layers.push_back({"gelu", Json{{"type", "gelu"}, {"features", 24}, {"sequence", s}}});
   m.layers.push_back({"head", Json{{"type", "linear"}, {"in", 24}, {"out", 8}, {"sequence", s}}});
   return m;
+}
+
+// The tiny GPT profiled by the executor's own profiler (tracking allocator: the memory
+// numbers the executor holds, workspace_bytes included) at micro-batch sizes 1 and 2.
+inline Profile tiny_gpt_measured_profile() {
+  exec::ProfileOptions po;
+  po.batch_sizes = {1, 2};
+  po.warmup = 0;
+  po.repeats = 1;
+  return exec::profile_model(tiny_gpt_model(), po);
 }
 
 // A profile of the model whose times are made up (1 ms per op) but whose specs are
