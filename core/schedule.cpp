@@ -45,13 +45,7 @@ const std::vector<ScheduleKind>& schedule_kinds() {
   return kinds;
 }
 
-std::vector<ScheduleKind> default_search_schedules() {
-  std::vector<ScheduleKind> out;
-  for (ScheduleKind k : schedule_kinds()) {
-    if (k != ScheduleKind::ZeroBubbleAuto) out.push_back(k);
-  }
-  return out;
-}
+std::vector<ScheduleKind> default_search_schedules() { return schedule_kinds(); }
 
 std::string schedule_kind_names(const std::string& separator) {
   std::string out;

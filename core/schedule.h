@@ -41,8 +41,8 @@ ScheduleKind parse_schedule_kind(const std::string& name);  // throws InputError
 // Every built-in schedule, in the order --help and the GUI list them.
 const std::vector<ScheduleKind>& schedule_kinds();
 std::string schedule_kind_names(const std::string& separator = " | ");  // "gpipe | 1f1b | ..."
-// What `plan` and `sweep` search by default: every built-in except zb-auto, whose order
-// is searched per plan on its costs (ask for it with --schedules ...,zb-auto).
+// What `plan` and `sweep` search by default: every built-in, zb-auto included (its order
+// is searched per plan on its costs, under the largest cap that fits).
 std::vector<ScheduleKind> default_search_schedules();
 std::string to_string(OpKind kind);         // "forward", "backward", ...
 char op_letter(OpKind kind);                // F B I W R (PyTorch's letters; R = recompute)

@@ -1,6 +1,7 @@
 // The evidence a search hands back: why the winner wins (compared with the runner-up,
 // the best plan differing in each choice, and faster plans that do not fit), and every
 // candidate as JSON and CSV. Numbers come straight from the simulated candidates.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -69,6 +70,11 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
        << static_cast<int64_t>(w.throughput_samples_per_s + 0.5) << " samples/s, bubble " << percent(w.bubble_fraction)
        << ", peak " << format_bytes(static_cast<double>(w.peak_bytes)) << ".";
   lines.push_back(head.str());
+  const auto pruned = std::count_if(cs.begin(), cs.end(), [](const Candidate& c) { return c.pruned; });
+  if (pruned > 0) {
+    lines.push_back(std::to_string(pruned) + " zb-auto candidates were not searched: a lower bound of their step is "
+                    "slower than the first " + std::to_string(r.exact_top) + " plans (sweep searches them all).");
+  }
   if (r.objective != Objective::Step) lines.push_back(objective_sentence(r));
   if (r.ranking.size() > 1) lines.push_back("Runner-up " + contrast(w, cs[r.ranking[1]]) + ".");
   // The best fitting plan that differs from the winner in one choice.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <atomic>
 #include <chrono>
@@ -17,6 +18,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/op_rules.h"
 #include "core/report.h"
 #include "planner/dag_partition.h"
 #include "planner/model_graph.h"
@@ -242,12 +244,29 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
   }
 }
 
-// zb-auto in a search of hundreds of candidates gets a short search on plan's own
-// ranking (the step): zb-h2, zb-h1, 1f1b and the first list order (simulate and run
-// --schedule zb-auto take the full search on the longest span).
-const ZeroBubbleSearchOptions kPlanSearch{4, false};
+// A lower bound on the step of any order with `schedule`'s ops (zb-auto's, whatever the
+// search finds): device d starts after micro-batch 0's forward chain reaches it and then
+// works its ops' durations.
+int64_t step_lower_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware) {
+  int64_t bound = 0, chain = 0;
+  for (int d = 0; d < schedule.devices(); ++d) {
+    int64_t busy = 0;
+    for (const Op& op : schedule.device_ops[d]) busy += op_duration_ns(op.kind, costs.stages[op.stage]);
+    bound = std::max(bound, chain + busy);
+    if (d + 1 < schedule.devices()) {
+      const Link& l = hardware.link_between(costs.position_device[d], costs.position_device[d + 1]);
+      chain += costs.stages[d].forward_ns + l.latency_ns() + l.busy_ns(costs.stages[d].send_bytes);
+    }
+  }
+  return bound;
+}
 
-void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
+// How much of a zb-auto candidate to evaluate: all of it, or its cut and a lower bound
+// of its step only (the order search is what costs).
+enum class Depth { Full, BoundOnly };
+
+void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
+                   Depth depth = Depth::Full) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
   plan.batch_size = q.batch;
@@ -332,10 +351,8 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
     options.record_timeline = false;
     return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, options);
   };
-  if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // search the order on the cut's costs
-    assign(ranges);
-    schedule = schedule_for_costs(plan, build_cost_model(profile, plan, q.hardware), q.hardware, kPlanSearch);
-  }
+  // zb-auto: the cut is chosen with its unit-time order (schedule_for); the order is
+  // searched once, below, on the final cut's costs.
   StepReport report = run(ranges);
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
   // when it does not fit, memory-aware cuts get their chance (interleaved_fit below),
@@ -375,6 +392,18 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
       }
     }
   }
+  if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // the same call as resolve(): simulate --plan reproduces it
+    const CostModel costs = build_cost_model(profile, plan, q.hardware);
+    if (depth == Depth::BoundOnly) {
+      c.step_ns = c.objective_ns = step_lower_bound_ns(schedule, costs, q.hardware);
+      c.fits = false;
+      return;
+    }
+    schedule = schedule_for_costs(plan, costs, q.hardware);
+    SimOptions options;
+    options.record_timeline = false;
+    report = simulate(schedule, costs, q.hardware, options);
+  }
   c.step_ns = report.step_ns;
   c.throughput_samples_per_s = report.throughput_samples_per_s;
   c.bubble_fraction = report.bubble_fraction;
@@ -387,18 +416,34 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
 }
 
 // zb-auto takes the largest cap that fits in memory: 2K (enough for zero bubble), then
-// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M.
-void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
+// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M. BoundOnly: the least lower
+// bound over those caps, with the first cap.
+void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
+              Depth depth = Depth::Full) {
   if (c.schedule != ScheduleKind::ZeroBubbleAuto) return evaluate_once(q, listed, lattices, c);
   std::vector<int> caps;
   for (int cap : {2 * c.stages, 2 * c.stages - 1, c.stages, (c.stages + 1) / 2, 1}) {
     cap = std::min(cap, c.microbatches);
     if (caps.empty() || cap < caps.back()) caps.push_back(cap);
   }
+  Candidate fresh = c;  // each cap starts from the enumerated candidate
+  fresh.pruned = false;
+  int64_t least = std::numeric_limits<int64_t>::max();
   for (int cap : caps) {
+    c = fresh;
     c.max_inflight = cap;
-    evaluate_once(q, listed, lattices, c);
+    evaluate_once(q, listed, lattices, c, depth);
+    if (depth == Depth::BoundOnly) {
+      least = std::min(least, c.step_ns);
+      continue;
+    }
     if (c.fits) return;
+  }
+  if (depth == Depth::BoundOnly) {
+    c = fresh;
+    c.max_inflight = caps.front();
+    c.step_ns = c.objective_ns = least;
+    c.pruned = true;
   }
 }
 
@@ -442,6 +487,7 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   result.candidates = enumerate_candidates(request);
   result.memory_limit_bytes = request.hardware.memory_bytes;
   result.objective = request.objective;
+  result.exact_top = request.exact_top;
   result.samples = request.objective == Objective::Step ? 0 : request.jitter.samples;
   const Profile profile = in_topological_order(request.profile);
   // The downset lattices of a graph profile, shared by every candidate's partition. The
@@ -457,41 +503,82 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
   result.threads = threads;
 
-  std::atomic<std::size_t> next{0}, done{0};
-  std::vector<std::exception_ptr> errors(n);
-  std::mutex mutex;
-  std::condition_variable finished;
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
-      try {
-        evaluate(request, profile, lattices.get(), result.candidates[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
+  // Phase 1: every candidate, zb-auto's only to a lower bound when some may be pruned.
+  // Phase 2: zb-auto candidates whose bound can still reach the first exact_top of the
+  // ranking get their order searched; the rest stay pruned.
+  const bool prune = request.exact_top > 0 && request.objective == Objective::Step;
+  std::vector<std::size_t> later;
+  if (prune) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (result.candidates[i].schedule == ScheduleKind::ZeroBubbleAuto) later.push_back(i);
+    }
+  }
+  const std::size_t total = n + later.size();
+  std::atomic<std::size_t> done{0};
+  auto run_all = [&](const std::vector<std::size_t>& which, Depth depth) {
+    std::atomic<std::size_t> next{0};
+    std::vector<std::exception_ptr> errors(which.size());
+    std::mutex mutex;
+    std::condition_variable finished;
+    std::atomic<std::size_t> finished_here{0};
+    auto work = [&] {
+      for (std::size_t k; (k = next.fetch_add(1)) < which.size();) {
+        Candidate& c = result.candidates[which[k]];
+        try {
+          evaluate(request, profile, lattices.get(), c, c.schedule == ScheduleKind::ZeroBubbleAuto ? depth : Depth::Full);
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
+        done.fetch_add(1);
+        if (finished_here.fetch_add(1) + 1 == which.size()) {
+          std::lock_guard<std::mutex> lock(mutex);
+          finished.notify_all();
+        }
       }
-      if (done.fetch_add(1) + 1 == n) {
-        std::lock_guard<std::mutex> lock(mutex);
-        finished.notify_all();
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    if (progress) {
+      // The calling thread reports; the workers do the evaluating.
+      pool.emplace_back(work);
+      std::unique_lock<std::mutex> lock(mutex);
+      while (finished_here.load() < which.size()) {
+        progress(done.load(), total);
+        finished.wait_for(lock, std::chrono::milliseconds(100));
       }
+    } else {
+      work();
+    }
+    for (std::thread& t : pool) t.join();
+    for (const std::exception_ptr& e : errors) {
+      if (e) std::rethrow_exception(e);  // the first failing candidate, in index order
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  if (progress) {
-    // The calling thread reports; the workers do the evaluating.
-    pool.emplace_back(work);
-    std::unique_lock<std::mutex> lock(mutex);
-    while (done.load() < n) {
-      progress(done.load(), n);
-      finished.wait_for(lock, std::chrono::milliseconds(100));
+  std::vector<std::size_t> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i] = i;
+  run_all(all, prune ? Depth::BoundOnly : Depth::Full);
+  if (prune) {
+    std::vector<int64_t> fitting;
+    for (const Candidate& c : result.candidates) {
+      if (c.fits) fitting.push_back(c.objective_ns);
     }
-    progress(n, n);
-  } else {
-    work();
+    int64_t threshold = std::numeric_limits<int64_t>::max();
+    const std::size_t k = static_cast<std::size_t>(request.exact_top);
+    if (fitting.size() >= k) {
+      std::nth_element(fitting.begin(), fitting.begin() + static_cast<std::ptrdiff_t>(k - 1), fitting.end());
+      threshold = fitting[k - 1];
+    }
+    std::vector<std::size_t> search;
+    for (std::size_t i : later) {
+      if (result.candidates[i].step_ns > threshold) {
+        done.fetch_add(1);  // stays pruned: at least exact_top fitting candidates are faster
+      } else {
+        search.push_back(i);
+      }
+    }
+    run_all(search, Depth::Full);
   }
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);  // the first failing candidate, in index order
-  }
+  if (progress) progress(total, total);
   rank_and_mark(result);
   return result;
 }
