@@ -70,6 +70,12 @@ struct Schedule {
   bool recompute = false;                      // F keeps only the stage input; R(s,m) re-runs it
   std::vector<int> stage_device;               // model stage -> device (pipeline position)
   std::vector<std::vector<Op>> device_ops;     // per device, in execution order
+  // dualpipev: the B ops that run overlapped with the F just before them on their device
+  // (DualPipe's F&B pairs), sorted by (stage, micro-batch). The simulator charges such a
+  // pair F + B - overlap (core/cost_model.h's fb_overlap_ns); a mark whose B does not
+  // follow an F (re-materialisation puts R between them) runs back to back. Not kept in
+  // schedule files. Empty for every other schedule.
+  std::vector<Op> overlapped_backwards;
 
   int devices() const { return static_cast<int>(device_ops.size()); }
   int stages() const { return static_cast<int>(stage_device.size()); }

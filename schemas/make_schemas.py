@@ -107,6 +107,9 @@ def _define():
                  "output_bytes": dict(per_batch_b, description="handed to the next layer, bytes, one per batch size"),
                  "parameter_bytes": integer(0, MAXB),
                  "backward_input_ms": per_batch_ms, "backward_weight_ms": per_batch_ms,
+                 "fb_overlap_ms": dict(per_batch_ms, description="optional (dualpipev): how much shorter an overlapped "
+                                       "forward-and-backward pair runs when this layer's forward is its F, ms, one per "
+                                       "batch size, at most min(forward_ms, backward_ms); absent: pairs run back to back"),
                  "spec": {"type": "object", "description": "a layer the executor can build (see pipescope.model)"}},
                 ["name", "forward_ms", "backward_ms", "activation_bytes", "output_bytes", "parameter_bytes"])
     layer["dependentRequired"] = {"backward_input_ms": ["backward_weight_ms"], "backward_weight_ms": ["backward_input_ms"]}
