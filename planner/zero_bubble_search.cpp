@@ -202,6 +202,12 @@ class Search {
     return has ? label : label + tag;
   }
 
+  struct Move {
+    int device;
+    std::size_t from, to;  // op index on the device, and where it goes (to < from)
+  };
+  std::pair<int, std::size_t> critical_device() const;
+  std::vector<Move> moves_for_gap(int d, std::size_t i) const;
   bool try_move(int d, std::size_t from, std::size_t to);
 
   const CostModel& c_;
@@ -219,8 +225,13 @@ class Search {
 };
 
 // Moves device d's op at index `from` to index `to` (< from) of the best order; kept
-// when it is valid and strictly better.
+// when it is valid (it passes no op of its own stage and micro-batch, holds at most the
+// cap and finishes) and strictly better.
 bool Search::try_move(int d, std::size_t from, std::size_t to) {
+  const std::vector<Op>& now = best_.device_ops[d];
+  for (std::size_t k = to; k < from; ++k) {  // never ahead of its own F (or I, for a W)
+    if (now[k].stage == now[from].stage && now[k].microbatch == now[from].microbatch) return false;
+  }
   Schedule s = best_;
   std::vector<Op>& ops = s.device_ops[d];
   const Op op = ops[from];
@@ -233,26 +244,78 @@ bool Search::try_move(int d, std::size_t from, std::size_t to) {
   return true;
 }
 
-// Fill the idle gaps of the device with the longest span: for each gap (largest first),
-// move the next F, the next I (its F already before the gap) or the next W (its I
-// already before the gap) of that device to just before the gap's end. Each op kind
-// keeps its order on the device, so no move reorders micro-batches of one kind.
+// The device with the longest span in the best order (ties: the lowest index), and the
+// flat index of its first op; -1 when no device has ops.
+std::pair<int, std::size_t> Search::critical_device() const {
+  std::size_t flat = 0, first = 0;
+  int critical = -1;
+  int64_t longest = -1;
+  for (int d = 0; d < K_; ++d) {
+    const auto& ops = best_.device_ops[d];
+    if (!ops.empty()) {
+      const int64_t end = best_starts_[flat + ops.size() - 1] + op_duration_ns(ops.back().kind, c_.stages[ops.back().stage]);
+      if (end - best_starts_[flat] > longest) longest = end - best_starts_[flat], critical = d, first = flat;
+    }
+    flat += ops.size();
+  }
+  return {critical, first};
+}
+
+// The moves that may close the gap before device d's op i, in the order tried:
+//   fill: the next W (its I already before the gap), the next I (its F before the gap)
+//         or the next F of device d, moved to just before op i;
+//   feed: the op on a neighbour that sends op i its input (F(s-1, m) for F(s, m), the
+//         backward of s+1 for I or B(s, m)) moved one place earlier, or before the W
+//         nearest before it.
+// Same-kind ops of one stage never pass each other, so micro-batches keep their order.
+std::vector<Search::Move> Search::moves_for_gap(int d, std::size_t i) const {
+  std::vector<Move> out;
+  const std::vector<Op>& ops = best_.device_ops[d];
+  auto before = [](const std::vector<Op>& list, std::size_t end, const Op& op) {
+    return std::find(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(end), op) != list.begin() + static_cast<std::ptrdiff_t>(end);
+  };
+  for (OpKind kind : {OpKind::BackwardWeight, OpKind::BackwardInput, OpKind::Forward}) {
+    std::size_t j = i;
+    while (j < ops.size() && ops[j].kind != kind) ++j;
+    if (j == i || j == ops.size()) continue;
+    const OpKind needs = kind == OpKind::BackwardWeight ? OpKind::BackwardInput : OpKind::Forward;
+    if (kind != OpKind::Forward && !before(ops, i, Op{needs, ops[j].stage, ops[j].microbatch})) continue;
+    out.push_back({d, j, i});
+  }
+  const Op& x = ops[i];
+  Op producer = x;
+  if (x.kind == OpKind::Forward && x.stage > 0) {
+    producer.stage = x.stage - 1;
+  } else if ((x.kind == OpKind::BackwardInput || x.kind == OpKind::Backward) && x.stage + 1 < static_cast<int>(best_.stage_device.size())) {
+    producer.stage = x.stage + 1;
+  } else {
+    return out;
+  }
+  const int n = best_.stage_device[producer.stage];
+  const std::vector<Op>& theirs = best_.device_ops[n];
+  const auto at = std::find(theirs.begin(), theirs.end(), producer);
+  if (at == theirs.end() || at == theirs.begin()) return out;
+  const std::size_t p = static_cast<std::size_t>(at - theirs.begin());
+  auto passes = [&](std::size_t k) { return !(theirs[k].kind == producer.kind && theirs[k].stage == producer.stage); };
+  if (passes(p - 1)) out.push_back({n, p, p - 1});
+  for (std::size_t k = p - 1; k-- > 0;) {
+    if (!passes(k + 1)) break;
+    if (theirs[k].kind == OpKind::BackwardWeight) {
+      if (k + 1 != p - 1 || !passes(p - 1)) out.push_back({n, p, k});
+      break;
+    }
+  }
+  return out;
+}
+
+// Fill or feed the idle gaps of the device with the longest span, largest gap first,
+// keeping the first move that strictly improves the objective, until none does or the
+// budget is spent.
 void Search::order_search() {
   budget_ = evaluations_ + order_budget_;
   for (bool improved = true; improved && evaluations_ < budget_;) {
     improved = false;
-    // The critical device: the longest span (ties: the lowest index).
-    std::size_t flat = 0, first = 0;
-    int critical = -1;
-    int64_t longest = -1;
-    for (int d = 0; d < K_; ++d) {
-      const auto& ops = best_.device_ops[d];
-      if (!ops.empty()) {
-        const int64_t end = best_starts_[flat + ops.size() - 1] + op_duration_ns(ops.back().kind, c_.stages[ops.back().stage]);
-        if (end - best_starts_[flat] > longest) longest = end - best_starts_[flat], critical = d, first = flat;
-      }
-      flat += ops.size();
-    }
+    const auto [critical, first] = critical_device();
     if (critical < 0) return;
     const std::vector<Op>& ops = best_.device_ops[critical];
     std::vector<std::pair<int64_t, std::size_t>> gaps;  // (-length, index of the op after the gap)
@@ -261,23 +324,10 @@ void Search::order_search() {
       if (best_starts_[first + i] > end) gaps.push_back({end - best_starts_[first + i], i});
     }
     std::sort(gaps.begin(), gaps.end());
-    for (const auto& [length, i] : gaps) {
-      for (OpKind kind : {OpKind::BackwardWeight, OpKind::BackwardInput, OpKind::Forward}) {
+    for (const auto& gap : gaps) {
+      for (const Move& m : moves_for_gap(critical, gap.second)) {
         if (evaluations_ >= budget_) return;
-        std::size_t j = i;
-        while (j < ops.size() && ops[j].kind != kind) ++j;
-        if (j == i || j == ops.size()) continue;
-        // The op's own predecessor (F for I, I for W) must already run before the gap.
-        const OpKind needs = kind == OpKind::BackwardWeight ? OpKind::BackwardInput : OpKind::Forward;
-        if (kind != OpKind::Forward) {
-          const auto pred = std::find(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(i),
-                                      Op{needs, ops[j].stage, ops[j].microbatch});
-          if (pred == ops.begin() + static_cast<std::ptrdiff_t>(i)) continue;
-        }
-        if (try_move(critical, j, i)) {
-          improved = true;
-          break;
-        }
+        if ((improved = try_move(m.device, m.from, m.to))) break;
       }
       if (improved) break;
     }

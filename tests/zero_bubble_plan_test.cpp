@@ -111,6 +111,8 @@ TEST(ZeroBubblePlan, NoOrderBeatsTheCapBound) {
     const int N = 1 + static_cast<int>(r() % (2 * K + 2));
     ZeroBubbleSearchReport report;
     const Schedule s = search_zero_bubble(c, h, N, M, &report);
+    ASSERT_NO_THROW(validate_schedule(s)) << at << " N=" << N;  // the order search's moves keep it valid
+    EXPECT_LE(max_alive_microbatches(s), N) << at;
     EXPECT_EQ(report.cap_bound_ns, zero_bubble_cap_bound_ns(c, h, N, M));
     EXPECT_GE(report.span_ns, report.cap_bound_ns) << at << " N=" << N;
     EXPECT_EQ(longest_span(simulate(s, c, h, o)), report.span_ns) << at;
