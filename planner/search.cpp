@@ -18,7 +18,6 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
-#include "core/op_rules.h"
 #include "core/report.h"
 #include "planner/dag_partition.h"
 #include "planner/model_graph.h"
@@ -244,23 +243,6 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
   }
 }
 
-// A lower bound on the step of any order with `schedule`'s ops (zb-auto's, whatever the
-// search finds): device d starts after micro-batch 0's forward chain reaches it and then
-// works its ops' durations.
-int64_t step_lower_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware) {
-  int64_t bound = 0, chain = 0;
-  for (int d = 0; d < schedule.devices(); ++d) {
-    int64_t busy = 0;
-    for (const Op& op : schedule.device_ops[d]) busy += op_duration_ns(op.kind, costs.stages[op.stage]);
-    bound = std::max(bound, chain + busy);
-    if (d + 1 < schedule.devices()) {
-      const Link& l = hardware.link_between(costs.position_device[d], costs.position_device[d + 1]);
-      chain += costs.stages[d].forward_ns + l.latency_ns() + l.busy_ns(costs.stages[d].send_bytes);
-    }
-  }
-  return bound;
-}
-
 // How much of a zb-auto candidate to evaluate: all of it, or its cut and a lower bound
 // of its step only (the order search is what costs).
 enum class Depth { Full, BoundOnly };
@@ -395,7 +377,7 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // the same call as resolve(): simulate --plan reproduces it
     const CostModel costs = build_cost_model(profile, plan, q.hardware);
     if (depth == Depth::BoundOnly) {
-      c.step_ns = c.objective_ns = step_lower_bound_ns(schedule, costs, q.hardware);
+      c.step_ns = c.objective_ns = zero_bubble_step_bound_ns(schedule, costs, q.hardware);
       c.fits = false;
       return;
     }
@@ -444,6 +426,56 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
     c.max_inflight = caps.front();
     c.step_ns = c.objective_ns = least;
     c.pruned = true;
+  }
+}
+
+// Progress across both phases of search_plans: `done` of `total` evaluations.
+struct Progress {
+  const ProgressFn& report;
+  std::atomic<std::size_t>* done;
+  std::size_t total;
+};
+
+// Evaluates candidates[i] for each i in `which` (zb-auto to `depth`) on `threads`
+// threads; with a progress callback the calling thread reports instead of evaluating.
+// Rethrows the first failure in `which` order.
+void evaluate_each(const SearchRequest& q, const Profile& profile, const GraphLattices* lattices,
+                   std::vector<Candidate>& candidates, const std::vector<std::size_t>& which, Depth depth, int threads,
+                   const Progress& progress) {
+  std::atomic<std::size_t> next{0}, finished_here{0};
+  std::vector<std::exception_ptr> errors(which.size());
+  std::mutex mutex;
+  std::condition_variable finished;
+  auto work = [&] {
+    for (std::size_t k; (k = next.fetch_add(1)) < which.size();) {
+      Candidate& c = candidates[which[k]];
+      try {
+        evaluate(q, profile, lattices, c, c.schedule == ScheduleKind::ZeroBubbleAuto ? depth : Depth::Full);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+      progress.done->fetch_add(1);
+      if (finished_here.fetch_add(1) + 1 == which.size()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        finished.notify_all();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  if (progress.report) {
+    pool.emplace_back(work);
+    std::unique_lock<std::mutex> lock(mutex);
+    while (finished_here.load() < which.size()) {
+      progress.report(progress.done->load(), progress.total);
+      finished.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  } else {
+    work();
+  }
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
 }
 
@@ -516,43 +548,7 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   const std::size_t total = n + later.size();
   std::atomic<std::size_t> done{0};
   auto run_all = [&](const std::vector<std::size_t>& which, Depth depth) {
-    std::atomic<std::size_t> next{0};
-    std::vector<std::exception_ptr> errors(which.size());
-    std::mutex mutex;
-    std::condition_variable finished;
-    std::atomic<std::size_t> finished_here{0};
-    auto work = [&] {
-      for (std::size_t k; (k = next.fetch_add(1)) < which.size();) {
-        Candidate& c = result.candidates[which[k]];
-        try {
-          evaluate(request, profile, lattices.get(), c, c.schedule == ScheduleKind::ZeroBubbleAuto ? depth : Depth::Full);
-        } catch (...) {
-          errors[k] = std::current_exception();
-        }
-        done.fetch_add(1);
-        if (finished_here.fetch_add(1) + 1 == which.size()) {
-          std::lock_guard<std::mutex> lock(mutex);
-          finished.notify_all();
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-    if (progress) {
-      // The calling thread reports; the workers do the evaluating.
-      pool.emplace_back(work);
-      std::unique_lock<std::mutex> lock(mutex);
-      while (finished_here.load() < which.size()) {
-        progress(done.load(), total);
-        finished.wait_for(lock, std::chrono::milliseconds(100));
-      }
-    } else {
-      work();
-    }
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& e : errors) {
-      if (e) std::rethrow_exception(e);  // the first failing candidate, in index order
-    }
+    evaluate_each(request, profile, lattices.get(), result.candidates, which, depth, threads, {progress, &done, total});
   };
   std::vector<std::size_t> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = i;

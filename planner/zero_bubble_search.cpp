@@ -57,6 +57,17 @@ int64_t zero_bubble_cap_bound_ns(const CostModel& c, const Hardware& h, int cap,
   return std::max(bound, device0);
 }
 
+int64_t zero_bubble_step_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware) {
+  int64_t bound = 0, chain = 0;
+  for (int d = 0; d < schedule.devices(); ++d) {
+    int64_t busy = 0;
+    for (const Op& op : schedule.device_ops[d]) busy += op_duration_ns(op.kind, costs.stages[op.stage]);
+    bound = std::max(bound, chain + busy);
+    if (d + 1 < schedule.devices()) chain += costs.stages[d].forward_ns + hop_ns(costs, hardware, d);
+  }
+  return bound;
+}
+
 namespace {
 
 // The objective: longest device span, then the step from time 0.

@@ -67,6 +67,11 @@ Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hard
 // uniform stages the bubble is at least (K-1)(T_F + T_B + 2 T_comm) - (min(N,M)-1) T_W.
 int64_t zero_bubble_cap_bound_ns(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches);
 
+// A lower bound on the step from time 0 of any order of `schedule`'s ops (what `plan`
+// prunes zb-auto candidates by before searching their order): each device starts after
+// micro-batch 0's forward chain reaches it, then works all its ops' durations.
+int64_t zero_bubble_step_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware);
+
 // The largest number of micro-batches any device holds at once in `schedule` (F adds
 // one, B or W removes one), counted from the order alone.
 int max_alive_microbatches(const Schedule& schedule);
