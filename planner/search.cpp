@@ -334,7 +334,24 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
     return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, options);
   };
   // zb-auto: the cut is chosen with its unit-time order (schedule_for); the order is
-  // searched once, below, on the final cut's costs.
+  // searched once, below, on the final cut's costs. BoundOnly stops here: the final cut
+  // is `ranges` or the per-stage replicated one (interleaving's re-cuts need 2 chunks).
+  if (depth == Depth::BoundOnly) {
+    auto bound = [&](const LayerRanges& cut) {
+      assign(cut);
+      return zero_bubble_step_bound_ns(schedule, build_cost_model(profile, plan, q.hardware), q.hardware);
+    };
+    int64_t least = bound(ranges);
+    if (kind == "optimal" && q.per_stage_replication && c.stages >= 2 && c.replicas >= 2) {
+      const StageReplication varied = replicate_per_stage(profile, placed, schedule, spec, q.devices,
+                                                          q.batch / c.microbatches, ranges);
+      replicas = varied.replicas;
+      least = std::min(least, bound(varied.ranges));
+    }
+    c.step_ns = c.objective_ns = least;
+    c.fits = false;
+    return;
+  }
   StepReport report = run(ranges);
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
   // when it does not fit, memory-aware cuts get their chance (interleaved_fit below),
@@ -376,11 +393,6 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   }
   if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // the same call as resolve(): simulate --plan reproduces it
     const CostModel costs = build_cost_model(profile, plan, q.hardware);
-    if (depth == Depth::BoundOnly) {
-      c.step_ns = c.objective_ns = zero_bubble_step_bound_ns(schedule, costs, q.hardware);
-      c.fits = false;
-      return;
-    }
     schedule = schedule_for_costs(plan, costs, q.hardware);
     SimOptions options;
     options.record_timeline = false;
