@@ -8,3 +8,6 @@ pipescope_test(zero_bubble_plan_test zero_bubble_plan_test.cpp)
 target_link_libraries(zero_bubble_plan_test PRIVATE pipescope_schedule_table)
 # DualPipeV's overlapped F&B pairs: the profile's fb_overlap_ms and the simulator's charge.
 pipescope_test(dualpipev_overlap_test dualpipev_overlap_test.cpp)
+# plan -o then simulate --plan through the command, zb-auto winning.
+pipescope_test(cli_zero_bubble_plan_test cli_zero_bubble_plan_test.cpp)
+add_dependencies(cli_zero_bubble_plan_test pipescope)
