@@ -409,11 +409,35 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   if (q.objective != Objective::Step && c.fits) sample(q, profile, schedule, c);
 }
 
+// A lower bound on the step of candidate c under any cut and any replica counts per
+// position (Depth::BoundOnly's cuts cost a partition per cap; this costs L x D
+// interpolations): r replicas of a position each run b/r samples, so each layer costs
+// the devices at least min over r of r t(b/r) per micro-batch (t = F + I + W, + F when
+// re-materialising); the busiest of D devices holds at least the average, at the
+// fastest speed. 1 ns per layer and op kind per micro-batch below, for rounding.
+int64_t any_cut_step_bound_ns(const SearchRequest& q, const Profile& profile, const Candidate& c) {
+  const double b = static_cast<double>(q.batch) / c.microbatches;
+  double fastest = 0;
+  for (int d = 0; d < q.devices; ++d) fastest = std::max(fastest, q.hardware.device_speed(d));
+  double total = 0;
+  for (int l = 0; l < profile.num_layers(); ++l) {
+    double least = std::numeric_limits<double>::max();
+    for (int r = 1; r <= q.devices; ++r) {
+      const double x = b / r, f = profile.forward_ms(l, x);
+      least = std::min(least, r * (f * (c.recompute ? 2 : 1) + profile.backward_input_ms(l, x) + profile.backward_weight_ms(l, x)));
+    }
+    total += least;  // may be negative where the profile extrapolates below its sizes, as in the cost model
+  }
+  const int64_t slack = int64_t{4} * profile.num_layers() * c.microbatches;
+  return std::max<int64_t>(0, ms_to_ns(total * c.microbatches / (q.devices * fastest)) - slack);
+}
+
 // zb-auto takes the largest cap that fits in memory: 2K (enough for zero bubble), then
-// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M. BoundOnly: the least lower
-// bound over those caps, with the first cap.
+// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M. With `prune_above` a
+// candidate whose step bound (the any-cut one, then the least over its caps' cuts) is
+// above it is marked pruned instead, its bound in step_ns.
 void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
-              Depth depth = Depth::Full) {
+              int64_t prune_above = std::numeric_limits<int64_t>::max()) {
   if (c.schedule != ScheduleKind::ZeroBubbleAuto) return evaluate_once(q, listed, lattices, c);
   std::vector<int> caps;
   for (int cap : {2 * c.stages, 2 * c.stages - 1, c.stages, (c.stages + 1) / 2, 1}) {
@@ -422,22 +446,29 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   }
   Candidate fresh = c;  // each cap starts from the enumerated candidate
   fresh.pruned = false;
-  int64_t least = std::numeric_limits<int64_t>::max();
+  auto prune = [&](int64_t bound) {
+    c = fresh;
+    c.max_inflight = caps.front();
+    c.step_ns = c.objective_ns = bound;
+    c.pruned = true;
+  };
+  if (prune_above < std::numeric_limits<int64_t>::max()) {
+    const int64_t any_cut = any_cut_step_bound_ns(q, listed, c);
+    if (any_cut > prune_above) return prune(any_cut);
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (int cap : caps) {
+      c = fresh;
+      c.max_inflight = cap;
+      evaluate_once(q, listed, lattices, c, Depth::BoundOnly);
+      least = std::min(least, c.step_ns);
+    }
+    if (least > prune_above) return prune(least);
+  }
   for (int cap : caps) {
     c = fresh;
     c.max_inflight = cap;
-    evaluate_once(q, listed, lattices, c, depth);
-    if (depth == Depth::BoundOnly) {
-      least = std::min(least, c.step_ns);
-      continue;
-    }
+    evaluate_once(q, listed, lattices, c);
     if (c.fits) return;
-  }
-  if (depth == Depth::BoundOnly) {
-    c = fresh;
-    c.max_inflight = caps.front();
-    c.step_ns = c.objective_ns = least;
-    c.pruned = true;
   }
 }
 
@@ -448,12 +479,12 @@ struct Progress {
   std::size_t total;
 };
 
-// Evaluates candidates[i] for each i in `which` (zb-auto to `depth`) on `threads`
-// threads; with a progress callback the calling thread reports instead of evaluating.
-// Rethrows the first failure in `which` order.
+// Evaluates candidates[i] for each i in `which` (zb-auto ones pruned above
+// `prune_above`) on `threads` threads; with a progress callback the calling thread
+// reports instead of evaluating. Rethrows the first failure in `which` order.
 void evaluate_each(const SearchRequest& q, const Profile& profile, const GraphLattices* lattices,
-                   std::vector<Candidate>& candidates, const std::vector<std::size_t>& which, Depth depth, int threads,
-                   const Progress& progress) {
+                   std::vector<Candidate>& candidates, const std::vector<std::size_t>& which, int64_t prune_above,
+                   int threads, const Progress& progress) {
   std::atomic<std::size_t> next{0}, finished_here{0};
   std::vector<std::exception_ptr> errors(which.size());
   std::mutex mutex;
@@ -462,7 +493,7 @@ void evaluate_each(const SearchRequest& q, const Profile& profile, const GraphLa
     for (std::size_t k; (k = next.fetch_add(1)) < which.size();) {
       Candidate& c = candidates[which[k]];
       try {
-        evaluate(q, profile, lattices, c, c.schedule == ScheduleKind::ZeroBubbleAuto ? depth : Depth::Full);
+        evaluate(q, profile, lattices, c, prune_above);
       } catch (...) {
         errors[k] = std::current_exception();
       }
@@ -547,46 +578,32 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
   result.threads = threads;
 
-  // Phase 1: every candidate, zb-auto's only to a lower bound when some may be pruned.
-  // Phase 2: zb-auto candidates whose bound can still reach the first exact_top of the
-  // ranking get their order searched; the rest stay pruned.
+  // Pruning zb-auto: phase 1 evaluates every other candidate; phase 2 the zb-auto ones,
+  // each pruned when a lower bound of its step is above the exact_top-th fitting step
+  // of phase 1 (so the first exact_top of the ranking stay exact), else searched.
   const bool prune = request.exact_top > 0 && request.objective == Objective::Step;
-  std::vector<std::size_t> later;
-  if (prune) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (result.candidates[i].schedule == ScheduleKind::ZeroBubbleAuto) later.push_back(i);
-    }
+  std::vector<std::size_t> first, later;
+  for (std::size_t i = 0; i < n; ++i) {
+    (prune && result.candidates[i].schedule == ScheduleKind::ZeroBubbleAuto ? later : first).push_back(i);
   }
-  const std::size_t total = n + later.size();
   std::atomic<std::size_t> done{0};
-  auto run_all = [&](const std::vector<std::size_t>& which, Depth depth) {
-    evaluate_each(request, profile, lattices.get(), result.candidates, which, depth, threads, {progress, &done, total});
-  };
-  std::vector<std::size_t> all(n);
-  for (std::size_t i = 0; i < n; ++i) all[i] = i;
-  run_all(all, prune ? Depth::BoundOnly : Depth::Full);
-  if (prune) {
+  const Progress counted{progress, &done, n};
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  evaluate_each(request, profile, lattices.get(), result.candidates, first, kNever, threads, counted);
+  if (!later.empty()) {
     std::vector<int64_t> fitting;
     for (const Candidate& c : result.candidates) {
       if (c.fits) fitting.push_back(c.objective_ns);
     }
-    int64_t threshold = std::numeric_limits<int64_t>::max();
+    int64_t threshold = kNever;  // fewer than exact_top fit: nothing is pruned
     const std::size_t k = static_cast<std::size_t>(request.exact_top);
     if (fitting.size() >= k) {
       std::nth_element(fitting.begin(), fitting.begin() + static_cast<std::ptrdiff_t>(k - 1), fitting.end());
       threshold = fitting[k - 1];
     }
-    std::vector<std::size_t> search;
-    for (std::size_t i : later) {
-      if (result.candidates[i].step_ns > threshold) {
-        done.fetch_add(1);  // stays pruned: at least exact_top fitting candidates are faster
-      } else {
-        search.push_back(i);
-      }
-    }
-    run_all(search, Depth::Full);
+    evaluate_each(request, profile, lattices.get(), result.candidates, later, threshold, threads, counted);
   }
-  if (progress) progress(total, total);
+  if (progress) progress(n, n);
   rank_and_mark(result);
   return result;
 }

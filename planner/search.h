@@ -93,9 +93,9 @@ struct Candidate {
   std::vector<int64_t> stage_peak_bytes;  // per pipeline position, simulated
   int64_t peak_bytes = 0;
   bool fits = false;
-  // zb-auto: its step's lower bound (in step_ns: the busiest device's work after the
-  // forward chain reaches it) could not reach the first SearchRequest::exact_top, so
-  // its order was not searched; not simulated, not ranked, fits stays false.
+  // zb-auto: a lower bound of its step (in step_ns; search.cpp, evaluate) could not
+  // reach the first SearchRequest::exact_top, so its order was not searched; not
+  // simulated, not ranked, fits stays false.
   bool pruned = false;
   bool pareto = false;           // on the throughput / peak-memory front of fitting plans
   int rank = 0;                  // 1 = winner; 0 = does not fit
