@@ -60,8 +60,16 @@ int64_t zero_bubble_cap_bound_ns(const CostModel& c, const Hardware& h, int cap,
 int64_t zero_bubble_step_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware) {
   int64_t bound = 0, chain = 0;
   for (int d = 0; d < schedule.devices(); ++d) {
-    int64_t busy = 0;
+    int64_t busy = 0, gradient_bytes = 0;
     for (const Op& op : schedule.device_ops[d]) busy += op_duration_ns(op.kind, costs.stages[op.stage]);
+    for (int st = 0; st < schedule.stages(); ++st) {
+      if (schedule.stage_device[st] != d) continue;
+      busy += costs.stages[st].optimizer_ns;  // after the last op (and the all-reduce), as the simulator runs it
+      gradient_bytes += costs.stages[st].parameter_bytes;
+    }
+    const std::vector<int>& replicas = costs.position_devices[d];
+    const int r = static_cast<int>(replicas.size());
+    if (r >= 2) busy += allreduce_ns(hardware.ring_link(replicas), gradient_bytes, r);
     bound = std::max(bound, chain + busy);
     if (d + 1 < schedule.devices()) chain += costs.stages[d].forward_ns + hop_ns(costs, hardware, d);
   }

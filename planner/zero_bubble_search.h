@@ -69,7 +69,8 @@ int64_t zero_bubble_cap_bound_ns(const CostModel& costs, const Hardware& hardwar
 
 // A lower bound on the step from time 0 of any order of `schedule`'s ops (what `plan`
 // prunes zb-auto candidates by before searching their order): each device starts after
-// micro-batch 0's forward chain reaches it, then works all its ops' durations.
+// micro-batch 0's forward chain reaches it, works all its ops' durations, then its
+// replicas' gradient all-reduce and the optimizer step, as the simulator runs them.
 int64_t zero_bubble_step_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware);
 
 // The largest number of micro-batches any device holds at once in `schedule` (F adds
