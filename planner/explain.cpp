@@ -62,7 +62,11 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
   const auto& cs = r.candidates;
   std::vector<std::string> lines;
   std::ostringstream head;
-  head << r.candidates.size() << " candidates simulated, " << r.ranking.size() << " fit in "
+  const auto pruned = std::count_if(cs.begin(), cs.end(), [](const Candidate& c) { return c.pruned; });
+  head << r.candidates.size() << " candidates"
+       << (pruned > 0 ? ", " + std::to_string(r.candidates.size() - static_cast<std::size_t>(pruned)) + " simulated, "
+                      : std::string(" simulated, "))
+       << r.ranking.size() << " fit in "
        << (r.memory_limit_bytes ? format_bytes(static_cast<double>(r.memory_limit_bytes)) : std::string("unbounded memory"))
        << " per device. The winner, " << w.label() << ", has the "
        << (r.objective == Objective::Step ? std::string("shortest step") : "lowest " + to_string(r.objective) + " step")
@@ -70,7 +74,6 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
        << static_cast<int64_t>(w.throughput_samples_per_s + 0.5) << " samples/s, bubble " << percent(w.bubble_fraction)
        << ", peak " << format_bytes(static_cast<double>(w.peak_bytes)) << ".";
   lines.push_back(head.str());
-  const auto pruned = std::count_if(cs.begin(), cs.end(), [](const Candidate& c) { return c.pruned; });
   if (pruned > 0) {
     lines.push_back(std::to_string(pruned) + " zb-auto candidates were not searched: a lower bound of their step is "
                     "slower than the first " + std::to_string(r.exact_top) + " plans (sweep searches them all).");
