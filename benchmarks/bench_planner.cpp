@@ -88,6 +88,7 @@ void BM_PlanSearch_128Layers_64Devices_N512(benchmark::State& state) {
   q.devices = 64;
   q.batch = 512;
   q.threads = static_cast<int>(state.range(0));
+  q.exact_top = 10;  // as `plan` does: zb-auto's order searched where it can rank in the first 10
   q.per_stage_replication = state.range(1) != 0;
   q.memory_aware_interleaving = state.range(1) != 0;
   const std::size_t expected = enumerate_candidates(q).size();

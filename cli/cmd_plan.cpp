@@ -48,7 +48,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
   cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)")->required();
   cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors")->required();
-  cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated (add zb-auto to search its order per candidate: slower)")->capture_default_str();
+  cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated (zb-auto: its order searched per candidate under the largest cap that fits)")->capture_default_str();
   cmd->add_flag("--allow-async", a.allow_async,
                 "Also consider the asynchronous schedules pipedream and 2bw (no flush, stale weights: they change "
                 "training semantics); ranked by their steady-state step");
@@ -207,6 +207,7 @@ void add_plan_command(CLI::App& app) {
     if (a->top < 1) throw InputError("--top: expected at least 1, got " + std::to_string(a->top));
     a->gates.check(a->json, !a->search.hardware_path.empty(), {{"--output", a->output}});
     SearchRequest q = make_request(a->search);
+    q.exact_top = std::max(10, a->top);  // zb-auto orders searched only where they can rank that high
     SearchResult r = search_plans(q, progress_bar());
     const Candidate& best = winner(r);  // throws (exit 2) when nothing fits
     const std::vector<std::string> why = explain_winner(r);

@@ -198,9 +198,10 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.replicas = static_cast<int>(ps.devices.size());
     const double b = c.microbatch_size / st.replicas;
     const double speed = slowest_speed(hardware, ps.devices);
-    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0, workspace_real = 0;
+    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0, workspace_real = 0, overlap = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {
       f += profile.forward_ms(l, b);
+      overlap += profile.fb_overlap_ms(l, b);
       bw += profile.backward_ms(l, b);
       bi += profile.backward_input_ms(l, b);
       w += profile.backward_weight_ms(l, b);
@@ -231,6 +232,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.backward_input_ns = ms_to_ns(bi);
     st.backward_weight_ns = ms_to_ns(w);
     st.recompute_ns = st.forward_ns;
+    st.fb_overlap_ns = ms_to_ns(overlap / speed);
     if (profile.has_optimizer_time()) {
       double opt = 0;
       for (int l = ps.first_layer; l < ps.end_layer; ++l) opt += profile.layers[l].optimizer_ms;

@@ -30,6 +30,9 @@ struct StageCost {
   int64_t backward_weight_ns = 0;
   int64_t recompute_ns = 0;        // one more forward
   int64_t optimizer_ns = 0;        // the optimizer step over its parameters (0: not in the profile)
+  // dualpipev: what an overlapped F&B pair whose F is on this stage saves (its layers'
+  // fb_overlap_ms; 0: the pair runs back to back). The simulator saves at most min(F, B).
+  int64_t fb_overlap_ns = 0;
   int64_t send_bytes = 0;          // activations to stage s+1 (and gradients back), per replica
   int64_t activation_bytes = 0;    // kept for backward per micro-batch, per replica
   int64_t input_bytes = 0;         // what re-materialisation keeps instead

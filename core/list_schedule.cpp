@@ -56,23 +56,33 @@ class ListScheduler {
   std::vector<std::vector<Op>> run() {
     std::vector<std::vector<Op>> ops(K_);
     int64_t left = 3 * static_cast<int64_t>(S_) * M_;
-    int64_t now = 0;
+    is_woken_.assign(K_, 0);
+    for (int d = 0; d < K_; ++d) wake(d, 0);  // at time 0 every device decides
     while (left > 0) {
-      for (bool moved = true; moved;) {  // again while a zero-time op frees a device at `now`
+      // Passes over the woken devices in index order, again while one moved (a zero-time
+      // op may wake a device at `now_`): the same decisions as passes over all devices,
+      // since a device nothing happened to since it last could not move still cannot.
+      for (bool moved = true; moved;) {
         moved = false;
-        for (int d = 0; d < K_; ++d) {
+        for (cursor_ = 0; cursor_ < woken_.size(); ++cursor_) {
+          const int d = woken_[cursor_];
           Op op{OpKind::Forward, -1, -1};
-          if (free_at_[d] > now || !pick(d, now, op)) continue;
-          start(d, now, op);
+          if (free_at_[d] > now_ || !pick(d, now_, op)) continue;
+          start(d, now_, op);
           ops[d].push_back(op);
           --left;
           moved = true;
         }
       }
       if (left == 0) break;
-      while (!times_.empty() && times_.top() <= now) times_.pop();
-      if (times_.empty()) throw InputError("list schedule: no device can move (the limits deadlock)");
-      now = times_.top();
+      if (events_.empty()) throw InputError("list schedule: no device can move (the limits deadlock)");
+      for (int d : woken_) is_woken_[d] = 0;
+      woken_.clear();
+      now_ = events_.top().first;
+      while (!events_.empty() && events_.top().first == now_) {
+        wake(events_.top().second, now_);
+        events_.pop();
+      }
     }
     return ops;
   }
@@ -138,7 +148,7 @@ class ListScheduler {
         end = now + p_.forward_ns[s];
         f_end_[at(s, m)] = end;
         f_out_[at(s, m)] = end + (crosses(s + 1) ? p_.hop_ns : 0);
-        times_.push(f_out_[at(s, m)]);
+        wake(crosses(s + 1) ? p_.stage_device[s + 1] : d, f_out_[at(s, m)]);
         ++next_f_[s];
         ++alive_[d];
         ++warm_[d];
@@ -146,7 +156,7 @@ class ListScheduler {
       case OpKind::BackwardInput:
         end = now + p_.input_ns[s];
         i_out_[at(s, m)] = end + (crosses(s - 1) ? p_.hop_ns : 0);
-        times_.push(i_out_[at(s, m)]);
+        wake(crosses(s - 1) ? p_.stage_device[s - 1] : d, i_out_[at(s, m)]);
         ++next_i_[s];
         --warm_[d];
         pending_w_[d].push_back({op, end});
@@ -158,7 +168,7 @@ class ListScheduler {
         break;
     }
     free_at_[d] = end;
-    times_.push(end);
+    wake(d, end);
   }
 
   const ListPolicy& p_;
@@ -168,7 +178,26 @@ class ListScheduler {
   std::vector<int> next_f_, next_i_, alive_, warm_;
   std::vector<int64_t> free_at_;
   std::vector<std::deque<std::pair<Op, int64_t>>> pending_w_;  // I done: (W op, when its I ends)
-  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> times_;
+  // When something happens to a device (it frees, an input of its stages arrives): it
+  // decides again then. At `now_` the device joins woken_, which the current passes visit.
+  // A device woken during a pass is visited later in it when its index is higher (as
+  // a pass over all devices would), else in the next pass.
+  void wake(int d, int64_t t) {
+    if (t > now_) {
+      events_.push({t, d});
+      return;
+    }
+    if (is_woken_[d]) return;
+    is_woken_[d] = 1;
+    const auto at = std::lower_bound(woken_.begin(), woken_.end(), d);
+    if (static_cast<std::size_t>(at - woken_.begin()) <= cursor_ && cursor_ < woken_.size()) ++cursor_;
+    woken_.insert(at, d);
+  }
+  int64_t now_ = 0;
+  std::vector<int> woken_;       // devices that decide at now_, in index order
+  std::vector<char> is_woken_;   // per device: in woken_
+  std::size_t cursor_ = 0;       // the current pass's place in woken_
+  std::priority_queue<std::pair<int64_t, int>, std::vector<std::pair<int64_t, int>>, std::greater<>> events_;
 };
 
 }  // namespace

@@ -71,6 +71,10 @@ double Profile::backward_weight_ms(int layer, double batch) const {
   if (l.backward_weight_ms.empty()) return backward_ms(layer, batch) - backward_input_ms(layer, batch);
   return interpolate(l.backward_weight_ms, batch);
 }
+double Profile::fb_overlap_ms(int layer, double batch) const {
+  const LayerProfile& l = layers[layer];
+  return l.fb_overlap_ms.empty() ? 0.0 : interpolate(l.fb_overlap_ms, batch);
+}
 int64_t Profile::activation_bytes(int layer, double batch) const {
   return std::llround(interpolate(layers[layer].activation_bytes, batch));
 }
@@ -170,6 +174,17 @@ Profile profile_from_json(const JsonReader& r) {
     }
     if (l.has("optimizer_ms")) layer.optimizer_ms = l["optimizer_ms"].as_double(0.0, kMaxMs);
     if (l.has("workspace_bytes")) layer.workspace = read_workspace(l["workspace_bytes"], n);
+    if (l.has("fb_overlap_ms")) {
+      layer.fb_overlap_ms = per_batch(l, "fb_overlap_ms", n, kMaxMs);
+      for (std::size_t i = 0; i < n; ++i) {  // a pair never runs shorter than its longer op
+        const double most = std::min(layer.forward_ms[i], layer.backward_ms[i]);
+        if (layer.fb_overlap_ms[i] > most) {
+          l["fb_overlap_ms"].items()[i].fail("expected at most min(forward_ms, backward_ms) = " + std::to_string(most) +
+                                             " ms (an overlapped pair never runs shorter than its longer op), got " +
+                                             std::to_string(layer.fb_overlap_ms[i]));
+        }
+      }
+    }
     const bool has_fcv = l.has("forward_cv"), has_bcv = l.has("backward_cv");
     if (has_fcv != has_bcv) {
       l.fail(std::string("forward_cv and backward_cv go together; only ") + (has_fcv ? "forward_cv" : "backward_cv") +
@@ -222,6 +237,7 @@ Json profile_to_json(const Profile& p) {
       j["backward_weight_ms"] = json_numbers(l.backward_weight_ms);
     }
     if (l.optimizer_ms >= 0) j["optimizer_ms"] = l.optimizer_ms;
+    if (!l.fb_overlap_ms.empty()) j["fb_overlap_ms"] = json_numbers(l.fb_overlap_ms);
     if (l.workspace.present()) {
       Json w = Json::object();
       LayerWorkspace copy = l.workspace;

@@ -43,6 +43,11 @@ struct LayerProfile {
   std::vector<double> backward_input_ms;
   std::vector<double> backward_weight_ms;
   LayerWorkspace workspace;  // empty when the profile does not have it
+  // Optional, per batch size ("fb_overlap_ms", dualpipev; docs/schedules-new.md): how
+  // much shorter an overlapped forward-and-backward pair runs when this layer's forward
+  // is its F (DualPipe hides one micro-batch's communication under the other's
+  // compute). At most min(forward_ms, backward_ms); empty: pairs run back to back.
+  std::vector<double> fb_overlap_ms;
   // Optional ("optimizer_ms"): one optimizer step (Adam) over the layer's parameters,
   // measured by `profile --model`; < 0 when absent.
   double optimizer_ms = -1;
@@ -84,6 +89,7 @@ struct Profile {
   // Split backward; when the profile has no split, each is half of backward_ms.
   double backward_input_ms(int layer, double batch) const;
   double backward_weight_ms(int layer, double batch) const;
+  double fb_overlap_ms(int layer, double batch) const;  // 0 without the field
   int64_t activation_bytes(int layer, double batch) const;
   int64_t output_bytes(int layer, double batch) const;
   double interpolate(const std::vector<double>& values, double batch) const;

@@ -51,7 +51,7 @@ const std::vector<ScheduleKind>& schedule_kinds() {
 std::vector<ScheduleKind> default_search_schedules() {
   std::vector<ScheduleKind> out;
   for (ScheduleKind k : schedule_kinds()) {
-    if (k != ScheduleKind::ZeroBubbleAuto && !is_asynchronous(k)) out.push_back(k);
+    if (!is_asynchronous(k)) out.push_back(k);
   }
   return out;
 }

@@ -52,8 +52,8 @@ ScheduleKind parse_schedule_kind(const std::string& name);  // throws InputError
 // Every built-in schedule, in the order --help and the GUI list them.
 const std::vector<ScheduleKind>& schedule_kinds();
 std::string schedule_kind_names(const std::string& separator = " | ");  // "gpipe | 1f1b | ..."
-// What `plan` and `sweep` search by default: every built-in except zb-auto, whose order
-// is searched per plan on its costs (ask for it with --schedules ...,zb-auto), and the
+// What `plan` and `sweep` search by default: every built-in, zb-auto included (its order
+// is searched per plan on its costs, under the largest cap that fits), except the
 // asynchronous ones (plan --allow-async).
 std::vector<ScheduleKind> default_search_schedules();
 // Whether the kind's steps overlap without a flush (pipedream, 2bw): not synchronous SGD.
@@ -88,6 +88,12 @@ struct Schedule {
   int steps = 1;                               // training steps the op lists hold (> 1 only without a flush)
   std::vector<int> stage_device;               // model stage -> device (pipeline position)
   std::vector<std::vector<Op>> device_ops;     // per device, in execution order
+  // dualpipev: the B ops that run overlapped with the F just before them on their device
+  // (DualPipe's F&B pairs), sorted by (stage, micro-batch). The simulator charges such a
+  // pair F + B - overlap (core/cost_model.h's fb_overlap_ns); a mark whose B does not
+  // follow an F (re-materialisation puts R between them) runs back to back. Not kept in
+  // schedule files. Empty for every other schedule.
+  std::vector<Op> overlapped_backwards;
 
   int devices() const { return static_cast<int>(device_ops.size()); }
   int stages() const { return static_cast<int>(stage_device.size()); }

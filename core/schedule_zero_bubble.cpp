@@ -7,6 +7,7 @@
 // B, of every (stage, micro-batch) once; the V-shapes place stages d and 2K-1-d on d.
 #include <algorithm>
 #include <deque>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/list_schedule.h"
@@ -115,7 +116,9 @@ class DualPipeVDevice {
   void overlapped(int forward_phase, int backward_phase) {
     forward(forward_phase);
     backward(backward_phase, false);
+    overlapped_.push_back(ops_.back());
   }
+  const std::vector<Op>& overlapped_backwards() const { return overlapped_; }
   void weight() {
     if (weights_.empty()) return;
     ops_.push_back(weights_.front());
@@ -127,6 +130,7 @@ class DualPipeVDevice {
   int stage_[2];
   int next_f_[2] = {0, 0}, next_b_[2] = {0, 0};
   std::vector<Op> ops_;
+  std::vector<Op> overlapped_;  // the B of each overlapped F&B pair
   std::deque<Op> weights_;
 };
 
@@ -174,8 +178,13 @@ Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
     }
     for (int i = 0; i < K - d - 1; ++i) dev.weight(), dev.backward(0, true);
     for (int i = 0; i < d + 1; ++i) dev.weight();
+    const std::vector<Op>& pairs = dev.overlapped_backwards();
+    s.overlapped_backwards.insert(s.overlapped_backwards.end(), pairs.begin(), pairs.end());
     s.device_ops.push_back(dev.take());
   }
+  std::sort(s.overlapped_backwards.begin(), s.overlapped_backwards.end(), [](const Op& a, const Op& b) {
+    return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch);
+  });
   return finish(std::move(s), recompute);
 }
 

@@ -1,6 +1,7 @@
 // The evidence a search hands back: why the winner wins (compared with the runner-up,
 // the best plan differing in each choice, and faster plans that do not fit), and every
 // candidate as JSON and CSV. Numbers come straight from the simulated candidates.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -61,7 +62,11 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
   const auto& cs = r.candidates;
   std::vector<std::string> lines;
   std::ostringstream head;
-  head << r.candidates.size() << " candidates simulated, " << r.ranking.size() << " fit in "
+  const auto pruned = std::count_if(cs.begin(), cs.end(), [](const Candidate& c) { return c.pruned; });
+  head << r.candidates.size() << " candidates"
+       << (pruned > 0 ? ", " + std::to_string(r.candidates.size() - static_cast<std::size_t>(pruned)) + " simulated, "
+                      : std::string(" simulated, "))
+       << r.ranking.size() << " fit in "
        << (r.memory_limit_bytes ? format_bytes(static_cast<double>(r.memory_limit_bytes)) : std::string("unbounded memory"))
        << " per device. The winner, " << w.label() << ", has the "
        << (r.objective == Objective::Step ? std::string("shortest step") : "lowest " + to_string(r.objective) + " step")
@@ -69,6 +74,10 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
        << static_cast<int64_t>(w.throughput_samples_per_s + 0.5) << " samples/s, bubble " << percent(w.bubble_fraction)
        << ", peak " << format_bytes(static_cast<double>(w.peak_bytes)) << ".";
   lines.push_back(head.str());
+  if (pruned > 0) {
+    lines.push_back(std::to_string(pruned) + " zb-auto candidates were not searched: a lower bound of their step is "
+                    "slower than the first " + std::to_string(r.exact_top) + " plans (sweep searches them all).");
+  }
   if (r.objective != Objective::Step) lines.push_back(objective_sentence(r));
   if (is_asynchronous(w.schedule)) {
     lines.push_back(to_string(w.schedule) + " is asynchronous (considered because of --allow-async): steps overlap "

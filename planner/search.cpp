@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <atomic>
 #include <chrono>
@@ -244,16 +245,16 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
   }
 }
 
-// zb-auto in a search of hundreds of candidates gets a short search on plan's own
-// ranking (the step): zb-h2, zb-h1, 1f1b and the first list order (simulate and run
-// --schedule zb-auto take the full search on the longest span).
-const ZeroBubbleSearchOptions kPlanSearch{4, false};
+// How much of a zb-auto candidate to evaluate: all of it, or its cut and a lower bound
+// of its step only (the order search is what costs).
+enum class Depth { Full, BoundOnly };
 
 // Steps an asynchronous candidate is simulated for: the first fills the pipeline, the
 // second is steady, the last drains (core/report.h set_step_ends).
 constexpr int kAsyncSteps = 3;
 
-void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
+void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
+                   Depth depth = Depth::Full) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
   plan.batch_size = q.batch;
@@ -338,9 +339,24 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
     options.record_timeline = false;
     return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, options);
   };
-  if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // search the order on the cut's costs
-    assign(ranges);
-    schedule = schedule_for_costs(plan, build_cost_model(profile, plan, q.hardware), q.hardware, kPlanSearch);
+  // zb-auto: the cut is chosen with its unit-time order (schedule_for); the order is
+  // searched once, below, on the final cut's costs. BoundOnly stops here: the final cut
+  // is `ranges` or the per-stage replicated one (interleaving's re-cuts need 2 chunks).
+  if (depth == Depth::BoundOnly) {
+    auto bound = [&](const LayerRanges& cut) {
+      assign(cut);
+      return zero_bubble_step_bound_ns(schedule, build_cost_model(profile, plan, q.hardware), q.hardware);
+    };
+    int64_t least = bound(ranges);
+    if (kind == "optimal" && q.per_stage_replication && c.stages >= 2 && c.replicas >= 2) {
+      const StageReplication varied = replicate_per_stage(profile, placed, schedule, spec, q.devices,
+                                                          q.batch / c.microbatches, ranges);
+      replicas = varied.replicas;
+      least = std::min(least, bound(varied.ranges));
+    }
+    c.step_ns = c.objective_ns = least;
+    c.fits = false;
+    return;
   }
   StepReport report = run(ranges);
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
@@ -381,6 +397,13 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
       }
     }
   }
+  if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // the same call as resolve(): simulate --plan reproduces it
+    const CostModel costs = build_cost_model(profile, plan, q.hardware);
+    schedule = schedule_for_costs(plan, costs, q.hardware);
+    SimOptions options;
+    options.record_timeline = false;
+    report = simulate(schedule, costs, q.hardware, options);
+  }
   // Asynchronous kinds are ranked by their steady-state step (a flushed step is its own).
   c.step_ns = report.steps > 1 ? report.steady_state_step_ns : report.step_ns;
   c.throughput_samples_per_s = report.steps > 1 ? report.steady_state_throughput_samples_per_s
@@ -399,19 +422,116 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   if (q.objective != Objective::Step && c.fits) sample(q, profile, schedule, c);
 }
 
+// A lower bound on the step of candidate c under any cut and any replica counts per
+// position (Depth::BoundOnly's cuts cost a partition per cap; this costs L x D
+// interpolations): r replicas of a position each run b/r samples, so each layer costs
+// the devices at least min over r of r t(b/r) per micro-batch (t = F + I + W, + F when
+// re-materialising); the busiest of D devices holds at least the average, at the
+// fastest speed. 1 ns per layer and op kind per micro-batch below, for rounding.
+int64_t any_cut_step_bound_ns(const SearchRequest& q, const Profile& profile, const Candidate& c) {
+  const double b = static_cast<double>(q.batch) / c.microbatches;
+  double fastest = 0;
+  for (int d = 0; d < q.devices; ++d) fastest = std::max(fastest, q.hardware.device_speed(d));
+  double total = 0;
+  for (int l = 0; l < profile.num_layers(); ++l) {
+    double least = std::numeric_limits<double>::max();
+    for (int r = 1; r <= q.devices; ++r) {
+      const double x = b / r, f = profile.forward_ms(l, x);
+      least = std::min(least, r * (f * (c.recompute ? 2 : 1) + profile.backward_input_ms(l, x) + profile.backward_weight_ms(l, x)));
+    }
+    total += least;  // may be negative where the profile extrapolates below its sizes, as in the cost model
+  }
+  const int64_t slack = int64_t{4} * profile.num_layers() * c.microbatches;
+  return std::max<int64_t>(0, ms_to_ns(total * c.microbatches / (q.devices * fastest)) - slack);
+}
+
 // zb-auto takes the largest cap that fits in memory: 2K (enough for zero bubble), then
-// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M.
-void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c) {
+// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M. With `prune_above` a
+// candidate whose step bound (the any-cut one, then the least over its caps' cuts) is
+// above it is marked pruned instead, its bound in step_ns.
+void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
+              int64_t prune_above = std::numeric_limits<int64_t>::max()) {
   if (c.schedule != ScheduleKind::ZeroBubbleAuto) return evaluate_once(q, listed, lattices, c);
   std::vector<int> caps;
   for (int cap : {2 * c.stages, 2 * c.stages - 1, c.stages, (c.stages + 1) / 2, 1}) {
     cap = std::min(cap, c.microbatches);
     if (caps.empty() || cap < caps.back()) caps.push_back(cap);
   }
+  Candidate fresh = c;  // each cap starts from the enumerated candidate
+  fresh.pruned = false;
+  auto prune = [&](int64_t bound) {
+    c = fresh;
+    c.max_inflight = caps.front();
+    c.step_ns = c.objective_ns = bound;
+    c.pruned = true;
+  };
+  if (prune_above < std::numeric_limits<int64_t>::max()) {
+    const int64_t any_cut = any_cut_step_bound_ns(q, listed, c);
+    if (any_cut > prune_above) return prune(any_cut);
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (int cap : caps) {
+      c = fresh;
+      c.max_inflight = cap;
+      evaluate_once(q, listed, lattices, c, Depth::BoundOnly);
+      least = std::min(least, c.step_ns);
+    }
+    if (least > prune_above) return prune(least);
+  }
   for (int cap : caps) {
+    c = fresh;
     c.max_inflight = cap;
     evaluate_once(q, listed, lattices, c);
     if (c.fits) return;
+  }
+}
+
+// Progress across both phases of search_plans: `done` of `total` evaluations.
+struct Progress {
+  const ProgressFn& report;
+  std::atomic<std::size_t>* done;
+  std::size_t total;
+};
+
+// Evaluates candidates[i] for each i in `which` (zb-auto ones pruned above
+// `prune_above`) on `threads` threads; with a progress callback the calling thread
+// reports instead of evaluating. Rethrows the first failure in `which` order.
+void evaluate_each(const SearchRequest& q, const Profile& profile, const GraphLattices* lattices,
+                   std::vector<Candidate>& candidates, const std::vector<std::size_t>& which, int64_t prune_above,
+                   int threads, const Progress& progress) {
+  std::atomic<std::size_t> next{0}, finished_here{0};
+  std::vector<std::exception_ptr> errors(which.size());
+  std::mutex mutex;
+  std::condition_variable finished;
+  auto work = [&] {
+    for (std::size_t k; (k = next.fetch_add(1)) < which.size();) {
+      Candidate& c = candidates[which[k]];
+      try {
+        evaluate(q, profile, lattices, c, prune_above);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+      progress.done->fetch_add(1);
+      if (finished_here.fetch_add(1) + 1 == which.size()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        finished.notify_all();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  if (progress.report) {
+    pool.emplace_back(work);
+    std::unique_lock<std::mutex> lock(mutex);
+    while (finished_here.load() < which.size()) {
+      progress.report(progress.done->load(), progress.total);
+      finished.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  } else {
+    work();
+  }
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
 }
 
@@ -455,6 +575,7 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   result.candidates = enumerate_candidates(request);
   result.memory_limit_bytes = request.hardware.memory_bytes;
   result.objective = request.objective;
+  result.exact_top = request.exact_top;
   result.samples = request.objective == Objective::Step ? 0 : request.jitter.samples;
   const Profile profile = in_topological_order(request.profile);
   // The downset lattices of a graph profile, shared by every candidate's partition. The
@@ -470,41 +591,32 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
   result.threads = threads;
 
-  std::atomic<std::size_t> next{0}, done{0};
-  std::vector<std::exception_ptr> errors(n);
-  std::mutex mutex;
-  std::condition_variable finished;
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
-      try {
-        evaluate(request, profile, lattices.get(), result.candidates[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-      if (done.fetch_add(1) + 1 == n) {
-        std::lock_guard<std::mutex> lock(mutex);
-        finished.notify_all();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  if (progress) {
-    // The calling thread reports; the workers do the evaluating.
-    pool.emplace_back(work);
-    std::unique_lock<std::mutex> lock(mutex);
-    while (done.load() < n) {
-      progress(done.load(), n);
-      finished.wait_for(lock, std::chrono::milliseconds(100));
-    }
-    progress(n, n);
-  } else {
-    work();
+  // Pruning zb-auto: phase 1 evaluates every other candidate; phase 2 the zb-auto ones,
+  // each pruned when a lower bound of its step is above the exact_top-th fitting step
+  // of phase 1 (so the first exact_top of the ranking stay exact), else searched.
+  const bool prune = request.exact_top > 0 && request.objective == Objective::Step;
+  std::vector<std::size_t> first, later;
+  for (std::size_t i = 0; i < n; ++i) {
+    (prune && result.candidates[i].schedule == ScheduleKind::ZeroBubbleAuto ? later : first).push_back(i);
   }
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);  // the first failing candidate, in index order
+  std::atomic<std::size_t> done{0};
+  const Progress counted{progress, &done, n};
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  evaluate_each(request, profile, lattices.get(), result.candidates, first, kNever, threads, counted);
+  if (!later.empty()) {
+    std::vector<int64_t> fitting;
+    for (const Candidate& c : result.candidates) {
+      if (c.fits) fitting.push_back(c.objective_ns);
+    }
+    int64_t threshold = kNever;  // fewer than exact_top fit: nothing is pruned
+    const std::size_t k = static_cast<std::size_t>(request.exact_top);
+    if (fitting.size() >= k) {
+      std::nth_element(fitting.begin(), fitting.begin() + static_cast<std::ptrdiff_t>(k - 1), fitting.end());
+      threshold = fitting[k - 1];
+    }
+    evaluate_each(request, profile, lattices.get(), result.candidates, later, threshold, threads, counted);
   }
+  if (progress) progress(n, n);
   rank_and_mark(result);
   return result;
 }

@@ -38,7 +38,7 @@ struct SearchRequest {
   Hardware hardware;
   int devices = 1;               // D
   int64_t batch = 1;             // N, samples per step
-  std::vector<ScheduleKind> schedules = default_search_schedules();  // every built-in but zb-auto
+  std::vector<ScheduleKind> schedules = default_search_schedules();  // every built-in
   int max_stages = 0;            // 0: up to min(D, L)
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
@@ -58,6 +58,12 @@ struct SearchRequest {
   Objective objective = Objective::Step;
   JitterSpec jitter;             // samples each fitting candidate unless objective is Step
   bool jitter_from_profile = false;  // per-stage CV from the profile's measured spread
+  // zb-auto's order is searched (planner/zero_bubble_search.h) only for candidates whose
+  // step's lower bound could still place them among the first `exact_top` of the
+  // ranking; the others are marked pruned (Candidate::pruned). 0: search every zb-auto
+  // candidate (sweep, the GUI); `plan` asks for max(10, --top). Objective::Step only (a
+  // jittered statistic has no such bound).
+  int exact_top = 0;
 };
 
 struct Candidate {
@@ -87,6 +93,10 @@ struct Candidate {
   std::vector<int64_t> stage_peak_bytes;  // per pipeline position, simulated
   int64_t peak_bytes = 0;
   bool fits = false;
+  // zb-auto: a lower bound of its step (in step_ns; search.cpp, evaluate) could not
+  // reach the first SearchRequest::exact_top, so its order was not searched; not
+  // simulated, not ranked, fits stays false.
+  bool pruned = false;
   bool pareto = false;           // on the throughput / peak-memory front of fitting plans
   int rank = 0;                  // 1 = winner; 0 = does not fit
   // What the ranking compares: step_ns, or the objective's statistic of the sampled
@@ -108,6 +118,7 @@ struct SearchResult {
   Objective objective = Objective::Step;
   int samples = 0;                    // per fitting candidate, when sampled
   int deterministic_winner = -1;      // the best fitting candidate by step_ns alone
+  int exact_top = 0;                  // the request's (0: no zb-auto candidate pruned)
 };
 
 using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;

@@ -2,14 +2,20 @@
 // section 3 and appendix G, without the ILP). Inputs: the cost model's per-op times
 // (F, I, W per stage), the hardware's links, and a cap of N micro-batches alive per
 // device (F started, W not done: the zero-bubble repository's max pending backward).
-// Objective: the shortest longest device span, measured by the simulator.
+// Objective: the shortest longest device span, ties to the shorter step from time 0,
+// both from one timeline-free simulation.
 //   1. constructive: greedy list schedules (core/list_schedule.h) with the real times
 //      and hops, for 3 warm-up depths x F-first/I-first x W look-ahead on/off, plus the
 //      handcrafted 1f1b, zb-h1 and zb-h2 whenever they fit under the cap;
-//   2. local search from the best list policy: coordinate descent on each device's
-//      warm-up depth (+-1), three passes and at most max_evaluations (60) simulations in all, accepting
-//      strict improvements only.
-// Deterministic (no clocks, no randomness); never worse than any candidate of step 1.
+//   2. policy search from the best list policy: coordinate descent on each device's
+//      warm-up depth (+-1), accepting strict improvements only;
+//   3. order search from the best order: on the device with the longest span, an idle
+//      gap is filled by moving the next F, I or deferred W of that device into it (same
+//      kinds keep their order; the cap and W-after-I hold), accepted when the objective
+//      strictly improves.
+// Deterministic (a budget of simulations, no clocks, no randomness); never worse than
+// any candidate of step 1. One function serves `plan` and `simulate`/`run --plan`
+// (schedule_for_costs), so a plan's predicted step reproduces to the nanosecond.
 //   Schedule s = search_zero_bubble(costs, hardware, 2 * K, M);
 #pragma once
 
@@ -24,31 +30,48 @@
 namespace pipescope {
 
 struct ZeroBubbleSearchReport {
-  int64_t span_ns = 0;        // the result's objective: longest device span (or step)
+  int64_t span_ns = 0;        // the result's objective: longest device span
+  int64_t step_ns = 0;        // its step from time 0 (the tie-break)
   int64_t bound_ns = 0;       // the busiest device's work: M (T_F + T_B + T_W) on uniform stages
+  // A lower bound on any order's longest span under the cap (zero_bubble_cap_bound_ns).
+  int64_t cap_bound_ns = 0;
   int evaluations = 0;        // simulations run
+  int order_moves = 0;        // moves the order search (step 3) kept
   std::string start;          // which constructive candidate the local search started from
 };
 
 // `costs` holds one stage per device (straight map, 1 chunk); throws InputError for a
 // cap below 1 or a cost model with more stages than devices.
 struct ZeroBubbleSearchOptions {
-  // At most this many simulations (>= 1); the handcrafted zb-h2 and zb-h1 come first,
-  // so even 2 keep the never-worse guarantees. 60: about 0.5 s of one core at K = 32,
-  // M = 256.
-  int max_evaluations = 60;
-  // The objective: the longest device span (zero-bubble measure), or the simulator's
-  // step from time 0 (what `plan` ranks by; no timeline recorded, several times faster).
-  bool longest_span = true;
+  // At most this many simulations (>= 1) in steps 1 and 2; the handcrafted zb-h2 and
+  // zb-h1 come first, so even 2 keep the never-worse guarantees.
+  int max_evaluations = 40;
+  // At most this many more in step 3 (0: no order search).
+  int max_order_evaluations = 40;
 };
 
 Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches,
                             ZeroBubbleSearchReport* report = nullptr, const ZeroBubbleSearchOptions& options = {});
 
-// The plan's schedule given its costs: zb-auto searched with search_zero_bubble under
-// plan.max_inflight (0: K), any other kind as schedule_for(plan).
-Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware,
-                            const ZeroBubbleSearchOptions& options = {});
+// The plan's schedule given its costs: zb-auto searched with search_zero_bubble (default
+// options) under plan.max_inflight (0: K), any other kind as schedule_for(plan). The one
+// function `plan` and resolve() (simulate/run --plan) both call.
+Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware);
+
+// A lower bound on the longest device span of any one-stage-per-device order with at
+// most N micro-batches alive per device: the busiest device's work, and device 0's
+// span >= sum over cuts s < K-1 of (F_s + I_s + 2 hop_s) + M (F+I+W)_{K-1}
+// - min(N, M) W_{K-1} + W_0. (Device K-1 starts a forward chain after device 0; after
+// its last I it holds only W passes, at most min(N, M) of them; that I's gradient
+// then crosses back to device 0, whose W of that micro-batch ends its span.) With
+// uniform stages the bubble is at least (K-1)(T_F + T_B + 2 T_comm) - (min(N,M)-1) T_W.
+int64_t zero_bubble_cap_bound_ns(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches);
+
+// A lower bound on the step from time 0 of any order of `schedule`'s ops (what `plan`
+// prunes zb-auto candidates by before searching their order): each device starts after
+// micro-batch 0's forward chain reaches it, works all its ops' durations, then its
+// replicas' gradient all-reduce and the optimizer step, as the simulator runs them.
+int64_t zero_bubble_step_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware);
 
 // The largest number of micro-batches any device holds at once in `schedule` (F adds
 // one, B or W removes one), counted from the order alone.

@@ -113,6 +113,9 @@ def _define():
                  "workspace_bytes": obj({k: per_batch_b for k in WORKSPACE_KEYS}, list(WORKSPACE_KEYS),
                                         "optional: bytes each op holds above its start besides weights and stash "
                                         "(docs/memory.md)"),
+                 "fb_overlap_ms": dict(per_batch_ms, description="optional (dualpipev): how much shorter an overlapped "
+                                       "forward-and-backward pair runs when this layer's forward is its F, ms, one per "
+                                       "batch size, at most min(forward_ms, backward_ms); absent: pairs run back to back"),
                  "spec": {"type": "object", "description": "a layer the executor can build (see pipescope.model)"}},
                 ["name", "forward_ms", "backward_ms", "activation_bytes", "output_bytes", "parameter_bytes"])
     layer["dependentRequired"] = {"backward_input_ms": ["backward_weight_ms"], "backward_weight_ms": ["backward_input_ms"]}

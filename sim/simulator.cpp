@@ -19,6 +19,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/invariant.h"
@@ -43,6 +44,28 @@ struct CutLink {
   int64_t busy_ns = 0;
   int64_t latency_ns = 0;
 };
+
+// dualpipev's overlapped F&B pairs (Schedule::overlapped_backwards), per flat op: how
+// much shorter the pair's B runs, min(the F stage's fb_overlap_ns, F, B), so the pair
+// takes F + B - overlap and never less than max(F, B). Empty when nothing overlaps.
+std::vector<int64_t> overlap_savings(const Schedule& s, const CostModel& c) {
+  std::vector<int64_t> saved;
+  const bool any = std::any_of(c.stages.begin(), c.stages.end(), [](const StageCost& st) { return st.fb_overlap_ns > 0; });
+  if (s.overlapped_backwards.empty() || !any) return saved;
+  auto key = [](const Op& a, const Op& b) { return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch); };
+  saved.assign(s.num_ops(), 0);
+  std::size_t flat = 0;
+  for (const std::vector<Op>& ops : s.device_ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i, ++flat) {
+      const Op& b = ops[i];
+      if (i == 0 || b.kind != OpKind::Backward || ops[i - 1].kind != OpKind::Forward) continue;
+      if (!std::binary_search(s.overlapped_backwards.begin(), s.overlapped_backwards.end(), b, key)) continue;
+      const StageCost& f = c.stages[ops[i - 1].stage];
+      saved[flat] = std::min({f.fb_overlap_ns, f.forward_ns, c.stages[b.stage].backward_ns});
+    }
+  }
+  return saved;
+}
 
 class PipelineSim {
  public:
@@ -106,6 +129,7 @@ class PipelineSim {
     for (int d = 0; d < K_; ++d) first_op_[d + 1] = first_op_[d] + s.device_ops[d].size();
     check_per_op_option(o_.op_durations_ns.size(), "op_durations_ns");
     check_per_op_option(o_.send_factors.size(), "send_factors");
+    saved_ = overlap_savings(s, c);
     if (o_.op_starts_ns) o_.op_starts_ns->assign(first_op_[K_], -1);
     if (o_.record_timeline) {
       recorder_.emplace(report_.timeline, K_);
@@ -192,7 +216,8 @@ class PipelineSim {
         start = std::max(start, at);
       }
       const StageCost& cost = c_.stages[op.stage];
-      const int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
+      int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
+      if (!saved_.empty()) dur -= std::min(dur, saved_[first + i]);  // an overlapped F&B pair's B
       PS_INVARIANT(dur >= 0, "simulated time went backwards (an op of negative duration)");
       now_ = start;
       busy_[d] += dur;
@@ -396,6 +421,7 @@ class PipelineSim {
   std::vector<int64_t> arrival_;  // per (stage, micro-batch, message kind); -1 until sent
   std::vector<CutLink> cut_link_;  // per cut (index of the later stage): the transfer's link times
   std::vector<OpRule> rules_;      // per (op kind, stage)
+  std::vector<int64_t> saved_;     // per op: an overlapped pair's saving (overlap_savings); empty: none
   std::vector<int64_t> held_, held_total_;  // per (stage, micro-batch): activations; everything
   std::vector<int64_t> current_total_, peak_total_;  // per device, above the static bytes
   std::vector<std::size_t> cursor_;

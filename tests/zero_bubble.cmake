@@ -3,3 +3,11 @@ pipescope_test(schedule_zero_bubble_test schedule_zero_bubble_test.cpp)
 target_link_libraries(schedule_zero_bubble_test PRIVATE pipescope_schedule_table)
 pipescope_test(cli_zero_bubble_test cli_zero_bubble_test.cpp)
 add_dependencies(cli_zero_bubble_test pipescope)
+# zb-auto in plan (one order for plan and simulate --plan, pruning) and its cap bound.
+pipescope_test(zero_bubble_plan_test zero_bubble_plan_test.cpp)
+target_link_libraries(zero_bubble_plan_test PRIVATE pipescope_schedule_table)
+# DualPipeV's overlapped F&B pairs: the profile's fb_overlap_ms and the simulator's charge.
+pipescope_test(dualpipev_overlap_test dualpipev_overlap_test.cpp)
+# plan -o then simulate --plan through the command, zb-auto winning.
+pipescope_test(cli_zero_bubble_plan_test cli_zero_bubble_plan_test.cpp)
+add_dependencies(cli_zero_bubble_plan_test pipescope)
