@@ -421,7 +421,7 @@ void MainWindow::update_comparison() {
   if (measured_trace_ && measured_trace_->events.size() > 0) {
     // The measured op times through the simulator: what the pipeline adds to them.
     const PlanInputs in = current_inputs();
-    const Schedule schedule = schedule_for(evaluation_->plan);
+    const Schedule& schedule = evaluation_->schedule;
     const StepReport r = pipescope::simulate(schedule, with_measured_op_times(evaluation_->costs, *measured_trace_),
                                              hardware_for(in, evaluation_->plan), SimOptions{false, {}});
     replayed = r.step_ns / 1e6;

@@ -1,6 +1,8 @@
 // Mirrors cli/plan_options.cpp resolve() + cli/cmd_simulate.cpp, call for call.
 #include "gui/models/plan_evaluation.h"
 
+#include "planner/zero_bubble_search.h"
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -35,13 +37,16 @@ Evaluation evaluate(const PlanInputs& in) {
   const Hardware hardware = hardware_for(in, e.plan);
   // An asynchronous schedule (pipedream, 2bw) shows three steps without a flush: the
   // fill, a steady-state step and the drain (docs/pipedream.md).
-  Schedule schedule = schedule_for(e.plan, 3);
-  validate_schedule(schedule);
   e.costs = build_cost_model(*in.profile, e.plan, hardware);
+  // zb-auto: the order searched on the plan's costs, the call `plan` and `simulate` make.
+  e.schedule = e.plan.schedule == ScheduleKind::ZeroBubbleAuto && e.plan.schedule_file.empty()
+                          ? schedule_for_costs(e.plan, e.costs, hardware)
+                          : schedule_for(e.plan, 3);
+  validate_schedule(e.schedule);
   SimOptions options;
   options.model = in.profile->model;
   options.record_timeline = in.record_timeline;
-  e.report = simulate(schedule, e.costs, hardware, options);
+  e.report = simulate(e.schedule, e.costs, hardware, options);
   return e;
 }
 

@@ -33,6 +33,7 @@ struct PlanInputs {
 struct Evaluation {
   Plan plan;
   CostModel costs;
+  Schedule schedule;  // what was simulated (zb-auto: searched on the costs; async: 3 steps)
   StepReport report;
 };
 

@@ -36,7 +36,7 @@ StepHistogram make_histogram(const StepDistribution& d, int bins) {
 }
 
 StepHistogram sample_plan(const Evaluation& e, const Hardware& hardware, JitterSpec spec, int bins) {
-  const Schedule schedule = schedule_for(e.plan);
+  const Schedule& schedule = e.schedule;
   const int64_t ops = std::max<int64_t>(1, static_cast<int64_t>(schedule.num_ops()));
   spec.samples = static_cast<int>(std::clamp<int64_t>(kMaxSampledOps / ops, 1, spec.samples));
   return make_histogram(sample_steps(schedule, e.costs, hardware, spec), bins);
