@@ -41,10 +41,15 @@ Plan async_plan(const Profile& profile, ScheduleKind kind, int K, int M, bool re
   return make_plan(profile, choice);
 }
 
-RunResult run_async(const Profile& profile, const Plan& plan, const Schedule& s, RunOptions o = {}) {
+RunResult run_async(const Profile& profile, const Plan& plan, const Schedule& s, const RunOptions& given) {
+  RunOptions o = given;
   o.steps = s.steps;
   o.timeout_s = 60;
   return run_threads(profile, plan, s, o);
+}
+RunResult run_async(const Profile& profile, const Plan& plan, const Schedule& s) {
+  const RunOptions defaults;
+  return run_async(profile, plan, s, defaults);
 }
 
 // (a) The versions each op ran on, per worker, in the order the worker ran them.
@@ -106,6 +111,22 @@ TEST(AsyncExec, EveryBackwardUsesItsForwardsVersion) {
   EXPECT_EQ(runs, (11 + 8) * 3 * 2);
 }
 
+// One process's forward and backward of samples [first, first + rows) through the whole
+// model, the loss scaled per step batch `batch` (as the workers scale it): the parameters'
+// gradients accumulate.
+void add_gradient(Context ctx, StageLayers& layers, int64_t first, int64_t rows, int64_t batch) {
+  const int64_t seq = layers.front()->sequence();
+  const int64_t in = layers.front()->in_features(), out = layers.back()->out_features();
+  Tensor h = Tensor::from_host(ctx, rows * seq, in, input_data(first, rows, seq, in));
+  std::vector<LayerStash> stashes(layers.size());
+  for (std::size_t l = 0; l < layers.size(); ++l) h = layers[l]->forward(h, &stashes[l]);
+  Tensor target = Tensor::from_host(ctx, rows * seq, out, target_data(first, rows, seq, out));
+  Tensor g = Tensor::empty(ctx, rows * seq, out);
+  const double denom = static_cast<double>(batch) * seq * out;
+  ctx.backend.mse_gradient(g.data(), h.data(), target.data(), static_cast<float>(2.0 / denom), h.numel());
+  for (std::size_t l = layers.size(); l-- > 0;) g = layers[l]->backward(g, stashes[l]);
+}
+
 // (b) One process, the whole model, SGD (w -= lr g exactly): W(0) = the initial weights;
 // for t = 0 .. N-1: g(t) = the gradient of step t's B samples (rows [t B, (t+1) B), the
 // loss scaled per step batch) at W(max(t-1, 0)); W(t+1) = W(t) - lr g(t). With
@@ -126,22 +147,14 @@ std::map<int, std::vector<std::vector<float>>> reference_2bw(const Profile& prof
     return w;
   };
   std::vector<std::vector<float>> current = weights(), previous = current;
-  const int64_t B = plan.batch_size, seq = layers.front()->sequence();
-  const int64_t in = layers.front()->in_features(), out = layers.back()->out_features();
+  const int64_t B = plan.batch_size;
   for (int t = 0; t < steps; ++t) {
     const std::vector<std::vector<float>>& at = delayed ? previous : current;  // previous = W(max(t-1, 0))
     for (std::size_t i = 0; i < params.size(); ++i) {
       backend->upload(params[i]->value.data(), at[i].data(), params[i]->value.numel());
       backend->fill(params[i]->grad.data(), 0.0f, params[i]->grad.numel());
     }
-    Tensor h = Tensor::from_host(ctx, B * seq, in, input_data(t * B, B, seq, in));
-    std::vector<LayerStash> stashes(layers.size());
-    for (std::size_t l = 0; l < layers.size(); ++l) h = layers[l]->forward(h, &stashes[l]);
-    Tensor target = Tensor::from_host(ctx, B * seq, out, target_data(t * B, B, seq, out));
-    Tensor g = Tensor::empty(ctx, B * seq, out);
-    const double denom = static_cast<double>(B) * seq * out;
-    backend->mse_gradient(g.data(), h.data(), target.data(), static_cast<float>(2.0 / denom), h.numel());
-    for (std::size_t l = layers.size(); l-- > 0;) g = layers[l]->backward(g, stashes[l]);
+    add_gradient(ctx, layers, t * B, B, B);
     previous = current;
     for (std::size_t i = 0; i < params.size(); ++i) {
       const std::vector<float> grad = params[i]->grad.to_host();
@@ -235,8 +248,7 @@ std::map<int, std::vector<std::vector<float>>> reference_pipedream(const Profile
     history[st].emplace_back();
     for (Parameter* p : params[st]) history[st][0].push_back(p->value.to_host());
   }
-  const int64_t b = plan.microbatch_size(), B = plan.batch_size, seq = layers.front()->sequence();
-  const int64_t in = layers.front()->in_features(), out = layers.back()->out_features();
+  const int64_t b = plan.microbatch_size(), B = plan.batch_size;
   for (int n = 0; n < N; ++n) {
     for (int st = 0; st < S; ++st) {
       for (std::size_t i = 0; i < params[st].size(); ++i) {
@@ -245,14 +257,7 @@ std::map<int, std::vector<std::vector<float>>> reference_pipedream(const Profile
         backend->fill(p.grad.data(), 0.0f, p.grad.numel());
       }
     }
-    Tensor h = Tensor::from_host(ctx, b * seq, in, input_data(n * b, b, seq, in));
-    std::vector<LayerStash> stashes(layers.size());
-    for (std::size_t l = 0; l < layers.size(); ++l) h = layers[l]->forward(h, &stashes[l]);
-    Tensor target = Tensor::from_host(ctx, b * seq, out, target_data(n * b, b, seq, out));
-    Tensor g = Tensor::empty(ctx, b * seq, out);
-    const double denom = static_cast<double>(B) * seq * out;
-    backend->mse_gradient(g.data(), h.data(), target.data(), static_cast<float>(2.0 / denom), h.numel());
-    for (std::size_t l = layers.size(); l-- > 0;) g = layers[l]->backward(g, stashes[l]);
+    add_gradient(ctx, layers, n * b, b, B);
     for (int st = 0; st < S; ++st) {
       std::vector<std::vector<float>> next = history[st].back();
       for (std::size_t i = 0; i < params[st].size(); ++i) {
