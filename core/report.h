@@ -120,6 +120,9 @@ struct StepReport {
 
   bool fits() const;
   int64_t peak_memory_bytes() const;  // largest over stages
+  // The step plans are ranked by: the steady-state step over several steps (an
+  // asynchronous schedule's has no fill or drain), else the step.
+  int64_t ranked_step_ns() const { return steps > 1 ? steady_state_step_ns : step_ns; }
   // Where the timeline ends: the last step's end over several steps, else the step.
   int64_t timeline_end_ns() const { return total_ns > step_ns ? total_ns : step_ns; }
 };

@@ -405,7 +405,7 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
     report = simulate(schedule, costs, q.hardware, options);
   }
   // Asynchronous kinds are ranked by their steady-state step (a flushed step is its own).
-  c.step_ns = report.steps > 1 ? report.steady_state_step_ns : report.step_ns;
+  c.step_ns = report.ranked_step_ns();
   c.throughput_samples_per_s = report.steps > 1 ? report.steady_state_throughput_samples_per_s
                                                 : report.throughput_samples_per_s;
   c.bubble_fraction = report.bubble_fraction;

@@ -157,7 +157,7 @@ SampleResult run_sample(const Schedule& s, const CostModel& c, const Hardware& h
   if (j.link_cv > 0) o.send_factors = send;
   o.op_starts_ns = &start;
   StepReport r = simulate(s, c, h, o);
-  return {r.step_ns, r.bubble_fraction, critical_share(g, start, dur, K)};
+  return {r.ranked_step_ns(), r.bubble_fraction, critical_share(g, start, dur, K)};
 }
 
 double nearest_rank_double(std::vector<double> v, double q) {
@@ -207,7 +207,7 @@ StepDistribution sample_steps(const Schedule& s, const CostModel& c, const Hardw
   out.samples = j.samples;
   SimOptions plain;
   plain.record_timeline = false;
-  out.deterministic_ns = simulate(s, c, h, plain).step_ns;
+  out.deterministic_ns = simulate(s, c, h, plain).ranked_step_ns();  // asynchronous: the steady state
 
   std::vector<SampleResult> results(j.samples);
   std::atomic<int> next{0};

@@ -33,7 +33,7 @@ struct JitterSpec {
 struct StepDistribution {
   int samples = 0;
   int64_t deterministic_ns = 0;        // the step with no jitter
-  std::vector<int64_t> step_ns;        // per sample, in sample order
+  std::vector<int64_t> step_ns;        // per sample, in sample order (asynchronous: the steady-state step)
   double mean_ns = 0, stddev_ns = 0;
   int64_t min_ns = 0, p50_ns = 0, p90_ns = 0, p99_ns = 0, max_ns = 0;
   double bubble_mean = 0, bubble_p50 = 0, bubble_p99 = 0;

@@ -13,6 +13,7 @@
 #include "core/op_rules.h"
 #include "planner/plan_builder.h"
 #include "planner/search.h"
+#include "sim/distribution.h"
 #include "sim/simulator.h"
 #include "test_support.h"
 
@@ -261,4 +262,17 @@ TEST(AsyncPlanner, PipeDreamsSteadyStepNeverLosesTo1F1BAndCostsMemory) {
     }
   }
   EXPECT_GE(compared, 5);
+}
+
+TEST(AsyncPlanner, JitterSamplesTheSteadyStateStep) {
+  // With no jitter every sample is the deterministic run: for an asynchronous schedule
+  // over 3 steps that is its steady-state step M max_s (F_s + B_s), not the mean step.
+  const CostModel c = stage_costs({1000, 3000, 2000}, {2000, 4000, 3000});
+  JitterSpec j;
+  j.samples = 4;
+  j.cv = 0;
+  j.threads = 1;
+  const StepDistribution d = sample_steps(make_pipedream(3, 5, 3), c, Hardware::ideal(3), j);
+  EXPECT_EQ(d.deterministic_ns, 5 * 7000);
+  for (int64_t x : d.step_ns) EXPECT_EQ(x, 5 * 7000);
 }
