@@ -26,12 +26,14 @@ LayerRanges partition_for(const Profile& profile, const Plan& plan, int replicas
   spec.microbatch_size = b;
   spec.replicas = replicas;
   spec.optimizer_state_factor = plan.optimizer_state_factor;
-  MinMaxResult best = optimal_partition(StageModel(profile, hardware, schedule, spec));
+  const StageModel model(profile, hardware, schedule, spec);
+  MinMaxResult best = optimal_partition(model);
   if (best.ranges.empty()) {
     spec.constrain_memory = false;
-    best = optimal_partition(StageModel(profile, hardware, schedule, spec));
+    const StageModel unconstrained(profile, hardware, schedule, spec);
+    return balance_devices(unconstrained, optimal_partition(unconstrained).ranges);
   }
-  return best.ranges;
+  return balance_devices(model, best.ranges);
 }
 
 Plan make_plan(const Profile& profile, const PlanChoice& choice) {

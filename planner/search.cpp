@@ -359,6 +359,19 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
     return;
   }
   StepReport report = run(ranges);
+  // Several stages per device: the cut that balances the devices' sums (balance_devices),
+  // kept when its simulated step is shorter and it fits whenever the first cut fits.
+  if (kind == "optimal" && !model.memory_exact()) {
+    const LayerRanges balanced = balance_devices(model, ranges);
+    if (balanced != ranges) {
+      StepReport second = run(balanced);
+      if ((second.fits() || !report.fits()) && second.step_ns < report.step_ns) {
+        ranges = balanced;
+        report = std::move(second);
+      }
+      assign(ranges);  // the plan holds the cut kept
+    }
+  }
   // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
   // when it does not fit, memory-aware cuts get their chance (interleaved_fit below),
   // then the cut with the least per-chunk memory.

@@ -3,6 +3,7 @@
 #include "planner/stage_model.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "core/cost_model.h"
@@ -227,6 +228,39 @@ MinMaxResult optimal_partition(const StageModel& m) {
     return m.time_bound_ns(s, i, j);
   };
   return min_max_partition(m.layers(), m.stages(), cost, bound);
+}
+
+LayerRanges balance_devices(const StageModel& m, LayerRanges ranges) {
+  const int S = static_cast<int>(ranges.size());
+  if (m.memory_exact() || S < 2) return ranges;
+  auto loads = [&](const LayerRanges& r) {  // device times, largest first
+    std::vector<int64_t> device(static_cast<std::size_t>(m.devices()), 0);
+    for (int s = 0; s < S; ++s) device[m.stage_device(s)] += m.time_ns(s, r[s].first, r[s].second);
+    std::sort(device.begin(), device.end(), std::greater<>());
+    return device;
+  };
+  std::vector<int64_t> best = loads(ranges);
+  for (int64_t moves = 0, limit = 8LL * m.layers() * S; moves < limit;) {
+    bool moved = false;
+    for (int b = 1; b < S && moves < limit; ++b) {  // the boundary between stages b - 1 and b
+      for (int step : {-1, +1}) {
+        LayerRanges next = ranges;
+        next[b - 1].second += step;
+        next[b].first += step;
+        if (next[b - 1].second <= next[b - 1].first || next[b].first >= next[b].second) continue;
+        if (!m.fits(b - 1, next[b - 1].first, next[b - 1].second) || !m.fits(b, next[b].first, next[b].second)) continue;
+        std::vector<int64_t> load = loads(next);
+        if (load < best) {
+          best = std::move(load);
+          ranges = std::move(next);
+          moved = true;
+          ++moves;
+        }
+      }
+    }
+    if (!moved) break;
+  }
+  return ranges;
 }
 
 MinMaxResult min_memory_partition(const StageModel& m) {

@@ -45,6 +45,8 @@ class StageModel {
              const StageModelSpec& spec);
 
   int layers() const { return L_; }
+  int devices() const { return K_; }
+  int stage_device(int s) const { return stage_device_[s]; }  // the schedule's stage -> position
   int stages() const { return S_; }
   int64_t memory_limit() const { return limit_; }
   bool memory_exact() const { return S_ == K_; }
@@ -95,5 +97,11 @@ class StageModel {
 MinMaxResult optimal_partition(const StageModel& model);
 // The partition with the smallest largest stage memory (what a candidate needs at least).
 MinMaxResult min_memory_partition(const StageModel& model);
+// Several stages per device (interleaved, V-shapes): optimal_partition balances each
+// stage, but a device runs the sum of its stages. Moves one layer at a time across a
+// stage boundary while that lowers the devices' times (largest first, compared as a
+// sorted list, so that ties make progress) and both stages still fit; returns `ranges`
+// itself with one stage per device. Deterministic; at most 8 L S moves.
+LayerRanges balance_devices(const StageModel& model, LayerRanges ranges);
 
 }  // namespace pipescope

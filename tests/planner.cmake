@@ -14,3 +14,6 @@ pipescope_test(planner_dag_test planner_dag_test.cpp planner_pipedream_test.cpp 
 add_test(NAME cli_plan_graph_reorders_layers
          COMMAND ${CMAKE_COMMAND} -DPIPESCOPE=$<TARGET_FILE:pipescope> -DSOURCE=${PROJECT_SOURCE_DIR}
                  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/cli_plan_graph -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/cli_plan_graph_test.cmake)
+
+# balance_devices: evening the devices' sums under several stages per device.
+pipescope_test(planner_balance_test planner_balance_test.cpp)
