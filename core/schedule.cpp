@@ -164,7 +164,7 @@ void check_schedule_spec(const ScheduleSpec& spec) {
   if (spec.chunks < 1) throw InputError("chunks: expected at least 1, got " + std::to_string(spec.chunks));
   if (spec.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(spec.steps));
   if (spec.steps > 1 && !is_asynchronous(spec.kind)) {
-    throw InputError("steps: only the asynchronous schedules (pipedream, 2bw) run several steps in one op list; " +
+    throw InputError("--steps: only the asynchronous schedules (pipedream, 2bw) run several steps in one op list; " +
                      to_string(spec.kind) + " flushes after every step");
   }
   const int need = required_chunks(spec.kind);
