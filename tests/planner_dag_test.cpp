@@ -18,6 +18,10 @@ namespace pipescope {
 namespace {
 
 using testing::random_hardware;
+using testing::finish_instance;
+using testing::Instance;
+using testing::random_choice;
+using testing::RandomChoice;
 using testing::random_profile;
 
 TEST(IdealLattice, CountsTheDownsetsOfSmallGraphs) {
@@ -50,30 +54,11 @@ TEST(IdealLattice, CutClosuresMatchTheirDefinition) {
   }
 }
 
-struct Instance {
-  Profile profile;
-  Hardware hardware;
-  Schedule schedule;
-  StageModelSpec spec;
-};
-
 // Small random DAGs (2-7 layers, random skip and parallel edges) on random hardware.
 Instance random_instance(uint64_t seed) {
   std::mt19937_64 rng(seed);
   const int L = 2 + static_cast<int>(rng() % 6);
-  ScheduleKind kinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved};
-  ScheduleKind k = kinds[rng() % 4];
-  int K = 1 + static_cast<int>(rng() % std::min(L, 4));
-  int v = 1;
-  if (k == ScheduleKind::Interleaved) {
-    K = std::max(2, std::min(K, L / 2));
-    v = 2;
-    if (K * v > L) k = ScheduleKind::OneFOneB, v = 1;
-  }
-  int M = 1 + static_cast<int>(rng() % 6);
-  if (k == ScheduleKind::Interleaved) M = K * (1 + static_cast<int>(rng() % 3));
-  const bool recompute = rng() % 2;
-  const int r = 1 + static_cast<int>(rng() % 3);
+  const RandomChoice c = random_choice(rng, L, 4);
   Instance in;
   in.profile = random_profile(rng, L, false);
   // A random DAG: each layer after the first reads one to three earlier layers.
@@ -83,11 +68,7 @@ Instance random_instance(uint64_t seed) {
   }
   std::sort(in.profile.edges.begin(), in.profile.edges.end());
   in.profile.edges.erase(std::unique(in.profile.edges.begin(), in.profile.edges.end()), in.profile.edges.end());
-  const int64_t memory = (int64_t{1} << 26) + static_cast<int64_t>(rng() % (int64_t{1} << 29));
-  in.hardware = random_hardware(rng, K * r, rng() % 5 == 0 ? 0 : memory);
-  in.schedule = make_schedule({k, K, M, v, recompute});
-  in.spec.microbatch_size = static_cast<double>(r * (1 + rng() % 4));
-  in.spec.replicas = r;
+  finish_instance(rng, c, in);
   return in;
 }
 

@@ -3,13 +3,16 @@
 // memory, and the brute-force optimum every exact partitioner must equal.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <random>
 
 #include "core/hardware.h"
 #include "core/profile.h"
+#include "core/schedule.h"
 #include "planner/partition.h"
+#include "planner/stage_model.h"
 
 namespace pipescope::testing {
 
@@ -93,6 +96,51 @@ inline int64_t plain_dp_min_max(int L, int S, const std::function<int64_t(int, i
     }
   }
   return best[S - 1][L];
+}
+
+// A random partitioning problem: a profile on hardware under a schedule, with the stage
+// model's micro-batch size and replication.
+struct Instance {
+  Profile profile;
+  Hardware hardware;
+  Schedule schedule;
+  StageModelSpec spec;
+};
+
+// The schedule side of a random instance for L layers, drawn in this order: one of the
+// first `kinds` of gpipe, 1f1b, zb-h1, interleaved (v = 2, M a multiple of K); K; M;
+// re-materialisation; replicas r.
+struct RandomChoice {
+  ScheduleKind kind;
+  int K, v, M;
+  bool recompute;
+  int r;
+};
+inline RandomChoice random_choice(std::mt19937_64& rng, int L, int kinds) {
+  const ScheduleKind all[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+                              ScheduleKind::Interleaved};
+  RandomChoice c{all[rng() % kinds], 1 + static_cast<int>(rng() % std::min(L, 4)), 1, 1, false, 1};
+  if (c.kind == ScheduleKind::Interleaved) {
+    c.K = std::max(2, std::min(c.K, L / 2));
+    c.v = 2;
+    if (c.K * c.v > L) c.kind = ScheduleKind::OneFOneB, c.v = 1;
+  }
+  c.M = 1 + static_cast<int>(rng() % 6);
+  if (c.kind == ScheduleKind::Interleaved) c.M = c.K * (1 + static_cast<int>(rng() % 3));
+  c.recompute = rng() % 2;
+  c.r = 1 + static_cast<int>(rng() % 3);
+  return c;
+}
+
+// The rest of a random instance once its profile is drawn: device memory between "almost
+// nothing fits" and "everything fits" (unbounded one time in five), the schedule, and a
+// micro-batch of r x 1..4 samples.
+inline void finish_instance(std::mt19937_64& rng, const RandomChoice& c, Instance& in) {
+  const int64_t memory = (int64_t{1} << 26) + static_cast<int64_t>(rng() % (int64_t{1} << 29));
+  in.hardware = random_hardware(rng, c.K * c.r, rng() % 5 == 0 ? 0 : memory);
+  in.schedule = make_schedule({c.kind, c.K, c.M, c.v, c.recompute});
+  in.spec.microbatch_size = static_cast<double>(c.r * (1 + rng() % 4));
+  in.spec.replicas = c.r;
 }
 
 }  // namespace pipescope::testing
