@@ -130,6 +130,9 @@ Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool
 // weights; needs M >= K so that two versions suffice).
 Schedule make_pipedream(int devices, int microbatches, int steps, bool recompute = false);
 Schedule make_2bw(int devices, int microbatches, int steps, bool recompute = false);
+// Steps an asynchronous plan is evaluated over by the planner and the GUI: the first
+// fills the pipeline, the second is steady, the last drains (core/report.h set_step_ends).
+inline constexpr int kAsyncEvaluationSteps = 3;
 // Model chunks per device that `kind` needs: 2 for the V-shapes, 0 when any number
 // (interleaved), else 1.
 int required_chunks(ScheduleKind kind);

@@ -249,10 +249,6 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
 // of its step only (the order search is what costs).
 enum class Depth { Full, BoundOnly };
 
-// Steps an asynchronous candidate is simulated for: the first fills the pipeline, the
-// second is steady, the last drains (core/report.h set_step_ends).
-constexpr int kAsyncSteps = 3;
-
 void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
                    Depth depth = Depth::Full) {
   Plan& plan = c.plan;
@@ -266,7 +262,7 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   plan.optimizer_state_factor = q.optimizer_state_factor;
   const int S = c.stages * c.chunks;
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
-  Schedule schedule = schedule_for(plan, kAsyncSteps);  // asynchronous kinds: several steps, no flush
+  Schedule schedule = schedule_for(plan, kAsyncEvaluationSteps);  // asynchronous kinds: several steps, no flush
   LayerRanges ranges;
   StageModelSpec spec;
   spec.microbatch_size = plan.microbatch_size();

@@ -237,8 +237,10 @@ class PipelineSim {
       hold(d, op);
       if (rule.sends) send(*rule.sends, op.microbatch, first + i);
       if (!versions_.empty()) free_at = update_weights(d, op, free_at);
-      int64_t& step_end = step_end_[s_.step_of(op.microbatch)];
-      step_end = std::max(step_end, free_at);
+      if (s_.steps > 1) {  // one step ends with the run (make_report): no per-op division then
+        int64_t& step_end = step_end_[s_.step_of(op.microbatch)];
+        step_end = std::max(step_end, free_at);
+      }
     }
     cursor_[d] = i;
     free_at_[d] = free_at;

@@ -41,7 +41,7 @@ Evaluation evaluate(const PlanInputs& in) {
   // zb-auto: the order searched on the plan's costs, the call `plan` and `simulate` make.
   e.schedule = e.plan.schedule == ScheduleKind::ZeroBubbleAuto && e.plan.schedule_file.empty()
                           ? schedule_for_costs(e.plan, e.costs, hardware)
-                          : schedule_for(e.plan, 3);
+                          : schedule_for(e.plan, kAsyncEvaluationSteps);
   validate_schedule(e.schedule);
   SimOptions options;
   options.model = in.profile->model;
