@@ -11,6 +11,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/op_rules.h"
+#include "core/schedule_io.h"
 #include "planner/plan_builder.h"
 #include "planner/search.h"
 #include "sim/distribution.h"
@@ -275,4 +276,43 @@ TEST(AsyncPlanner, JitterSamplesTheSteadyStateStep) {
   const StepDistribution d = sample_steps(make_pipedream(3, 5, 3), c, Hardware::ideal(3), j);
   EXPECT_EQ(d.deterministic_ns, 5 * 7000);
   for (int64_t x : d.step_ns) EXPECT_EQ(x, 5 * 7000);
+}
+
+TEST(AsyncScheduleFile, BadWeightUpdateAndStepsNameTheField) {
+  // The schedule file's new keys: an unknown weight_update, steps that do not divide the
+  // micro-batches, steps on a flushed schedule, and a 2bw order that needs a version its
+  // stage has not made: each an InputError naming the file and what was expected.
+  Json good = schedule_to_json(make_2bw(2, 2, 2));
+  auto error = [](const Json& j) {
+    try {
+      schedule_from_json(JsonReader::from_text(j.dump(), "bad.json"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(good), "no error");
+  Json j = good;
+  j["weight_update"] = "lazy";
+  EXPECT_NE(error(j).find("bad.json: weight_update: expected \"flush\", \"stash\" (pipedream) or \"double-buffer\""),
+            std::string::npos)
+      << error(j);
+  j = good;
+  j["steps"] = 3;  // 4 micro-batches in 3 steps
+  EXPECT_NE(error(j).find("steps: expected a positive divisor of the 4 micro-batches, got 3"), std::string::npos) << error(j);
+  j = good;
+  j["steps"] = 0;
+  EXPECT_NE(error(j).find("bad.json: steps"), std::string::npos) << error(j);
+  j = good;
+  j["weight_update"] = "flush";
+  EXPECT_NE(error(j).find("need an asynchronous weight update"), std::string::npos) << error(j);
+  j = schedule_to_json(make_2bw(2, 2, 3));
+  Json gpipe = Json::array();  // device 0 runs every F first: step 2's F needs version 1 too early
+  for (const char* kind : {"F", "B"}) {
+    for (int m = 0; m < 6; ++m) gpipe.push_back({{"kind", kind}, {"stage", 0}, {"microbatch", m}});
+  }
+  j["device_ops"][0] = gpipe;
+  EXPECT_NE(error(j).find("bad.json: schedule: device 0, op 4: F(stage 0, micro-batch 4) of step 2 needs weight version 1"),
+            std::string::npos)
+      << error(j);
 }
