@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages pipescope builds and tests with, skipping those
-# already present (so it is quick on a machine that has them). Run as root.
+# Installs what pipescope builds and tests with on a fresh Debian 12 machine (as root),
+# skipping what is already there, so a second run takes seconds:
+#   1. Debian packages (compilers, GoogleTest, Google Benchmark, Qt 6, Boost, MPI, ...);
+#   2. cuBLAS and NCCL beside the CUDA Toolkit in /usr/local/cuda when nvcc is there but
+#      they are not (NVIDIA's PyPI wheels, linked into the toolkit's include/ and lib64/);
+#   3. the Python environment .venv/ (Python 3.11, torch 2.13.0 CPU and the pinned
+#      packages of python/requirements.txt + python/constraints.txt; DeepSpeed after them).
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
 packages=(
   cmake ninja-build g++ ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -9,18 +16,60 @@ packages=(
   libopenblas-dev libeigen3-dev
   libopenmpi-dev openmpi-bin
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb
-  python3-torch python3-pytest python3-numpy python3-jsonschema
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
+  echo "install-deps: all ${#packages[@]} Debian packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Python that makes .venv: PIPESCOPE_PYTHON, else python3.11, else python3 (3.11:
+# the torch wheel on these machines is cp311).
+py=${PIPESCOPE_PYTHON:-}
+if [ -z "$py" ]; then
+  for c in python3.11 python3; do command -v "$c" >/dev/null && { py=$(command -v "$c"); break; }; done
+fi
+pip_quiet() { "$@" 2>&1 | grep -vE "is ignored: it is neither|Running pip as the 'root'" || true; }
+
+cuda=/usr/local/cuda
+if [ -x "$cuda/bin/nvcc" ] && { [ ! -e "$cuda/include/cublas_v2.h" ] || [ ! -e "$cuda/include/nccl.h" ]; }; then
+  echo "install-deps: cuBLAS 13.1 and NCCL 2.28.9 into $cuda (from NVIDIA's wheels)"
+  libs=/opt/pipescope-cuda-libs
+  pip_quiet "$py" -m pip install -q --upgrade --no-deps --target "$libs" nvidia-cublas==13.1.0.3 nvidia-nccl-cu13==2.28.9
+  for dir in "$libs"/nvidia/cu13 "$libs"/nvidia/nccl; do
+    for h in "$dir"/include/*; do ln -sfn "$h" "$cuda/include/$(basename "$h")"; done
+    for l in "$dir"/lib/*.so.*; do
+      base=$(basename "$l")
+      ln -sfn "$l" "$cuda/lib64/$base"
+      ln -sfn "$base" "$cuda/lib64/${base%%.so.*}.so"
+    done
+  done
+  echo "$cuda/lib64" > /etc/ld.so.conf.d/pipescope-cuda.conf
+  ldconfig
+fi
+
+venv=.venv
+stamp="$venv/.pipescope-requirements"
+want=$(cat python/requirements.txt python/constraints.txt | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$venv/bin/python" -c "import torch, deepspeed" 2>/dev/null; then
+  echo "install-deps: $venv up to date ($("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'))"
   exit 0
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+echo "install-deps: Python environment $venv from $py ($("$py" --version 2>&1))"
+[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+pip_quiet "$venv/bin/python" -m pip install -q -r python/requirements.txt -c python/constraints.txt
+# DeepSpeed ships a source archive whose setup.py imports torch: build it against the torch
+# just installed (no isolated build environment, which would fetch another torch) and
+# without its C++/CUDA ops (only its pure-Python schedules and partitioners are used).
+DS_BUILD_OPS=0 pip_quiet "$venv/bin/python" -m pip install -q --no-build-isolation \
+  -c python/constraints.txt deepspeed==0.19.8
+"$venv/bin/python" -c "import torch, transformers, deepspeed, megatron.core" 2>/dev/null
+echo "$want" > "$stamp"
+echo "install-deps: done ($("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

@@ -12,6 +12,6 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 300
-(cd python && /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
+(cd python && ../.venv/bin/python -m pytest -q -p no:cacheprovider tests)
 # The same suites under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
 bash scripts/sanitize.sh
