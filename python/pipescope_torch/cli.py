@@ -1,8 +1,10 @@
-"""Command line: `python3 -m pipescope_torch profile MODEL --input-shape ... -o OUT.json`.
+"""Command line: `python -m pipescope_torch profile MODEL ...` and `... run --plan PLAN ...`.
 
-Invariant: exit 0 means OUT.json holds a complete, validated profile; exit 2 means bad
-input, reported as one `pipescope_torch: error: ...` line on stderr, and OUT.json untouched.
-Progress goes to stderr, never stdout.
+Invariant: exit 0 means the output holds a complete, validated profile or measurement; exit 2
+means bad input (or a schedule PyTorch cannot run here), exit 3 a run that failed (a rank
+raised, or the gradients differ from one process's), each reported as one
+`pipescope_torch: error: ...` line on stderr with the output untouched. Progress goes to
+stderr; stdout carries only the one JSON object of `run --json`.
 """
 
 import argparse
@@ -12,7 +14,7 @@ from typing import List, Optional
 
 from pipescope_torch.errors import BridgeError
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_RUN_FAILED = 0, 1, 2, 3
 
 
 def parse_positive_ints(text: str, what: str) -> List[int]:
@@ -57,7 +59,88 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="torch.set_num_threads for CPU runs")
     p.add_argument("--seed", type=int, default=0, help="seed for the random input (default 0)")
     p.add_argument("-v", "--verbose", action="store_true", help="one line per layer and size")
+    _add_run_parser(sub)
     return parser
+
+
+def _add_run_parser(sub) -> None:
+    r = sub.add_parser("run", help="run a plan on torch.distributed.pipelining (CPU, gloo) into a measurement",
+                       description="Run a pipescope plan with PyTorch's own pipeline schedules: one process per "
+                                   "pipeline rank (gloo, one thread each), the plan's cut of an nn.Sequential model, "
+                                   "the schedule class `pipescope export --to torch` names (or its op order "
+                                   "through _PipelineScheduleRuntime); checks loss and gradients against one "
+                                   "process and writes a pipescope.measurement that `pipescope compare` reads.")
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--plan", help="pipescope.plan file (exported through `pipescope export --to torch`)")
+    src.add_argument("--setup", help="the Python file `pipescope export --to torch` wrote")
+    r.add_argument("--model", required=True, help="path/to/model.py:build_model returning the nn.Sequential "
+                                                   "whose children are the profile's layers")
+    r.add_argument("--input-shape", help="per-sample input shape, e.g. 64 (not needed when the model file "
+                                         "defines make_batch(batch_size, seed))")
+    r.add_argument("-o", "--output", help="measurement JSON to write")
+    r.add_argument("--trace", help="Chrome trace of the median step to write")
+    r.add_argument("--json", action="store_true", help="print the measurement as one JSON object on stdout")
+    r.add_argument("--steps", type=int, default=5, help="timed steps; the median is reported (default 5)")
+    r.add_argument("--warmup", type=int, default=2, help="untimed steps before them (default 2)")
+    r.add_argument("--optimizer", default="adam", help="adam | sgd | none, stepped inside each timed step (default adam)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the model and the batch (default 0)")
+    r.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds before every rank is killed and the schedule reported as not runnable (default 300)")
+    r.add_argument("--no-check-gradients", action="store_true",
+                   help="skip the one-process reference (loss and gradients of the first step)")
+    r.add_argument("--tolerance", type=float, default=1e-5, help="largest relative gradient error (default 1e-5)")
+    r.add_argument("--torch-csv", action="store_true",
+                   help="with --plan: run pipescope's exact op order through _PipelineScheduleRuntime even "
+                        "where PyTorch has a schedule class")
+    r.add_argument("--oversubscribe", action="store_true", help="run more ranks than cores")
+    r.add_argument("--pipescope", help="the pipescope binary (default: $PIPESCOPE_BINARY, ../build/bin, PATH)")
+    r.add_argument("--name", help="model name in the measurement (default: the file stem)")
+
+
+def run_run(args) -> int:
+    from pipescope_torch.loader import model_name_from_spec
+    from pipescope_torch.profile_json import write_text_atomically
+    from pipescope_torch.torch_run import RunFailed, RunRequest, run_plan
+    from pipescope_torch.torch_setup import check_setup, find_pipescope, setup_from_file, setup_from_plan
+
+    import json
+
+    if not args.output and not args.json:
+        raise BridgeError("run: name an output (-o OUT.json) or pass --json")
+    for path in (args.output, args.trace):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise BridgeError(f"output folder '{os.path.dirname(os.path.abspath(path))}' does not exist")
+    if args.plan:
+        setup = setup_from_plan(args.plan, find_pipescope(args.pipescope), csv=args.torch_csv)
+    else:
+        if args.torch_csv:
+            raise BridgeError("--torch-csv goes with --plan (an exported file already says its schedule)")
+        setup = setup_from_file(args.setup)
+    check_setup(setup)
+    shape = parse_positive_ints(args.input_shape, "--input-shape") if args.input_shape else []
+
+    def progress(msg: str) -> None:
+        print(f"pipescope_torch: {msg}", file=sys.stderr, flush=True)
+
+    req = RunRequest(setup=setup, model_spec=args.model, input_shape=shape, steps=args.steps, warmup=args.warmup,
+                     seed=args.seed, optimizer=args.optimizer, timeout_s=args.timeout,
+                     check_gradients=not args.no_check_gradients, tolerance=args.tolerance,
+                     allow_oversubscribe=args.oversubscribe, model_name=args.name or model_name_from_spec(args.model),
+                     progress=progress)
+    try:
+        result = run_plan(req)
+    except RunFailed as exc:
+        print(f"pipescope_torch: error: run failed: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    text = json.dumps(result.measurement, indent=2) + "\n"
+    if args.trace:
+        write_text_atomically(args.trace, json.dumps(result.trace) + "\n")
+    if args.output:
+        write_text_atomically(args.output, text)
+        progress(f"wrote {args.output}")
+    if args.json:
+        sys.stdout.write(text)
+    return EXIT_OK
 
 
 def _check_device(text: str):
@@ -121,6 +204,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "profile":
             run_profile(args)
+        if args.command == "run":
+            return run_run(args)
         return EXIT_OK
     except BridgeError as exc:
         print(f"pipescope_torch: error: {exc}", file=sys.stderr)

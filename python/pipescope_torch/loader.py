@@ -66,8 +66,8 @@ def model_name_from_spec(spec: str) -> str:
     return where.rsplit(".", 1)[-1]
 
 
-def load_model(spec: str) -> torch.nn.Module:
-    """Imports the file or module named in `spec`, calls its callable, checks the result."""
+def load_callable(spec: str):
+    """(the callable named in `spec`, the module that holds it)."""
     where, name = _split_spec(spec)
     module = _load_file(where) if _looks_like_path(where) else _import_module(where)
     target = module
@@ -77,6 +77,13 @@ def load_model(spec: str) -> torch.nn.Module:
         target = getattr(target, part)
     if not callable(target):
         raise BridgeError(f"'{name}' in '{where}' is a {type(target).__name__}, not a callable")
+    return target, module
+
+
+def load_model(spec: str) -> torch.nn.Module:
+    """Imports the file or module named in `spec`, calls its callable, checks the result."""
+    where, name = _split_spec(spec)
+    target, _ = load_callable(spec)
     try:
         model = target()
     except Exception as exc:

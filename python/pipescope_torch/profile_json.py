@@ -105,11 +105,16 @@ def dumps_profile(profile: dict) -> str:
 
 
 def write_profile_atomically(path: str, profile: dict) -> None:
+    write_text_atomically(path, dumps_profile(profile))
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    """`path` holds `text` whole, or is untouched (a temporary file renamed into place)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(dumps_profile(profile))
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -1,0 +1,257 @@
+"""One pipeline rank of `pipescope_torch run`: builds its stages of the model, runs the plan's
+schedule with torch.distributed.pipelining over gloo, and writes what it measured.
+
+Invariant: every rank builds the same model from the same seed and the same whole batch, so
+the stages are the plan's cut of one model; step 0 is the checked step (gradients before any
+optimizer update, peak saved-activation bytes), the timed steps follow the warm-up, and every
+time is `time.perf_counter_ns()` (CLOCK_MONOTONIC: one clock for all ranks of the machine).
+"""
+
+import json
+import os
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import torch
+import torch.distributed as dist
+
+from pipescope_torch.torch_model import ModelEntry, stage_cuts, stage_modules
+from pipescope_torch.torch_setup import RUNTIME_CLASS, TorchSetup
+
+
+@dataclass
+class WorkerConfig:
+    setup: TorchSetup
+    model_spec: str
+    input_shape: List[int]
+    seed: int
+    steps: int
+    warmup: int
+    optimizer: str          # adam | sgd | none
+    store: str              # file for gloo's rendezvous
+    outdir: str             # where each rank writes rank{r}.json (+ grads{r}.pt)
+
+
+@dataclass
+class OpRecord:
+    stage: int
+    kind: str   # F, B, I, W
+    microbatch: int
+    start_ns: int
+    end_ns: int
+
+
+class OpRecorder:
+    """Times each stage's forward, backward, input- and weight-gradient calls.
+
+    PyTorch's schedules drive a stage only through forward_one_chunk, backward_one_chunk
+    (full_backward=False is the input pass I) and backward_weight_one_chunk (W); wrapping
+    those three on the instance sees every op, in the order the schedule ran it.
+    """
+
+    def __init__(self):
+        self.ops: List[OpRecord] = []
+        self.enabled = False
+
+    def wrap(self, stage) -> None:
+        fwd, bwd, wgt = stage.forward_one_chunk, stage.backward_one_chunk, stage.backward_weight_one_chunk
+        index = stage.stage_index
+
+        def timed(kind, mb, fn, *args, **kwargs):
+            start = time.perf_counter_ns()
+            out = fn(*args, **kwargs)
+            if self.enabled:
+                self.ops.append(OpRecord(index, kind, mb, start, time.perf_counter_ns()))
+            return out
+
+        def forward_one_chunk(fwd_chunk_id, *args, **kwargs):
+            return timed("F", fwd_chunk_id, fwd, fwd_chunk_id, *args, **kwargs)
+
+        def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
+            return timed("B" if full_backward else "I", bwd_chunk_id, bwd, bwd_chunk_id, loss=loss,
+                         full_backward=full_backward, last_backward=last_backward)
+
+        def backward_weight_one_chunk(bwd_chunk_id, last_backward=False):
+            return timed("W", bwd_chunk_id, wgt, bwd_chunk_id, last_backward=last_backward)
+
+        stage.forward_one_chunk = forward_one_chunk
+        stage.backward_one_chunk = backward_one_chunk
+        stage.backward_weight_one_chunk = backward_weight_one_chunk
+
+
+class SavedBytes:
+    """Live bytes of the tensors autograd saves for backward, and their peak.
+
+    The same rule as the profiler's activation_bytes (measure.py): distinct storages, counted
+    whole, parameters and buffers left out. A saved tensor stays counted until autograd drops
+    it (its holder object dies), so the peak is what the rank really stashed at once.
+    """
+
+    def __init__(self, excluded_ptrs):
+        self.excluded = excluded_ptrs
+        self.refs: Dict[int, int] = {}
+        self.live = 0
+        self.peak = 0
+
+    def hooks(self):
+        tracker = self
+
+        class Holder:
+            __slots__ = ("tensor", "ptr", "__weakref__")
+
+            def __init__(self, t, ptr):
+                self.tensor, self.ptr = t, ptr
+
+            def __del__(self):
+                if self.ptr is not None:
+                    tracker._release(self.ptr, self.tensor)
+
+        def pack(t):
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
+            if ptr in tracker.excluded or t.device.type == "meta":
+                return Holder(t, None)
+            count = tracker.refs.get(ptr, 0)
+            if count == 0:
+                tracker.live += storage.nbytes()
+                tracker.peak = max(tracker.peak, tracker.live)
+            tracker.refs[ptr] = count + 1
+            return Holder(t, ptr)
+
+        def unpack(h):
+            return h.tensor
+
+        return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+    def _release(self, ptr, tensor):
+        count = self.refs.get(ptr, 0) - 1
+        if count <= 0:
+            self.refs.pop(ptr, None)
+            self.live -= tensor.untyped_storage().nbytes()
+        else:
+            self.refs[ptr] = count
+
+
+def _build_schedule(setup: TorchSetup, stages, loss_fn, outdir: str, rank: int):
+    from torch.distributed.pipelining import schedules
+
+    if setup.schedule_class == RUNTIME_CLASS:
+        schedule = schedules._PipelineScheduleRuntime(stages, n_microbatches=setup.n_microbatches, loss_fn=loss_fn)
+        path = os.path.join(outdir, f"schedule{rank}.csv")
+        with open(path, "w") as f:
+            f.write("".join(",".join(row) + "\n" for row in setup.schedule_csv))
+        schedule._load_csv(path, format="compute_only")
+        return schedule
+    cls = getattr(schedules, setup.schedule_class)
+    single = issubclass(cls, schedules.PipelineScheduleSingle)
+    return cls(stages[0] if single else stages, n_microbatches=setup.n_microbatches, loss_fn=loss_fn)
+
+
+def _make_optimizer(kind: str, params):
+    if kind == "adam":
+        return torch.optim.Adam(params, lr=1e-4)
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=1e-4)
+    return None
+
+
+def _state_bytes(optimizer) -> int:
+    if optimizer is None:
+        return 0
+    total = 0
+    for state in optimizer.state.values():
+        for v in state.values():
+            if torch.is_tensor(v) and v.dim() > 0:
+                total += v.numel() * v.element_size()
+    return total
+
+
+def run_rank(rank: int, cfg: WorkerConfig) -> None:
+    """The body of one spawned process (torch.multiprocessing)."""
+    phase = "setup"
+    try:
+        torch.set_num_threads(1)
+        setup = cfg.setup
+        dist.init_process_group("gloo", init_method=f"file://{cfg.store}", rank=rank,
+                                world_size=setup.pipeline_size)
+        entry = ModelEntry.load(cfg.model_spec, cfg.input_shape)
+        torch.manual_seed(cfg.seed)
+        model = entry.build()
+        mine = [s for s, r in enumerate(setup.stage_ranks) if r == rank]
+        modules = stage_modules(model, setup)
+        from torch.distributed.pipelining import PipelineStage
+
+        stages, params = [], []
+        for s in mine:
+            submod = modules[s]
+            params += list(submod.parameters())
+            if setup.recompute:
+                from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+                submod = checkpoint_wrapper(submod)
+            stages.append(PipelineStage(submod, s, setup.stages, torch.device("cpu")))
+        recorder = OpRecorder()
+        for st in stages:
+            recorder.wrap(st)
+        phase = "schedule"
+        schedule = _build_schedule(setup, stages, entry.loss_fn, cfg.outdir, rank)
+        x, y = entry.batch(model, setup.batch_size, cfg.seed + 1)
+        has_first, has_last = 0 in mine, setup.stages - 1 in mine
+
+        def step(losses):
+            args = (x,) if has_first else ()
+            kwargs = {"target": y, "losses": losses} if has_last else {}
+            schedule.step(*args, **kwargs)
+
+        phase = "step 0"
+        excluded = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        excluded |= {b.untyped_storage().data_ptr() for b in model.buffers()}
+        saved = SavedBytes(excluded)
+        losses: List[torch.Tensor] = []
+        with saved.hooks():
+            step(losses)
+        grads = OrderedDict((name, p.grad.detach().clone()) for s in mine
+                            for name, p in modules[s].named_parameters() if p.grad is not None)
+        torch.save({"grads": grads, "losses": [float(l.detach()) for l in losses]},
+                   os.path.join(cfg.outdir, f"grads{rank}.pt"))
+        optimizer = _make_optimizer(cfg.optimizer, params)
+        param_bytes = sum(p.numel() * p.element_size() for p in params)
+
+        def train_step():
+            step([])
+            if optimizer is not None:
+                optimizer.step()
+            for p in params:
+                p.grad = None
+
+        if optimizer is not None:
+            optimizer.step()
+        for p in params:
+            p.grad = None
+        timed = []
+        for i in range(cfg.warmup + cfg.steps):
+            phase = f"step {i + 1}"
+            recorder.enabled = i >= cfg.warmup
+            recorder.ops.clear()
+            dist.barrier()
+            start = time.perf_counter_ns()
+            train_step()
+            end = time.perf_counter_ns()
+            if recorder.enabled:
+                timed.append({"start_ns": start, "end_ns": end,
+                              "ops": [[o.stage, o.kind, o.microbatch, o.start_ns, o.end_ns] for o in recorder.ops]})
+        dist.barrier()
+        cuts = stage_cuts(model, setup)
+        out = {"rank": rank, "stages": mine, "ranges": [list(cuts[s]) for s in mine], "steps": timed, "peak_saved_bytes": saved.peak,
+               "weight_bytes": param_bytes, "gradient_bytes": param_bytes,
+               "optimizer_bytes": _state_bytes(optimizer), "threads": torch.get_num_threads()}
+        with open(os.path.join(cfg.outdir, f"rank{rank}.json"), "w") as f:
+            json.dump(out, f)
+        dist.destroy_process_group()
+    except BaseException as exc:  # reported to the parent, which names the rank and the phase
+        with open(os.path.join(cfg.outdir, f"error{rank}.json"), "w") as f:
+            json.dump({"rank": rank, "phase": phase, "error": f"{type(exc).__name__}: {exc}".strip(),
+                       "traceback": traceback.format_exc()}, f)
+        raise
