@@ -40,21 +40,41 @@ HfModel hf_model_from_json(const JsonReader& r) {
   m.layers = required_int(r, "num_hidden_layers", 100000);
   m.heads = required_int(r, "num_attention_heads");
   m.vocabulary = required_int(r, "vocab_size", int64_t{1} << 26);
-  m.kv_heads = present(r, "num_key_value_heads") ? r["num_key_value_heads"].as_int(1, m.heads) : m.heads;
+  // An absent field takes its config class's default (transformers 5.x); an explicit
+  // null num_key_value_heads or head_dim means "as many as the heads" / hidden / heads.
+  const bool is_gemma = m.family == "gemma", is_llama = m.family == "llama";
+  if (present(r, "num_key_value_heads")) {
+    m.kv_heads = r["num_key_value_heads"].as_int(1, m.heads);
+  } else if (r.has("num_key_value_heads") || is_llama) {
+    m.kv_heads = m.heads;  // LlamaConfig: None; the others: an explicit null
+  } else {
+    // MistralConfig / MixtralConfig 8, Qwen2Config 32, GemmaConfig 16.
+    m.kv_heads = m.family == "qwen2" ? 32 : is_gemma ? 16 : 8;
+    if (m.kv_heads > m.heads) {
+      r.fail("num_key_value_heads is absent, so it is " + m.family + "'s default " + std::to_string(m.kv_heads) +
+             ", more than num_attention_heads (" + std::to_string(m.heads) + "); state it");
+    }
+  }
   if (m.heads % m.kv_heads != 0) r["num_key_value_heads"].fail("must divide num_attention_heads (" + std::to_string(m.heads) + ")");
   if (present(r, "head_dim")) {
     m.head_dim = r["head_dim"].as_int(1, kMaxDimension);
+  } else if (is_gemma && !r.has("head_dim")) {
+    m.head_dim = 256;  // GemmaConfig's default, whatever hidden / heads is
   } else {
     if (m.hidden % m.heads != 0) r["num_attention_heads"].fail("must divide hidden_size when head_dim is absent");
     m.head_dim = m.hidden / m.heads;
   }
-  m.tied = present(r, "tie_word_embeddings") ? r["tie_word_embeddings"].as_bool() : m.family == "gemma";
-  const bool attention_bias = present(r, "attention_bias") && r["attention_bias"].as_bool();
+  m.tied = present(r, "tie_word_embeddings") ? r["tie_word_embeddings"].as_bool() : is_gemma;
+  // Biases as the modeling files build them: qwen2's q, k, v always (o_proj never);
+  // llama's and gemma's q, k, v, o under attention_bias; llama's MLP under mlp_bias;
+  // mistral and mixtral have none (they ignore both fields).
+  const bool attention_bias = (is_llama || is_gemma) && present(r, "attention_bias") && r["attention_bias"].as_bool();
   m.qkv_bias = m.family == "qwen2" || attention_bias;
-  m.output_bias = attention_bias && m.family != "qwen2";
-  if (m.family == "mixtral") {
-    m.experts = required_int(r, "num_local_experts", 4096);
-    m.top_k = required_int(r, "num_experts_per_tok", m.experts);
+  m.output_bias = attention_bias;
+  m.mlp_bias = is_llama && present(r, "mlp_bias") && r["mlp_bias"].as_bool();
+  if (m.family == "mixtral") {  // MixtralConfig: 8 experts, 2 per token
+    m.experts = r.has("num_local_experts") ? r["num_local_experts"].as_int(1, 4096) : 8;
+    m.top_k = r.has("num_experts_per_tok") ? r["num_experts_per_tok"].as_int(1, m.experts) : std::min<int64_t>(2, m.experts);
   }
   // Counts are int64; a config beyond 10^15 parameters (10^4 x the largest published
   // model) is refused before any count could overflow.
@@ -76,7 +96,7 @@ ParameterCount count_parameters(const HfModel& m) {
   c.attention = h * A + 2 * h * Akv + A * h;
   if (m.qkv_bias) c.attention += A + 2 * Akv;
   if (m.output_bias) c.attention += h;
-  const int64_t expert = 3 * h * m.ffn;  // gate, up, down
+  const int64_t expert = 3 * h * m.ffn + (m.mlp_bias ? 2 * m.ffn + h : 0);  // gate, up, down (+ their biases)
   if (m.moe()) {
     const int64_t router = h * m.experts;
     c.mlp = m.experts * expert + router;

@@ -30,7 +30,8 @@ struct HfModel {
   int64_t vocabulary = 0;     // vocab_size V
   bool tied = false;          // tie_word_embeddings: the head reuses the embedding
   bool qkv_bias = false;      // q/k/v projections carry a bias (qwen2; llama attention_bias)
-  bool output_bias = false;   // o_proj carries a bias (llama attention_bias)
+  bool output_bias = false;   // o_proj carries a bias (llama, gemma attention_bias)
+  bool mlp_bias = false;      // gate, up and down projections carry a bias (llama mlp_bias)
   int64_t experts = 0;        // num_local_experts (mixtral); 0 = dense MLP
   int64_t top_k = 0;          // num_experts_per_tok
   std::string source;

@@ -114,9 +114,16 @@ TEST(HfConfig, UnknownFamilyAndMissingFieldsAreNamed) {
                                           "num_attention_heads": 4, "vocab_size": 100})");
   EXPECT_NE(no_ffn.find("config.json"), std::string::npos) << no_ffn;
   EXPECT_NE(no_ffn.find("intermediate_size"), std::string::npos) << no_ffn;
-  const std::string no_experts = error_of(R"({"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128,
-      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "num_experts_per_tok": 2})");
-  EXPECT_NE(no_experts.find("num_local_experts"), std::string::npos) << no_experts;
+  // MixtralConfig defaults to 8 experts, 2 per token (transformers 5.x), as pipescope does.
+  HfModel mixtral = from_text(R"({"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 100})");
+  EXPECT_EQ(mixtral.experts, 8);
+  EXPECT_EQ(mixtral.top_k, 2);
+  EXPECT_EQ(mixtral.kv_heads, 8);  // MixtralConfig's default
+  // An absent num_key_value_heads whose family default exceeds the heads is refused, named.
+  const std::string kv_default = error_of(R"({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100})");
+  EXPECT_NE(kv_default.find("num_key_value_heads is absent"), std::string::npos) << kv_default;
   const std::string bad_kv = error_of(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
       "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3, "vocab_size": 100})");
   EXPECT_NE(bad_kv.find("num_key_value_heads"), std::string::npos) << bad_kv;
@@ -128,16 +135,28 @@ TEST(HfConfig, UnknownFamilyAndMissingFieldsAreNamed) {
 }
 
 TEST(HfConfig, FamilyDefaults) {
-  const char* base = R"("hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100)";
+  // Absent fields take the config classes' defaults (transformers 5.23): GemmaConfig ties,
+  // has 16 key/value heads and head_dim 256; Qwen2Config 32 key/value heads, q/k/v biases;
+  // LlamaConfig as many key/value heads as heads.
+  const char* base = R"("hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 100)";
   HfModel gemma = from_text(std::string("{\"model_type\": \"gemma\", ") + base + "}");
-  EXPECT_TRUE(gemma.tied);  // GemmaConfig ties by default
-  EXPECT_EQ(gemma.kv_heads, 4);
+  EXPECT_TRUE(gemma.tied);
+  EXPECT_EQ(gemma.kv_heads, 16);
+  EXPECT_EQ(gemma.head_dim, 256);
   HfModel qwen = from_text(std::string("{\"model_type\": \"qwen2\", \"head_dim\": null, ") + base + "}");
   EXPECT_TRUE(qwen.qkv_bias);
   EXPECT_FALSE(qwen.tied);
-  EXPECT_EQ(qwen.head_dim, 16);
+  EXPECT_EQ(qwen.head_dim, 2);
+  EXPECT_EQ(qwen.kv_heads, 32);
   // q, k, v biases: A + 2 Akv = 64 + 128 on top of the four 64 x 64 matrices.
   EXPECT_EQ(count_parameters(qwen).attention, 4 * 64 * 64 + 192);
+  HfModel llama = from_text(std::string("{\"model_type\": \"llama\", \"mlp_bias\": true, ") + base + "}");
+  EXPECT_EQ(llama.kv_heads, 32);
+  EXPECT_EQ(count_parameters(llama).mlp, 3 * 64 * 128 + 2 * 128 + 64);  // gate/up biases f each, down's h
+  // mistral ignores attention_bias (its projections have none).
+  HfModel mistral = from_text(std::string("{\"model_type\": \"mistral\", \"attention_bias\": true, ") + base + "}");
+  EXPECT_FALSE(mistral.qkv_bias);
+  EXPECT_FALSE(mistral.output_bias);
 }
 
 TEST(HfProfile, ShippedGpuFilesLoadWithEveryDtype) {
