@@ -260,7 +260,9 @@ Schedule make_1f1b(int devices, int microbatches, bool recompute) {
 
 // Megatron-LM's interleaved 1F1B: the k-th forward on a device runs model chunk
 // (k mod Kv) / K on micro-batch (k / Kv) K + k mod K; backwards visit chunks in
-// reverse. Warm-up is 2 (K - d - 1) + (v - 1) K forwards (all of them when M = K).
+// reverse. Warm-up is 2 (K - d - 1) + (v - 1) K forwards, at most all of them: Megatron-Core
+// 0.16's get_pp_rank_microbatches and torch 2.13's ScheduleInterleaved1F1B (older
+// Megatron-LM ran every forward first when M = K; both frameworks dropped that).
 Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute) {
   ScheduleSpec spec{ScheduleKind::Interleaved, devices, microbatches, chunks, recompute};
   check_schedule_spec(spec);
@@ -281,7 +283,7 @@ Schedule make_interleaved(int devices, int microbatches, int chunks, bool recomp
   for (int d = 0; d < K; ++d) {
     auto& ops = s.device_ops[d];
     ops.reserve(2 * static_cast<std::size_t>(total));
-    int warmup = microbatches == K ? total : std::min((K - d - 1) * 2 + (v - 1) * K, total);
+    int warmup = std::min((K - d - 1) * 2 + (v - 1) * K, total);
     int f = 0, b = 0;
     for (; f < warmup; ++f) ops.push_back(op_at(d, f, true));
     while (f < total) {
