@@ -46,8 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="profile a model into OUT.json")
     p.add_argument("model", help="path/to/model.py:build_model or package.module:build_model; "
                                  "the callable takes no arguments and returns an nn.Module")
-    p.add_argument("--input-shape", required=True,
-                   help="per-sample input shape without the batch dimension, e.g. 3,32,32")
+    p.add_argument("--input-shape",
+                   help="per-sample input shape without the batch dimension, e.g. 3,32,32 (not needed "
+                        "when the model file defines make_batch(batch_size, seed) -> (input, target))")
     p.add_argument("--batch-sizes", default="1,2,4,8",
                    help="strictly increasing micro-batch sizes (default 1,2,4,8)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
@@ -163,7 +164,7 @@ def _check_device(text: str):
 
 
 def run_profile(args) -> None:
-    input_shape = parse_positive_ints(args.input_shape, "--input-shape")
+    input_shape = parse_positive_ints(args.input_shape, "--input-shape") if args.input_shape else []
     batch_sizes = parse_batch_sizes(args.batch_sizes)
     if args.warmup < 0:
         raise BridgeError(f"--warmup {args.warmup} must be 0 or more")
@@ -186,12 +187,17 @@ def run_profile(args) -> None:
             raise BridgeError(f"--threads {args.threads} must be 1 or more")
         torch.set_num_threads(args.threads)
     model = load_model(args.model)
+    from pipescope_torch.loader import load_callable
+
+    make_batch = getattr(load_callable(args.model)[1], "make_batch", None)
+    if make_batch is None and not input_shape:
+        raise BridgeError("--input-shape is needed (the model file defines no make_batch(batch_size, seed))")
 
     def progress(msg: str) -> None:
         print(f"pipescope_torch: {msg}", file=sys.stderr, flush=True)
 
     options = MeasureOptions(device=str(device), warmup=args.warmup, repeats=args.repeats,
-                             seed=args.seed, verbose=args.verbose, progress=progress)
+                             seed=args.seed, verbose=args.verbose, progress=progress, make_batch=make_batch)
     profile = profile_model(model, input_shape, batch_sizes, options,
                             model_name=args.name or model_name_from_spec(args.model))
     write_profile_atomically(args.output, profile)

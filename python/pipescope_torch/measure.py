@@ -25,6 +25,9 @@ class MeasureOptions:
     repeats: int = 5
     seed: int = 0
     verbose: bool = False  # one progress line per layer and batch size
+    # The model file's make_batch(batch_size, seed) -> (input, target), when it has one:
+    # the profile then measures on its input (token ids, say) instead of randn(B, *shape).
+    make_batch: Optional[Callable] = None
     progress: Optional[Callable[[str], None]] = None
 
 

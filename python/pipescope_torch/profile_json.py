@@ -21,7 +21,8 @@ WORKSPACE_KEYS = ("input", "forward", "forward_no_grad", "backward_input", "back
 def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
                   batch_sizes: List[int], layers, per_batch: Sequence[Sequence],
                   edges: Optional[List[Tuple[int, int]]],
-                  notes: Optional[List[str]] = None) -> dict:
+                  notes: Optional[List[str]] = None,
+                  optimizer_ms: Optional[Sequence[float]] = None) -> dict:
     """`per_batch[b][i]` is layer i's LayerMeasurement at batch_sizes[b]. A layer gets
     "workspace_bytes" when every one of its measurements has a workspace; `notes` (what
     was not measured) become the profile's "notes", which pipescope's reader ignores."""
@@ -36,6 +37,8 @@ def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
             "output_bytes": [int(m.output_bytes) for m in at],
             "parameter_bytes": int(layer.parameter_bytes),
         }
+        if optimizer_ms is not None:
+            out["optimizer_ms"] = round(float(optimizer_ms[i]), 6)
         if all(m.workspace is not None for m in at):
             out["workspace_bytes"] = {k: [int(m.workspace[k]) for m in at] for k in WORKSPACE_KEYS}
         out_layers.append(out)

@@ -9,6 +9,7 @@ exactly one value per batch size in each per-batch array.
 """
 
 import os
+import statistics
 import time
 from typing import Dict, List, Sequence
 
@@ -134,6 +135,24 @@ def _measure_batch(lg: LayerGraph, x: torch.Tensor, options: MeasureOptions,
     return results
 
 
+def optimizer_ms(params: List[torch.nn.Parameter], timer, warmup: int, repeats: int) -> float:
+    """Median time of one torch.optim.Adam step over `params` (pipescope's optimizer: Adam
+    with two moments per parameter), gradients present; 0 for a layer without parameters.
+    The copies leave the model's own parameters untouched."""
+    if not params:
+        return 0.0
+    copies = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    for c in copies:
+        c.grad = torch.randn_like(c)
+    opt = torch.optim.Adam(copies, lr=1e-4)
+    times = []
+    for i in range(warmup + repeats):
+        t, _ = timer.run(lambda: opt.step(), None)
+        if i >= warmup:
+            times.append(t)
+    return statistics.median(times)
+
+
 def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
                   batch_sizes: Sequence[int], options: MeasureOptions = MeasureOptions(),
                   model_name: str = "model") -> dict:
@@ -156,7 +175,10 @@ def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
     per_batch = []
     for b, batch in enumerate(batch_sizes):
         torch.manual_seed(options.seed)
-        x = torch.randn((batch, *input_shape), device=device)
+        if options.make_batch is not None:
+            x = options.make_batch(batch, options.seed)[0].to(device)
+        else:
+            x = torch.randn((batch, *input_shape), device=device)
         started = time.perf_counter()
 
         def report(name, m):
@@ -168,8 +190,10 @@ def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
                                         type(model).__name__, report))
         progress(f"batch size {batch} ({b + 1}/{len(batch_sizes)}) done in "
                  f"{time.perf_counter() - started:.2f} s")
+    opt_ms = [optimizer_ms(_layer_params(lg.root, layer.node), timer, options.warmup, options.repeats)
+               for layer in lg.layers]
     name, memory = device_description(device)
     return build_profile(model=model_name, device_name=name, memory_bytes=memory,
                          backend=device.type, batch_sizes=list(batch_sizes),
                          layers=lg.layers, per_batch=per_batch, edges=lg.profile_edges(),
-                         notes=notes)
+                         notes=notes, optimizer_ms=opt_ms)

@@ -84,6 +84,25 @@ def check_request(req: RunRequest) -> None:
         raise BridgeError(f"{setup.source}: schedule {setup.schedule_class}: {GLOO_REFUSALS[setup.schedule_class]}")
 
 
+def check_model(req: RunRequest) -> None:
+    """The model builds, is a Sequential and the plan's cut fits it (before any process starts)."""
+    import torch
+
+    from pipescope_torch.torch_model import ModelEntry, stage_cuts
+
+    entry = ModelEntry.load(req.model_spec, req.input_shape)
+    if entry.make_batch is None and not req.input_shape:
+        raise BridgeError("--input-shape is needed (the model file defines no make_batch(batch_size, seed))")
+    torch.manual_seed(req.seed)
+    try:
+        model = entry.build()
+    except BridgeError:
+        raise
+    except Exception as exc:
+        raise BridgeError(f"building {req.model_spec} raised {type(exc).__name__}: {exc}") from None
+    stage_cuts(model, req.setup)
+
+
 def _spawn_and_wait(req: RunRequest, outdir: str) -> None:
     import torch.multiprocessing as mp
 
@@ -179,6 +198,7 @@ def run_plan(req: RunRequest) -> RunResult:
     from pipescope_torch.torch_measurement import build_measurement
 
     check_request(req)
+    check_model(req)
     say = req.progress or (lambda msg: None)
     with tempfile.TemporaryDirectory(prefix="pipescope_torch_run_") as outdir:
         say(f"{req.setup.schedule_class}: {req.setup.pipeline_size} ranks x {req.setup.chunks} stage(s), "

@@ -85,14 +85,17 @@ class OpRecorder:
 class SavedBytes:
     """Live bytes of the tensors autograd saves for backward, and their peak.
 
-    The same rule as the profiler's activation_bytes (measure.py): distinct storages, counted
-    whole, parameters and buffers left out. A saved tensor stays counted until autograd drops
-    it (its holder object dies), so the peak is what the rank really stashed at once.
+    Each saved tensor counts its own extent (numel x element size; one extent counted once
+    however many ops save it), parameters and buffers left out. Not whole storages, as the
+    profiler counts them: PyTorch's schedules cut the batch into micro-batch views of one
+    storage, and a stage keeps only the views of the micro-batches it has not run backward
+    for. A saved tensor stays counted until autograd drops it (its holder object dies), so
+    the peak is what the rank really stashed at once.
     """
 
     def __init__(self, excluded_ptrs):
         self.excluded = excluded_ptrs
-        self.refs: Dict[int, int] = {}
+        self.refs: Dict[tuple, int] = {}
         self.live = 0
         self.peak = 0
 
@@ -100,39 +103,39 @@ class SavedBytes:
         tracker = self
 
         class Holder:
-            __slots__ = ("tensor", "ptr", "__weakref__")
+            __slots__ = ("tensor", "key", "__weakref__")
 
-            def __init__(self, t, ptr):
-                self.tensor, self.ptr = t, ptr
+            def __init__(self, t, key):
+                self.tensor, self.key = t, key
 
             def __del__(self):
-                if self.ptr is not None:
-                    tracker._release(self.ptr, self.tensor)
+                if self.key is not None:
+                    tracker._release(self.key)
 
         def pack(t):
-            storage = t.untyped_storage()
-            ptr = storage.data_ptr()
+            ptr = t.untyped_storage().data_ptr()
             if ptr in tracker.excluded or t.device.type == "meta":
                 return Holder(t, None)
-            count = tracker.refs.get(ptr, 0)
+            key = (ptr, t.storage_offset(), t.numel(), t.element_size())
+            count = tracker.refs.get(key, 0)
             if count == 0:
-                tracker.live += storage.nbytes()
+                tracker.live += t.numel() * t.element_size()
                 tracker.peak = max(tracker.peak, tracker.live)
-            tracker.refs[ptr] = count + 1
-            return Holder(t, ptr)
+            tracker.refs[key] = count + 1
+            return Holder(t, key)
 
         def unpack(h):
             return h.tensor
 
         return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
 
-    def _release(self, ptr, tensor):
-        count = self.refs.get(ptr, 0) - 1
+    def _release(self, key):
+        count = self.refs.get(key, 0) - 1
         if count <= 0:
-            self.refs.pop(ptr, None)
-            self.live -= tensor.untyped_storage().nbytes()
+            self.refs.pop(key, None)
+            self.live -= key[2] * key[3]
         else:
-            self.refs[ptr] = count
+            self.refs[key] = count
 
 
 def _build_schedule(setup: TorchSetup, stages, loss_fn, outdir: str, rank: int):
