@@ -118,7 +118,7 @@ def run_run(args) -> int:
             raise BridgeError("--torch-csv goes with --plan (an exported file already says its schedule)")
         setup = setup_from_file(args.setup)
     check_setup(setup)
-    shape = parse_positive_ints(args.input_shape, "--input-shape") if args.input_shape else []
+    shape = parse_positive_ints(args.input_shape, "--input-shape") if args.input_shape is not None else []
 
     def progress(msg: str) -> None:
         print(f"pipescope_torch: {msg}", file=sys.stderr, flush=True)
@@ -164,7 +164,7 @@ def _check_device(text: str):
 
 
 def run_profile(args) -> None:
-    input_shape = parse_positive_ints(args.input_shape, "--input-shape") if args.input_shape else []
+    input_shape = parse_positive_ints(args.input_shape, "--input-shape") if args.input_shape is not None else []
     batch_sizes = parse_batch_sizes(args.batch_sizes)
     if args.warmup < 0:
         raise BridgeError(f"--warmup {args.warmup} must be 0 or more")

@@ -39,6 +39,12 @@ class LayerMeasurement:
     output_bytes: int
     # workspace_bytes' six values (pipescope_torch.workspace), measured on CUDA only.
     workspace: Optional[dict] = None
+    # Split backward (zero-bubble schedules): the input-gradient pass I (autograd.grad with
+    # respect to the layer's inputs, graph kept) and then the weight pass W (with respect to
+    # its parameters), as PyTorch's stages run backward_one_chunk(full_backward=False) and
+    # backward_weight_one_chunk. None when the layer has no output that needs grad.
+    backward_input_ms: Optional[float] = None
+    backward_weight_ms: Optional[float] = None
 
 
 def tensors_in(value) -> Iterator[torch.Tensor]:
@@ -168,7 +174,34 @@ def measure_layer(run: Callable[[tuple, dict], object],
             backward_ms.append(b)
     for p in params:
         p.grad = None
+    split = _split_backward_ms(run, make_args, params, grads, timer, warmup, repeats) if grads else (None, None)
     return LayerMeasurement(forward_ms=statistics.median(forward_ms),
                             backward_ms=statistics.median(backward_ms),
                             activation_bytes=meter.bytes,
-                            output_bytes=output_bytes), reference
+                            output_bytes=output_bytes,
+                            backward_input_ms=split[0], backward_weight_ms=split[1]), reference
+
+
+def _split_backward_ms(run, make_args, params, grads, timer, warmup: int, repeats: int):
+    """Medians of (I, W): the input-gradient pass, then the weight pass on the kept graph."""
+    trainable = [p for p in params if p.requires_grad]
+    i_ms, w_ms = [], []
+    for i in range(warmup + repeats):
+        args, kwargs = make_args()
+        inputs = [t for t in list(tensors_in(args)) + list(tensors_in(kwargs)) if t.requires_grad]
+        outs = [t for t in tensors_in(run(args, kwargs)) if t.requires_grad]
+
+        def input_pass():
+            if inputs:
+                torch.autograd.grad(outs, inputs, grads, retain_graph=True, allow_unused=True)
+            return outs
+
+        def weight_pass(_):
+            if trainable:
+                torch.autograd.grad(outs, trainable, grads, allow_unused=True)
+
+        a, b = timer.run(input_pass, weight_pass)
+        if i >= warmup:
+            i_ms.append(a)
+            w_ms.append(b)
+    return statistics.median(i_ms), statistics.median(w_ms)

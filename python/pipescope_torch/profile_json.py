@@ -37,6 +37,9 @@ def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
             "output_bytes": [int(m.output_bytes) for m in at],
             "parameter_bytes": int(layer.parameter_bytes),
         }
+        if all(m.backward_input_ms is not None for m in at):
+            out["backward_input_ms"] = [round(m.backward_input_ms, 6) for m in at]
+            out["backward_weight_ms"] = [round(m.backward_weight_ms, 6) for m in at]
         if optimizer_ms is not None:
             out["optimizer_ms"] = round(float(optimizer_ms[i]), 6)
         if all(m.workspace is not None for m in at):

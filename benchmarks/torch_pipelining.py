@@ -1,0 +1,99 @@
+"""How close pipescope's prediction is to torch.distributed.pipelining on this machine.
+
+Verify, then measure: profiles a model with pipescope_torch (one thread), predicts each
+runnable schedule at K = 2 with `pipescope simulate` (the cut the simulator chooses), runs the
+same plan on PyTorch 2.13 over gloo (gradients checked against one process first), and prints
+predicted vs measured step time with the error per schedule, the median and the worst.
+
+    .venv/bin/python benchmarks/torch_pipelining.py [--model python/examples/llama.py:build_model]
+        [--microbatches 4] [--microbatch-size 2] [--steps 7] [--markdown]
+Run it on an otherwise idle machine: the two ranks need the two cores.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+from pipescope_torch.plans import plan_from_prediction, predict, write_plan  # noqa: E402
+
+# (pipescope schedule, chunks): every schedule `pipescope_torch run` can run at K = 2.
+SCHEDULES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1), ("zb-h2", 1), ("zb-v", 2),
+             ("dualpipev", 2), ("zb-auto", 1)]
+
+
+def bridge(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "pipescope_torch", *args], cwd=os.path.join(REPO, "python"),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=os.path.join(REPO, "python", "examples", "llama.py:build_model"))
+    ap.add_argument("--input-shape", help="for models without make_batch")
+    ap.add_argument("--microbatches", type=int, default=4)
+    ap.add_argument("--microbatch-size", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--schedules", default=",".join(s for s, _ in SCHEDULES))
+    ap.add_argument("--pipescope", default=os.path.join(REPO, "build", "bin", "pipescope"))
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--keep", help="folder to keep the profile, plans, predictions and measurements in")
+    args = ap.parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="pipescope_torch_bench_")
+    os.makedirs(work, exist_ok=True)
+    shape = ["--input-shape", args.input_shape] if args.input_shape else []
+    profile = os.path.join(work, "profile.json")
+    mb = args.microbatch_size
+    sizes = ",".join(str(b) for b in sorted({max(1, mb // 2), mb, 2 * mb}))
+    r = bridge("profile", args.model, *shape, "--batch-sizes", sizes, "--threads", "1", "-o", profile)
+    if r.returncode != 0:
+        print(r.stderr, file=sys.stderr)
+        return 1
+    wanted = args.schedules.split(",")
+    rows = []
+    for schedule, chunks in SCHEDULES:
+        if schedule not in wanted:
+            continue
+        pred = predict(args.pipescope, profile, 2, args.microbatches, mb, schedule, chunks)
+        plan = os.path.join(work, f"plan-{schedule}.json")
+        write_plan(plan, plan_from_prediction(pred, profile, work))
+        meas = os.path.join(work, f"measurement-{schedule}.json")
+        r = bridge("run", "--plan", plan, "--model", args.model, *shape, "-o", meas, "--steps", str(args.steps),
+                   "--warmup", str(args.warmup), "--pipescope", args.pipescope)
+        if r.returncode != 0:
+            rows.append((schedule, pred["step_time_ms"], None, None, r.stderr.strip().splitlines()[-1]))
+            continue
+        with open(meas) as f:
+            m = json.load(f)
+        with open(os.path.join(work, f"prediction-{schedule}.json"), "w") as f:
+            json.dump(pred, f)
+        err = (pred["step_time_ms"] - m["step_time_ms"]) / m["step_time_ms"]
+        rows.append((schedule, pred["step_time_ms"], m["step_time_ms"], err,
+                     f"{m['runtime']['schedule_class']}, bubble {pred['bubble_fraction']:.3f} pred / "
+                     f"{m['bubble_fraction']:.3f} meas, grad err {m['runtime']['gradient_relative_error']:.1e}"))
+    errors = [abs(e) for _, _, _, e, _ in rows if e is not None]
+    head = ["schedule", "predicted ms", "measured ms (median)", "error", "notes"]
+    lines = []
+    if args.markdown:
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|---|---:|---:|---:|---|")
+    for s, p, m, e, note in rows:
+        cells = [s, f"{p:.2f}", "-" if m is None else f"{m:.2f}", "-" if e is None else f"{100 * e:+.1f}%", note]
+        lines.append("| " + " | ".join(cells) + " |" if args.markdown else
+                     f"{cells[0]:<12} {cells[1]:>12} {cells[2]:>20} {cells[3]:>8}  {cells[4]}")
+    if errors:
+        lines.append(f"\n|error|: median {100 * statistics.median(errors):.1f}%, worst {100 * max(errors):.1f}% "
+                     f"over {len(errors)} schedules (K = 2, M = {args.microbatches}, micro-batch {mb}; files in {work})")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
