@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       exec::RunResult one = exec::run_threads(profile, plan, schedule, o);
       std::printf("pipescope (1 thread, K = 1): step %.2f ms, %.2f samples/s (optimizer excluded, as below)\n",
                   one.report.step_ns / 1e6, one.report.throughput_samples_per_s);
-      std::string cmd = "/usr/bin/python3 benchmarks/torch_peer.py --model " + model_path + " -M " +
+      std::string cmd = ".venv/bin/python benchmarks/torch_peer.py --model " + model_path + " -M " +
                         std::to_string(M) + " --microbatch-size " + std::to_string(static_cast<int>(microbatch_size)) +
                         " --steps " + std::to_string(steps);
       std::fflush(stdout);

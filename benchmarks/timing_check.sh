@@ -21,7 +21,7 @@ for r in $(seq 1 "$ROUNDS"); do
   for K in 1 2 4; do
     $BIN run --profile "$TMP/profile.json" -K "$K" -M "$M" --microbatch-size "$B" --steps "$STEPS" "$@" \
       --compare > "$TMP/run.txt"
-    /usr/bin/python3 - "$r" "$K" "$TMP/run.txt" >> "$TMP/rows" <<'PY'
+    python3 - "$r" "$K" "$TMP/run.txt" >> "$TMP/rows" <<'PY'
 import sys
 r, k, text = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().splitlines()
 row = lambda name: next(l for l in text if l.startswith(name + " ")).split()
@@ -32,7 +32,7 @@ PY
   done
   echo "round $r done ($(grep -o 'typically [0-9]*%' "$TMP/profile.log" | head -1) profile timing spread)" >&2
 done
-/usr/bin/python3 - "$TMP/rows" <<'PY'
+python3 - "$TMP/rows" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 err = {(int(r), int(k)): 100 * (float(m) - float(p)) / float(p) for r, k, p, m, _ in rows}

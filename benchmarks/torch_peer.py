@@ -1,11 +1,11 @@
-#!/usr/bin/python3
-"""The CPU peer for pipescope's executor: the same model step in PyTorch (Debian's
-python3-torch, one thread). Builds the layers of a pipescope.model file (pre-LayerNorm
+#!/usr/bin/env python3
+"""The CPU peer for pipescope's executor: the same model step in PyTorch (torch
+2.13 in the project's .venv, one thread). Builds the layers of a pipescope.model file (pre-LayerNorm
 attention and MLP blocks, LayerNorm, linear, tanh-GELU), runs M micro-batches of
 forward + backward with gradient accumulation (MSE loss, as pipescope run does), and
 prints the median step time after one warm-up step.
 
-    /usr/bin/python3 benchmarks/torch_peer.py --model models/gpt-tiny.json -M 8 --microbatch-size 4
+    .venv/bin/python benchmarks/torch_peer.py --model models/gpt-tiny.json -M 8 --microbatch-size 4
 """
 import argparse
 import json

@@ -3,7 +3,7 @@
 The schemas share pieces (a step report is a prediction or a measurement; the plan search
 embeds a plan and sweep candidates), so they are built here and written as
 `NAME.schema.json`; python/tests/test_schemas.py checks that the files are what this
-script writes. Run after changing a format:  /usr/bin/python3 schemas/make_schemas.py
+script writes. Run after changing a format:  python3 schemas/make_schemas.py
 """
 
 import copy

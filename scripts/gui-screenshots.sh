@@ -25,7 +25,7 @@ JSON
 "$gui" --screenshot docs/gui-ab.png --tab ab --pin "$tmp/a.json" --schedule zb-h1
 
 # Timelines at scale: K = 64, M = 1024.
-/usr/bin/python3 - "$tmp" <<'PY'
+python3 - "$tmp" <<'PY'
 import json, sys
 folder = sys.argv[1]
 layers = [{"name": f"block.{i}", "forward_ms": [1.0], "backward_ms": [2.0], "activation_bytes": [268435456],

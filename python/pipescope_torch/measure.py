@@ -60,7 +60,7 @@ def tensors_in(value) -> Iterator[torch.Tensor]:
 
 
 def storage_of(t: torch.Tensor) -> Tuple[int, int]:
-    """(data_ptr, bytes) of the storage behind `t` (torch 2.x and 1.13 spell it apart)."""
+    """(data_ptr, bytes) of the storage behind `t` (torch 2.x; 1.13 spelled it apart)."""
     if hasattr(t, "untyped_storage"):
         s = t.untyped_storage()
         return s.data_ptr(), s.nbytes()

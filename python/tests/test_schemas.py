@@ -97,7 +97,7 @@ def test_schema_files_are_what_make_schemas_writes():
     assert set(built) == set(ALL)
     for name, s in built.items():
         with open(os.path.join(SCHEMAS, f"{name}.schema.json"), encoding="utf-8") as f:
-            assert f.read() == make_schemas.text(s), f"{name}: run /usr/bin/python3 schemas/make_schemas.py"
+            assert f.read() == make_schemas.text(s), f"{name}: run python3 schemas/make_schemas.py"
 
 
 @pytest.mark.parametrize("path", shipped_files(), ids=lambda p: os.path.relpath(p, ROOT))
@@ -266,7 +266,7 @@ def test_reader_accepted_files_validate_on_corpus_and_mutants(tmp_path):
 
 def test_pipescope_torch_profile_validates(tmp_path):
     """The Python bridge writes profiles too (Debian's PyTorch, CPU)."""
-    pytest.importorskip("torch", reason="needs Debian's python3-torch")
+    pytest.importorskip("torch", reason="needs torch (the project .venv: scripts/install-deps.sh)")
     from helpers import EXAMPLES, run_module
     out = tmp_path / "resnet.json"
     r = run_module("profile", f"{EXAMPLES}/resnet_block.py:build_model", "--input-shape", "3,32,32",
