@@ -21,6 +21,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
+from pipescope_torch.gloo_link import hardware_file, measure_gloo_link  # noqa: E402
 from pipescope_torch.plans import plan_from_prediction, predict, write_plan  # noqa: E402
 
 # (pipescope schedule, chunks): every schedule `pipescope_torch run` can run at K = 2.
@@ -45,6 +46,8 @@ def main() -> int:
     ap.add_argument("--pipescope", default=os.path.join(REPO, "build", "bin", "pipescope"))
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--keep", help="folder to keep the profile, plans, predictions and measurements in")
+    ap.add_argument("--free-links", action="store_true",
+                    help="predict with free communication (default: a hardware file with the gloo link measured here)")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="pipescope_torch_bench_")
     os.makedirs(work, exist_ok=True)
@@ -57,11 +60,19 @@ def main() -> int:
         print(r.stderr, file=sys.stderr)
         return 1
     wanted = args.schedules.split(",")
+    extra, link_note = [], "communication free"
+    if not args.free_links:
+        link = measure_gloo_link()
+        hw = os.path.join(work, "hardware.json")
+        with open(hw, "w") as f:
+            json.dump(hardware_file(link), f, indent=2)
+        extra = ["--hardware", hw]
+        link_note = f"gloo link measured: {link['latency_us']:.0f} us, {link['bandwidth_gb_per_s']:.2f} GB/s"
     rows = []
     for schedule, chunks in SCHEDULES:
         if schedule not in wanted:
             continue
-        pred = predict(args.pipescope, profile, 2, args.microbatches, mb, schedule, chunks)
+        pred = predict(args.pipescope, profile, 2, args.microbatches, mb, schedule, chunks, extra)
         plan = os.path.join(work, f"plan-{schedule}.json")
         write_plan(plan, plan_from_prediction(pred, profile, work))
         meas = os.path.join(work, f"measurement-{schedule}.json")
@@ -90,7 +101,7 @@ def main() -> int:
                      f"{cells[0]:<12} {cells[1]:>12} {cells[2]:>20} {cells[3]:>8}  {cells[4]}")
     if errors:
         lines.append(f"\n|error|: median {100 * statistics.median(errors):.1f}%, worst {100 * max(errors):.1f}% "
-                     f"over {len(errors)} schedules (K = 2, M = {args.microbatches}, micro-batch {mb}; files in {work})")
+                     f"over {len(errors)} schedules (K = 2, M = {args.microbatches}, micro-batch {mb}; {link_note}; files in {work})")
     print("\n".join(lines))
     return 0
 

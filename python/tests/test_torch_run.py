@@ -124,6 +124,8 @@ def test_plan_export_run_compare(tmp_path, mlp, schedule, chunks):
     assert m["runtime"]["schedule_class"] == ("Schedule1F1B" if schedule == "1f1b" else "_PipelineScheduleRuntime")
     events = json.loads(trace.read_text())["traceEvents"]
     assert sum(e["ph"] == "X" for e in events) == m["simulated_ops"]
+    v = subprocess.run([PIPESCOPE, "validate", str(meas)], capture_output=True, text=True, timeout=60)
+    assert v.returncode == 0, v.stderr  # pipescope's own measurement reader takes it
     pred_file = tmp_path / "pred.json"
     pred_file.write_text(json.dumps(pred))
     c = subprocess.run([PIPESCOPE, "compare", str(pred_file), str(meas), "--json"], capture_output=True,
