@@ -91,8 +91,9 @@ struct Schedule {
   // dualpipev: the B ops that run overlapped with the F just before them on their device
   // (DualPipe's F&B pairs), sorted by (stage, micro-batch). The simulator charges such a
   // pair F + B - overlap (core/cost_model.h's fb_overlap_ns); a mark whose B does not
-  // follow an F (re-materialisation puts R between them) runs back to back. Not kept in
-  // schedule files. Empty for every other schedule.
+  // follow an F (re-materialisation puts R between them) runs back to back. Kept in
+  // PyTorch's CSV as "(aFm;bBn)OVERLAP_F_B" cells (as ScheduleDualPipeV writes them),
+  // not in pipescope.schedule JSON. Empty for every other schedule.
   std::vector<Op> overlapped_backwards;
 
   int devices() const { return static_cast<int>(device_ops.size()); }

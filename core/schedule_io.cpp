@@ -284,6 +284,11 @@ std::vector<Action> parse_cell(std::string_view cell) {
   return out;
 }
 
+// Schedule::overlapped_backwards's order: (stage, micro-batch).
+bool overlap_order(const Op& a, const Op& b) {
+  return a.stage != b.stage ? a.stage < b.stage : a.microbatch < b.microbatch;
+}
+
 std::string at_cell(const std::string& source, int rank, int step, const std::string& cell) {
   return source + ": rank " + std::to_string(rank) + " (row, 0-based), step " + std::to_string(step) +
          " (cell, 0-based) \"" + cell + "\"";
@@ -341,6 +346,11 @@ Schedule schedule_from_csv(const std::string& text, const std::string& source) {
       } catch (const InputError& e) {
         throw InputError(at_cell(source, rank, step, rows[rank][step]) + ": " + e.what());
       }
+      // DualPipe's F&B pair, "(aFm;bBn)OVERLAP_F_B": the B runs overlapped with the F before it.
+      const bool pair = strip(rows[rank][step]).substr(0, 1) == "(" && actions.size() == 2 && actions[0].compute &&
+                        actions[1].compute && actions[0].op.kind == OpKind::Forward &&
+                        actions[1].op.kind == OpKind::Backward;
+      if (pair) s.overlapped_backwards.push_back(actions[1].op);
       for (const Action& a : actions) {
         if (!a.compute) continue;
         auto [it, added] = stage_rank.try_emplace(a.op.stage, rank, step);
@@ -368,6 +378,7 @@ Schedule schedule_from_csv(const std::string& text, const std::string& source) {
     ++expected;
   }
   s.num_microbatches = max_microbatch + 1;
+  std::sort(s.overlapped_backwards.begin(), s.overlapped_backwards.end(), overlap_order);
   check_enough_ops(s, source);
   check_csv_order(s, refs, rows, source);
   validate_schedule(s, source);
@@ -391,8 +402,17 @@ std::string schedule_to_csv(const Schedule& schedule) {
         throw InputError(where + "device " + std::to_string(d) + ", op " + std::to_string(i) +
                          ": R (recompute) cannot be expressed in PyTorch's CSV; write JSON instead");
       }
+      auto cell = [](const Op& op) { return std::to_string(op.stage) + op_letter(op.kind) + std::to_string(op.microbatch); };
+      const bool pair = i + 1 < ops.size() && ops[i].kind == OpKind::Forward && ops[i + 1].kind == OpKind::Backward &&
+                        std::binary_search(schedule.overlapped_backwards.begin(), schedule.overlapped_backwards.end(),
+                                           ops[i + 1], overlap_order);
       if (i > 0) out += ',';
-      out += std::to_string(ops[i].stage) + op_letter(ops[i].kind) + std::to_string(ops[i].microbatch);
+      if (pair) {  // PyTorch's ScheduleDualPipeV writes its F&B pairs so
+        out += "(" + cell(ops[i]) + ";" + cell(ops[i + 1]) + ")OVERLAP_F_B";
+        ++i;
+      } else {
+        out += cell(ops[i]);
+      }
     }
     out += '\n';
   }

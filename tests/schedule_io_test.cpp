@@ -341,3 +341,18 @@ TEST(ScheduleFile, DetectsTheFormatAndRefusesBadFiles) {
   EXPECT_NE(error_of([&] { load_schedule_file(big.string()); }).find("larger than 268435456 bytes"), std::string::npos);
   std::filesystem::remove(big);
 }
+
+TEST(ScheduleCsv, DualPipeVPairsRoundTripAsOverlapCells) {
+  // PyTorch 2.13's ScheduleDualPipeV writes each overlapped F&B pair as one
+  // "(F;B)OVERLAP_F_B" cell (K = 2, M = 4, rank 0: "(0F3;3B1)OVERLAP_F_B" is its 8th);
+  // pipescope writes the same cells and reads the pairs back as overlapped backwards.
+  Schedule s = make_dualpipev(2, 4);
+  const std::string text = schedule_to_csv(s);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "0F0,0F1,0F2,3F0,3I0,3W0,3F1,(0F3;3B1)OVERLAP_F_B,(3F2;0B0)OVERLAP_F_B,3B2,(3F3;0B1)OVERLAP_F_B,3B3,"
+            "0I2,0W2,0I3,0W3");
+  Schedule back = schedule_from_csv(text, "dv.csv");
+  expect_same_ops(s, back);
+  EXPECT_EQ(back.overlapped_backwards, s.overlapped_backwards);
+  EXPECT_FALSE(back.overlapped_backwards.empty());
+}
