@@ -317,3 +317,29 @@ def test_torch_loader_accepts_every_pipescope_csv(name, v, shape, K, tmp_path):
         assert compute_cells(runtime.pipeline_order, K) == rows, (name, K, M)
         assert [runtime.stage_index_to_group_rank[s] for s in range(K * v)] == stage_device, (name, K, M)
         assert len(runtime.pipeline_order_with_comms) == K
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_torch_dualpipev_csv_simulates_as_pipescope_generator(K, tmp_path):
+    # ScheduleDualPipeV's own CSV, read by pipescope, keeps its F&B pairs: with layers that
+    # save fb_overlap_ms per overlapped pair, the prediction equals the generator's, and
+    # the same order with the pairs split into plain cells is slower (no overlap).
+    with open(os.path.join(REPO, "profiles", "toy-uniform.json"), encoding="utf-8") as f:
+        profile = json.load(f)
+    for layer in profile["layers"]:
+        layer["fb_overlap_ms"] = [t / 2 for t in layer["forward_ms"]]
+    profile_path = tmp_path / "overlap.json"
+    profile_path.write_text(json.dumps(profile))
+    M = 4 * K
+    sched = S.ScheduleDualPipeV(v_stages(K, 0), M)
+    torch_csv = tmp_path / "dualpipev.csv"
+    sched._dump_csv(str(torch_csv), format="compute_only")
+    flat_csv = tmp_path / "flat.csv"
+    flat_csv.write_text("".join(",".join(flat_compute(row)) + "\n" for row in compute_cells(sched.pipeline_order, K)))
+
+    def step(*source):
+        return json.loads(run("simulate", *source, "--profile", profile_path, "--json").stdout)["step_time_ms"]
+
+    generator = step("--schedule", "dualpipev", "--stages", K, "--microbatches", M, "--chunks", 2)
+    assert step("--schedule-file", torch_csv) == generator
+    assert step("--schedule-file", flat_csv) > generator
