@@ -1,0 +1,280 @@
+"""Megatron-Core (megatron-core 0.16.1, CPU, pure-Python parts) as the oracle for
+`pipescope export --to megatron` and for the interleaved schedule (issue 25, point 5).
+
+Expectations:
+1. Every pipeline split the exporter writes -- an even split, --account-for-embedding/loss-
+   in-pipeline-split, --decoder-first/last-pipeline-num-layers, or a
+   --pipeline-model-parallel-layout string -- is accepted by Megatron-Core's
+   TransformerConfig (its __post_init__ validates the split and parses the layout with
+   PipelineParallelLayerLayout, which checks the embedding, the loss and the decoder
+   count), and Megatron's own get_num_layers_to_build / get_transformer_layer_offset
+   (or, for a layout, PipelineParallelLayerLayout.get_num_layers_to_build /
+   get_layer_offset) give, for every (pipeline rank p, virtual stage c), exactly the
+   decoder layers of the plan's stage c K + p: how many, and from which layer on.
+   Megatron-LM's argument parser (megatron/training/arguments.py, not in the
+   megatron-core wheel) maps each flag to the TransformerConfig field of the same
+   meaning; the map is FLAG_TO_CONFIG below.
+2. Megatron's interleaved order -- get_schedule_table(M, v, K) (the (micro-batch, chunk)
+   of each virtual micro-batch, group size K, Megatron's default) and
+   get_pp_rank_microbatches (warm-up count per rank) walked as
+   forward_backward_pipelining_with_interleaving walks them (warm-up forwards, then one
+   forward and one backward, then the cool-down backwards; a backward runs chunk
+   v - 1 - c) -- equals `pipescope schedule --schedule interleaved` op for op, for
+   several (K, v, M) with M a multiple of K.
+
+Narrow stubs, and why: get_num_layers_to_build for a layout reads the pipeline rank from
+parallel_state (a process group); the layout object's own methods take the rank as an
+argument, so the test calls those, after setting parallel_state's virtual pipeline size
+(a plain module global, set and reset here) so that they honour vp_stage.
+get_pp_rank_microbatches reads the group size, rank and virtual size from a
+p2p_communicator argument; a SimpleNamespace stands in for it.
+"""
+
+import json
+import os
+import random
+import subprocess
+import types
+import warnings
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PIPESCOPE = os.environ.get("PIPESCOPE_BIN", os.path.join(REPO, "build", "bin", "pipescope"))
+MEGATRON_VERSION = "0.16.1"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
+                                reason=f"pipescope binary not built at {PIPESCOPE}")
+
+torch = pytest.importorskip("torch")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # "Transformer Engine and Apex are not installed": CPU fallbacks
+    megatron_core = pytest.importorskip("megatron.core")
+    from megatron.core import parallel_state
+    from megatron.core.pipeline_parallel import schedules as mschedules
+    from megatron.core.transformer.enums import LayerType
+    from megatron.core.transformer.pipeline_parallel_layer_layout import PipelineParallelLayerLayout
+    from megatron.core.transformer.transformer_block import get_num_layers_to_build
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    from megatron.core.transformer.transformer_layer import get_transformer_layer_offset
+
+
+def test_pinned_version():
+    assert megatron_core.__version__ == MEGATRON_VERSION
+
+
+def run(*args):
+    r = subprocess.run([PIPESCOPE, *map(str, args)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"pipescope {' '.join(map(str, args))}: {r.stderr}"
+    return r.stdout
+
+
+# ------------------------------------------------------------------ 1. exported splits
+
+# Megatron-LM's flag -> TransformerConfig field (arguments.py's dest names).
+FLAG_TO_CONFIG = {
+    "--pipeline-model-parallel-size": ("pipeline_model_parallel_size", int),
+    "--num-layers": ("num_layers", int),
+    "--num-virtual-stages-per-pipeline-rank": ("virtual_pipeline_model_parallel_size", int),
+    "--decoder-first-pipeline-num-layers": ("num_layers_in_first_pipeline_stage", int),
+    "--decoder-last-pipeline-num-layers": ("num_layers_in_last_pipeline_stage", int),
+    "--account-for-embedding-in-pipeline-split": ("account_for_embedding_in_pipeline_split", None),
+    "--account-for-loss-in-pipeline-split": ("account_for_loss_in_pipeline_split", None),
+    "--pipeline-model-parallel-layout": ("pipeline_model_parallel_layout", str),
+    "--recompute-granularity": ("recompute_granularity", str),
+    "--recompute-method": ("recompute_method", str),
+    "--recompute-num-layers": ("recompute_num_layers", int),
+}
+# Flags about batches, sequence and precision: not part of the split.
+OTHER_FLAGS = {"--seq-length", "--micro-batch-size", "--global-batch-size", "--bf16", "--fp16",
+               "--tensor-model-parallel-size", "--sequence-parallel"}
+
+PROFILE = os.path.join(REPO, "profiles", "gpt-1.3b-h200.json")  # embedding, 24 blocks, head
+
+
+def profile_roles():
+    with open(PROFILE, encoding="utf-8") as f:
+        layers = json.load(f)["layers"]
+    roles = []
+    for layer in layers:
+        kind = layer.get("spec", {}).get("type")
+        roles.append("E" if kind in ("embedding", "hf_embedding") else "L" if kind in ("lm_head", "hf_lm_head") else "t")
+    return roles
+
+
+ROLES = profile_roles()
+
+
+def write_plan(path, K, v, cuts, microbatches, recompute=False):
+    """A pipescope.plan with stages cut at `cuts` (K v + 1 layer boundaries), stage s on
+    position s % K (Megatron's interleaving), one device per position."""
+    stages = [{"layers": [cuts[s], cuts[s + 1]], "devices": [s % K]} for s in range(K * v)]
+    plan = {"format": "pipescope.plan", "version": 1, "profile": PROFILE,
+            "batch_size": 2 * microbatches, "microbatches": microbatches,
+            "schedule": {"kind": "interleaved" if v > 1 else "1f1b", "chunks": v},
+            "recompute": recompute, "optimizer": {"state_bytes_per_parameter_byte": 2.0},
+            "stages": stages}
+    path.write_text(json.dumps(plan))
+
+
+def megatron_config(flags):
+    kwargs = {}
+    for flag in flags:
+        name = flag[0]
+        if name in OTHER_FLAGS:
+            continue
+        assert name in FLAG_TO_CONFIG, f"exporter wrote {name}, which this oracle does not map"
+        field, kind = FLAG_TO_CONFIG[name]
+        kwargs[field] = True if kind is None else kind(flag[1])
+    if kwargs.get("pipeline_model_parallel_size", 1) > 1:
+        kwargs["pipeline_dtype"] = torch.bfloat16
+    return TransformerConfig(hidden_size=64, num_attention_heads=4, use_cpu_initialization=True, **kwargs)
+
+
+def megatron_stages(config, K, v):
+    """{model-order stage c K + p: (decoder layers, first decoder index)} as Megatron builds them."""
+    out = {}
+    layout = config.pipeline_model_parallel_layout
+    vp = config.virtual_pipeline_model_parallel_size
+    for c in range(v):
+        for p in range(K):
+            if layout is not None:
+                parallel_state.set_virtual_pipeline_model_parallel_world_size(vp)
+                try:
+                    n = layout.get_num_layers_to_build(layer_type=LayerType.decoder, vp_stage=c, pp_rank=p)
+                    first = layout.get_layer_offset(layer_type=LayerType.decoder, vp_stage=c, pp_rank=p)
+                finally:
+                    parallel_state.set_virtual_pipeline_model_parallel_world_size(None)
+            else:
+                vp_stage = c if vp is not None else None
+                n = get_num_layers_to_build(config, vp_stage=vp_stage, pp_rank=p)
+                first = get_transformer_layer_offset(config, vp_stage=vp_stage, pp_rank=p)
+            out[c * K + p] = (n, first)
+    return out
+
+
+def plan_stages(cuts):
+    """{stage: (decoder layers, first decoder index)} from the plan's cuts and the profile's roles."""
+    out, seen = {}, 0
+    for s in range(len(cuts) - 1):
+        n = sum(1 for r in ROLES[cuts[s]:cuts[s + 1]] if r == "t")
+        out[s] = (n, seen)
+        seen += n
+    return out
+
+
+def random_cuts(rng, S):
+    """S contiguous stages over the profile's layers, each holding at least one decoder."""
+    decoders = [i for i, r in enumerate(ROLES) if r == "t"]
+    inner = sorted(rng.sample(decoders[1:], S - 1))
+    return [0] + inner + [len(ROLES)]
+
+
+def crafted_cuts():
+    """Splits that the exporter says in each of its four forms (see core/export_megatron.cpp)."""
+    n = len(ROLES)  # 26: E at 0, decoders 1..24, L at 25
+    return [
+        (2, 1, [0, 13, n]),                 # 12 | 12: even
+        (4, 2, [0, 4, 7, 10, 13, 16, 19, 22, n]),  # 3 each: even, v = 2
+        (5, 1, [0, 5, 10, 15, 20, n]),      # 4, 5, 5, 5, 5: account for the embedding
+        (5, 1, [0, 6, 11, 16, 21, n]),      # 5, 5, 5, 5, 4: account for the loss
+        (4, 1, [0, 4, 11, 18, n]),          # 3, 7, 7, 7: first stage uneven
+        (3, 1, [0, 9, 17, n]),              # 8, 8, 8 -> even; kept as a control
+        (3, 1, [0, 10, 19, n]),             # 9, 9, 6: last stage uneven
+    ]
+
+
+def plan_cases():
+    cases = [(K, v, cuts, False) for K, v, cuts in crafted_cuts()]
+    rng = random.Random(20261201)
+    for _ in range(24):
+        K = rng.choice([2, 3, 4, 6, 8])
+        v = rng.choice([1, 2]) if K <= 6 else 1
+        cases.append((K, v, random_cuts(rng, K * v), rng.random() < 0.25))
+    return cases
+
+
+CASES = plan_cases()
+
+
+@pytest.mark.parametrize("K,v,cuts,recompute", CASES, ids=[f"K{c[0]}v{c[1]}-{'-'.join(map(str, c[2]))}{'-r' if c[3] else ''}" for c in CASES])
+def test_exported_split_is_megatrons(K, v, cuts, recompute, tmp_path):
+    plan = tmp_path / "plan.json"
+    write_plan(plan, K, v, cuts, microbatches=2 * K, recompute=recompute)
+    exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
+    config = megatron_config(exported["flags"])  # Megatron-Core validates it here
+    assert config.pipeline_model_parallel_size == K
+    if v > 1:
+        assert config.virtual_pipeline_model_parallel_size == v
+    assert megatron_stages(config, K, v) == plan_stages(cuts), (exported["cut"], exported["flags"])
+    if exported["cut"] == "layout":
+        layout_flag = [f[1] for f in exported["flags"] if f[0] == "--pipeline-model-parallel-layout"][0]
+        parsed = PipelineParallelLayerLayout(layout_flag, K)  # the parser on its own, too
+        parsed.validate_layer_layout(num_layers=config.num_layers, mtp_num_layers=None)
+        assert parsed.virtual_pipeline_model_parallel_size == v
+
+
+def test_every_cut_form_is_covered(tmp_path):
+    # The grid above must reach each of the exporter's four forms, or it checks less than it says.
+    forms = set()
+    for K, v, cuts, recompute in CASES:
+        plan = tmp_path / "plan.json"
+        write_plan(plan, K, v, cuts, microbatches=2 * K, recompute=recompute)
+        forms.add(json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))["cut"])
+    assert forms == {"even", "account-for", "first-last", "layout"}
+
+
+def test_planned_interleaved_plan_exports_megatrons_split(tmp_path):
+    # A plan the planner chose (13B GPT on 8 H200s, interleaved): Megatron builds its stages.
+    plan = tmp_path / "plan.json"
+    run("plan", "--profile", os.path.join(REPO, "profiles", "gpt-13b-h200.json"),
+        "--hardware", os.path.join(REPO, "profiles", "h200-8x-nvlink.json"), "-D", 8, "-N", 64,
+        "--schedules", "interleaved", "--recompute", "off", "-o", plan)
+    p = json.loads(plan.read_text())
+    exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
+    K = next(f for f in exported["flags"] if f[0] == "--pipeline-model-parallel-size")[1]
+    K, v = int(K), p["schedule"]["chunks"]
+    config = megatron_config(exported["flags"])
+    with open(os.path.join(REPO, "profiles", "gpt-13b-h200.json"), encoding="utf-8") as f:
+        kinds = [layer.get("spec", {}).get("type") for layer in json.load(f)["layers"]]
+    expected, seen = {}, 0
+    for s, stage in enumerate(p["stages"][:K * v]):
+        a, b = stage["layers"]
+        n = sum(1 for k in kinds[a:b] if k not in ("embedding", "lm_head"))
+        expected[s] = (n, seen)
+        seen += n
+    assert megatron_stages(config, K, v) == expected
+
+
+# ------------------------------------------------------------------ 2. interleaved order
+
+
+def megatron_interleaved_order(K, v, M, rank):
+    """The op order forward_backward_pipelining_with_interleaving runs on `rank`, as cells."""
+    table = mschedules.get_schedule_table(M, v, K)
+    comm = types.SimpleNamespace(pp_group=types.SimpleNamespace(size=lambda: K, rank=lambda: rank),
+                                 virtual_pipeline_model_parallel_size=v)
+    total, _, warmup, remaining = mschedules.get_pp_rank_microbatches(M, v, K, p2p_communicator=comm)
+    assert total == M * v == len(table)
+
+    def forward(k):
+        mb, chunk = table[k]
+        return f"{chunk * K + rank}F{mb}"
+
+    def backward(k):
+        mb, chunk = table[k]
+        return f"{(v - 1 - chunk) * K + rank}B{mb}"
+
+    cells = [forward(k) for k in range(warmup)]
+    for i in range(remaining):
+        cells += [forward(warmup + i), backward(i)]
+    cells += [backward(k) for k in range(remaining, total)]
+    return cells
+
+
+@pytest.mark.parametrize("K,v", [(2, 2), (2, 3), (3, 2), (4, 2), (4, 4), (8, 2)])
+def test_interleaved_order_is_megatrons(K, v):
+    for M in (K, 2 * K, 3 * K, 4 * K):
+        rows = [line.split(",") for line in run("schedule", "--schedule", "interleaved", "--stages", K,
+                                                 "--microbatches", M, "--chunks", v, "--format", "csv").split()]
+        assert rows == [megatron_interleaved_order(K, v, M, r) for r in range(K)], (K, v, M)
