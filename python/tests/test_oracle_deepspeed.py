@@ -1,0 +1,217 @@
+"""DeepSpeed (deepspeed 0.19.8, CPU, pure-Python parts) as the oracle for pipescope's 1F1B
+order and for `pipescope export --to deepspeed` (issue 25, point 5).
+
+Expectations:
+1. deepspeed.runtime.pipe.schedule.TrainSchedule(micro_batches=M, stages=K, stage_id=s):
+   its ForwardPass / BackwardPass instructions, in step order, are pipescope's 1F1B op
+   list of position s (`pipescope schedule --schedule 1f1b --format csv`) op for op, for
+   K = 1..8 and M in 1..4K (see the test for the subset). An instruction names a pipe buffer, not a micro-batch:
+   TrainSchedule gives micro-batch m the buffer m % num_pipe_buffers() (_buffer_idx),
+   forwards run in micro-batch order and a backward consumes the oldest live forward of
+   its buffer; the test recovers micro-batch ids that way and checks each buffer id
+   against _buffer_idx.
+2. The parts `export --to deepspeed` writes (PARTS, stage p holds layers PARTS[p] ..
+   PARTS[p+1]-1) are the plan's cuts; PARTITION_METHOD is "uniform" exactly when
+   deepspeed.runtime.utils.partition_uniform(layers, K) gives those parts, else the file
+   installs them by overriding PipelineModule._partition_layers. Run against DeepSpeed's
+   own PipelineModule._partition_layers (through the exported PlannedPipelineModule) on
+   every global rank of DeepSpeed's PipeModelDataParallelTopology, the module ends with
+   parts == PARTS and builds layers PARTS[stage] .. PARTS[stage + 1] - 1. Plans cut as
+   DeepSpeed's default partition_method="parameters" would cut them
+   (partition_balanced over the profile's per-layer parameter counts) are among them.
+   The batch settings (DS_CONFIG) pass DeepSpeedConfig's own batch check.
+
+Narrow stubs, and why: PipelineModule.__init__ creates process groups
+(dist.new_group, PipelineParallelGrid) before it partitions; the test replaces it with
+the part of it that _partition_layers reads (topology, num_stages, global rank, layer
+specs, loss_fn, bounds), then calls DeepSpeed's own _partition_layers. DeepSpeedConfig
+asks deepspeed.comm for the rank; the test answers 0 and passes a data-parallel size.
+"""
+
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import types
+from collections import defaultdict, deque
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PIPESCOPE = os.environ.get("PIPESCOPE_BIN", os.path.join(REPO, "build", "bin", "pipescope"))
+DEEPSPEED_VERSION = "0.19.8"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
+                                reason=f"pipescope binary not built at {PIPESCOPE}")
+
+torch = pytest.importorskip("torch")
+deepspeed = pytest.importorskip("deepspeed")
+from deepspeed.runtime.pipe import schedule as ds_schedule  # noqa: E402
+from deepspeed.runtime.pipe.module import PipelineModule  # noqa: E402
+from deepspeed.runtime.utils import partition_balanced, partition_uniform  # noqa: E402
+import deepspeed.runtime.config as ds_config  # noqa: E402
+
+
+def test_pinned_version():
+    assert deepspeed.__version__ == DEEPSPEED_VERSION
+
+
+def run(*args):
+    r = subprocess.run([PIPESCOPE, *map(str, args)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"pipescope {' '.join(map(str, args))}: {r.stderr}"
+    return r.stdout
+
+
+# ------------------------------------------------------------------ 1. TrainSchedule
+
+
+def deepspeed_order(M, K, s):
+    """TrainSchedule's compute instructions for stage s as cells "sFm" / "sBm"."""
+    sched = ds_schedule.TrainSchedule(micro_batches=M, stages=K, stage_id=s)
+    buffers = sched.num_pipe_buffers()
+    live = defaultdict(deque)  # buffer -> micro-batches forwarded, not yet backwarded
+    next_forward = 0
+    cells = []
+    for step in sched.steps():
+        for cmd in step:
+            if isinstance(cmd, ds_schedule.ForwardPass):
+                m = next_forward
+                next_forward += 1
+                assert cmd.buffer_id == sched._buffer_idx(m) == m % buffers
+                live[cmd.buffer_id].append(m)
+                cells.append(f"{s}F{m}")
+            elif isinstance(cmd, ds_schedule.BackwardPass):
+                m = live[cmd.buffer_id].popleft()
+                cells.append(f"{s}B{m}")
+    assert next_forward == M and not any(live.values())
+    return cells
+
+
+@pytest.mark.parametrize("K", range(1, 9))
+def test_train_schedule_is_pipescope_1f1b(K):
+    # M below K (a short pipeline), at K, one past, both sides of 2K, 3K and 4K; every M in
+    # 1..4K with PIPESCOPE_ORACLE_FULL_GRID=1 (it passes too, ~3x as long on 2 cores).
+    grid = range(1, 4 * K + 1) if os.environ.get("PIPESCOPE_ORACLE_FULL_GRID") else \
+        sorted(m for m in {1, K - 1, K, K + 1, 2 * K - 1, 2 * K, 2 * K + 1, 3 * K, 4 * K} if m >= 1)
+    for M in grid:
+        rows = [line.split(",") for line in run("schedule", "--schedule", "1f1b", "--stages", K,
+                                                 "--microbatches", M, "--format", "csv").split()]
+        assert rows == [deepspeed_order(M, K, s) for s in range(K)], (K, M)
+
+
+# ------------------------------------------------------------------ 2. export --to deepspeed
+
+PROFILE = os.path.join(REPO, "profiles", "gpt-1.3b-h200.json")  # 26 layers: embedding, 24 blocks, head
+
+
+def profile_layers():
+    with open(PROFILE, encoding="utf-8") as f:
+        return json.load(f)["layers"]
+
+
+LAYERS = profile_layers()
+
+
+def write_plan(path, K, cuts, microbatches, replicas=1, recompute=False):
+    stages = [{"layers": [cuts[s], cuts[s + 1]], "devices": list(range(s * replicas, (s + 1) * replicas))}
+              for s in range(K)]
+    plan = {"format": "pipescope.plan", "version": 1, "profile": PROFILE,
+            "batch_size": 2 * microbatches * replicas, "microbatches": microbatches,
+            "schedule": {"kind": "1f1b", "chunks": 1}, "recompute": recompute,
+            "optimizer": {"state_bytes_per_parameter_byte": 2.0}, "stages": stages}
+    path.write_text(json.dumps(plan))
+
+
+def plan_cases():
+    n = len(LAYERS)
+    params = [layer["parameter_bytes"] for layer in LAYERS]
+    cases = []
+    for K in (1, 2, 3, 4, 5, 7, 8):
+        cases.append((K, [int(x) for x in partition_uniform(n, K)], 1, "uniform"))
+        cases.append((K, [int(x) for x in partition_balanced(params, K)], 1, "balanced"))
+    rng = random.Random(20261201)
+    for _ in range(12):
+        K = rng.choice([2, 3, 4, 6, 8])
+        cuts = [0] + sorted(rng.sample(range(1, n), K - 1)) + [n]
+        cases.append((K, cuts, rng.choice([1, 2]), "random"))
+    return cases
+
+
+CASES = plan_cases()
+
+
+def load_exported(text, tmp_path):
+    path = tmp_path / "ds_setup.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("ds_setup", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def partition_as_deepspeed(monkeypatch, exported, rank):
+    """Builds the exported PlannedPipelineModule as global rank `rank` and returns it after
+    DeepSpeed's own _partition_layers ran (see the module doc for the stubbed part)."""
+
+    def init(self, layers, num_stages=None, topology=None, loss_fn=None, partition_method="parameters",
+             activation_checkpoint_interval=0, **kwargs):
+        torch.nn.Module.__init__(self)
+        self.loss_fn = loss_fn
+        self.global_rank = rank
+        self._topo = topology
+        self.num_stages = topology.get_dim("pipe")
+        self.stage_id = topology.get_coord(rank).pipe
+        self._layer_specs = list(layers)
+        self._num_layers = len(self._layer_specs)
+        self._local_start, self._local_stop = 0, None
+        self.activation_checkpoint_interval = activation_checkpoint_interval
+        self._partition_layers(method=partition_method)
+
+    monkeypatch.setattr(PipelineModule, "__init__", init)
+    layers = [torch.nn.Identity() for _ in range(exported.PARTS[-1])]
+    return exported.make_pipeline_module(layers, loss_fn=None)
+
+
+@pytest.mark.parametrize("K,cuts,replicas,origin", CASES,
+                         ids=[f"{c[3]}-K{c[0]}-r{c[2]}-{'-'.join(map(str, c[1]))}" for c in CASES])
+def test_exported_parts_are_deepspeeds(K, cuts, replicas, origin, tmp_path, monkeypatch):
+    plan = tmp_path / "plan.json"
+    write_plan(plan, K, cuts, microbatches=2 * K, replicas=replicas)
+    facts = json.loads(run("export", "--plan", plan, "--to", "deepspeed", "--json"))
+    assert facts["parts"] == cuts
+    uniform = [int(x) for x in partition_uniform(len(LAYERS), K)]
+    assert (facts["partition_method"] == "uniform") == (cuts == uniform), facts
+    if origin == "uniform":
+        assert facts["partition_method"] == "uniform"
+
+    exported = load_exported(run("export", "--plan", plan, "--to", "deepspeed"), tmp_path)
+    assert exported.PARTS == cuts and exported.NUM_STAGES == K and exported.DATA_PARALLEL_SIZE == replicas
+    for rank in range(K * replicas):
+        module = partition_as_deepspeed(monkeypatch, exported, rank)
+        stage = module.stage_id
+        assert module.parts == cuts, (rank, module.parts)
+        assert (module._local_start, module._local_stop) == (cuts[stage], cuts[stage + 1]), rank
+
+    # DeepSpeed's own batch check: train_batch_size = micro-batch x accumulation x data parallel.
+    monkeypatch.setattr(ds_config.dist, "get_rank", lambda *a, **k: 0)
+    mpu = types.SimpleNamespace(get_data_parallel_world_size=lambda: replicas)
+    config = ds_config.DeepSpeedConfig(dict(exported.DS_CONFIG), mpu=mpu)
+    assert config.gradient_accumulation_steps == 2 * K
+    assert config.train_batch_size == exported.DS_CONFIG["train_batch_size"]
+
+
+def test_planned_plan_exports_deepspeeds_parts(tmp_path, monkeypatch):
+    # A plan the planner chose (13B GPT on 8 H200s, 1F1B): DeepSpeed builds its stages.
+    plan = tmp_path / "plan.json"
+    run("plan", "--profile", os.path.join(REPO, "profiles", "gpt-13b-h200.json"),
+        "--hardware", os.path.join(REPO, "profiles", "h200-8x-nvlink.json"), "-D", 8, "-N", 64,
+        "--schedules", "1f1b", "--recompute", "off", "-o", plan)
+    p = json.loads(plan.read_text())
+    cuts = [s["layers"][0] for s in p["stages"]] + [p["stages"][-1]["layers"][1]]
+    exported = load_exported(run("export", "--plan", plan, "--to", "deepspeed"), tmp_path)
+    assert exported.PARTS == cuts
+    assert (exported.PARTITION_METHOD == "uniform") == (cuts == [int(x) for x in partition_uniform(cuts[-1], len(cuts) - 1)])
+    for rank in range(exported.NUM_STAGES * exported.DATA_PARALLEL_SIZE):
+        module = partition_as_deepspeed(monkeypatch, exported, rank)
+        assert module.parts == cuts
