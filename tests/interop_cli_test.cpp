@@ -1,7 +1,9 @@
 // `profile synth --hf-config` -> `plan` -> `export` through the pipescope command: exit
-// codes, the files written, and the generated Python files run by /usr/bin/python3
-// (against stand-ins for torch.distributed.pipelining and deepspeed that record the
-// calls, since neither PyTorch 2.9 nor DeepSpeed is installed here).
+// codes, the files written, and the generated Python files run by the project's Python
+// (.venv at the repository root, scripts/install-deps.sh) against the real torch 2.13
+// and DeepSpeed 0.19.8. Only what needs a process group is stood in for: torch's
+// Pipe.build_stage (a PipelineStage joins its group) and DeepSpeed's
+// PipelineModule.__init__ up to its _partition_layers call (it creates process groups).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -53,7 +55,11 @@ std::string two_stage_plan(const std::string& profile, const std::string& schedu
             "stages": [{"layers": [0, 17], "devices": [0]}, {"layers": [17, 34], "devices": [1]}]})";
 }
 
-bool have_python() { return fs::exists("/usr/bin/python3"); }
+// The project's Python environment; tests that run exported files skip, naming it, without it.
+std::string venv_python() { return src(".venv/bin/python"); }
+bool have_venv() { return fs::exists(venv_python()); }
+#define SKIP_WITHOUT_VENV() \
+  if (!have_venv()) GTEST_SKIP() << venv_python() << " is missing: run scripts/install-deps.sh to make the Python environment"
 
 }  // namespace
 
@@ -137,128 +143,134 @@ TEST(InteropCli, MegatronFlagsAreShellWords) {
 }
 
 TEST(InteropCli, TorchFileBuildsTheScheduleItNames) {
-  if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
+  SKIP_WITHOUT_VENV();
   fs::path d = temp_dir();
   ASSERT_EQ(run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu h200 -o " + (d / "p.json").string()).code, 0);
   write(d / "plan.json", two_stage_plan("p.json"));
   ASSERT_EQ(run("export --plan " + (d / "plan.json").string() + " --to torch -o " + (d / "pp_setup.py").string()).code, 0);
-  // Stand-ins with the names and signatures of PyTorch 2.9's pipelining API.
-  fs::create_directories(d / "stub/torch/distributed/pipelining");
-  write(d / "stub/torch/__init__.py", "");
-  write(d / "stub/torch/distributed/__init__.py", "");
-  write(d / "stub/torch/distributed/pipelining/__init__.py", R"(
-import enum
-calls = {}
-class SplitPoint(enum.Enum):
-    BEGINNING = 1
-    END = 2
-class _Pipe:
-    def build_stage(self, stage_index, device, group=None):
-        calls.setdefault("stages", []).append(stage_index)
-        return ("stage", stage_index)
-def pipeline(module, mb_args, mb_kwargs=None, split_spec=None, split_policy=None):
-    calls["split_spec"] = split_spec
-    return _Pipe()
-)");
-  write(d / "stub/torch/distributed/pipelining/schedules.py", R"(
-from . import calls
-class _PipelineScheduleRuntime:
-    def __init__(self, stages, n_microbatches, loss_fn=None, args_chunk_spec=None, kwargs_chunk_spec=None,
-                 output_merge_spec=None, use_full_backward=None, scale_grads=True, backward_requires_autograd=True):
-        calls["schedule"] = ("_PipelineScheduleRuntime", stages, n_microbatches)
-    def _load_csv(self, filename, format="compute_only"):
-        import csv
-        with open(filename, newline="") as f:
-            calls["csv"] = [row for row in csv.reader(f)]
-class Schedule1F1B:  # PipelineScheduleSingle's signature in PyTorch 2.9
-    def __init__(self, stage, n_microbatches, loss_fn=None, args_chunk_spec=None, kwargs_chunk_spec=None,
-                 output_merge_spec=None, scale_grads=True):
-        calls["schedule"] = ("Schedule1F1B", stage, n_microbatches)
+  // A tiny module with the profile's layer names (model.embed_tokens, model.layers.0..31,
+  // lm_head), split by torch's own pipeline() at the exported split point; build_stage
+  // (which would join the pipeline's process group) is replaced by a stage that has
+  // what the schedule classes read; the schedule class is torch's own.
+  write(d / "harness.py", R"(
+import torch
+from torch import nn
+from torch.distributed.pipelining import _IR
+
+class Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(50, 8)
+        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(32))
+        self.norm = nn.LayerNorm(8)
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = Inner()
+        self.lm_head = nn.Linear(8, 50)
+    def forward(self, ids):
+        h = self.model.embed_tokens(ids)
+        for layer in self.model.layers:
+            h = layer(h)
+        return self.lm_head(self.model.norm(h))
+
+built = {}
+class Stage:
+    def __init__(self, pipe, index, group):
+        self.stage_index, self.num_stages = index, pipe.num_stages
+        self.group_size, self.group_rank = group.size(), group.rank()
+        self.is_first, self.is_last = index == 0, index == pipe.num_stages - 1
+        self.submod = pipe.get_stage_module(index)
+def build_stage(self, stage_index, device, group=None):
+    built.setdefault("pipe", self)
+    built.setdefault("stages", []).append(stage_index)
+    return Stage(self, stage_index, group)
+_IR.Pipe.build_stage = build_stage
+
+class Group:  # pipeline rank 1 of 2
+    def rank(self): return 1
+    def size(self): return 2
+
+def build(pp_setup):
+    return pp_setup.build_schedule(Model(), torch.zeros(2, 4, dtype=torch.long), None, torch.device("cpu"), Group())
 )");
   write(d / "check.py", R"(
-import json, pp_setup
-from torch.distributed.pipelining import calls, SplitPoint
-class Group:
-    def rank(self): return 1
-pp_setup.build_schedule("model", "mb", None, "cuda:1", Group())
-assert calls["split_spec"] == {"model.layers.16": SplitPoint.BEGINNING}, calls
-assert calls["stages"] == [1], calls
-assert calls["schedule"] == ("Schedule1F1B", ("stage", 1), 8), calls
+import harness, pp_setup
+from torch.distributed.pipelining import schedules
+sched = harness.build(pp_setup)
+pipe = harness.built["pipe"]
+assert pipe.num_stages == 2, pipe.num_stages
+names = [n for n, _ in pipe.get_stage_module(1).named_parameters()]
+assert names[0] == "model.layers.16.weight" and names[-1] == "lm_head.bias", names  # the cut is before layer 16
+assert harness.built["stages"] == [1], harness.built
+assert type(sched) is schedules.Schedule1F1B and sched._n_microbatches == 8, sched
 print("ok")
 )");
-  Result r = shell("cd " + d.string() + " && PYTHONPATH=" + (d / "stub").string() + ":" + d.string() + " /usr/bin/python3 check.py");
+  const std::string python = "cd " + d.string() + " && PYTHONPATH=" + d.string() + " " + venv_python() + " ";
+  Result r = shell(python + "check.py");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
-  // --torch-csv: pipescope's op order through _PipelineScheduleRuntime; rank 1 of 1F1B
-  // with K = 2, M = 8 runs F0 B0 F1 B1 ... (one warm-up forward).
+  // --torch-csv: pipescope's op order through torch's _PipelineScheduleRuntime, whose
+  // _load_csv validates it (_validate_schedule) and adds the sends and receives; rank 1
+  // of 1F1B with K = 2, M = 8 runs F0 B0 F1 B1 ... (one warm-up forward).
   ASSERT_EQ(run("export --plan " + (d / "plan.json").string() + " --to torch --torch-csv -o " + (d / "pp_setup.py").string()).code, 0);
   write(d / "check_csv.py", R"(
-import pp_setup
-from torch.distributed.pipelining import calls
-class Group:
-    def rank(self): return 1
-pp_setup.build_schedule("model", "mb", None, "cuda:1", Group())
-assert calls["schedule"] == ("_PipelineScheduleRuntime", [("stage", 1)], 8), calls
-assert len(calls["csv"]) == 2, calls["csv"]
-assert calls["csv"][1][:4] == ["1F0", "1B0", "1F1", "1B1"], calls["csv"][1]
-assert calls["csv"][0][:3] == ["0F0", "0F1", "0B0"], calls["csv"][0]
+import harness, pp_setup
+from torch.distributed.pipelining import schedules
+sched = harness.build(pp_setup)
+assert type(sched) is schedules._PipelineScheduleRuntime and sched._n_microbatches == 8, sched
+order = {r: [str(a) for a in acts if a is not None] for r, acts in sched.pipeline_order.items()}
+assert len(order) == 2, order
+assert order[1][:4] == ["1F0", "1B0", "1F1", "1B1"], order[1]
+assert order[0][:3] == ["0F0", "0F1", "0B0"], order[0]
+assert sched.stage_index_to_group_rank == {0: 0, 1: 1}, sched.stage_index_to_group_rank
+assert any("RECV_F" in str(a) for a in sched.pipeline_order_with_comms[1]), "lowered with communication"
 print("ok")
 )");
-  Result csv = shell("cd " + d.string() + " && PYTHONPATH=" + (d / "stub").string() + ":" + d.string() + " /usr/bin/python3 check_csv.py");
+  Result csv = shell(python + "check_csv.py");
   EXPECT_EQ(csv.code, 0) << csv.out;
-  Result plain = shell("/usr/bin/python3 -I " + (d / "pp_setup.py").string());  // no torch needed to print the plan
+  EXPECT_NE(csv.out.find("ok"), std::string::npos) << csv.out;
+  Result plain = shell(venv_python() + " -I " + (d / "pp_setup.py").string());  // no torch needed to print the plan
   ASSERT_EQ(plain.code, 0) << plain.out;
   EXPECT_EQ(nlohmann::json::parse(plain.out)["schedule_class"], "_PipelineScheduleRuntime");
 }
 
 TEST(InteropCli, DeepSpeedFileInstallsTheParts) {
-  if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
+  SKIP_WITHOUT_VENV();
   fs::path d = temp_dir();
   ASSERT_EQ(run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu h200 -o " + (d / "p.json").string()).code, 0);
   write(d / "plan.json", R"({"format": "pipescope.plan", "version": 1, "profile": "p.json", "batch_size": 16,
       "microbatches": 8, "schedule": {"kind": "1f1b", "chunks": 1}, "recompute": true,
       "stages": [{"layers": [0, 20], "devices": [0]}, {"layers": [20, 34], "devices": [1]}]})");
   ASSERT_EQ(run("export --plan " + (d / "plan.json").string() + " --to deepspeed -o " + (d / "ds_setup.py").string()).code, 0);
-  // Stand-ins with DeepSpeed's names: PipelineModule.__init__ calls
-  // self._partition_layers(method=partition_method) and reads the topology's pipe axis.
-  fs::create_directories(d / "stub/deepspeed/runtime/pipe");
-  write(d / "stub/deepspeed/__init__.py", "");
-  write(d / "stub/deepspeed/runtime/__init__.py", "");
-  write(d / "stub/deepspeed/runtime/pipe/__init__.py", "");
-  write(d / "stub/deepspeed/runtime/pipe/topology.py", R"(
-class _Coord:
-    pipe = 1
-class PipeModelDataParallelTopology:
-    def __init__(self, num_pp, num_mp, num_dp):
-        self.dims = (num_pp, num_mp, num_dp)
-    def get_coord(self, rank):
-        return _Coord()
-)");
-  write(d / "stub/deepspeed/pipe.py", R"(
-class PipelineModule:  # the signature of DeepSpeed 0.19's deepspeed/runtime/pipe/module.py
-    def __init__(self, layers, num_stages=None, topology=None, loss_fn=None, seed_layers=False, seed_fn=None,
-                 base_seed=1234, partition_method="parameters", activation_checkpoint_interval=0,
-                 activation_checkpoint_func=None, checkpointable_layers=None, dynamic_shape=False):
-        self._topo, self.global_rank = topology, 1
-        self.interval = activation_checkpoint_interval
-        self._partition_layers(method=partition_method)
-    def _partition_layers(self, method="uniform"):
-        raise NotImplementedError(method)
-    def _set_bounds(self, start=None, stop=None):
-        self.bounds = (start, stop)
-)");
+  // DeepSpeed's own PipelineModule, topology and _partition_layers; only __init__'s
+  // process-group part is replaced (global rank 1 of the 2-stage topology).
   write(d / "check.py", R"(
+import torch
+from deepspeed.runtime.pipe.module import PipelineModule
 import ds_setup
-m = ds_setup.make_pipeline_module(list(range(34)), loss_fn=None)
+
+def init(self, layers, topology=None, loss_fn=None, partition_method="parameters", activation_checkpoint_interval=0, **kw):
+    torch.nn.Module.__init__(self)
+    self.loss_fn, self.global_rank, self._topo = loss_fn, 1, topology
+    self.num_stages = topology.get_dim("pipe")
+    self._layer_specs = list(layers)
+    self._local_start, self._local_stop = 0, None
+    self.interval = activation_checkpoint_interval
+    self._partition_layers(method=partition_method)
+PipelineModule.__init__ = init
+
+m = ds_setup.make_pipeline_module([torch.nn.Identity() for _ in range(34)], loss_fn=None)
 assert m.parts == [0, 20, 34], m.parts
-assert m.bounds == (20, 34), m.bounds
+assert (m._local_start, m._local_stop) == (20, 34), (m._local_start, m._local_stop)
 assert m.interval == 20, m.interval
-assert m._topo.dims == (2, 1, 1), m._topo.dims
+assert (m._topo.get_dim("pipe"), m._topo.get_dim("data"), m._topo.get_dim("model")) == (2, 1, 1)
 c = ds_setup.DS_CONFIG
 assert c["train_batch_size"] == c["train_micro_batch_size_per_gpu"] * c["gradient_accumulation_steps"] * 1, c
 print("ok")
 )");
-  Result r = shell("cd " + d.string() + " && PYTHONPATH=" + (d / "stub").string() + ":" + d.string() + " /usr/bin/python3 check.py");
+  Result r = shell("cd " + d.string() + " && PYTHONPATH=" + d.string() + " " + venv_python() + " check.py");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
 }
