@@ -45,8 +45,9 @@ DEEPSPEED_VERSION = "0.19.8"
 pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
                                 reason=f"pipescope binary not built at {PIPESCOPE}")
 
-torch = pytest.importorskip("torch")
-deepspeed = pytest.importorskip("deepspeed")
+# The pinned packages are required: a missing one fails the import, it is not skipped.
+import torch  # noqa: E402
+import deepspeed  # noqa: E402
 from deepspeed.runtime.pipe import schedule as ds_schedule  # noqa: E402
 from deepspeed.runtime.pipe.module import PipelineModule  # noqa: E402
 from deepspeed.runtime.utils import partition_balanced, partition_uniform  # noqa: E402

@@ -29,8 +29,9 @@ pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
                                 reason=f"pipescope binary not built at {PIPESCOPE}")
 os.environ["HF_HUB_OFFLINE"] = "1"  # never a download: models are built from configs only
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+# The pinned packages are required: a missing one fails the import, it is not skipped.
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 
 def test_pinned_version():

@@ -46,10 +46,11 @@ MEGATRON_VERSION = "0.16.1"
 pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
                                 reason=f"pipescope binary not built at {PIPESCOPE}")
 
-torch = pytest.importorskip("torch")
+# The pinned packages are required: a missing one fails the import, it is not skipped.
+import torch  # noqa: E402
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # "Transformer Engine and Apex are not installed": CPU fallbacks
-    megatron_core = pytest.importorskip("megatron.core")
+    import megatron.core as megatron_core
     from megatron.core import parallel_state
     from megatron.core.pipeline_parallel import schedules as mschedules
     from megatron.core.transformer.enums import LayerType

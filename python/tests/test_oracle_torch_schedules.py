@@ -50,7 +50,8 @@ TORCH_VERSION = "2.13.0"
 pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
                                 reason=f"pipescope binary not built at {PIPESCOPE}")
 
-torch = pytest.importorskip("torch")
+# The pinned package is required: a missing one fails the import, it is not skipped.
+import torch  # noqa: E402
 from torch.distributed.pipelining import schedules as S  # noqa: E402
 
 RANKS = range(2, 9)
