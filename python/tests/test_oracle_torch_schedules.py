@@ -32,6 +32,10 @@ group: a schedule class reads only `stage_index`, `num_stages`, `group_size`, `g
    which validates the order with `_validate_schedule` and lowers it with send/recv)
    accepts every CSV pipescope writes for every flushed generator, and infers the same
    stage -> rank map as pipescope's schedule JSON states.
+4. `export --to torch` names the class of pipescope's schedule, and refuses a plan exactly
+   when torch 2.13's constructor refuses its M -- except GPipe with M < K, which pipescope
+   refuses as torch 2.9 did (2.9's PipelineScheduleSingle checked M >= stages; 2.13 checks
+   it in Schedule1F1B only).
 """
 
 import csv
@@ -344,3 +348,54 @@ def test_torch_dualpipev_csv_simulates_as_pipescope_generator(K, tmp_path):
     generator = step("--schedule", "dualpipev", "--stages", K, "--microbatches", M, "--chunks", 2)
     assert step("--schedule-file", torch_csv) == generator
     assert step("--schedule-file", flat_csv) > generator
+
+
+# ------------------------------------------------------------------ 4. export --to torch
+
+EXPORT_ROWS = [("gpipe", S.ScheduleGPipe, 1, "single"), ("1f1b", S.Schedule1F1B, 1, "single"),
+               ("interleaved", S.ScheduleInterleaved1F1B, 2, "loop"),
+               ("zb-h1", S.ScheduleInterleavedZeroBubble, 1, "loop"),
+               ("zb-v", S.ScheduleZBVZeroBubble, 2, "v"), ("dualpipev", S.ScheduleDualPipeV, 2, "v")]
+
+
+def torch_accepts(cls, K, M, v, shape):
+    try:
+        if shape == "single":
+            cls(FakeStage(0, K, K, 0), M)
+        else:
+            cls(v_stages(K, 0) if shape == "v" else looped_stages(K, v, 0), M)
+        return True
+    except ValueError:
+        return False
+
+
+@pytest.mark.parametrize("name,cls,v,shape", EXPORT_ROWS, ids=lambda x: getattr(x, "__name__", str(x)))
+def test_export_names_the_class_and_refuses_what_torch_refuses(name, cls, v, shape, tmp_path):
+    # `export --to torch` names the class pipescope's schedule maps to, and refuses (exit
+    # 2, naming micro-batches) a plan whose M the class's constructor refuses. Known
+    # difference: pipescope refuses GPipe with M < K, as torch 2.9's PipelineScheduleSingle
+    # did; torch 2.13 moved that check to Schedule1F1B and builds ScheduleGPipe.
+    profile = os.path.join(REPO, "profiles", "toy-uniform.json")
+    for K in (2, 4):
+        S_ = K * v
+        cuts = [round(i * 16 / S_) for i in range(S_ + 1)]
+        rank_of = [s % K if shape != "v" else (s if s < K else 2 * K - 1 - s) for s in range(S_)]
+        for M in sorted({1, K - 1, K, K + 1, 2 * K - 1, 2 * K, 3 * K} - {0}):
+            if name == "interleaved" and M % K:
+                continue  # pipescope's interleaved generator needs M a multiple of K (tested above)
+            plan = {"format": "pipescope.plan", "version": 1, "profile": profile, "batch_size": M, "microbatches": M,
+                    "schedule": {"kind": name, "chunks": v}, "recompute": False,
+                    "stages": [{"layers": [cuts[s], cuts[s + 1]], "devices": [rank_of[s]]} for s in range(S_)]}
+            path = tmp_path / f"{name}_{K}_{M}.json"
+            path.write_text(json.dumps(plan))
+            r = run("export", "--plan", path, "--to", "torch", "--json", ok=False)
+            torch_ok = torch_accepts(cls, K, M, v, shape)
+            if r.returncode == 0:
+                assert torch_ok, (name, K, M)
+                assert json.loads(r.stdout)["schedule_class"] == cls.__name__
+                continue
+            assert r.returncode == 2, r.stderr
+            if name == "gpipe" and M < K:
+                assert torch_ok and "micro-batches" in r.stderr, (K, M, r.stderr)
+            else:  # refused by the exporter, or by pipescope's generator before it (dualpipev M < 2K)
+                assert not torch_ok, (name, K, M, r.stderr)
