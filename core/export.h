@@ -22,7 +22,7 @@ std::string to_string(ExportTarget target);
 
 // The framework versions whose argument definitions the exporters were checked against.
 inline constexpr const char* kMegatronVersion = "Megatron-LM core_v0.15.0";
-inline constexpr const char* kTorchVersion = "PyTorch 2.9 (torch.distributed.pipelining)";
+inline constexpr const char* kTorchVersion = "PyTorch 2.13 (torch.distributed.pipelining)";
 inline constexpr const char* kDeepSpeedVersion = "DeepSpeed 0.18.9 - 0.19.x";
 
 struct ExportResult {

@@ -1,5 +1,5 @@
 // A short Python file that sets a plan up with torch.distributed.pipelining (names and
-// constructor arguments of PyTorch 2.9's torch/distributed/pipelining/schedules.py and
+// constructor arguments of PyTorch 2.13's torch/distributed/pipelining/schedules.py and
 // _IR.py): split points (the first module of each stage after the first, as
 // SplitPoint.BEGINNING), the schedule class, n_microbatches, and which stages each
 // pipeline rank builds; for a schedule with no class (or on request) the compute-only
@@ -23,14 +23,15 @@ struct TorchSchedule {
   const char* torch_class;
   bool single_stage;
   const char* placement;  // "loop" (stage s on rank s % K) or "v"
+  bool needs_m_ge_stages;  // the constructor refuses fewer micro-batches than stages
 };
 constexpr TorchSchedule kTorchSchedules[] = {
-    {"gpipe", "ScheduleGPipe", true, "loop"},
-    {"1f1b", "Schedule1F1B", true, "loop"},
-    {"interleaved", "ScheduleInterleaved1F1B", false, "loop"},
-    {"zb-h1", "ScheduleInterleavedZeroBubble", false, "loop"},  // ZB1P; one stage per rank = ZB-H1
-    {"zb-v", "ScheduleZBVZeroBubble", false, "v"},              // exactly two stages per rank
-    {"dualpipev", "ScheduleDualPipeV", false, "v"},
+    {"gpipe", "ScheduleGPipe", true, "loop", false},
+    {"1f1b", "Schedule1F1B", true, "loop", true},
+    {"interleaved", "ScheduleInterleaved1F1B", false, "loop", false},
+    {"zb-h1", "ScheduleInterleavedZeroBubble", false, "loop", false},  // ZB1P; one stage per rank = ZB-H1
+    {"zb-v", "ScheduleZBVZeroBubble", false, "v", false},              // exactly two stages per rank
+    {"dualpipev", "ScheduleDualPipeV", false, "v", true},
 };
 
 int expected_rank(const char* placement, int stage, int K) {
@@ -54,8 +55,8 @@ std::string py_ints(const std::vector<int>& items) {
 
 namespace {
 
-// PyTorch 2.9's constructors: PipelineScheduleSingle refuses fewer micro-batches than
-// stages; the interleaved and zero-bubble classes run max(1, M / K) rounds and refuse M
+// PyTorch 2.13's constructors: Schedule1F1B and ScheduleDualPipeV refuse fewer micro-batches
+// than stages (ScheduleGPipe takes them: 2.9's PipelineScheduleSingle refused them too); the interleaved and zero-bubble classes run max(1, M / K) rounds and refuse M
 // that is not a multiple of them. The stage -> rank map must be the class's.
 void check_class(const TorchSchedule& row, const PlanShape& s) {
   for (int st = 0; st < s.stages(); ++st) {
@@ -66,7 +67,7 @@ void check_class(const TorchSchedule& row, const PlanShape& s) {
                            "), the plan on rank " + std::to_string(s.stage_position[st]));
     }
   }
-  if (row.single_stage && s.microbatches < s.stages()) {
+  if (row.needs_m_ge_stages && s.microbatches < s.stages()) {
     throw InputError("", "microbatches", std::string(row.torch_class) + " needs at least as many micro-batches as stages (" +
                                              std::to_string(s.stages()) + "), the plan has " + std::to_string(s.microbatches));
   }

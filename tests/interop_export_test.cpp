@@ -3,7 +3,7 @@
 // layers per virtual stage Megatron derives from those flags (its rules re-implemented
 // here from transformer_config.py and pipeline_parallel_layer_layout.py) equal the
 // plan's, over random plans; torch and DeepSpeed names come from tables of PyTorch
-// 2.9's schedules.py and DeepSpeed's pipe/module.py + constants.py.
+// 2.13's schedules.py and DeepSpeed's pipe/module.py + constants.py.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -46,7 +46,7 @@ const std::map<std::string, FlagDef> kMegatronFlags = {
     {"--fp16", {Kind::Switch, {}}},
 };
 
-// PyTorch 2.9, torch/distributed/pipelining/schedules.py __all__; true = a
+// PyTorch 2.13, torch/distributed/pipelining/schedules.py __all__; true = a
 // PipelineScheduleSingle (takes one stage), false = takes a list of stages.
 const std::map<std::string, bool> kTorchClasses = {
     {"ScheduleGPipe", true},          {"Schedule1F1B", true},          {"ScheduleInterleaved1F1B", false},
@@ -329,7 +329,7 @@ TEST(ExportTorch, ScheduleClassesAndSplitPoints) {
 }
 
 TEST(ExportTorch, RefusesWhatTheConstructorsRefuse) {
-  // PipelineScheduleSingle: n_microbatches >= stages; ScheduleInterleavedZeroBubble:
+  // Schedule1F1B (not ScheduleGPipe, in 2.13): n_microbatches >= stages; ScheduleInterleavedZeroBubble:
   // M a multiple of max(1, M / K) rounds (9 over K = 4 is 2 rounds: refused).
   const std::string few = error_of(plan_of({4, 4}, 2, 1, 1, 1, ScheduleKind::OneFOneB), llm_profile(8), ExportTarget::Torch);
   EXPECT_NE(few.find("Schedule1F1B needs at least as many micro-batches"), std::string::npos) << few;
@@ -339,7 +339,7 @@ TEST(ExportTorch, RefusesWhatTheConstructorsRefuse) {
 }
 
 TEST(ExportTorch, CsvRowsPassTorchsScheduleValidation) {
-  // _validate_schedule (PyTorch 2.9): every stage has M forwards, as many I as W, and
+  // _validate_schedule (PyTorch 2.13): every stage has M forwards, as many I as W, and
   // B + (I + W) / 2 = M backwards; every action of row r is a stage rank r holds.
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1}) {
     const std::vector<int> cuts = kind == ScheduleKind::Interleaved ? std::vector<int>{1, 2, 2, 1, 1, 1} : std::vector<int>{2, 3, 3};

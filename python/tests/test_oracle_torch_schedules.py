@@ -33,9 +33,9 @@ group: a schedule class reads only `stage_index`, `num_stages`, `group_size`, `g
    accepts every CSV pipescope writes for every flushed generator, and infers the same
    stage -> rank map as pipescope's schedule JSON states.
 4. `export --to torch` names the class of pipescope's schedule, and refuses a plan exactly
-   when torch 2.13's constructor refuses its M -- except GPipe with M < K, which pipescope
-   refuses as torch 2.9 did (2.9's PipelineScheduleSingle checked M >= stages; 2.13 checks
-   it in Schedule1F1B only).
+   when torch 2.13's constructor refuses its M (GPipe with M < K included: 2.9's
+   PipelineScheduleSingle refused it, 2.13 does not; pipescope's exporter targets 2.13; 2.13 checks
+   it in Schedule1F1B and ScheduleDualPipeV only).
 """
 
 import csv
@@ -373,8 +373,8 @@ def torch_accepts(cls, K, M, v, shape):
 def test_export_names_the_class_and_refuses_what_torch_refuses(name, cls, v, shape, tmp_path):
     # `export --to torch` names the class pipescope's schedule maps to, and refuses (exit
     # 2, naming micro-batches) a plan whose M the class's constructor refuses. Known
-    # difference: pipescope refuses GPipe with M < K, as torch 2.9's PipelineScheduleSingle
-    # did; torch 2.13 moved that check to Schedule1F1B and builds ScheduleGPipe.
+    # 2.13 checks M >= stages in Schedule1F1B and ScheduleDualPipeV only (2.9 checked it for
+    # every single-stage class); the exporter follows 2.13.
     profile = os.path.join(REPO, "profiles", "toy-uniform.json")
     for K in (2, 4):
         S_ = K * v
@@ -395,7 +395,5 @@ def test_export_names_the_class_and_refuses_what_torch_refuses(name, cls, v, sha
                 assert json.loads(r.stdout)["schedule_class"] == cls.__name__
                 continue
             assert r.returncode == 2, r.stderr
-            if name == "gpipe" and M < K:
-                assert torch_ok and "micro-batches" in r.stderr, (K, M, r.stderr)
-            else:  # refused by the exporter, or by pipescope's generator before it (dualpipev M < 2K)
-                assert not torch_ok, (name, K, M, r.stderr)
+            # refused by the exporter, or by pipescope's generator before it (dualpipev M < 2K)
+            assert not torch_ok, (name, K, M, r.stderr)
