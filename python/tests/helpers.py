@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(PYTHON_DIR)
+# The C++ binary the tests drive (PIPESCOPE_BIN names another build).
+PIPESCOPE = os.environ.get("PIPESCOPE_BIN", os.path.join(REPO, "build", "bin", "pipescope"))
 EXAMPLES = os.path.join(PYTHON_DIR, "examples")
 REQUIRED_LAYER_KEYS = {"name", "forward_ms", "backward_ms", "activation_bytes",
                        "output_bytes", "parameter_bytes"}
@@ -43,3 +46,10 @@ def load_and_check_profile(path, batch_sizes):
     for a, b in edges:
         assert 0 <= a < b < len(names), f"edge {a}->{b} must go forward (topological order)"
     return p
+
+
+def run_pipescope(*args):
+    """`pipescope ARGS`, asserted to exit 0; returns its stdout."""
+    r = subprocess.run([PIPESCOPE, *map(str, args)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"pipescope {' '.join(map(str, args))}: {r.stderr}"
+    return r.stdout

@@ -58,10 +58,7 @@ def test_pinned_version():
     assert deepspeed.__version__ == DEEPSPEED_VERSION
 
 
-def run(*args):
-    r = subprocess.run([PIPESCOPE, *map(str, args)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, f"pipescope {' '.join(map(str, args))}: {r.stderr}"
-    return r.stdout
+from helpers import run_pipescope as run  # noqa: E402
 
 
 # ------------------------------------------------------------------ 1. TrainSchedule
