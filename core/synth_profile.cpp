@@ -76,6 +76,7 @@ Profile make_gpt_profile(const GptSpec& g) {
     emb.backward_input_ms.push_back(0.0);
     emb.backward_weight_ms.push_back(2 * t);
     emb.activation_bytes.push_back(8 * b * s + (g.embedding_dropout > 0 ? s * b * h : 0));  // token ids, mask
+    emb.weight_grad_bytes.push_back(emb.activation_bytes.back());  // W scatters by the token ids: needs it all
     emb.output_bytes.push_back(2 * s * b * h);
   }
   Json emb_spec = {{"type", "embedding"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}, {"sequence", g.sequence}};
@@ -96,6 +97,7 @@ Profile make_gpt_profile(const GptSpec& g) {
       blk.backward_weight_ms.push_back(ms(dense));
       blk.backward_ms.push_back(ms(2 * dense + 2 * attn + again));
       blk.activation_bytes.push_back(s * b * h * (34 + (selective ? 0 : 5 * a * s / h)));
+      blk.weight_grad_bytes.push_back(32 * s * b * h);  // Qi et al. 2023, sec. 3: M_W = 32 h per token
       blk.output_bytes.push_back(2 * s * b * h);
     }
     Json blk_spec = {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}};
@@ -115,6 +117,7 @@ Profile make_gpt_profile(const GptSpec& g) {
     head.backward_weight_ms.push_back(ms(f));
     head.backward_ms.push_back(ms(2 * f));
     head.activation_bytes.push_back(2 * b * s * h + 4 * b * s * V);
+    head.weight_grad_bytes.push_back(2 * b * s * h);  // dW = logits' gradient x its input: not the logits
     head.output_bytes.push_back(4);  // the loss
   }
   add_spec(head, {{"type", "lm_head"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}});

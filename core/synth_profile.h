@@ -6,6 +6,8 @@
 //   activation bytes= s b h (34 + 5 a s / h)         (Korthikanti et al. 2022, fp16/bf16)
 //                     s b h 34 with selective recompute (the 5 a s^2 b bytes of
 //                     attention scores are recomputed in backward: +4 b s^2 h FLOPs there)
+//   weight_grad     = 32 s b h of them: what W still needs after I (Qi et al., "Zero
+//                     Bubble Pipeline Parallelism", 2023, sec. 3: M_W = 32 h per token)
 //   output bytes    = 2 s b h                         (bf16 hidden state)
 //   parameters      = 12 h^2 + 13 h per block, 2 bytes each (bf16): 4 h of two
 //                     LayerNorms, 9 h of the linear layers' biases (none with bias_linear off)

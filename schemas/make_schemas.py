@@ -108,6 +108,10 @@ def _define():
                  "forward_ms": per_batch_ms, "backward_ms": per_batch_ms,
                  "activation_bytes": dict(per_batch_b, description="kept for backward per micro-batch, bytes, one per batch size"),
                  "output_bytes": dict(per_batch_b, description="handed to the next layer, bytes, one per batch size"),
+                 "weight_grad_bytes": dict(per_batch_b, description="optional: the part of activation_bytes the "
+                                           "weight gradient W still needs after the input gradient I (I frees the "
+                                           "rest under split backward), bytes, one per batch size, at most "
+                                           "activation_bytes; absent: I frees nothing"),
                  "parameter_bytes": integer(0, MAXB),
                  "backward_input_ms": per_batch_ms, "backward_weight_ms": per_batch_ms,
                  "workspace_bytes": obj({k: per_batch_b for k in WORKSPACE_KEYS}, list(WORKSPACE_KEYS),

@@ -36,6 +36,7 @@ struct LinkState {
 // else), looked up once per (kind, stage) instead of once per op.
 struct OpRule {
   int64_t duration_ns = 0;
+  int64_t release_bytes = 0;  // op_release_bytes: what I frees of the stash
   std::optional<Message> receives, sends;
 };
 
@@ -122,7 +123,8 @@ class PipelineSim {
     for (int k = 0; k < kOpKinds; ++k) {
       for (int st = 0; st < S_; ++st) {
         const Op op{static_cast<OpKind>(k), st, 0};
-        rules_[rule_index(op)] = {op_duration_ns(op.kind, c_.stages[st]), op_receives(op, S_), op_sends(op, S_)};
+        rules_[rule_index(op)] = {op_duration_ns(op.kind, c_.stages[st]), op_release_bytes(op.kind, c_.stages[st]),
+                                  op_receives(op, S_), op_sends(op, S_)};
       }
     }
     first_op_.assign(K_ + 1, 0);
@@ -183,6 +185,13 @@ class PipelineSim {
     PS_INVARIANT(current_act_[d] >= 0, "a device freed more than it held");
   }
 
+  // Part of the stash (I: what W does not need).
+  void release(int d, std::size_t i, int64_t bytes) {
+    held_[i] -= bytes;
+    current_act_[d] -= bytes;
+    PS_INVARIANT(held_[i] >= 0 && current_act_[d] >= 0, "a device freed more than it held");
+  }
+
   // What the op leaves held for its (stage, micro-batch), or frees: the total's side of charge/release.
   void hold(int d, const Op& op) {
     const std::size_t i = idx(op.stage, op.microbatch);
@@ -233,7 +242,11 @@ class PipelineSim {
       }
       if (!versions_.empty()) versions_[op.stage]->use(op);
       now_ = free_at = start + dur;
-      if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
+      if (op_frees(op.kind)) {
+        release(d, idx(op.stage, op.microbatch));
+      } else if (rule.release_bytes > 0) {
+        release(d, idx(op.stage, op.microbatch), rule.release_bytes);
+      }
       hold(d, op);
       if (rule.sends) send(*rule.sends, op.microbatch, first + i);
       if (!versions_.empty()) free_at = update_weights(d, op, free_at);
@@ -382,6 +395,14 @@ class PipelineSim {
     if (!c_.split_measured && s_.has_split_backward()) {
       r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
                         "each take half of backward_ms");
+    }
+    if (s_.has_split_backward()) {
+      r.notes.push_back(c_.weight_grad_counted
+                            ? "split backward: I frees what W does not need of a micro-batch's stash (activation_bytes "
+                              "- weight_grad_bytes), W frees the rest (core/op_rules.h)"
+                            : "split backward: the profile has no weight_grad_bytes, so I frees nothing and a "
+                              "micro-batch's whole stash lives until its W (an upper bound: a runtime that frees at "
+                              "I holds less)");
     }
     if (!c_.extrapolation_note.empty()) r.notes.push_back(c_.extrapolation_note);
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
