@@ -98,6 +98,11 @@ Plan plan_from_json(const JsonReader& r) {
       if (p.schedule != ScheduleKind::ZeroBubbleAuto) schedule["max_inflight"].fail("only zb-auto takes a cap");
       p.max_inflight = static_cast<int>(schedule["max_inflight"].as_int(1, 1 << 20));
     }
+    if (schedule.has("activation_budget_bytes")) {
+      JsonReader budget = schedule["activation_budget_bytes"];
+      if (p.schedule != ScheduleKind::ZeroBubbleAuto) budget.fail("only zb-auto takes a byte budget");
+      p.activation_budget_bytes = budget.as_int(1, int64_t{1} << 62);
+    }
   }
   p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
   if (r.has("optimizer")) {
@@ -172,6 +177,9 @@ Json plan_to_json(const Plan& p) {
                                           : Json{{"file", p.schedule_file}, {"chunks", p.chunks}};
   if (p.schedule_file.empty() && p.schedule == ScheduleKind::ZeroBubbleAuto && p.max_inflight > 0) {
     schedule["max_inflight"] = p.max_inflight;
+  }
+  if (p.schedule_file.empty() && p.schedule == ScheduleKind::ZeroBubbleAuto && p.activation_budget_bytes > 0) {
+    schedule["activation_budget_bytes"] = p.activation_budget_bytes;
   }
   return {{"format", "pipescope.plan"},
           {"version", 1},

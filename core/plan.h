@@ -36,6 +36,10 @@ struct Plan {
   std::string schedule_file;  // when set, the schedule comes from this file (path as given)
   int chunks = 1;
   int max_inflight = 0;  // zb-auto: micro-batches alive per position (0: K)
+  // zb-auto: bytes of stash each position may hold at once (activations from F, and what
+  // W still needs from I to W; 0: the default of planner/zero_bubble_search.h's
+  // zero_bubble_budget: what the device memory leaves, or the count K without memory).
+  int64_t activation_budget_bytes = 0;
   bool recompute = false;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   std::vector<PlanStage> stages;

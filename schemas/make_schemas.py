@@ -163,7 +163,10 @@ def _define():
     plan_props = dict(fmt_props("plan"),
         profile=string("profile path, relative to the plan file"),
         batch_size=integer(1, 2**40), microbatches=integer(1, 2**30, "must divide batch_size"),
-        schedule=obj({"kind": string("gpipe, 1f1b, interleaved, zb-h1, ..."), "chunks": integer(1, 64)}, ["kind"]),
+        schedule=obj({"kind": string("gpipe, 1f1b, interleaved, zb-h1, ..."), "chunks": integer(1, 64),
+                      "max_inflight": integer(1, 2**20, "zb-auto: micro-batches alive per position"),
+                      "activation_budget_bytes": integer(1, 2**62, "zb-auto: stash bytes each position may hold at "
+                                                         "once (absent: what the device memory leaves)")}, ["kind"]),
         recompute={"type": "boolean"},
         optimizer=obj({"state_bytes_per_parameter_byte": number(0, 64)}, ["state_bytes_per_parameter_byte"]),
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),

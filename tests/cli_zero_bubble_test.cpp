@@ -43,6 +43,24 @@ TEST(CliZeroBubble, RequirementsAreRefusedWithExit2) {
 }
 
 // Every schedule by default, zb-auto (an order searched per candidate) included.
+// --activation-budget: a negative budget, one below a micro-batch's stash and a budget
+// for another schedule exit 2 naming the flag; a budget that holds the stashes runs.
+TEST(CliZeroBubble, ActivationBudgetIsCheckedAndNamed) {
+  const std::string base = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-auto --activation-budget ";
+  for (const auto& [value, expect] : {std::pair<std::string, std::string>{"-5", "--activation-budget: expected a number of bytes >= 0"},
+                                      {"1", "--activation-budget: 1 bytes is below one micro-batch's stash on device"},
+                                      {"0", "--activation-budget: 0 bytes is below one micro-batch's stash"}}) {
+    const Result r = run(base + value);
+    EXPECT_EQ(r.code, 2) << value << ": " << r.out;
+    EXPECT_NE(r.out.find(expect), std::string::npos) << r.out;
+  }
+  const Result other = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --activation-budget 100000");
+  EXPECT_EQ(other.code, 2) << other.out;
+  EXPECT_NE(other.out.find("--activation-budget: only zb-auto takes a byte budget"), std::string::npos) << other.out;
+  const Result fits = run(base + "1000000000 --json");
+  EXPECT_EQ(fits.code, 0) << fits.out;
+}
+
 TEST(CliZeroBubble, PlanConsidersEveryScheduleByDefault) {
   const Result help = run("plan --help");
   EXPECT_NE(help.out.find("gpipe,1f1b,interleaved,zb-h1,zb-h2,zb-v,dualpipev,zb-auto"), std::string::npos) << help.out;
