@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/synth_profile.h"
 
 namespace pipescope {
 
@@ -189,6 +190,8 @@ Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOpt
   const LayerFlops f = decoder_layer_flops(m, o.sequence);
   for (int64_t l = 0; l < m.layers; ++l) p.layers.push_back(decoder_layer(c, l, f));
   p.layers.push_back(head_layer(c));
+  // One Adam step over each layer's (per-rank) parameters at the GPU's HBM bandwidth.
+  for (LayerProfile& l : p.layers) l.optimizer_ms = adam_step_ms(l.parameter_bytes, gpu.hbm_gb_per_s);
   return p;
 }
 

@@ -4,8 +4,14 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/plan.h"
 
 namespace pipescope {
+
+double adam_step_ms(int64_t parameter_bytes, double gb_per_s) {
+  const double moved = (3.0 + 2.0 * kDefaultOptimizerStateFactor) * static_cast<double>(parameter_bytes);
+  return moved / (gb_per_s * 1e6);  // GB/s = 1e6 bytes per ms
+}
 
 namespace {
 
@@ -83,6 +89,7 @@ Profile make_gpt_profile(const GptSpec& g) {
   if (!positions) emb_spec["position_embedding_type"] = g.position_embedding;
   if (g.embedding_dropout > 0) emb_spec["dropout"] = g.embedding_dropout;
   add_spec(emb, emb_spec);
+  emb.optimizer_ms = adam_step_ms(emb.parameter_bytes, g.memory_gb_per_s);
   p.layers.push_back(emb);
 
   for (int l = 0; l < g.layers; ++l) {
@@ -104,6 +111,7 @@ Profile make_gpt_profile(const GptSpec& g) {
     if (!g.bias_linear) blk_spec["bias_linear"] = false;
     if (selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
     add_spec(blk, blk_spec);
+    blk.optimizer_ms = adam_step_ms(blk.parameter_bytes, g.memory_gb_per_s);
     p.layers.push_back(blk);
   }
 
@@ -121,6 +129,7 @@ Profile make_gpt_profile(const GptSpec& g) {
     head.output_bytes.push_back(4);  // the loss
   }
   add_spec(head, {{"type", "lm_head"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}});
+  head.optimizer_ms = adam_step_ms(head.parameter_bytes, g.memory_gb_per_s);
   p.layers.push_back(head);
   return p;
 }
