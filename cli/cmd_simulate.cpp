@@ -60,6 +60,7 @@ void add_simulate_command(CLI::App& app) {
     options.model = r.profile.model;
     options.record_timeline = !args->trace_path.empty();
     options.steps = args->plan.steps;
+    options.optimizer_step = r.plan.optimizer_step;
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
     const StepFacts facts = step_facts(report, r.hardware.memory_bytes);
     const std::vector<GateResult> gates = args->gates.evaluate(facts);

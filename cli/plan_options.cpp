@@ -41,6 +41,11 @@ void PlanOptions::add_to(CLI::App* cmd) {
       },
       "zb-auto: bytes of stash each device may hold at once (F's activations; after I what W still needs, the "
       "profile's weight_grad_bytes); default: what the device memory leaves after static bytes and transients");
+  cmd->add_option("--optimizer-step", optimizer_step,
+                  "synchronized (flush, then every stage steps: Megatron-LM, torch; the default) | post-validation "
+                  "(each stage steps after its own last W or B and runs on into the next step, as the zero-bubble "
+                  "runtime; with --steps N >= 3 the steady-state step shows it)")
+      ->check(CLI::IsMember({"synchronized", "post-validation"}));
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
@@ -125,6 +130,14 @@ ResolvedPlan resolve(const PlanOptions& o) {
       throw InputError("--activation-budget: 0 bytes is below one micro-batch's stash");
     }
     r.plan.activation_budget_bytes = o.activation_budget;
+  }
+  if (!o.optimizer_step.empty()) {
+    r.plan.optimizer_step = parse_optimizer_step(o.optimizer_step);
+    if (r.plan.optimizer_step == OptimizerStep::PostValidation && is_asynchronous(r.plan.schedule) &&
+        r.plan.schedule_file.empty()) {
+      throw InputError("--optimizer-step post-validation: " + to_string(r.plan.schedule) +
+                       " updates its weights without a flush already; post-validation is for flushed schedules");
+    }
   }
   r.schedule = schedule_for(r.plan, o.steps);
   if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs

@@ -49,6 +49,11 @@
 //   when an op will still run on it, then steps the optimizer in place (current + 1).
 //   Each kept copy holds the stage's parameter bytes (weights only: one gradient buffer
 //   and one optimizer state). The simulator and the executor replay WeightVersions.
+//   step boundary (Plan::optimizer_step) under Flush, over several steps: synchronized,
+//     the next step starts on every device once every device has stepped (a flush);
+//     post-validation, a device's optimizer step follows its own last op of the step and
+//     its next op (of the next step) starts as soon as the device is free and its input
+//     has arrived.
 //   replicated stage: runs at its slowest replica's speed; after its device's last op a
 //   ring all-reduce of the device's gradients: 2 (r-1)/r x bytes / bandwidth + 2 (r-1)
 //   latencies on the ring's slowest hop.

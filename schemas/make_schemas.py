@@ -168,6 +168,9 @@ def _define():
                       "activation_budget_bytes": integer(1, 2**62, "zb-auto: stash bytes each position may hold at "
                                                          "once (absent: what the device memory leaves)")}, ["kind"]),
         recompute={"type": "boolean"},
+        optimizer_step={"enum": ["synchronized", "post-validation"],
+                        "description": "optional, default synchronized: where a flushed step ends (post-validation: "
+                                       "each position steps after its own last W or B and runs on)"},
         optimizer=obj({"state_bytes_per_parameter_byte": number(0, 64)}, ["state_bytes_per_parameter_byte"]),
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
                           "devices": array(integer(0), "hardware devices; more than one: replicated", 1)},

@@ -250,6 +250,9 @@ class PipelineSim {
       hold(d, op);
       if (rule.sends) send(*rule.sends, op.microbatch, first + i);
       if (!versions_.empty()) free_at = update_weights(d, op, free_at);
+      if (post_validation_ && (i + 1 == ops.size() || s_.step_of(ops[i + 1].microbatch) != s_.step_of(op.microbatch))) {
+        free_at = step_optimizer(d, free_at);  // the device's own step boundary
+      }
       if (s_.steps > 1) {  // one step ends with the run (make_report): no per-op division then
         int64_t& step_end = step_end_[s_.step_of(op.microbatch)];
         step_end = std::max(step_end, free_at);
@@ -259,7 +262,30 @@ class PipelineSim {
     free_at_[d] = free_at;
     end_ = std::max(end_, free_at);
     now_ = free_at;
-    if (i == ops.size() && !ops.empty() && versions_.empty() && !start_allreduce(d)) start_optimizer(d, now_);
+    if (i == ops.size() && !ops.empty() && versions_.empty() && !post_validation_ && !start_allreduce(d)) {
+      start_optimizer(d, now_);
+    }
+  }
+
+  // Post-validation: right after the device's last op of a step, a replicated position's
+  // gradient all-reduce among its replicas (as start_allreduce), then its optimizer step,
+  // on its own track; returns when the device is free for the next step's ops.
+  int64_t step_optimizer(int d, int64_t at) {
+    const std::vector<int>& devices = c_.position_devices[d];
+    const int r = static_cast<int>(devices.size());
+    if (r >= 2) {
+      int64_t grad_bytes = 0;
+      for (int st : stages_of_[d]) grad_bytes += c_.stages[st].parameter_bytes;
+      if (c_.transients_counted) peak_total_[d] = std::max(peak_total_[d], current_total_[d] + allreduce_buffer_bytes(grad_bytes, r));
+      const int64_t ring = allreduce_ns(h_.ring_link(devices), grad_bytes, r);
+      if (recorder_) recorder_->allreduce(d, 0, at, ring);
+      at += ring;
+    }
+    int64_t dur = 0;
+    for (int st : stages_of_[d]) dur += c_.stages[st].optimizer_ns;
+    if (recorder_ && dur > 0) recorder_->optimizer(d, 0, at, dur);
+    end_ = std::max(end_, at + dur);
+    return at + dur;
   }
 
   // Asynchronous schedules: the end of an op that frees a micro-batch may update its
@@ -415,6 +441,11 @@ class PipelineSim {
                                              "optimizer step per step") +
                         "); peak memory counts the extra weight versions (weight_versions)");
     }
+    if (post_validation_) {
+      r.notes.push_back("optimizer step: post-validation (each position steps its optimizer after its own last op of "
+                        "the step and runs on into the next step; the global gradient-norm and finite check runs "
+                        "behind it and would roll a failed step back, which is not simulated)");
+    }
     if (c_.transients_counted) {
       r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations + transients "
                         "(tensors received and sent, the loss gradient, output gradients held from I to W, each "
@@ -433,6 +464,7 @@ class PipelineSim {
   const Hardware& h_;
   const SimOptions& o_;
   const int K_, S_, M_;
+  const bool post_validation_ = o_.optimizer_step == OptimizerStep::PostValidation && !s_.asynchronous();
   const std::vector<std::vector<int>> stages_of_ = [this] {
     std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.devices()));
     for (int st = 0; st < s_.stages(); ++st) out[s_.stage_device[st]].push_back(st);
@@ -497,9 +529,36 @@ void repeat_step(StepReport& r, int steps) {
 
 }  // namespace
 
+// A flushed schedule's op lists repeated `steps` times without a flush: step t's
+// micro-batch n is t M + n (post-validation runs the steps as one op list).
+static Schedule unroll_steps(const Schedule& s, int steps) {
+  Schedule u = s;
+  const int M = s.microbatches();
+  u.steps = steps;
+  u.num_microbatches = M * steps;
+  u.overlapped_backwards.clear();
+  for (std::size_t d = 0; d < s.device_ops.size(); ++d) {
+    std::vector<Op>& ops = u.device_ops[d];
+    ops.clear();
+    ops.reserve(s.device_ops[d].size() * steps);
+    for (int t = 0; t < steps; ++t) {
+      for (Op op : s.device_ops[d]) ops.push_back({op.kind, op.stage, op.microbatch + t * M});
+    }
+  }
+  for (int t = 0; t < steps; ++t) {
+    for (Op op : s.overlapped_backwards) u.overlapped_backwards.push_back({op.kind, op.stage, op.microbatch + t * M});
+  }
+  std::sort(u.overlapped_backwards.begin(), u.overlapped_backwards.end(),
+            [](const Op& a, const Op& b) { return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch); });
+  return u;
+}
+
 StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hardware& hardware,
                     const SimOptions& options) {
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
+  if (options.optimizer_step == OptimizerStep::PostValidation && !schedule.asynchronous() && options.steps > 1) {
+    return PipelineSim(unroll_steps(schedule, options.steps), costs, hardware, options).run();
+  }
   StepReport r = PipelineSim(schedule, costs, hardware, options).run();
   if (!schedule.asynchronous() && options.steps > 1) repeat_step(r, options.steps);
   return r;

@@ -37,6 +37,11 @@ struct SimOptions {
   // timeline every step. Asynchronous schedules hold their steps in their op lists
   // (Schedule::steps) and ignore this.
   int steps = 1;
+  // Where a flushed step ends (core/plan.h): synchronized, as above; post-validation,
+  // each device steps its optimizer after its own last op of the step and runs on into
+  // the next step's ops (the `steps` steps simulated as one op list, micro-batch
+  // n of step t numbered t M + n in the timeline). Asynchronous schedules ignore it.
+  OptimizerStep optimizer_step = OptimizerStep::Synchronized;
 };
 
 // Where device d's ops begin in the per-op arrays of SimOptions.

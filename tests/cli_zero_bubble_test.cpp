@@ -61,6 +61,29 @@ TEST(CliZeroBubble, ActivationBudgetIsCheckedAndNamed) {
   EXPECT_EQ(fits.code, 0) << fits.out;
 }
 
+// --optimizer-step: post-validation over 4 steps reports a steady state no slower than
+// synchronized's; run refuses it (the executor steps synchronized only) and pipedream
+// refuses it (no flush), both with exit 2 naming the flag; plan takes it.
+TEST(CliZeroBubble, OptimizerStepPostValidation) {
+  const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --steps 4 --json";
+  const Result pv = run(sim + " --optimizer-step post-validation");
+  ASSERT_EQ(pv.code, 0) << pv.out;
+  EXPECT_NE(pv.out.find("optimizer step: post-validation"), std::string::npos) << pv.out;
+  EXPECT_NE(pv.out.find("steady_state_step_time_ms"), std::string::npos) << pv.out;
+  const Result bad = run(sim + " --optimizer-step eventually");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--optimizer-step"), std::string::npos) << bad.out;
+  const Result runs = run("run --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --optimizer-step post-validation");
+  EXPECT_EQ(runs.code, 2) << runs.out;
+  EXPECT_NE(runs.out.find("--optimizer-step post-validation: the executor runs synchronized steps only"), std::string::npos)
+      << runs.out;
+  const Result async = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule pipedream --optimizer-step post-validation");
+  EXPECT_EQ(async.code, 2) << async.out;
+  EXPECT_NE(async.out.find("--optimizer-step post-validation: pipedream"), std::string::npos) << async.out;
+  const Result plan = run("plan --profile " + kProfile + " -D 2 -N 8 --schedules 1f1b,zb-h1 --optimizer-step post-validation");
+  EXPECT_EQ(plan.code, 0) << plan.out;
+}
+
 TEST(CliZeroBubble, PlanConsidersEveryScheduleByDefault) {
   const Result help = run("plan --help");
   EXPECT_NE(help.out.find("gpipe,1f1b,interleaved,zb-h1,zb-h2,zb-v,dualpipev,zb-auto"), std::string::npos) << help.out;

@@ -314,6 +314,11 @@ TEST(ZeroBubble, PlansGiveVShapesTwoChunksAndZbAutoItsCap) {
   a.max_inflight = 3;
   const Json j = plan_to_json(a);
   EXPECT_EQ(j["schedule"]["max_inflight"], 3);
+  // A post-validation step boundary is written only when it is not the default, and read back.
+  EXPECT_FALSE(j.contains("optimizer_step"));
+  Plan pv = v;
+  pv.optimizer_step = OptimizerStep::PostValidation;
+  EXPECT_EQ(plan_from_json(JsonReader::from_text(plan_to_json(pv).dump(), "rt")).optimizer_step, OptimizerStep::PostValidation);
   // So does its byte budget; on another schedule, or below 1 byte, it is refused by name.
   a.activation_budget_bytes = 123456;
   EXPECT_EQ(plan_to_json(a)["schedule"]["activation_budget_bytes"], 123456);
