@@ -37,6 +37,7 @@ struct LinkState {
 struct OpRule {
   int64_t duration_ns = 0;
   int64_t release_bytes = 0;  // op_release_bytes: what I frees of the stash
+  int64_t receive_block_ns = 0;  // blocking p2p: a receive from another device holds the device this long
   std::optional<Message> receives, sends;
 };
 
@@ -123,8 +124,13 @@ class PipelineSim {
     for (int k = 0; k < kOpKinds; ++k) {
       for (int st = 0; st < S_; ++st) {
         const Op op{static_cast<OpKind>(k), st, 0};
-        rules_[rule_index(op)] = {op_duration_ns(op.kind, c_.stages[st]), op_release_bytes(op.kind, c_.stages[st]),
-                                  op_receives(op, S_), op_sends(op, S_)};
+        OpRule& rule = rules_[rule_index(op)];
+        rule = {op_duration_ns(op.kind, c_.stages[st]), op_release_bytes(op.kind, c_.stages[st]), 0,
+                op_receives(op, S_), op_sends(op, S_)};
+        if (blocking_ && rule.receives && s.stage_device[rule.receives->from_stage] != s.stage_device[st]) {
+          const CutLink& l = cut_link_[rule.receives->cut()];
+          rule.receive_block_ns = l.busy_ns + l.latency_ns;
+        }
       }
     }
     first_op_.assign(K_ + 1, 0);
@@ -222,7 +228,7 @@ class PipelineSim {
           waiting_[d] = 1;
           break;
         }
-        start = std::max(start, at);
+        start = std::max(start + rule.receive_block_ns, at);
       }
       const StageCost& cost = c_.stages[op.stage];
       int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
@@ -248,7 +254,10 @@ class PipelineSim {
         release(d, idx(op.stage, op.microbatch), rule.release_bytes);
       }
       hold(d, op);
-      if (rule.sends) send(*rule.sends, op.microbatch, first + i);
+      if (rule.sends) {
+        const int64_t sent = send(*rule.sends, op.microbatch, first + i);
+        if (blocking_) free_at = std::max(free_at, sent);  // the sender waits for its tensor to arrive
+      }
       if (!versions_.empty()) free_at = update_weights(d, op, free_at);
       if (post_validation_ && (i + 1 == ops.size() || s_.step_of(ops[i + 1].microbatch) != s_.step_of(op.microbatch))) {
         free_at = step_optimizer(d, free_at);  // the device's own step boundary
@@ -318,12 +327,13 @@ class PipelineSim {
     return other_links_[{from, to}];
   }
 
-  // `flat` is the sending op's index (for its link jitter factor).
-  void send(const Message& msg, int mb, std::size_t flat) {
+  // `flat` is the sending op's index (for its link jitter factor). Returns when the
+  // tensor has arrived (now, on the same device).
+  int64_t send(const Message& msg, int mb, std::size_t flat) {
     const int from = s_.stage_device[msg.from_stage], to = s_.stage_device[msg.to_stage];
     if (from == to) {  // same device: the tensor is already there
       arrival(msg.kind, msg.to_stage, mb) = now_;
-      return;
+      return now_;
     }
     LinkState& state = link_state(from, to);
     const int64_t start = std::max(now_, state.free_at);
@@ -342,6 +352,7 @@ class PipelineSim {
       waiting_[to] = 0;
       runnable_.push_back(to);
     }
+    return at;
   }
 
   // The optimizer step ends the device's step: after its last op, or after the all-reduce.
@@ -441,6 +452,10 @@ class PipelineSim {
                                              "optimizer step per step") +
                         "); peak memory counts the extra weight versions (weight_versions)");
     }
+    if (blocking_) {
+      r.notes.push_back("p2p: blocking (as Megatron-LM without --overlap-p2p-communication): a sender waits until "
+                        "its tensor has arrived and a receive holds the device for the transfer's time");
+    }
     if (post_validation_) {
       r.notes.push_back("optimizer step: post-validation (each position steps its optimizer after its own last op of "
                         "the step and runs on into the next step; the global gradient-norm and finite check runs "
@@ -465,6 +480,7 @@ class PipelineSim {
   const SimOptions& o_;
   const int K_, S_, M_;
   const bool post_validation_ = o_.optimizer_step == OptimizerStep::PostValidation && !s_.asynchronous();
+  const bool blocking_ = o_.p2p == P2p::Blocking;
   const std::vector<std::vector<int>> stages_of_ = [this] {
     std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.devices()));
     for (int st = 0; st < s_.stages(); ++st) out[s_.stage_device[st]].push_back(st);

@@ -84,6 +84,17 @@ TEST(CliZeroBubble, OptimizerStepPostValidation) {
   EXPECT_EQ(plan.code, 0) << plan.out;
 }
 
+// --p2p blocking is a simulate flag; the notes say so; another value is refused by name.
+TEST(CliZeroBubble, BlockingP2p) {
+  const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule 1f1b --json --p2p ";
+  const Result blocking = run(sim + "blocking");
+  ASSERT_EQ(blocking.code, 0) << blocking.out;
+  EXPECT_NE(blocking.out.find("p2p: blocking"), std::string::npos) << blocking.out;
+  const Result bad = run(sim + "sometimes");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--p2p"), std::string::npos) << bad.out;
+}
+
 TEST(CliZeroBubble, PlanConsidersEveryScheduleByDefault) {
   const Result help = run("plan --help");
   EXPECT_NE(help.out.find("gpipe,1f1b,interleaved,zb-h1,zb-h2,zb-v,dualpipev,zb-auto"), std::string::npos) << help.out;
