@@ -235,6 +235,8 @@ def _define():
             step_time_ms=number(0, 1e12), throughput_samples_per_s=number(0), bubble_fraction=number(-1, 1),
             simulated_ops=integer(0),
             weight_update=string("asynchronous schedules: stash (pipedream) or double-buffer (2bw); absent: flush"),
+            optimizer_step={"enum": ["post-validation"],
+                            "description": "a flushed schedule simulated with post-validation; absent: synchronized"},
             steps=integer(2, desc="several steps (simulate --steps N, or an asynchronous run): the keys below come with it"),
             total_time_ms=number(0, 1e12), step_end_ms=array(number(0, 1e12)),
             steady_state_step_time_ms=number(0, 1e12), steady_state_throughput_samples_per_s=number(0),

@@ -70,6 +70,7 @@ TEST(CliZeroBubble, OptimizerStepPostValidation) {
   ASSERT_EQ(pv.code, 0) << pv.out;
   EXPECT_NE(pv.out.find("optimizer step: post-validation"), std::string::npos) << pv.out;
   EXPECT_NE(pv.out.find("steady_state_step_time_ms"), std::string::npos) << pv.out;
+  EXPECT_NE(pv.out.find("\"optimizer_step\": \"post-validation\""), std::string::npos) << pv.out;
   const Result bad = run(sim + " --optimizer-step eventually");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("--optimizer-step"), std::string::npos) << bad.out;
