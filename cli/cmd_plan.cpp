@@ -39,6 +39,7 @@ struct SearchArgs {
   int threads = 0;
   std::string objective = "step";
   bool allow_async = false;
+  std::string optimizer_step = "synchronized";
   DistributionOptions distribution;
 };
 
@@ -52,6 +53,11 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_flag("--allow-async", a.allow_async,
                 "Also consider the asynchronous schedules pipedream and 2bw (no flush, stale weights: they change "
                 "training semantics); ranked by their steady-state step");
+  cmd->add_option("--optimizer-step", a.optimizer_step,
+                  "synchronized | post-validation (each stage steps after its own last W or B and runs on into the "
+                  "next step: candidates ranked by their steady-state step over several steps)")
+      ->check(CLI::IsMember({"synchronized", "post-validation"}))
+      ->capture_default_str();
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
@@ -107,6 +113,7 @@ SearchRequest make_request(const SearchArgs& a) {
     }
   }
   q.max_stages = a.max_stages;
+  q.optimizer_step = parse_optimizer_step(a.optimizer_step);
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = a.partition;
   q.threads = a.threads;
@@ -207,7 +214,9 @@ void add_plan_command(CLI::App& app) {
     if (a->top < 1) throw InputError("--top: expected at least 1, got " + std::to_string(a->top));
     a->gates.check(a->json, !a->search.hardware_path.empty(), {{"--output", a->output}});
     SearchRequest q = make_request(a->search);
-    q.exact_top = std::max(10, a->top);  // zb-auto orders searched only where they can rank that high
+    // zb-auto orders searched only where they can rank that high (bounds on a step from
+    // time 0: under post-validation every order is searched).
+    q.exact_top = q.optimizer_step == OptimizerStep::PostValidation ? 0 : std::max(10, a->top);
     SearchResult r = search_plans(q, progress_bar());
     const Candidate& best = winner(r);  // throws (exit 2) when nothing fits
     const std::vector<std::string> why = explain_winner(r);

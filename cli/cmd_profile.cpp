@@ -123,6 +123,7 @@ void add_profile_command(CLI::App& app) {
       a->gpt.batch_sizes = sizes;
       if (a->layers >= 0) a->gpt.layers = a->layers;
       if (!a->name.empty()) a->gpt.name = a->name;
+      if (!a->hf.gpu.empty()) a->gpt.memory_gb_per_s = a->hf.load_gpu().hbm_gb_per_s;
       p = make_gpt_profile(a->gpt);
     } else if (a->kind == "uniform" || a->kind == "uneven") {
       a->uniform.batch_sizes = sizes;

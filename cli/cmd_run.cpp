@@ -142,6 +142,11 @@ void add_run_command(CLI::App& app) {
       if (!a->fault.empty()) a->run.fault = exec::parse_fault(a->fault);
       a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);
+      if (r.plan.optimizer_step == OptimizerStep::PostValidation) {
+        throw InputError("--optimizer-step post-validation: the executor runs synchronized steps only for now "
+                         "(each worker stepping after its last W, with the validation behind the next step, is not "
+                         "built); `simulate --optimizer-step post-validation --steps N` predicts it");
+      }
       exec::RunResult result = exec::run_plan(r.profile, r.plan, r.schedule, a->run);
       if (!result.is_root) return;
       report_run(*a, r, result);

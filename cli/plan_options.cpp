@@ -31,7 +31,21 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "(K, M and the stage -> device map come from it; docs/schedule-files.md)");
   cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved; zb-v and dualpipev take 2)")->capture_default_str();
   cmd->add_option("--max-inflight", max_inflight,
-                  "zb-auto: micro-batches alive per stage at once (max pending backward; default K)");
+                  "zb-auto: micro-batches alive per stage at once (max pending backward; default: the byte budget "
+                  "the device memory leaves, or K without a memory size)");
+  cmd->add_option_function<int64_t>(
+      "--activation-budget",
+      [this](const int64_t& bytes) {
+        activation_budget = bytes;
+        activation_budget_given = true;
+      },
+      "zb-auto: bytes of stash each device may hold at once (F's activations; after I what W still needs, the "
+      "profile's weight_grad_bytes); default: what the device memory leaves after static bytes and transients");
+  cmd->add_option("--optimizer-step", optimizer_step,
+                  "synchronized (flush, then every stage steps: Megatron-LM, torch; the default) | post-validation "
+                  "(each stage steps after its own last W or B and runs on into the next step, as the zero-bubble "
+                  "runtime; with --steps N >= 3 the steady-state step shows it)")
+      ->check(CLI::IsMember({"synchronized", "post-validation"}));
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
@@ -104,6 +118,26 @@ ResolvedPlan resolve(const PlanOptions& o) {
   if (replicated && is_asynchronous(r.plan.schedule) && r.plan.schedule_file.empty()) {
     throw InputError("--replicas: " + to_string(r.plan.schedule) + " runs one replica per stage for now "
                      "(PipeDream's round-robin replication is not built); use --replicas 1");
+  }
+  if (o.activation_budget_given) {
+    if (o.activation_budget < 0) {
+      throw InputError("--activation-budget: expected a number of bytes >= 0, got " + std::to_string(o.activation_budget));
+    }
+    if (r.plan.schedule != ScheduleKind::ZeroBubbleAuto || !r.plan.schedule_file.empty()) {
+      throw InputError("--activation-budget: only zb-auto takes a byte budget (the schedule is " + r.plan.schedule_name() + ")");
+    }
+    if (o.activation_budget == 0) {
+      throw InputError("--activation-budget: 0 bytes is below one micro-batch's stash");
+    }
+    r.plan.activation_budget_bytes = o.activation_budget;
+  }
+  if (!o.optimizer_step.empty()) {
+    r.plan.optimizer_step = parse_optimizer_step(o.optimizer_step);
+    if (r.plan.optimizer_step == OptimizerStep::PostValidation && is_asynchronous(r.plan.schedule) &&
+        r.plan.schedule_file.empty()) {
+      throw InputError("--optimizer-step post-validation: " + to_string(r.plan.schedule) +
+                       " updates its weights without a flush already; post-validation is for flushed schedules");
+    }
   }
   r.schedule = schedule_for(r.plan, o.steps);
   if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs

@@ -28,6 +28,9 @@ struct PlanOptions {
   std::string schedule_file;
   int chunks = 1;
   int max_inflight = 0;
+  int64_t activation_budget = 0;  // --activation-budget (read when given: activation_budget_given)
+  bool activation_budget_given = false;
+  std::string optimizer_step;  // --optimizer-step (empty: the plan file's, else synchronized)
   double microbatch_size = 0;
   bool recompute = false;
   std::string partition = "optimal";

@@ -12,7 +12,8 @@ namespace pipescope::cli {
 void HfSynthArgs::add_to(CLI::App* synth) {
   synth->add_option("--hf-config", config,
                     "Hugging Face config.json (llama, mistral, qwen2, gemma, mixtral): an analytic profile of it on --gpu");
-  synth->add_option("--gpu", gpu, "GPU file or name (hf): h100-sxm | h200 | a100-80gb | b200 | mi300x");
+  synth->add_option("--gpu", gpu, "GPU file or name (hf; gpt: its HBM bandwidth for the embedding and optimizer_ms): "
+                                  "h100-sxm | h200 | a100-80gb | b200 | mi300x");
   synth->add_option("--dtype", dtype, "bf16 | fp16 | fp32 (hf; fp32 = IEEE, no TF32)")->capture_default_str();
   synth->add_option("--tensor-parallel", tensor_parallel,
                     "GPUs per tensor-parallel group (hf); a profile device is then one group")
@@ -25,15 +26,19 @@ void HfSynthArgs::add_to(CLI::App* synth) {
                     "hf: also write the pipescope.hardware file of --gpus GPUs seen as tensor-parallel groups");
 }
 
-std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t sequence, double efficiency,
-                             const std::string& name) const {
-  if (gpu.empty()) throw InputError("--gpu: required with --hf-config (h100-sxm, h200, a100-80gb, b200, mi300x or a file)");
+GpuSpec HfSynthArgs::load_gpu() const {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
 #ifdef PIPESCOPE_GPU_DIR
   dirs.emplace_back(PIPESCOPE_GPU_DIR);
 #endif
-  const GpuSpec spec = load_gpu_spec(find_gpu_file(gpu, dirs));
+  return load_gpu_spec(find_gpu_file(gpu, dirs));
+}
+
+std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t sequence, double efficiency,
+                             const std::string& name) const {
+  if (gpu.empty()) throw InputError("--gpu: required with --hf-config (h100-sxm, h200, a100-80gb, b200, mi300x or a file)");
+  const GpuSpec spec = load_gpu();
   HfModel model = load_hf_model(config);
   if (!name.empty()) model.name = name;
   HfProfileOptions o;

@@ -127,6 +127,7 @@ StageMemory stage_memory_of(const Profile& profile, const StageCost& st, double 
     const int64_t stash = stash_bytes(st, recompute);
     m.op[static_cast<std::size_t>(OpKind::Forward)] = {stash, stash};
     m.op[static_cast<std::size_t>(OpKind::Recompute)] = {st.activation_bytes, st.activation_bytes};
+    m.op[static_cast<std::size_t>(OpKind::BackwardInput)] = {0, -st.freed_at_input_bytes};
     return m;
   }
   std::vector<LayerBytes> layers;
@@ -134,7 +135,8 @@ StageMemory stage_memory_of(const Profile& profile, const StageCost& st, double 
     const LayerWorkspace& w = profile.layers[l].workspace;
     auto at = [&](const std::vector<double>& v) { return std::llround(profile.interpolate(v, b)); };
     layers.push_back({at(w.input), profile.output_bytes(l, b), profile.activation_bytes(l, b), at(w.forward),
-                      at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight), at(w.held_for_weight)});
+                      at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight), at(w.held_for_weight),
+                      profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b)});
   }
   return stage_memory(layers, first, last, recompute);
 }
@@ -175,6 +177,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
   c.optimizer_state_factor = plan.optimizer_state_factor;
   c.split_measured = profile.has_split_backward();
   c.transients_counted = profile.has_workspace();
+  c.weight_grad_counted = profile.has_weight_grad_bytes();
   const int K = plan.pipeline_devices();
   for (int p = 0; p < K; ++p) {
     const std::vector<int>& devices = plan.stages[p].devices;
@@ -222,9 +225,10 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
                 boundary_bytes_real(profile, ps.first_layer, b), boundary_bytes_real(profile, ps.end_layer, b),
                 params_real, workspace_real},
                b);
-    int64_t act = 0, params = 0;
+    int64_t act = 0, params = 0, weight_grad = 0;
     for (int l = ps.first_layer; l < ps.end_layer; ++l) {
       act += profile.activation_bytes(l, b);
+      weight_grad += profile.weight_grad_bytes(l, b);
       params += profile.layers[l].parameter_bytes;
     }
     st.forward_ns = ms_to_ns(f);
@@ -241,6 +245,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.send_bytes = boundary_bytes(profile, ps.end_layer, b);
     st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
     st.activation_bytes = act;
+    st.freed_at_input_bytes = act - weight_grad;
     st.parameter_bytes = params;
     for (bool rc : {false, true}) {
       st.memory[rc] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), rc);

@@ -36,6 +36,9 @@ struct StageCost {
   int64_t send_bytes = 0;          // activations to stage s+1 (and gradients back), per replica
   int64_t activation_bytes = 0;    // kept for backward per micro-batch, per replica
   int64_t input_bytes = 0;         // what re-materialisation keeps instead
+  // What I frees of the stash: activation_bytes - the layers' weight_grad_bytes (0 when
+  // the profile has no weight_grad_bytes: the stash lives until W; core/op_rules.h).
+  int64_t freed_at_input_bytes = 0;
   int64_t parameter_bytes = 0;
   // Per op: stash and transients together (core/op_rules.h). Without the profile's
   // workspace_bytes only the stash: F charges stash_bytes, R activation_bytes.
@@ -54,6 +57,7 @@ struct CostModel {
   bool split_measured = true;          // false: I and W are taken as halves of backward_ms
   std::string extrapolation_note;      // non-empty: a micro-batch size outside the profile's measured sizes
   bool transients_counted = false;     // the profile has workspace_bytes: StageCost::memory counts them
+  bool weight_grad_counted = false;    // the profile has weight_grad_bytes: I frees what W does not need
 };
 
 // Bytes that cross the cut after `last_layer_of_stage` (exclusive end `cut`): the

@@ -159,4 +159,14 @@ double decoder_layer_activation_bytes(const HfModel& m, int64_t seq, int dtype_b
   return per_token * static_cast<double>(seq) * dtype_bytes / tp;
 }
 
+double decoder_layer_weight_grad_bytes(const HfModel& m, int64_t seq, int dtype_bytes, int tp) {
+  // Per token: RMSNorm inputs 2h, QKV input h, o_proj input A, MLP (or router) input h,
+  // and down_proj's input f (under MoE each routed expert's input h and down input f).
+  const double h = static_cast<double>(m.hidden), A = static_cast<double>(m.attention_width());
+  const double f = static_cast<double>(m.ffn);
+  double per_token = 2 * h + h + A + h;
+  per_token += m.moe() ? static_cast<double>(m.top_k) * (h + f) : f;
+  return per_token * static_cast<double>(seq) * dtype_bytes / tp;
+}
+
 }  // namespace pipescope

@@ -88,5 +88,10 @@ double training_flops_per_token(const HfModel& model, int64_t seq);
 // (heads x s^2) are kept too.
 double decoder_layer_activation_bytes(const HfModel& model, int64_t seq, int dtype_bytes,
                                       bool selective_recompute, int tp);
+// The part of them the weight gradients still read after the input gradient (the
+// profile's weight_grad_bytes), tensor by tensor: the inputs of the layers with weights
+// (two RMSNorms, QKV, o_proj, the MLP's input GEMMs, down_proj; under MoE the router and
+// each routed expert's), never Q, K, V, the attention probabilities or the gate|up output.
+double decoder_layer_weight_grad_bytes(const HfModel& model, int64_t seq, int dtype_bytes, int tp);
 
 }  // namespace pipescope

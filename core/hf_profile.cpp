@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/synth_profile.h"
 
 namespace pipescope {
 
@@ -105,6 +106,7 @@ LayerProfile embedding_layer(const LayerContext& c) {
     emb.backward_weight_ms.push_back(2 * lookup);  // scatter-add into the table
     emb.backward_ms.push_back(2 * lookup);
     emb.activation_bytes.push_back(8.0 * b * c.s());  // token ids (int64)
+    emb.weight_grad_bytes.push_back(8.0 * b * c.s());  // W scatters by them
     emb.output_bytes.push_back(c.hidden_bytes(b));
   }
   emb.spec = c.common;
@@ -124,6 +126,7 @@ LayerProfile decoder_layer(const LayerContext& c, int64_t index, const LayerFlop
     blk.backward_weight_ms.push_back(c.compute_ms(b * f.backward_weight()));
     blk.backward_ms.push_back(blk.backward_input_ms.back() + blk.backward_weight_ms.back());
     blk.activation_bytes.push_back(b * decoder_layer_activation_bytes(c.m, c.o.sequence, c.d, c.o.selective_recompute, c.t));
+    blk.weight_grad_bytes.push_back(b * decoder_layer_weight_grad_bytes(c.m, c.o.sequence, c.d, c.t));
     blk.output_bytes.push_back(c.hidden_bytes(b));
   }
   blk.spec = c.common;
@@ -148,6 +151,7 @@ LayerProfile head_layer(const LayerContext& c) {
     head.backward_ms.push_back(head.backward_input_ms.back() + head.backward_weight_ms.back());
     // Final-norm input and head input (h each), and the fp32 logits kept for the loss.
     head.activation_bytes.push_back(2 * c.hidden_bytes(b) + b * c.s() * 4 * V / c.t);
+    head.weight_grad_bytes.push_back(2 * c.hidden_bytes(b));  // the norm's and the head's inputs, not the logits
     head.output_bytes.push_back(4);  // the loss
   }
   head.spec = c.common;
@@ -186,6 +190,8 @@ Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOpt
   const LayerFlops f = decoder_layer_flops(m, o.sequence);
   for (int64_t l = 0; l < m.layers; ++l) p.layers.push_back(decoder_layer(c, l, f));
   p.layers.push_back(head_layer(c));
+  // One Adam step over each layer's (per-rank) parameters at the GPU's HBM bandwidth.
+  for (LayerProfile& l : p.layers) l.optimizer_ms = adam_step_ms(l.parameter_bytes, gpu.hbm_gb_per_s);
   return p;
 }
 

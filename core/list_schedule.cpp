@@ -41,6 +41,12 @@ class ListScheduler {
         throw InputError("list schedule: device " + std::to_string(d) + " may hold no micro-batch (limit below 1)");
       }
     }
+    for (int s = 0; s < S_ && !p.max_bytes.empty(); ++s) {
+      if (p.stash_bytes[s] > p.max_bytes[p.stage_device[s]]) {
+        throw InputError("list schedule: device " + std::to_string(p.stage_device[s]) +
+                         "'s byte budget holds no micro-batch of stage " + std::to_string(s));
+      }
+    }
     stages_of_.resize(K_);
     for (int s = S_ - 1; s >= 0; --s) stages_of_[p.stage_device[s]].push_back(s);  // deeper first
     const auto table = std::vector<int64_t>(static_cast<std::size_t>(S_) * M_, kNever);
@@ -48,6 +54,7 @@ class ListScheduler {
     next_f_.assign(S_, 0);
     next_i_.assign(S_, 0);
     alive_.assign(K_, 0);
+    bytes_.assign(K_, 0);
     warm_.assign(K_, 0);
     free_at_.assign(K_, 0);
     pending_w_.resize(K_);
@@ -93,6 +100,7 @@ class ListScheduler {
   bool forward_ready(int d, int s, int64_t now) const {
     const int m = next_f_[s];
     return m < M_ && alive_[d] < p_.max_alive[d] && warm_[d] < p_.max_warmup[d] &&
+           (p_.max_bytes.empty() || bytes_[d] + p_.stash_bytes[s] <= p_.max_bytes[d]) &&
            (s == 0 || f_out_[at(s - 1, m)] <= now);
   }
   bool input_ready(int s, int64_t now) const {
@@ -152,6 +160,7 @@ class ListScheduler {
         ++next_f_[s];
         ++alive_[d];
         ++warm_[d];
+        if (!p_.max_bytes.empty()) bytes_[d] += p_.stash_bytes[s];
         break;
       case OpKind::BackwardInput:
         end = now + p_.input_ns[s];
@@ -160,11 +169,13 @@ class ListScheduler {
         ++next_i_[s];
         --warm_[d];
         pending_w_[d].push_back({op, end});
+        if (!p_.max_bytes.empty()) bytes_[d] -= p_.freed_at_input_bytes[s];  // the device is busy until I's end
         break;
       default:
         end = now + p_.weight_ns[s];
         pending_w_[d].pop_front();
         --alive_[d];  // freed at W's end; the device decides again only then
+        if (!p_.max_bytes.empty()) bytes_[d] -= p_.stash_bytes[s] - p_.freed_at_input_bytes[s];
         break;
     }
     free_at_[d] = end;
@@ -176,6 +187,7 @@ class ListScheduler {
   std::vector<std::vector<int>> stages_of_;
   std::vector<int64_t> f_end_, f_out_, i_out_;
   std::vector<int> next_f_, next_i_, alive_, warm_;
+  std::vector<int64_t> bytes_;  // per device: stash bytes held (with a byte budget)
   std::vector<int64_t> free_at_;
   std::vector<std::deque<std::pair<Op, int64_t>>> pending_w_;  // I done: (W op, when its I ends)
   // When something happens to a device (it frees, an input of its stages arrives): it
@@ -205,7 +217,9 @@ class ListScheduler {
 Schedule list_schedule(const ListPolicy& policy, const std::string& name) {
   const std::size_t S = policy.stage_device.size();
   if (S == 0 || policy.microbatches < 1 || policy.forward_ns.size() != S || policy.input_ns.size() != S ||
-      policy.weight_ns.size() != S || policy.max_alive.size() != policy.max_warmup.size()) {
+      policy.weight_ns.size() != S || policy.max_alive.size() != policy.max_warmup.size() ||
+      (!policy.max_bytes.empty() && (policy.max_bytes.size() != policy.max_alive.size() ||
+                                     policy.stash_bytes.size() != S || policy.freed_at_input_bytes.size() != S))) {
     throw InputError("list schedule: inconsistent policy");
   }
   Schedule s;

@@ -26,6 +26,11 @@ struct ListPolicy {
   // Per device, in (stage, micro-batch) units: at most max_alive held at once (F
   // started, W not done) and at most max_warmup forwarded whose I has not started.
   std::vector<int> max_alive, max_warmup;
+  // Optional byte budget per device (empty: none): an F starts only when the device's
+  // held stash bytes plus the stage's stash_bytes stay within max_bytes. F holds
+  // stash_bytes, I frees freed_at_input_bytes of it, W the rest (core/op_rules.h).
+  std::vector<int64_t> max_bytes;
+  std::vector<int64_t> stash_bytes, freed_at_input_bytes;  // per stage (with max_bytes)
   bool forward_first = true;       // an allowed F before a ready I (1F1B's warm-up); else I first
   // Run W only when neither F nor I can run (fill bubbles); else right after its I.
   bool defer_weight = true;

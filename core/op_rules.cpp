@@ -79,18 +79,20 @@ StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool
   OpMemory r = forward_pass(layers, true, 0);
   at(OpKind::Recompute) = {r.peak, r.held - o};
   // B, I: layer by layer in reverse from the output gradient (received, or the loss
-  // gradient the device already holds); I keeps each layer's held_for_weight.
+  // gradient the device already holds); I keeps each layer's held_for_weight and, once a
+  // layer's backward_input has returned, drops what its W does not need (freed_at_input).
   const int64_t base = last ? -o : 0;
-  int64_t whole = 0, split = 0, kept_for_w = 0;
+  int64_t whole = 0, split = 0, kept_for_w = 0, released = 0;
   for (std::size_t l = layers.size(); l-- > 0;) {
     const LayerBytes& b = layers[l];
     whole = std::max({whole, b.output + b.backward_input, b.input + b.held_for_weight + b.backward_weight});
-    split = std::max(split, kept_for_w + b.output + b.backward_input);
+    split = std::max(split, kept_for_w - released + b.output + b.backward_input);
     kept_for_w += b.held_for_weight;
-    split = std::max(split, kept_for_w + b.input);
+    split = std::max(split, kept_for_w - released + b.input);
+    released += b.freed_at_input;
   }
   at(OpKind::Backward) = {base + whole, 0};
-  at(OpKind::BackwardInput) = {base + split, base + kept_for_w};
+  at(OpKind::BackwardInput) = {base + split, base + kept_for_w - released};
   // W: layer by layer in order, each freeing what its I kept once it is done.
   int64_t w = 0, freed = 0;
   for (const LayerBytes& b : layers) {

@@ -18,8 +18,11 @@
 //                            re-materialisation only its input (0 for the first stage,
 //                            whose input is data)
 //     at the start of R   += the stage's activation_bytes (the recomputed activations)
-//     at the end of B / W -= everything held for (s,m). I frees nothing: under split
-//                            backward the stash lives until W.
+//     at the end of I     -= what W does not need: activation_bytes - weight_grad_bytes
+//                            (the profile's weight_grad_bytes; without it, nothing: the
+//                            stash lives until W). The executor's layers drop exactly those
+//                            tensors (exec/layer.h: release_for_weight).
+//     at the end of B / W -= everything held for (s,m) (W: the weight_grad_bytes I left).
 //   transients (counted when the profile has workspace_bytes; core/profile.h): besides
 //   the stash an op holds, while it runs, its input tensor (received, the data, or the
 //   last stage's loss gradient), each layer's workspace (measured: what the layer's op
@@ -46,6 +49,11 @@
 //   when an op will still run on it, then steps the optimizer in place (current + 1).
 //   Each kept copy holds the stage's parameter bytes (weights only: one gradient buffer
 //   and one optimizer state). The simulator and the executor replay WeightVersions.
+//   step boundary (Plan::optimizer_step) under Flush, over several steps: synchronized,
+//     the next step starts on every device once every device has stepped (a flush);
+//     post-validation, a device's optimizer step follows its own last op of the step and
+//     its next op (of the next step) starts as soon as the device is free and its input
+//     has arrived.
 //   replicated stage: runs at its slowest replica's speed; after its device's last op a
 //   ring all-reduce of the device's gradients: 2 (r-1)/r x bytes / bandwidth + 2 (r-1)
 //   latencies on the ring's slowest hop.
@@ -154,15 +162,24 @@ inline int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool recompute) 
 }
 // Whether the op's end frees everything held for its (stage, micro-batch).
 inline bool op_frees(OpKind kind) { return kind == OpKind::Backward || kind == OpKind::BackwardWeight; }
+// What the op's end frees of its (stage, micro-batch)'s stash short of everything: I frees
+// what W does not need (StageCost::freed_at_input_bytes = activation_bytes -
+// weight_grad_bytes, 0 without the profile field); every other op nothing (op_frees).
+template <class StageCost>
+inline int64_t op_release_bytes(OpKind kind, const StageCost& c) {
+  return kind == OpKind::BackwardInput ? c.freed_at_input_bytes : 0;
+}
 
 // One layer's bytes at one micro-batch size, as the memory rules add them up.
 struct LayerBytes {
   int64_t input = 0, output = 0, activation = 0;
   int64_t forward = 0, forward_no_grad = 0, backward_input = 0, backward_weight = 0, held_for_weight = 0;
+  int64_t freed_at_input = 0;  // activation - weight_grad_bytes: what I drops of the stash (0: nothing)
 };
 // What an op of one stage adds to its device's bytes: `peak`, the most above what the
 // device held when the op started, while it runs; `held`, what the op leaves held for
-// its (stage, micro-batch) when it ends (may be negative: I uses up the loss gradient).
+// its (stage, micro-batch) when it ends (may be negative: I uses up the loss gradient and
+// frees what W does not need of the stash).
 struct OpMemory {
   int64_t peak = 0;
   int64_t held = 0;

@@ -98,8 +98,24 @@ Plan plan_from_json(const JsonReader& r) {
       if (p.schedule != ScheduleKind::ZeroBubbleAuto) schedule["max_inflight"].fail("only zb-auto takes a cap");
       p.max_inflight = static_cast<int>(schedule["max_inflight"].as_int(1, 1 << 20));
     }
+    if (schedule.has("activation_budget_bytes")) {
+      JsonReader budget = schedule["activation_budget_bytes"];
+      if (p.schedule != ScheduleKind::ZeroBubbleAuto) budget.fail("only zb-auto takes a byte budget");
+      p.activation_budget_bytes = budget.as_int(1, int64_t{1} << 62);
+    }
   }
   p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
+  if (r.has("optimizer_step")) {
+    JsonReader step = r["optimizer_step"];
+    try {
+      p.optimizer_step = parse_optimizer_step(step.as_string());
+    } catch (const InputError&) {
+      step.fail("expected \"synchronized\" or \"post-validation\", got \"" + step.as_string() + "\"");
+    }
+    if (p.optimizer_step == OptimizerStep::PostValidation && is_asynchronous(p.schedule)) {
+      step.fail("post-validation is for flushed schedules; " + to_string(p.schedule) + " updates its weights without a flush");
+    }
+  }
   if (r.has("optimizer")) {
     p.optimizer_state_factor = r["optimizer"]["state_bytes_per_parameter_byte"].as_double(0.0, 64.0);
   }
@@ -163,6 +179,16 @@ void check_plan_layers(const Plan& plan, int layers, const std::string& profile_
   }
 }
 
+std::string to_string(OptimizerStep step) {
+  return step == OptimizerStep::PostValidation ? "post-validation" : "synchronized";
+}
+
+OptimizerStep parse_optimizer_step(const std::string& name) {
+  if (name == "synchronized") return OptimizerStep::Synchronized;
+  if (name == "post-validation") return OptimizerStep::PostValidation;
+  throw InputError("--optimizer-step: expected synchronized or post-validation, got \"" + name + "\"");
+}
+
 Json plan_to_json(const Plan& p) {
   Json stages = Json::array();
   for (const PlanStage& s : p.stages) {
@@ -173,15 +199,20 @@ Json plan_to_json(const Plan& p) {
   if (p.schedule_file.empty() && p.schedule == ScheduleKind::ZeroBubbleAuto && p.max_inflight > 0) {
     schedule["max_inflight"] = p.max_inflight;
   }
-  return {{"format", "pipescope.plan"},
-          {"version", 1},
-          {"profile", p.profile},
-          {"batch_size", p.batch_size},
-          {"microbatches", p.microbatches},
-          {"schedule", std::move(schedule)},
-          {"recompute", p.recompute},
-          {"optimizer", {{"state_bytes_per_parameter_byte", p.optimizer_state_factor}}},
-          {"stages", std::move(stages)}};
+  if (p.schedule_file.empty() && p.schedule == ScheduleKind::ZeroBubbleAuto && p.activation_budget_bytes > 0) {
+    schedule["activation_budget_bytes"] = p.activation_budget_bytes;
+  }
+  Json out = {{"format", "pipescope.plan"},
+              {"version", 1},
+              {"profile", p.profile},
+              {"batch_size", p.batch_size},
+              {"microbatches", p.microbatches},
+              {"schedule", std::move(schedule)},
+              {"recompute", p.recompute},
+              {"optimizer", {{"state_bytes_per_parameter_byte", p.optimizer_state_factor}}},
+              {"stages", std::move(stages)}};
+  if (p.optimizer_step != OptimizerStep::Synchronized) out["optimizer_step"] = to_string(p.optimizer_step);  // default: absent
+  return out;
 }
 
 }  // namespace pipescope

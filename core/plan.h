@@ -28,6 +28,16 @@ struct PlanStage {
 // parameters is the default.
 inline constexpr double kDefaultOptimizerStateFactor = 2.0;
 
+// Where a flushed step ends (core/op_rules.h): Synchronized, the flush and an optimizer
+// step after which the next step starts on every device (Megatron-LM, torch: gradient
+// clipping and the NaN/inf check need every stage's gradients); PostValidation, the
+// zero-bubble runtime's (Qi et al. 2024, section 4): each position steps its optimizer
+// right after its own last W (or B) of the step and starts the next step's ops as their
+// inputs allow; the global check runs behind them and rolls a failed step back.
+enum class OptimizerStep : uint8_t { Synchronized, PostValidation };
+std::string to_string(OptimizerStep step);                   // "synchronized", "post-validation"
+OptimizerStep parse_optimizer_step(const std::string& name);  // throws InputError naming --optimizer-step
+
 struct Plan {
   std::string profile;  // path of the profile, relative to the plan file's folder
   int64_t batch_size = 1;
@@ -36,8 +46,13 @@ struct Plan {
   std::string schedule_file;  // when set, the schedule comes from this file (path as given)
   int chunks = 1;
   int max_inflight = 0;  // zb-auto: micro-batches alive per position (0: K)
+  // zb-auto: bytes of stash each position may hold at once (activations from F, and what
+  // W still needs from I to W; 0: the default of planner/zero_bubble_search.h's
+  // zero_bubble_budget: what the device memory leaves, or the count K without memory).
+  int64_t activation_budget_bytes = 0;
   bool recompute = false;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
+  OptimizerStep optimizer_step = OptimizerStep::Synchronized;  // plan file: "optimizer_step"
   std::vector<PlanStage> stages;
   std::string source;
 

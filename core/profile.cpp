@@ -57,6 +57,9 @@ double Profile::forward_ms(int layer, double batch) const {
 double Profile::backward_ms(int layer, double batch) const {
   return interpolate(layers[layer].backward_ms, batch);
 }
+bool Profile::has_weight_grad_bytes() const {
+  return std::any_of(layers.begin(), layers.end(), [](const LayerProfile& l) { return !l.weight_grad_bytes.empty(); });
+}
 bool Profile::has_spread() const {
   return std::all_of(layers.begin(), layers.end(), [](const LayerProfile& l) { return !l.forward_cv.empty(); });
 }
@@ -77,6 +80,12 @@ double Profile::fb_overlap_ms(int layer, double batch) const {
 }
 int64_t Profile::activation_bytes(int layer, double batch) const {
   return std::llround(interpolate(layers[layer].activation_bytes, batch));
+}
+int64_t Profile::weight_grad_bytes(int layer, double batch) const {
+  const LayerProfile& l = layers[layer];
+  if (l.weight_grad_bytes.empty()) return activation_bytes(layer, batch);
+  // Interpolated on its own, then clamped: W never needs more than the stash holds.
+  return std::min<int64_t>(activation_bytes(layer, batch), std::llround(interpolate(l.weight_grad_bytes, batch)));
 }
 int64_t Profile::output_bytes(int layer, double batch) const {
   return std::llround(interpolate(layers[layer].output_bytes, batch));
@@ -162,6 +171,18 @@ Profile profile_from_json(const JsonReader& r) {
     layer.backward_ms = per_batch(l, "backward_ms", n, kMaxMs);
     layer.activation_bytes = per_batch(l, "activation_bytes", n, kMaxBytes);
     layer.output_bytes = per_batch(l, "output_bytes", n, kMaxBytes);
+    if (l.has("weight_grad_bytes")) {
+      layer.weight_grad_bytes = per_batch(l, "weight_grad_bytes", n, kMaxBytes);
+      for (std::size_t i = 0; i < n; ++i) {  // W needs part of the stash, never more
+        if (layer.weight_grad_bytes[i] > layer.activation_bytes[i]) {
+          l["weight_grad_bytes"].items()[i].fail(
+              "expected at most activation_bytes[" + std::to_string(i) + "] = " +
+              std::to_string(static_cast<int64_t>(layer.activation_bytes[i])) +
+              " (the weight gradient needs part of what the forward keeps), got " +
+              std::to_string(static_cast<int64_t>(layer.weight_grad_bytes[i])));
+        }
+      }
+    }
     layer.parameter_bytes = l["parameter_bytes"].as_int(0, static_cast<int64_t>(kMaxBytes));
     bool has_bi = l.has("backward_input_ms"), has_bw = l.has("backward_weight_ms");
     if (has_bi != has_bw) {
@@ -232,6 +253,7 @@ Json profile_to_json(const Profile& p) {
               {"activation_bytes", json_numbers(l.activation_bytes)},
               {"output_bytes", json_numbers(l.output_bytes)},
               {"parameter_bytes", l.parameter_bytes}};
+    if (!l.weight_grad_bytes.empty()) j["weight_grad_bytes"] = json_numbers(l.weight_grad_bytes);
     if (!l.backward_input_ms.empty()) {
       j["backward_input_ms"] = json_numbers(l.backward_input_ms);
       j["backward_weight_ms"] = json_numbers(l.backward_weight_ms);

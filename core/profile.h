@@ -37,6 +37,11 @@ struct LayerProfile {
   std::vector<double> forward_ms;
   std::vector<double> backward_ms;
   std::vector<double> activation_bytes;  // kept for backward, per micro-batch
+  // Optional, per batch size ("weight_grad_bytes"; docs/memory.md): the part of
+  // activation_bytes the weight gradient W still needs after the input gradient I. Under
+  // split backward I frees the rest (core/op_rules.h). At most activation_bytes; empty:
+  // I frees nothing (the whole stash lives until W).
+  std::vector<double> weight_grad_bytes;
   std::vector<double> output_bytes;      // handed to the next layer
   int64_t parameter_bytes = 0;
   // Split backward for zero-bubble schedules; both present or both absent.
@@ -80,6 +85,8 @@ struct Profile {
   // Whether every layer has optimizer_ms (then predictions end the step with it).
   bool has_optimizer_time() const;
   bool has_spread() const;  // every layer carries forward_cv and backward_cv
+  // Whether some layer has weight_grad_bytes (then I frees part of its stash).
+  bool has_weight_grad_bytes() const;
   bool is_chain() const { return edges.empty(); }
   // Edges of the model graph: `edges` when present, else i -> i+1.
   std::vector<std::pair<int, int>> graph_edges() const;
@@ -92,6 +99,9 @@ struct Profile {
   double fb_overlap_ms(int layer, double batch) const;  // 0 without the field
   int64_t activation_bytes(int layer, double batch) const;
   int64_t output_bytes(int layer, double batch) const;
+  // What W still needs of the layer's stash after I: its weight_grad_bytes, or without the
+  // field all of activation_bytes (I frees nothing).
+  int64_t weight_grad_bytes(int layer, double batch) const;
   double interpolate(const std::vector<double>& values, double batch) const;
 };
 

@@ -146,6 +146,7 @@ Json report_to_json(const StepReport& r) {
               {"stages", std::move(stages)},
               {"notes", r.notes}};
   if (r.weight_update != "flush") out["weight_update"] = r.weight_update;
+  if (r.optimizer_step != "synchronized") out["optimizer_step"] = r.optimizer_step;
   if (r.steps > 1) {
     out["steps"] = r.steps;
     out["total_time_ms"] = ns_to_ms(r.total_ns);
@@ -182,6 +183,7 @@ StepReport report_from_json(const JsonReader& r) {
   rep.bubble_fraction = r["bubble_fraction"].as_double(-1.0, 1.0);
   rep.simulated_ops = r.has("simulated_ops") ? r["simulated_ops"].as_int(0) : 0;
   if (r.has("weight_update")) rep.weight_update = r["weight_update"].as_string();
+  if (r.has("optimizer_step")) rep.optimizer_step = r["optimizer_step"].as_string();
   if (r.has("steps")) {
     rep.steps = static_cast<int>(r["steps"].as_int(1, 1 << 20));
     rep.total_ns = ms_to_ns_exact(r["total_time_ms"].as_double(0.0, 1e12));
@@ -266,7 +268,9 @@ std::string report_table(const StepReport& r) {
                   "%d steps in %s ms: steady-state step %s ms (%.2f samples/s), start-up %s ms%s\n", r.steps,
                   format_ms(r.total_ns).c_str(), format_ms(r.steady_state_step_ns).c_str(),
                   r.steady_state_throughput_samples_per_s, format_ms(r.startup_ns).c_str(),
-                  r.weight_update == "flush" ? ", a flush between steps" : ", no flush between steps");
+                  r.weight_update != "flush"               ? ", no flush between steps"
+                  : r.optimizer_step == "post-validation" ? ", post-validation: each position steps after its own last op"
+                                                          : ", a flush between steps");
     out << buf;
   }
   const bool versions = r.weight_update != "flush";

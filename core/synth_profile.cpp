@@ -4,8 +4,14 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/plan.h"
 
 namespace pipescope {
+
+double adam_step_ms(int64_t parameter_bytes, double gb_per_s) {
+  const double moved = (3.0 + 2.0 * kDefaultOptimizerStateFactor) * static_cast<double>(parameter_bytes);
+  return moved / (gb_per_s * 1e6);  // GB/s = 1e6 bytes per ms
+}
 
 namespace {
 
@@ -76,12 +82,14 @@ Profile make_gpt_profile(const GptSpec& g) {
     emb.backward_input_ms.push_back(0.0);
     emb.backward_weight_ms.push_back(2 * t);
     emb.activation_bytes.push_back(8 * b * s + (g.embedding_dropout > 0 ? s * b * h : 0));  // token ids, mask
+    emb.weight_grad_bytes.push_back(emb.activation_bytes.back());  // W scatters by the token ids: needs it all
     emb.output_bytes.push_back(2 * s * b * h);
   }
   Json emb_spec = {{"type", "embedding"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}, {"sequence", g.sequence}};
   if (!positions) emb_spec["position_embedding_type"] = g.position_embedding;
   if (g.embedding_dropout > 0) emb_spec["dropout"] = g.embedding_dropout;
   add_spec(emb, emb_spec);
+  emb.optimizer_ms = adam_step_ms(emb.parameter_bytes, g.memory_gb_per_s);
   p.layers.push_back(emb);
 
   for (int l = 0; l < g.layers; ++l) {
@@ -96,12 +104,14 @@ Profile make_gpt_profile(const GptSpec& g) {
       blk.backward_weight_ms.push_back(ms(dense));
       blk.backward_ms.push_back(ms(2 * dense + 2 * attn + again));
       blk.activation_bytes.push_back(s * b * h * (34 + (selective ? 0 : 5 * a * s / h)));
+      blk.weight_grad_bytes.push_back(32 * s * b * h);  // Qi et al. 2023, sec. 3: M_W = 32 h per token
       blk.output_bytes.push_back(2 * s * b * h);
     }
     Json blk_spec = {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}};
     if (!g.bias_linear) blk_spec["bias_linear"] = false;
     if (selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
     add_spec(blk, blk_spec);
+    blk.optimizer_ms = adam_step_ms(blk.parameter_bytes, g.memory_gb_per_s);
     p.layers.push_back(blk);
   }
 
@@ -115,9 +125,11 @@ Profile make_gpt_profile(const GptSpec& g) {
     head.backward_weight_ms.push_back(ms(f));
     head.backward_ms.push_back(ms(2 * f));
     head.activation_bytes.push_back(2 * b * s * h + 4 * b * s * V);
+    head.weight_grad_bytes.push_back(2 * b * s * h);  // dW = logits' gradient x its input: not the logits
     head.output_bytes.push_back(4);  // the loss
   }
   add_spec(head, {{"type", "lm_head"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}});
+  head.optimizer_ms = adam_step_ms(head.parameter_bytes, g.memory_gb_per_s);
   p.layers.push_back(head);
   return p;
 }

@@ -6,10 +6,13 @@
 //   activation bytes= s b h (34 + 5 a s / h)         (Korthikanti et al. 2022, fp16/bf16)
 //                     s b h 34 with selective recompute (the 5 a s^2 b bytes of
 //                     attention scores are recomputed in backward: +4 b s^2 h FLOPs there)
+//   weight_grad     = 32 s b h of them: what W still needs after I (Qi et al., "Zero
+//                     Bubble Pipeline Parallelism", 2023, sec. 3: M_W = 32 h per token)
 //   output bytes    = 2 s b h                         (bf16 hidden state)
 //   parameters      = 12 h^2 + 13 h per block, 2 bytes each (bf16): 4 h of two
 //                     LayerNorms, 9 h of the linear layers' biases (none with bias_linear off)
-// time = FLOPs / (peak FLOP/s x efficiency). The embedding (V h parameters, + s h for
+// time = FLOPs / (peak FLOP/s x efficiency); optimizer_ms per layer = adam_step_ms (below)
+// at memory_gb_per_s. The embedding (V h parameters, + s h for
 // learned absolute positions; keeps the token ids, 8 s b bytes, and with embedding
 // dropout its 1-byte mask, s b h) and the output head (2 b s h V FLOPs, fp32 logits kept
 // for the loss, the final LayerNorm's 2 h parameters) are layers of their own; the head
@@ -34,7 +37,7 @@ struct GptSpec {
   int vocabulary = 50257;
   double peak_tflops = 989.0;        // H200 dense bf16
   double efficiency = 0.45;
-  double memory_gb_per_s = 4800.0;   // H200 HBM3e, for the embedding lookup
+  double memory_gb_per_s = 4800.0;   // H200 HBM3e (profiles/gpus/h200.json), for the embedding lookup and Adam
   std::string device_name = "NVIDIA H200";
   int64_t device_memory_bytes = 141000000000;
   std::vector<double> batch_sizes = {1, 2, 4, 8};
@@ -58,6 +61,14 @@ struct UniformSpec {
   double heavy_factor = 1.0;
   std::vector<double> batch_sizes = {1, 2, 4, 8};
 };
+
+// One Adam step over `parameter_bytes` of parameters (the profile's optimizer_ms) at
+// `gb_per_s` of memory bandwidth: in place, it reads the weights, the gradients and the
+// optimizer state and writes the weights and the state back, (3 + 2 F) x parameter_bytes
+// bytes with F = kDefaultOptimizerStateFactor (2: Adam's two moments, as the plan's
+// static bytes count them); memory-bound, so bytes / bandwidth (a fused kernel streams
+// at about the peak: no efficiency factor).
+double adam_step_ms(int64_t parameter_bytes, double gb_per_s);
 
 Profile make_gpt_profile(const GptSpec& spec);
 Profile make_uniform_profile(const UniformSpec& spec);

@@ -34,6 +34,10 @@ void SequentialBlock::backward_weight(LayerStash& stash) {
   for (std::size_t i = 0; i < parts_.size(); ++i) parts_[i]->backward_weight(stash.children.at(i));
 }
 
+void SequentialBlock::release_for_weight(LayerStash& stash) {
+  for (std::size_t i = 0; i < parts_.size(); ++i) parts_[i]->release_for_weight(stash.children.at(i));
+}
+
 std::vector<Parameter*> SequentialBlock::parameters() {
   std::vector<Parameter*> out;
   for (auto& p : parts_) {

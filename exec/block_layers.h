@@ -16,6 +16,7 @@ class SequentialBlock : public Layer {
   Tensor forward(const Tensor& x, LayerStash* stash) override;
   Tensor backward_input(const Tensor& dy, LayerStash& stash) override;
   void backward_weight(LayerStash& stash) override;
+  void release_for_weight(LayerStash& stash) override;  // each part drops what its W does not read
   std::vector<Parameter*> parameters() override;
   int64_t in_features() const override { return parts_.front()->in_features(); }
   int64_t out_features() const override { return parts_.back()->out_features(); }

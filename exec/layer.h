@@ -5,11 +5,14 @@
 // Stash rule (what makes the activation accounting exact): forward stashes only its
 // input and tensors it creates itself, never its output, so every stashed buffer is
 // charged by exactly one layer; backward_input keeps the output gradients that
-// backward_weight needs in `pending` (transient, not activations); nothing is released
-// from a stash until the whole stash is dropped after backward_weight.
+// backward_weight needs in `pending` (transient, not activations). Under split backward
+// the worker may call release_for_weight after backward_input: the layer drops the saved
+// tensors its backward_weight does not read (what the profile's weight_grad_bytes leaves:
+// core/op_rules.h's rule for I); the rest goes when the whole stash is dropped after
+// backward_weight.
 //   auto layer = make_layer(spec_reader, ctx, seed);
 //   LayerStash st; Tensor y = layer->forward(x, &st);
-//   Tensor dx = layer->backward_input(dy, st); layer->backward_weight(st);
+//   Tensor dx = layer->backward_input(dy, st); layer->release_for_weight(st); layer->backward_weight(st);
 #pragma once
 
 #include <cstdint>
@@ -41,6 +44,12 @@ class Layer {
   virtual Tensor forward(const Tensor& x, LayerStash* stash) = 0;
   virtual Tensor backward_input(const Tensor& dy, LayerStash& stash) = 0;
   virtual void backward_weight(LayerStash& stash) = 0;
+  // After backward_input: drop the saved tensors backward_weight does not read. A layer
+  // without parameters reads none; layers with parameters keep theirs unless they say
+  // otherwise (linear: its input; layernorm: input, mean and rstd for dgamma).
+  virtual void release_for_weight(LayerStash& stash) {
+    if (parameters().empty()) stash.saved.clear();
+  }
   Tensor backward(const Tensor& dy, LayerStash& stash) {
     Tensor dx = backward_input(dy, stash);
     backward_weight(stash);

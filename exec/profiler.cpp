@@ -1,5 +1,7 @@
 // Measures layers one by one. Invariant: activation_bytes is the tracker's activation
 // count after one forward with stash, so the executor charges exactly this per layer;
+// weight_grad_bytes is what is left of it after backward_input and release_for_weight
+// (what a worker's I leaves for W);
 // workspace_bytes are the tracker's peaks above each op's start, with the layer called
 // the way a stage worker calls it (exec/stage_worker.cpp), so core/op_rules.h's
 // stage_memory adds them up to the executor's tracked peak.
@@ -62,7 +64,7 @@ struct Probe {
   std::size_t index = 0;
   std::unique_ptr<Layer> layer;
   Tensor x, dy;
-  int64_t activation_bytes = 0, output_bytes = 0;
+  int64_t activation_bytes = 0, output_bytes = 0, weight_grad_bytes = 0;
   std::array<int64_t, 6> workspace{};  // LayerWorkspace's fields, in its order
   std::vector<int64_t> forward, backward, backward_input, backward_weight;
 };
@@ -97,13 +99,13 @@ void measure_bytes(Probe& pr, Context ctx) {
   };
   std::array<int64_t, 6>& w = pr.workspace;  // input, forward, forward_no_grad, backward_input, backward_weight, held
   LayerStash st;
+  const int64_t activations_before = tracker.current(Category::Activations);
   {
     Tensor x = copy_of(pr.x);
     w[0] = x.bytes();
-    const int64_t before = tracker.current(Category::Activations);
     Tensor y;
     w[1] = peak_above(tracker, [&] { y = pr.layer->forward(x, &st); });
-    pr.activation_bytes = tracker.current(Category::Activations) - before;
+    pr.activation_bytes = tracker.current(Category::Activations) - activations_before;
     pr.output_bytes = y.bytes();
   }
   {
@@ -116,6 +118,9 @@ void measure_bytes(Probe& pr, Context ctx) {
   w[3] = peak_above(tracker, [&] { dx = pr.layer->backward_input(dy, st); });
   dy = Tensor{};  // the worker lets go of the output gradient; the layer may keep it
   w[5] = tracker.current_total() - (start - pr.dy.bytes()) - dx.bytes();
+  // What W still needs of the stash: what is left once the layer has dropped the rest.
+  pr.layer->release_for_weight(st);
+  pr.weight_grad_bytes = tracker.current(Category::Activations) - activations_before;
   w[4] = peak_above(tracker, [&] { pr.layer->backward_weight(st); });
 }
 
@@ -217,6 +222,7 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
       lp.backward_input_ms.push_back(keep(pr.backward_input));
       lp.backward_weight_ms.push_back(keep(pr.backward_weight));
       lp.activation_bytes.push_back(static_cast<double>(pr.activation_bytes));
+      lp.weight_grad_bytes.push_back(static_cast<double>(pr.weight_grad_bytes));
       lp.output_bytes.push_back(static_cast<double>(pr.output_bytes));
       LayerWorkspace& ws = lp.workspace;
       std::vector<double>* fields[] = {&ws.input, &ws.forward, &ws.forward_no_grad, &ws.backward_input,

@@ -1,6 +1,7 @@
 // One device's op loop. Invariant: a micro-batch's stash is dropped only at the end of
 // an op that frees it (core/op_rules.h: B, or W under split backward), exactly when the
-// simulator frees it; what an op receives and sends is op_receives / op_sends. Under an
+// simulator frees it, except for what I frees layer by layer (release_for_weight, for
+// the layers with weight_grad_bytes in the profile); what an op receives and sends is op_receives / op_sends. Under an
 // asynchronous schedule the weight versions change only at the ends of such ops, in
 // WeightVersions' order (drop, keep, optimizer step), exactly when the simulator's do.
 #include "exec/stage_worker.h"
@@ -372,7 +373,12 @@ Tensor StageWorker::compute(const Op& op, Tensor x, StepRecord& record) {
       const bool whole = op.kind == OpKind::Backward;
       for (std::size_t l = st.layers.size(); l-- > 0;) {
         x = st.layers[l]->backward_input(x, ms.stashes.at(l));
-        if (whole) st.layers[l]->backward_weight(ms.stashes[l]);
+        if (whole) {
+          st.layers[l]->backward_weight(ms.stashes[l]);
+        } else if (!setup_.profile.layers[st.first_layer + l].weight_grad_bytes.empty()) {
+          // I frees what W does not need (core/op_rules.h), where the profile says how much.
+          st.layers[l]->release_for_weight(ms.stashes[l]);
+        }
       }
       return x;
     }

@@ -4,7 +4,8 @@
 //   R(s,m): forward again from the kept stage input, stashing this time;
 //   B(s,m): receive the output gradient, backward through the layers, send the input
 //           gradient, drop the micro-batch's stash;  Bi / W: the two halves of B
-//           (the stash is dropped at the end of W).
+//           (I drops what W does not read, where the profile has weight_grad_bytes; the
+//           rest of the stash is dropped at the end of W).
 // Activation accounting, the same rules as core/cost_model.h: F charges the layers'
 // stashes (what each layer's forward keeps, = the profile's activation_bytes), or with
 // re-materialisation only the received stage input (nothing for stage 0, whose input is

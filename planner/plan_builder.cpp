@@ -86,6 +86,7 @@ Plan make_plan(const Profile& profile, const PlanChoice& choice) {
   plan.schedule_file = c.schedule_file;
   plan.chunks = c.chunks;
   plan.max_inflight = c.max_inflight;
+  plan.activation_budget_bytes = c.activation_budget_bytes;
   plan.recompute = c.recompute;
   plan.optimizer_state_factor = c.optimizer_state_factor;
   const int S = c.stages * c.chunks;

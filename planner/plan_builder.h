@@ -22,6 +22,7 @@ struct PlanChoice {
   std::string schedule_file;      // a schedule file instead (K, M and v come from it)
   int chunks = 1;
   int max_inflight = 0;           // zb-auto's cap (0: K)
+  int64_t activation_budget_bytes = 0;  // zb-auto's byte budget per position (0: the default)
   bool recompute = false;
   int replicas = 1;               // r devices per position
   std::string partition = "optimal";  // uniform | gpipe | optimal (balanced = optimal)

@@ -249,6 +249,16 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
 // of its step only (the order search is what costs).
 enum class Depth { Full, BoundOnly };
 
+// A candidate's simulation: no timeline; under post-validation several steps (the
+// ranking takes their steady state).
+SimOptions search_sim_options(const Plan& plan) {
+  SimOptions options;
+  options.record_timeline = false;
+  options.optimizer_step = plan.optimizer_step;
+  if (plan.optimizer_step == OptimizerStep::PostValidation) options.steps = kAsyncEvaluationSteps;
+  return options;
+}
+
 void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
                    Depth depth = Depth::Full) {
   Plan& plan = c.plan;
@@ -260,6 +270,7 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   plan.max_inflight = c.max_inflight;
   plan.recompute = c.recompute;
   plan.optimizer_state_factor = q.optimizer_state_factor;
+  if (!is_asynchronous(c.schedule)) plan.optimizer_step = q.optimizer_step;
   const int S = c.stages * c.chunks;
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
   Schedule schedule = schedule_for(plan, kAsyncEvaluationSteps);  // asynchronous kinds: several steps, no flush
@@ -331,9 +342,7 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   };
   auto run = [&](const LayerRanges& cut) {
     assign(cut);
-    SimOptions options;
-    options.record_timeline = false;
-    return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, options);
+    return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, search_sim_options(plan));
   };
   // zb-auto: the cut is chosen with its unit-time order (schedule_for); the order is
   // searched once, below, on the final cut's costs. BoundOnly stops here: the final cut
@@ -409,9 +418,7 @@ void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLat
   if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // the same call as resolve(): simulate --plan reproduces it
     const CostModel costs = build_cost_model(profile, plan, q.hardware);
     schedule = schedule_for_costs(plan, costs, q.hardware);
-    SimOptions options;
-    options.record_timeline = false;
-    report = simulate(schedule, costs, q.hardware, options);
+    report = simulate(schedule, costs, q.hardware, search_sim_options(plan));
   }
   // Asynchronous kinds are ranked by their steady-state step (a flushed step is its own).
   c.step_ns = report.ranked_step_ns();

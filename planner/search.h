@@ -54,6 +54,10 @@ struct SearchRequest {
   // own peak capped at a share of the device memory (search.cpp, interleaved_fit).
   bool memory_aware_interleaving = true;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
+  // Where flushed candidates' steps end (core/plan.h). Post-validation: each is simulated
+  // over kAsyncEvaluationSteps steps and ranked by its steady-state step, and every
+  // zb-auto order is searched (the pruning bounds are for a step from time 0).
+  OptimizerStep optimizer_step = OptimizerStep::Synchronized;
   int threads = 0;               // 0: one per core
   Objective objective = Objective::Step;
   JitterSpec jitter;             // samples each fitting candidate unless objective is Step

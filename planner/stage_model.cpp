@@ -46,6 +46,33 @@ std::vector<std::pair<int64_t, int64_t>> memory_terms(const Schedule& schedule, 
   return front;
 }
 
+// Under split backward with the profile's weight_grad_bytes: (stashed, re-materialised,
+// past I) micro-batches the stage holds at each op start that charges, the last count
+// being those whose I has freed what their W does not need (core/op_rules.h). Distinct
+// triples only; memory_bytes takes the largest a x stash + c x activations - i x freed.
+std::vector<std::array<int64_t, 3>> release_terms(const Schedule& schedule, int stage) {
+  const int M = schedule.microbatches();
+  std::vector<std::array<int64_t, 3>> held(static_cast<std::size_t>(M), {0, 0, 0});
+  std::array<int64_t, 3> now{0, 0, 0};
+  std::set<std::array<int64_t, 3>> seen;
+  for (const Op& op : schedule.device_ops[schedule.stage_device[stage]]) {
+    if (op.stage != stage) continue;
+    auto& mine = held[op.microbatch];
+    const Charge charge = op_charge(op.kind);
+    if (charge != Charge::Nothing) {
+      const int k = charge == Charge::Stash ? 0 : 1;
+      ++now[k], ++mine[k];
+      seen.insert(now);
+    }
+    if (op.kind == OpKind::BackwardInput) ++now[2], ++mine[2];
+    if (op_frees(op.kind)) {
+      for (int k = 0; k < 3; ++k) now[k] -= mine[k];
+      mine = {0, 0, 0};
+    }
+  }
+  return {seen.begin(), seen.end()};
+}
+
 // With transients (the profile's workspace_bytes): at each op start of the stage, how
 // many micro-batches hold what F, R and I leave held (core/op_rules.h's OpMemory::held),
 // and which op starts; the peak is the largest held sum plus that op's OpMemory::peak.
@@ -97,11 +124,13 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
   forward_ms_.assign(L_ + 1, 0.0);
   backward_ms_.assign(L_ + 1, 0.0);
   activation_.assign(L_ + 1, 0);
+  freed_.assign(L_ + 1, 0);
   parameters_.assign(L_ + 1, 0);
   for (int l = 0; l < L_; ++l) {
     forward_ms_[l + 1] = forward_ms_[l] + profile.forward_ms(l, b);
     backward_ms_[l + 1] = backward_ms_[l] + profile.backward_ms(l, b);
     activation_[l + 1] = activation_[l] + profile.activation_bytes(l, b);
+    freed_[l + 1] = freed_[l] + profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b);
     parameters_[l + 1] = parameters_[l] + profile.layers[l].parameter_bytes;
   }
   cut_ = cut_bytes(profile, b);
@@ -111,7 +140,7 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
       auto at = [&](const std::vector<double>& v) { return std::llround(profile.interpolate(v, b)); };
       layer_bytes_.push_back({at(w.input), profile.output_bytes(l, b), profile.activation_bytes(l, b), at(w.forward),
                               at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight),
-                              at(w.held_for_weight)});
+                              at(w.held_for_weight), profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b)});
     }
   }
   auto first_device = [&](int stage) { return schedule.stage_device[stage] * replicas_; };
@@ -129,6 +158,7 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     transfer_ns_.push_back(std::move(table));
     return static_cast<int>(tabled.size()) - 1;
   };
+  const bool releases = profile.has_weight_grad_bytes() && schedule.has_split_backward();
   for (int s = 0; s < S_; ++s) {
     std::vector<int> replicas;
     for (int d = first_device(s); d < first_device(s) + replicas_; ++d) replicas.push_back(d);
@@ -140,7 +170,13 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     terms_.push_back(memory_terms(schedule, s));
     if (profile.has_workspace()) op_terms_.push_back(op_start_terms(schedule, s));
     int64_t factor = 0;
-    for (auto [a, c] : terms_.back()) factor = std::max(factor, (recompute_ ? 0 : a) + c);
+    if (releases) {
+      // a x stash + c x act - i x freed >= (a [no recompute] + c - i) x act, as freed <= act.
+      release_terms_.push_back(release_terms(schedule, s));
+      for (const auto& t : release_terms_.back()) factor = std::max(factor, (recompute_ ? 0 : t[0]) + t[1] - t[2]);
+    } else {
+      for (auto [a, c] : terms_.back()) factor = std::max(factor, (recompute_ ? 0 : a) + c);
+    }
     bound_factor_.push_back(factor);
   }
   for (int s = 0; s < S_; ++s) {
@@ -182,6 +218,11 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
   const int64_t stash = recompute_ ? cut_[i] : act;
   int64_t peak = 0;
   if (!layer_bytes_.empty()) return stat + transient_peak(s, i, j);
+  if (!release_terms_.empty()) {
+    const int64_t freed = freed_[j] - freed_[i];
+    for (const auto& t : release_terms_[s]) peak = std::max(peak, t[0] * stash + t[1] * act - t[2] * freed);
+    return stat + peak;
+  }
   for (auto [a, c] : terms_[s]) peak = std::max(peak, a * stash + c * act);
   return stat + peak;
 }

@@ -9,7 +9,8 @@
 //                       static (parameters x (2 + optimizer factor)) + the largest
 //                       a x stash + c x activations over the schedule's op order, where
 //                       (a, c) counts stashed and re-materialised micro-batches held at
-//                       each op start (core/cost_model.h's rules); with the profile's
+//                       each op start (core/cost_model.h's rules), less what I freed
+//                       (weight_grad_bytes) for those past their I; with the profile's
 //                       workspace_bytes, the held F / R / I bytes and the starting op's
 //                       transients of core/op_rules.h's stage_memory. Exact for one stage
 //                       per device; under interleaving it is the stage's own share only,
@@ -77,6 +78,7 @@ class StageModel {
   double optimizer_factor_;
   std::vector<double> forward_ms_, backward_ms_;  // prefix sums at the per-replica size
   std::vector<int64_t> activation_, parameters_, cut_;
+  std::vector<int64_t> freed_;                    // prefix sums of what I frees (activation - weight_grad_bytes)
   std::vector<double> speed_;                     // per model stage
   std::vector<int> stage_device_;                 // the schedule's stage -> position map
   // Transfer time (latency + bytes / bandwidth) of each cut's tensors over each distinct
@@ -86,6 +88,9 @@ class StageModel {
   std::vector<int64_t> bound_factor_;             // per stage: max over terms of (a [no recompute] + c)
   std::vector<Link> ring_link_;                   // per model stage: its replicas' ring
   std::vector<std::vector<std::pair<int64_t, int64_t>>> terms_;  // per model stage: (a, c)
+  // Under split backward with weight_grad_bytes: per model stage, (a, c, past I) triples
+  // (stage_model.cpp's release_terms); empty otherwise.
+  std::vector<std::vector<std::array<int64_t, 3>>> release_terms_;
   // With the profile's workspace_bytes: each layer's bytes, and per model stage the
   // (F, R, I held counts, op kind) at each op start (stage_model.cpp's op_start_terms).
   std::vector<LayerBytes> layer_bytes_;

@@ -14,11 +14,76 @@
 
 namespace pipescope {
 
+namespace {
+
+// What device d's memory leaves for stashes: its size less the static bytes of its
+// stages and the transients of its largest op (above the op's own stash charge), and the
+// flat gradient copy of a replicated position's all-reduce.
+int64_t memory_left(const CostModel& c, const Hardware& h, int d) {
+  int64_t params = 0, transient = 0;
+  for (std::size_t st = 0; st < c.stages.size(); ++st) {
+    if (c.stage_position[st] != d) continue;
+    const StageCost& cost = c.stages[st];
+    params += cost.parameter_bytes;
+    for (int k = 0; k < 5; ++k) {
+      const OpKind kind = static_cast<OpKind>(k);
+      transient = std::max(transient, cost.memory[0].of(kind).peak - op_charge_bytes(kind, cost, false));
+    }
+  }
+  const int r = static_cast<int>(c.position_devices[d].size());
+  transient = std::max(transient, allreduce_buffer_bytes(params, r));
+  return h.memory_bytes - static_bytes(params, c.optimizer_state_factor) - transient;
+}
+
+}  // namespace
+
+ZeroBubbleLimits zero_bubble_limits(const Plan& plan, const CostModel& costs, const Hardware& hardware) {
+  ZeroBubbleLimits out;
+  const int K = plan.pipeline_devices();
+  if (plan.activation_budget_bytes > 0) {
+    out.max_inflight = plan.max_inflight > 0 ? plan.max_inflight : plan.microbatches;
+    out.budget_bytes.assign(static_cast<std::size_t>(K), plan.activation_budget_bytes);
+    return out;
+  }
+  out.max_inflight = plan.max_inflight > 0 ? plan.max_inflight : K;
+  if (plan.max_inflight > 0 || hardware.memory_bytes <= 0) return out;
+  std::vector<int64_t> budget;
+  for (int d = 0; d < K; ++d) {
+    budget.push_back(memory_left(costs, hardware, d));
+    for (std::size_t st = 0; st < costs.stages.size(); ++st) {
+      if (costs.stage_position[st] == d && costs.stages[st].activation_bytes > budget.back()) return out;  // no room
+    }
+  }
+  out.max_inflight = plan.microbatches;
+  out.budget_bytes = std::move(budget);
+  return out;
+}
+
 Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware) {
   if (!plan.schedule_file.empty() || plan.schedule != ScheduleKind::ZeroBubbleAuto) return schedule_for(plan);
-  const int cap = plan.max_inflight > 0 ? plan.max_inflight : plan.pipeline_devices();
-  Schedule s = search_zero_bubble(costs, hardware, cap, plan.microbatches);
+  const ZeroBubbleLimits limits = zero_bubble_limits(plan, costs, hardware);
+  ZeroBubbleSearchOptions o;
+  o.activation_budget_bytes = limits.budget_bytes;
+  Schedule s = search_zero_bubble(costs, hardware, limits.max_inflight, plan.microbatches, nullptr, o);
   return plan.recompute ? with_recompute(std::move(s)) : s;
+}
+
+std::vector<int64_t> peak_stash_bytes(const Schedule& s, const CostModel& c) {
+  std::vector<int64_t> peaks;
+  const int M = s.microbatches();
+  std::vector<int64_t> held(static_cast<std::size_t>(s.stages()) * M, 0);
+  for (const auto& ops : s.device_ops) {
+    int64_t now = 0, most = 0;
+    for (const Op& op : ops) {
+      int64_t& mine = held[static_cast<std::size_t>(op.stage) * M + op.microbatch];
+      const StageCost& cost = c.stages[op.stage];
+      if (op.kind == OpKind::Forward) mine = cost.activation_bytes, now += mine, most = std::max(most, now);
+      if (op.kind == OpKind::BackwardInput) mine -= cost.freed_at_input_bytes, now -= cost.freed_at_input_bytes;
+      if (op_frees(op.kind)) now -= mine, mine = 0;
+    }
+    peaks.push_back(most);
+  }
+  return peaks;
 }
 
 int max_alive_microbatches(const Schedule& s) {
@@ -44,7 +109,7 @@ int64_t work_ns(const StageCost& st) { return st.forward_ns + st.backward_input_
 
 }  // namespace
 
-int64_t zero_bubble_cap_bound_ns(const CostModel& c, const Hardware& h, int cap, int M) {
+int64_t zero_bubble_cap_bound_ns(const CostModel& c, const Hardware& h, int cap, int M, int64_t last_budget) {
   const int K = static_cast<int>(c.stages.size());
   int64_t bound = 0;
   for (const StageCost& st : c.stages) bound = std::max(bound, M * work_ns(st));
@@ -52,7 +117,10 @@ int64_t zero_bubble_cap_bound_ns(const CostModel& c, const Hardware& h, int cap,
   int64_t chain = 0;
   for (int s = 0; s + 1 < K; ++s) chain += c.stages[s].forward_ns + c.stages[s].backward_input_ns + 2 * hop_ns(c, h, s);
   const StageCost& last = c.stages[K - 1];
-  const int64_t device0 = chain + M * work_ns(last) - std::min(cap, M) * last.backward_weight_ns +
+  int64_t waiting = std::min(cap, M);  // W passes device K-1 may hold after its last I
+  const int64_t need = last.activation_bytes - last.freed_at_input_bytes;
+  if (last_budget > 0 && need > 0) waiting = std::min<int64_t>(waiting, 1 + std::max<int64_t>(0, last_budget - last.activation_bytes) / need);
+  const int64_t device0 = chain + M * work_ns(last) - waiting * last.backward_weight_ns +
                           c.stages[0].backward_weight_ns;
   return std::max(bound, device0);
 }
@@ -90,7 +158,7 @@ class Search {
   // `budget` simulations at most: a count, not a clock, so the result never depends on the machine.
   Search(const CostModel& c, const Hardware& h, int cap, int M, const ZeroBubbleSearchOptions& o)
       : c_(c), h_(h), cap_(cap), M_(M), budget_(std::max(1, o.max_evaluations)),
-        order_budget_(std::max(0, o.max_order_evaluations)) {
+        order_budget_(std::max(0, o.max_order_evaluations)), bytes_(o.activation_budget_bytes) {
     K_ = static_cast<int>(c.position_device.size());
     base_ = ListPolicy::unit(stage_device_map(ScheduleKind::ZeroBubbleAuto, K_, 1), M);
     for (int s = 0; s < K_; ++s) {
@@ -98,14 +166,29 @@ class Search {
       base_.input_ns[s] = c.stages[s].backward_input_ns;
       base_.weight_ns[s] = c.stages[s].backward_weight_ns;
       if (s + 1 < K_) base_.hop_ns = std::max(base_.hop_ns, hop_ns(c, h, s));
+      if (!bytes_.empty()) {
+        base_.stash_bytes.push_back(c.stages[s].activation_bytes);
+        base_.freed_at_input_bytes.push_back(c.stages[s].freed_at_input_bytes);
+      }
     }
+    base_.max_bytes = bytes_;
+  }
+
+  // Whether `s` keeps every device within the byte budget (always, without one).
+  bool within_bytes(const Schedule& s) const {
+    if (bytes_.empty()) return true;
+    const std::vector<int64_t> peaks = peak_stash_bytes(s, c_);
+    for (std::size_t d = 0; d < peaks.size(); ++d) {
+      if (peaks[d] > bytes_[d]) return false;
+    }
+    return true;
   }
 
   // (longest span, step) of `s` from one timeline-free simulation, with each op's start
   // in `starts` (flat: device by device); invalid when the budget is spent, the order
   // holds more than the cap or cannot finish.
   Score score(const Schedule& s, std::vector<int64_t>& starts) {
-    if (evaluations_ >= budget_ || max_alive_microbatches(s) > cap_) return {};
+    if (evaluations_ >= budget_ || max_alive_microbatches(s) > cap_ || !within_bytes(s)) return {};
     ++evaluations_;
     SimOptions o;
     o.record_timeline = false;
@@ -151,9 +234,13 @@ class Search {
     p.forward_first = forward_first;
     p.weight_lookahead = lookahead;
     for (int d = 0; d < K_; ++d) {
-      const int depth = depth_kind == 0 ? K_ - d : depth_kind == 1 ? 2 * (K_ - d) - 1 : cap_;
+      // Under a byte budget the deepest warm-up is as many whole stashes as it holds.
+      const int fit = bytes_.empty() || c_.stages[d].activation_bytes <= 0
+                          ? cap_
+                          : static_cast<int>(std::min<int64_t>(cap_, bytes_[d] / c_.stages[d].activation_bytes));
+      const int depth = depth_kind == 0 ? K_ - d : depth_kind == 1 ? 2 * (K_ - d) - 1 : fit;
       p.max_alive[d] = std::min(cap_, M_);
-      p.max_warmup[d] = std::max(1, std::min({depth, cap_, M_}));
+      p.max_warmup[d] = std::max(1, std::min({depth, fit, M_}));
     }
     return p;
   }
@@ -174,7 +261,10 @@ class Search {
       }
     }
     offer(make_1f1b(K_, M_), "1f1b", nullptr);
-    if (!best_score_.valid()) throw InputError("--max-inflight " + std::to_string(cap_) + ": no schedule fits");
+    if (!best_score_.valid()) {
+      throw InputError(bytes_.empty() ? "--max-inflight " + std::to_string(cap_) + ": no schedule fits"
+                                      : "--activation-budget: no schedule fits the byte budget");
+    }
   }
 
   // Coordinate descent on the per-device warm-up depth of the best list policy.
@@ -207,7 +297,8 @@ class Search {
       int64_t bound = 0;
       for (const StageCost& st : c_.stages) bound = std::max(bound, M_ * work_ns(st));
       report->bound_ns = bound;
-      report->cap_bound_ns = zero_bubble_cap_bound_ns(c_, h_, cap_, M_);
+      report->cap_bound_ns = zero_bubble_cap_bound_ns(c_, h_, cap_, M_, bytes_.empty() ? 0 : bytes_.back());
+      report->peak_stash_bytes = peak_stash_bytes(best_, c_);
       report->evaluations = evaluations_;
       report->order_moves = order_moves_;
       report->start = best_label_;
@@ -234,6 +325,7 @@ class Search {
   const int cap_, M_;
   int budget_;
   const int order_budget_;
+  const std::vector<int64_t> bytes_;  // per device: the byte budget (empty: none)
   int K_ = 0;
   ListPolicy base_, best_policy_;
   Schedule best_;
@@ -355,6 +447,29 @@ void Search::order_search() {
 
 }  // namespace
 
+namespace {
+
+// A byte budget is >= 0 and holds one micro-batch's stash of every stage on its device.
+void check_budget(const CostModel& c, const std::vector<int64_t>& budget) {
+  if (budget.empty()) return;
+  if (budget.size() != c.position_device.size()) {
+    throw InputError("--activation-budget: expected one budget per device (" + std::to_string(c.position_device.size()) +
+                     "), got " + std::to_string(budget.size()));
+  }
+  for (std::size_t d = 0; d < budget.size(); ++d) {
+    if (budget[d] < 0) {
+      throw InputError("--activation-budget: expected a number of bytes >= 0, got " + std::to_string(budget[d]));
+    }
+    const int64_t stash = c.stages[d].activation_bytes;
+    if (budget[d] < stash) {
+      throw InputError("--activation-budget: " + std::to_string(budget[d]) + " bytes is below one micro-batch's stash on " +
+                       "device " + std::to_string(d) + " (" + std::to_string(stash) + " bytes of activations)");
+    }
+  }
+}
+
+}  // namespace
+
 Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches,
                             ZeroBubbleSearchReport* report, const ZeroBubbleSearchOptions& options) {
   if (max_inflight < 1) {
@@ -365,6 +480,7 @@ Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, in
                      " stages on " + std::to_string(costs.position_device.size()) + " devices");
   }
   check_schedule_spec({ScheduleKind::ZeroBubbleAuto, static_cast<int>(costs.stages.size()), microbatches, 1});
+  check_budget(costs, options.activation_budget_bytes);
   Search search(costs, hardware, max_inflight, microbatches, options);
   search.constructive();
   search.policy_search(3);

@@ -108,6 +108,10 @@ def _define():
                  "forward_ms": per_batch_ms, "backward_ms": per_batch_ms,
                  "activation_bytes": dict(per_batch_b, description="kept for backward per micro-batch, bytes, one per batch size"),
                  "output_bytes": dict(per_batch_b, description="handed to the next layer, bytes, one per batch size"),
+                 "weight_grad_bytes": dict(per_batch_b, description="optional: the part of activation_bytes the "
+                                           "weight gradient W still needs after the input gradient I (I frees the "
+                                           "rest under split backward), bytes, one per batch size, at most "
+                                           "activation_bytes; absent: I frees nothing"),
                  "parameter_bytes": integer(0, MAXB),
                  "backward_input_ms": per_batch_ms, "backward_weight_ms": per_batch_ms,
                  "workspace_bytes": obj({k: per_batch_b for k in WORKSPACE_KEYS}, list(WORKSPACE_KEYS),
@@ -159,8 +163,14 @@ def _define():
     plan_props = dict(fmt_props("plan"),
         profile=string("profile path, relative to the plan file"),
         batch_size=integer(1, 2**40), microbatches=integer(1, 2**30, "must divide batch_size"),
-        schedule=obj({"kind": string("gpipe, 1f1b, interleaved, zb-h1, ..."), "chunks": integer(1, 64)}, ["kind"]),
+        schedule=obj({"kind": string("gpipe, 1f1b, interleaved, zb-h1, ..."), "chunks": integer(1, 64),
+                      "max_inflight": integer(1, 2**20, "zb-auto: micro-batches alive per position"),
+                      "activation_budget_bytes": integer(1, 2**62, "zb-auto: stash bytes each position may hold at "
+                                                         "once (absent: what the device memory leaves)")}, ["kind"]),
         recompute={"type": "boolean"},
+        optimizer_step={"enum": ["synchronized", "post-validation"],
+                        "description": "optional, default synchronized: where a flushed step ends (post-validation: "
+                                       "each position steps after its own last W or B and runs on)"},
         optimizer=obj({"state_bytes_per_parameter_byte": number(0, 64)}, ["state_bytes_per_parameter_byte"]),
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
                           "devices": array(integer(0), "hardware devices; more than one: replicated", 1)},
@@ -225,6 +235,8 @@ def _define():
             step_time_ms=number(0, 1e12), throughput_samples_per_s=number(0), bubble_fraction=number(-1, 1),
             simulated_ops=integer(0),
             weight_update=string("asynchronous schedules: stash (pipedream) or double-buffer (2bw); absent: flush"),
+            optimizer_step={"enum": ["post-validation"],
+                            "description": "a flushed schedule simulated with post-validation; absent: synchronized"},
             steps=integer(2, desc="several steps (simulate --steps N, or an asynchronous run): the keys below come with it"),
             total_time_ms=number(0, 1e12), step_end_ms=array(number(0, 1e12)),
             steady_state_step_time_ms=number(0, 1e12), steady_state_throughput_samples_per_s=number(0),

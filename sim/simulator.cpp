@@ -36,6 +36,8 @@ struct LinkState {
 // else), looked up once per (kind, stage) instead of once per op.
 struct OpRule {
   int64_t duration_ns = 0;
+  int64_t release_bytes = 0;  // op_release_bytes: what I frees of the stash
+  int64_t receive_block_ns = 0;  // blocking p2p: a receive from another device holds the device this long
   std::optional<Message> receives, sends;
 };
 
@@ -122,7 +124,13 @@ class PipelineSim {
     for (int k = 0; k < kOpKinds; ++k) {
       for (int st = 0; st < S_; ++st) {
         const Op op{static_cast<OpKind>(k), st, 0};
-        rules_[rule_index(op)] = {op_duration_ns(op.kind, c_.stages[st]), op_receives(op, S_), op_sends(op, S_)};
+        OpRule& rule = rules_[rule_index(op)];
+        rule = {op_duration_ns(op.kind, c_.stages[st]), op_release_bytes(op.kind, c_.stages[st]), 0,
+                op_receives(op, S_), op_sends(op, S_)};
+        if (blocking_ && rule.receives && s.stage_device[rule.receives->from_stage] != s.stage_device[st]) {
+          const CutLink& l = cut_link_[rule.receives->cut()];
+          rule.receive_block_ns = l.busy_ns + l.latency_ns;
+        }
       }
     }
     first_op_.assign(K_ + 1, 0);
@@ -183,6 +191,13 @@ class PipelineSim {
     PS_INVARIANT(current_act_[d] >= 0, "a device freed more than it held");
   }
 
+  // Part of the stash (I: what W does not need).
+  void release(int d, std::size_t i, int64_t bytes) {
+    held_[i] -= bytes;
+    current_act_[d] -= bytes;
+    PS_INVARIANT(held_[i] >= 0 && current_act_[d] >= 0, "a device freed more than it held");
+  }
+
   // What the op leaves held for its (stage, micro-batch), or frees: the total's side of charge/release.
   void hold(int d, const Op& op) {
     const std::size_t i = idx(op.stage, op.microbatch);
@@ -213,7 +228,7 @@ class PipelineSim {
           waiting_[d] = 1;
           break;
         }
-        start = std::max(start, at);
+        start = std::max(start + rule.receive_block_ns, at);
       }
       const StageCost& cost = c_.stages[op.stage];
       int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
@@ -233,10 +248,20 @@ class PipelineSim {
       }
       if (!versions_.empty()) versions_[op.stage]->use(op);
       now_ = free_at = start + dur;
-      if (op_frees(op.kind)) release(d, idx(op.stage, op.microbatch));
+      if (op_frees(op.kind)) {
+        release(d, idx(op.stage, op.microbatch));
+      } else if (rule.release_bytes > 0) {
+        release(d, idx(op.stage, op.microbatch), rule.release_bytes);
+      }
       hold(d, op);
-      if (rule.sends) send(*rule.sends, op.microbatch, first + i);
+      if (rule.sends) {
+        const int64_t sent = send(*rule.sends, op.microbatch, first + i);
+        if (blocking_) free_at = std::max(free_at, sent);  // the sender waits for its tensor to arrive
+      }
       if (!versions_.empty()) free_at = update_weights(d, op, free_at);
+      if (post_validation_ && (i + 1 == ops.size() || s_.step_of(ops[i + 1].microbatch) != s_.step_of(op.microbatch))) {
+        free_at = step_optimizer(d, free_at);  // the device's own step boundary
+      }
       if (s_.steps > 1) {  // one step ends with the run (make_report): no per-op division then
         int64_t& step_end = step_end_[s_.step_of(op.microbatch)];
         step_end = std::max(step_end, free_at);
@@ -246,7 +271,30 @@ class PipelineSim {
     free_at_[d] = free_at;
     end_ = std::max(end_, free_at);
     now_ = free_at;
-    if (i == ops.size() && !ops.empty() && versions_.empty() && !start_allreduce(d)) start_optimizer(d, now_);
+    if (i == ops.size() && !ops.empty() && versions_.empty() && !post_validation_ && !start_allreduce(d)) {
+      start_optimizer(d, now_);
+    }
+  }
+
+  // Post-validation: right after the device's last op of a step, a replicated position's
+  // gradient all-reduce among its replicas (as start_allreduce), then its optimizer step,
+  // on its own track; returns when the device is free for the next step's ops.
+  int64_t step_optimizer(int d, int64_t at) {
+    const std::vector<int>& devices = c_.position_devices[d];
+    const int r = static_cast<int>(devices.size());
+    if (r >= 2) {
+      int64_t grad_bytes = 0;
+      for (int st : stages_of_[d]) grad_bytes += c_.stages[st].parameter_bytes;
+      if (c_.transients_counted) peak_total_[d] = std::max(peak_total_[d], current_total_[d] + allreduce_buffer_bytes(grad_bytes, r));
+      const int64_t ring = allreduce_ns(h_.ring_link(devices), grad_bytes, r);
+      if (recorder_) recorder_->allreduce(d, 0, at, ring);
+      at += ring;
+    }
+    int64_t dur = 0;
+    for (int st : stages_of_[d]) dur += c_.stages[st].optimizer_ns;
+    if (recorder_ && dur > 0) recorder_->optimizer(d, 0, at, dur);
+    end_ = std::max(end_, at + dur);
+    return at + dur;
   }
 
   // Asynchronous schedules: the end of an op that frees a micro-batch may update its
@@ -279,12 +327,13 @@ class PipelineSim {
     return other_links_[{from, to}];
   }
 
-  // `flat` is the sending op's index (for its link jitter factor).
-  void send(const Message& msg, int mb, std::size_t flat) {
+  // `flat` is the sending op's index (for its link jitter factor). Returns when the
+  // tensor has arrived (now, on the same device).
+  int64_t send(const Message& msg, int mb, std::size_t flat) {
     const int from = s_.stage_device[msg.from_stage], to = s_.stage_device[msg.to_stage];
     if (from == to) {  // same device: the tensor is already there
       arrival(msg.kind, msg.to_stage, mb) = now_;
-      return;
+      return now_;
     }
     LinkState& state = link_state(from, to);
     const int64_t start = std::max(now_, state.free_at);
@@ -303,6 +352,7 @@ class PipelineSim {
       waiting_[to] = 0;
       runnable_.push_back(to);
     }
+    return at;
   }
 
   // The optimizer step ends the device's step: after its last op, or after the all-reduce.
@@ -349,6 +399,7 @@ class PipelineSim {
     r.memory_limit_bytes = h_.memory_bytes;
     r.microbatches = s_.step_microbatches();
     r.weight_update = to_string(s_.weight_update);
+    if (post_validation_) r.optimizer_step = to_string(OptimizerStep::PostValidation);
     r.simulated_ops = static_cast<int64_t>(s_.num_ops());
     step_end_.back() = end_;  // the last step ends with the run (its last transfer or optimizer step)
     set_step_ends(r, step_end_);
@@ -383,6 +434,14 @@ class PipelineSim {
       r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
                         "each take half of backward_ms");
     }
+    if (s_.has_split_backward()) {
+      r.notes.push_back(c_.weight_grad_counted
+                            ? "split backward: I frees what W does not need of a micro-batch's stash (activation_bytes "
+                              "- weight_grad_bytes), W frees the rest (core/op_rules.h)"
+                            : "split backward: the profile has no weight_grad_bytes, so I frees nothing and a "
+                              "micro-batch's whole stash lives until its W (an upper bound: a runtime that frees at "
+                              "I holds less)");
+    }
     if (!c_.extrapolation_note.empty()) r.notes.push_back(c_.extrapolation_note);
     if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
     if (s_.asynchronous()) {
@@ -393,6 +452,15 @@ class PipelineSim {
                                            : "2BW: step t runs on version t-1; W(t+1) = W(t) - lr g(t), one "
                                              "optimizer step per step") +
                         "); peak memory counts the extra weight versions (weight_versions)");
+    }
+    if (blocking_) {
+      r.notes.push_back("p2p: blocking (as Megatron-LM without --overlap-p2p-communication): a sender waits until "
+                        "its tensor has arrived and a receive holds the device for the transfer's time");
+    }
+    if (post_validation_) {
+      r.notes.push_back("optimizer step: post-validation (each position steps its optimizer after its own last op of "
+                        "the step and runs on into the next step; the global gradient-norm and finite check runs "
+                        "behind it and would roll a failed step back, which is not simulated)");
     }
     if (c_.transients_counted) {
       r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations + transients "
@@ -412,6 +480,8 @@ class PipelineSim {
   const Hardware& h_;
   const SimOptions& o_;
   const int K_, S_, M_;
+  const bool post_validation_ = o_.optimizer_step == OptimizerStep::PostValidation && !s_.asynchronous();
+  const bool blocking_ = o_.p2p == P2p::Blocking;
   const std::vector<std::vector<int>> stages_of_ = [this] {
     std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.devices()));
     for (int st = 0; st < s_.stages(); ++st) out[s_.stage_device[st]].push_back(st);
@@ -476,9 +546,36 @@ void repeat_step(StepReport& r, int steps) {
 
 }  // namespace
 
+// A flushed schedule's op lists repeated `steps` times without a flush: step t's
+// micro-batch n is t M + n (post-validation runs the steps as one op list).
+static Schedule unroll_steps(const Schedule& s, int steps) {
+  Schedule u = s;
+  const int M = s.microbatches();
+  u.steps = steps;
+  u.num_microbatches = M * steps;
+  u.overlapped_backwards.clear();
+  for (std::size_t d = 0; d < s.device_ops.size(); ++d) {
+    std::vector<Op>& ops = u.device_ops[d];
+    ops.clear();
+    ops.reserve(s.device_ops[d].size() * steps);
+    for (int t = 0; t < steps; ++t) {
+      for (Op op : s.device_ops[d]) ops.push_back({op.kind, op.stage, op.microbatch + t * M});
+    }
+  }
+  for (int t = 0; t < steps; ++t) {
+    for (Op op : s.overlapped_backwards) u.overlapped_backwards.push_back({op.kind, op.stage, op.microbatch + t * M});
+  }
+  std::sort(u.overlapped_backwards.begin(), u.overlapped_backwards.end(),
+            [](const Op& a, const Op& b) { return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch); });
+  return u;
+}
+
 StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hardware& hardware,
                     const SimOptions& options) {
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
+  if (options.optimizer_step == OptimizerStep::PostValidation && !schedule.asynchronous() && options.steps > 1) {
+    return PipelineSim(unroll_steps(schedule, options.steps), costs, hardware, options).run();
+  }
   StepReport r = PipelineSim(schedule, costs, hardware, options).run();
   if (!schedule.asynchronous() && options.steps > 1) repeat_step(r, options.steps);
   return r;

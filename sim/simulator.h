@@ -3,7 +3,8 @@
 // in order; an op starts when the device is free and its input (activation from the
 // previous stage, or gradient from the next) has arrived. Transfers take
 // latency + bytes / bandwidth and serialise on each directed link; they overlap
-// compute. Time is integer nanoseconds and never goes backwards.
+// compute (or block the devices: SimOptions::p2p). Time is integer nanoseconds and never
+// goes backwards.
 //   Schedule s = make_1f1b(4, 32);
 //   StepReport p = simulate(s, costs, hardware);
 #pragma once
@@ -18,6 +19,13 @@
 #include <vector>
 
 namespace pipescope {
+
+// How point-to-point transfers meet compute: Overlapped, on links beside compute (the
+// tensor leaves when its op ends; the device runs on); Blocking, as Megatron-LM's default
+// p2p (batched isend/irecv waited on the compute stream, no --overlap-p2p-communication):
+// a sender is busy until its tensor has arrived, and an op that receives from another
+// device starts no earlier than its device's free time plus the transfer's time.
+enum class P2p : uint8_t { Overlapped, Blocking };
 
 // Per-op arrays below are indexed by the flat op index: device d's op i is
 // op_offset(schedule, d) + i (devices in order, each device's ops in its order).
@@ -37,6 +45,12 @@ struct SimOptions {
   // timeline every step. Asynchronous schedules hold their steps in their op lists
   // (Schedule::steps) and ignore this.
   int steps = 1;
+  // Where a flushed step ends (core/plan.h): synchronized, as above; post-validation,
+  // each device steps its optimizer after its own last op of the step and runs on into
+  // the next step's ops (the `steps` steps simulated as one op list, micro-batch
+  // n of step t numbered t M + n in the timeline). Asynchronous schedules ignore it.
+  OptimizerStep optimizer_step = OptimizerStep::Synchronized;
+  P2p p2p = P2p::Overlapped;
 };
 
 // Where device d's ops begin in the per-op arrays of SimOptions.

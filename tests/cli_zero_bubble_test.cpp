@@ -43,6 +43,59 @@ TEST(CliZeroBubble, RequirementsAreRefusedWithExit2) {
 }
 
 // Every schedule by default, zb-auto (an order searched per candidate) included.
+// --activation-budget: a negative budget, one below a micro-batch's stash and a budget
+// for another schedule exit 2 naming the flag; a budget that holds the stashes runs.
+TEST(CliZeroBubble, ActivationBudgetIsCheckedAndNamed) {
+  const std::string base = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-auto --activation-budget ";
+  for (const auto& [value, expect] : {std::pair<std::string, std::string>{"-5", "--activation-budget: expected a number of bytes >= 0"},
+                                      {"1", "--activation-budget: 1 bytes is below one micro-batch's stash on device"},
+                                      {"0", "--activation-budget: 0 bytes is below one micro-batch's stash"}}) {
+    const Result r = run(base + value);
+    EXPECT_EQ(r.code, 2) << value << ": " << r.out;
+    EXPECT_NE(r.out.find(expect), std::string::npos) << r.out;
+  }
+  const Result other = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --activation-budget 100000");
+  EXPECT_EQ(other.code, 2) << other.out;
+  EXPECT_NE(other.out.find("--activation-budget: only zb-auto takes a byte budget"), std::string::npos) << other.out;
+  const Result fits = run(base + "1000000000 --json");
+  EXPECT_EQ(fits.code, 0) << fits.out;
+}
+
+// --optimizer-step: post-validation over 4 steps reports a steady state no slower than
+// synchronized's; run refuses it (the executor steps synchronized only) and pipedream
+// refuses it (no flush), both with exit 2 naming the flag; plan takes it.
+TEST(CliZeroBubble, OptimizerStepPostValidation) {
+  const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --steps 4 --json";
+  const Result pv = run(sim + " --optimizer-step post-validation");
+  ASSERT_EQ(pv.code, 0) << pv.out;
+  EXPECT_NE(pv.out.find("optimizer step: post-validation"), std::string::npos) << pv.out;
+  EXPECT_NE(pv.out.find("steady_state_step_time_ms"), std::string::npos) << pv.out;
+  EXPECT_NE(pv.out.find("\"optimizer_step\": \"post-validation\""), std::string::npos) << pv.out;
+  const Result bad = run(sim + " --optimizer-step eventually");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--optimizer-step"), std::string::npos) << bad.out;
+  const Result runs = run("run --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --optimizer-step post-validation");
+  EXPECT_EQ(runs.code, 2) << runs.out;
+  EXPECT_NE(runs.out.find("--optimizer-step post-validation: the executor runs synchronized steps only"), std::string::npos)
+      << runs.out;
+  const Result async = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule pipedream --optimizer-step post-validation");
+  EXPECT_EQ(async.code, 2) << async.out;
+  EXPECT_NE(async.out.find("--optimizer-step post-validation: pipedream"), std::string::npos) << async.out;
+  const Result plan = run("plan --profile " + kProfile + " -D 2 -N 8 --schedules 1f1b,zb-h1 --optimizer-step post-validation");
+  EXPECT_EQ(plan.code, 0) << plan.out;
+}
+
+// --p2p blocking is a simulate flag; the notes say so; another value is refused by name.
+TEST(CliZeroBubble, BlockingP2p) {
+  const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule 1f1b --json --p2p ";
+  const Result blocking = run(sim + "blocking");
+  ASSERT_EQ(blocking.code, 0) << blocking.out;
+  EXPECT_NE(blocking.out.find("p2p: blocking"), std::string::npos) << blocking.out;
+  const Result bad = run(sim + "sometimes");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--p2p"), std::string::npos) << bad.out;
+}
+
 TEST(CliZeroBubble, PlanConsidersEveryScheduleByDefault) {
   const Result help = run("plan --help");
   EXPECT_NE(help.out.find("gpipe,1f1b,interleaved,zb-h1,zb-h2,zb-v,dualpipev,zb-auto"), std::string::npos) << help.out;

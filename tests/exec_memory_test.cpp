@@ -87,6 +87,67 @@ TEST(ExactMemory, ProfiledModelHasWorkspace) {
   EXPECT_EQ(head.backward_weight[0], 0);
 }
 
+// What W still needs after I, measured (core/op_rules.h's weight_grad_bytes) at
+// micro-batch 1, sequence 4 (rows = 4, 4 bytes per float):
+//   head linear 24 -> 8: stashes its input, 4 x 24 x 4 = 384 bytes, and W reads it all;
+//   gelu (24 features): stashes its input (384) and W (it has none) reads nothing: 0;
+//   mlp block (hidden 16, ffn 32): LayerNorm x 256 + mean 16 + rstd 16, fc1's input 256,
+//   GELU's input 512, fc2's input 512 = 1568 kept; W reads all but GELU's: 1056.
+TEST(ExactMemory, ProfiledModelHasWeightGradBytes) {
+  const Profile profile = measured_profile();
+  ASSERT_TRUE(profile.has_weight_grad_bytes());
+  const LayerProfile& head = profile.layers[7];
+  EXPECT_EQ(head.activation_bytes[0], 384);
+  EXPECT_EQ(head.weight_grad_bytes[0], 384);
+  const LayerProfile& gelu = profile.layers[6];
+  EXPECT_EQ(gelu.activation_bytes[0], 384);
+  EXPECT_EQ(gelu.weight_grad_bytes[0], 0);
+  const LayerProfile& mlp = profile.layers[1];
+  EXPECT_EQ(mlp.activation_bytes[0], 1568);
+  EXPECT_EQ(mlp.weight_grad_bytes[0], 1056);
+}
+
+// I frees for real on the executor. ZB-H1 and ZB-H2 (K = 2) peak at their warm-up,
+// before any I, so for them the release changes no peak but every memory number must
+// still agree; on one device running F I F I F I W W W over all 8 layers, F2 starts
+// holding two micro-batches past their I, so the peak activations are
+// 3 S - 2 (S - W_need) = S + 2 W_need (S: the stash, W_need: its weight_grad_bytes), below the 3 S
+// the same profile without weight_grad_bytes predicts; tracked equals predicted.
+TEST(ExactMemory, IFreesWhatWDoesNotNeed) {
+  const Profile profile = measured_profile();
+  Profile whole_stash = profile;
+  for (LayerProfile& l : whole_stash.layers) l.weight_grad_bytes.clear();
+  for (auto [kind, M] : {std::pair{ScheduleKind::ZeroBubbleH1, 4}, std::pair{ScheduleKind::ZeroBubbleH2, 6}}) {
+    PlanChoice choice;
+    choice.stages = 2;
+    choice.microbatches = M;
+    choice.microbatch_size = 2;
+    choice.schedule = kind;
+    choice.partition = "uniform";
+    const Plan plan = make_plan(profile, choice);
+    const Schedule s = schedule_for(plan);
+    expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report, to_string(kind) + " with weight_grad_bytes");
+  }
+  using K = OpKind;
+  Schedule one;
+  one.num_microbatches = 3;
+  one.stage_device = {0};
+  one.device_ops = {{{K::Forward, 0, 0}, {K::BackwardInput, 0, 0}, {K::Forward, 0, 1}, {K::BackwardInput, 0, 1},
+                     {K::Forward, 0, 2}, {K::BackwardInput, 0, 2}, {K::BackwardWeight, 0, 0},
+                     {K::BackwardWeight, 0, 1}, {K::BackwardWeight, 0, 2}}};
+  Plan plan;
+  plan.microbatches = 3;
+  plan.batch_size = 6;
+  plan.stages = {{0, profile.num_layers(), {0}}};
+  int64_t S = 0, need = 0;
+  for (int l = 0; l < profile.num_layers(); ++l) S += profile.activation_bytes(l, 2), need += profile.weight_grad_bytes(l, 2);
+  const StepReport freed = predict(profile, plan, one);
+  EXPECT_EQ(freed.stages[0].peak_activation_bytes, S + 2 * need);
+  EXPECT_EQ(predict(whole_stash, plan, one).stages[0].peak_activation_bytes, 3 * S);
+  EXPECT_LT(need, S);
+  expect_memory_equal(freed, run_once(profile, plan, one).report, "F I F I F I W W W with weight_grad_bytes");
+}
+
 TEST(ExactMemory, EveryBuiltInScheduleKOneToFour) {
   const Profile profile = measured_profile();
   int runs = 0, with_transients = 0;

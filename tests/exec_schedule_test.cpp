@@ -106,15 +106,18 @@ TEST(ExecSchedule, RandomOrdersRunWithExactGradientsAndPeaks) {
 }
 
 TEST(ExecSchedule, NewZeroBubbleSchedulesRunWithExactGradientsAndPeaks) {
-  // zb-h2, zb-v, dualpipev (mixed B and I/W per op) and zb-auto (searched on the
-  // measured profile's costs) over the tiny GPT's 8 layers: K x v stages divide 8.
+  // zb-h1, zb-h2, zb-v, dualpipev (mixed B and I/W per op) and zb-auto (searched on the
+  // measured profile's costs) over the tiny GPT's 8 layers: K x v stages divide 8. The
+  // measured profile has weight_grad_bytes, so each I frees for real (exec/layer.h).
   const Profile profile = measured_profile();
   struct Case {
     ScheduleKind kind;
     int K, M;
     bool recompute;
   };
-  for (const Case& c : {Case{ScheduleKind::ZeroBubbleH2, 2, 5, false}, Case{ScheduleKind::ZeroBubbleH2, 4, 3, true},
+  ASSERT_TRUE(profile.has_weight_grad_bytes());  // so every I below frees what its W does not need
+  for (const Case& c : {Case{ScheduleKind::ZeroBubbleH1, 2, 4, false}, Case{ScheduleKind::ZeroBubbleH1, 4, 5, true},
+                        Case{ScheduleKind::ZeroBubbleH2, 2, 5, false}, Case{ScheduleKind::ZeroBubbleH2, 4, 3, true},
                         Case{ScheduleKind::ZeroBubbleV, 2, 4, false}, Case{ScheduleKind::ZeroBubbleV, 4, 2, true},
                         Case{ScheduleKind::DualPipeV, 2, 4, false}, Case{ScheduleKind::DualPipeV, 4, 8, false},
                         Case{ScheduleKind::DualPipeV, 2, 5, true}, Case{ScheduleKind::ZeroBubbleAuto, 4, 6, false}}) {

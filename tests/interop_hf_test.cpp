@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/hf_config.h"
 #include "core/hf_profile.h"
+#include "core/synth_profile.h"
 
 using namespace pipescope;
 
@@ -214,6 +215,44 @@ TEST(HfProfile, LayerTimesAreFlopsOverAchievedPeak) {
   const double allreduce = 4096.0 * 4096 * 2 / 450e6 + 2 * 5e-3;
   EXPECT_NEAR(tp.forward_ms(1, 1.0), f.forward() / 2 / flops_per_ms + 2 * allreduce, 1e-9);
   EXPECT_EQ(tp.layers[1].parameter_bytes, (count_parameters(m).attention + count_parameters(m).mlp) / 2 * 2 + 2 * 4096 * 2);
+}
+
+// weight_grad_bytes, tensor by tensor: per token the two RMSNorm inputs 2h, the QKV
+// input h, o_proj's input A and the MLP's input h, down_proj's input f: 2*4096 + 4096 +
+// 4096 + 4096 + 14336 = 34,816 elements of the 69,632 kept (x s = 4096 x 2 bytes).
+TEST(HfProfile, WeightGradBytesAreTheWeightedLayersInputs) {
+  HfModel m = load_hf_model(hf("llama-3-8b.json"));
+  EXPECT_DOUBLE_EQ(decoder_layer_weight_grad_bytes(m, 4096, 2, 1), 34816.0 * 4096 * 2);
+  HfProfileOptions o;
+  o.sequence = 4096;
+  const Profile p = make_hf_profile(m, load_gpu_spec(gpu("h100-sxm")), o);
+  EXPECT_EQ(p.weight_grad_bytes(1, 2.0), int64_t{2} * 34816 * 4096 * 2);
+  EXPECT_EQ(p.activation_bytes(1, 1.0), int64_t{69632} * 4096 * 2);
+  // The head's W reads the final norm's and its own input, not the fp32 logits.
+  EXPECT_EQ(p.weight_grad_bytes(33, 1.0), int64_t{2} * 4096 * 4096 * 2);
+}
+
+// optimizer_ms: Adam in place moves (3 + 2 x 2) x parameter bytes (reads weights,
+// gradients, two moments; writes weights and moments) at the GPU file's HBM bandwidth.
+// A Llama-3-8B decoder layer: 2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096
+// = 218,112,000 parameters, 436,224,000 bytes in bf16; 7 x that = 3,053,568,000 bytes
+// over 3,350 GB/s (H100 SXM) = 0.911512836 ms.
+TEST(HfProfile, OptimizerTimeIsAdamsBytesOverTheHbmBandwidth) {
+  HfModel m = load_hf_model(hf("llama-3-8b.json"));
+  HfProfileOptions o;
+  o.sequence = 4096;
+  const Profile p = make_hf_profile(m, load_gpu_spec(gpu("h100-sxm")), o);
+  ASSERT_TRUE(p.has_optimizer_time());
+  EXPECT_EQ(p.layers[1].parameter_bytes, 436224000);
+  EXPECT_NEAR(p.layers[1].optimizer_ms, 0.9115128358, 1e-9);
+  // profile synth gpt (h = 2048): a block's 12 h^2 + 13 h = 50,358,272 parameters, 100,716,544
+  // bytes; 7 x that over the H200's 4,800 GB/s = 0.146878293 ms.
+  GptSpec g;
+  g.layers = 1;
+  const Profile gpt = make_gpt_profile(g);
+  EXPECT_EQ(gpt.layers[1].parameter_bytes, 100716544);
+  EXPECT_NEAR(gpt.layers[1].optimizer_ms, 0.1468782933, 1e-9);
+  EXPECT_NEAR(adam_step_ms(1000000, 1.0), 7.0, 1e-12);  // 7 MB at 1 GB/s
 }
 
 TEST(HfProfile, RandomConfigsProfileParametersSumToTheCount) {

@@ -177,6 +177,80 @@ TEST(ZeroBubble, ZbAutoIsNeverWorseThanTheHandcraftedOnes) {
   }
 }
 
+TEST(ZeroBubble, ZbAutoUnderAByteBudgetIsNeverWorseThanTheHandcraftedOnes) {
+  // 120 random (K, M, times, latency, weight_grad share) cases, each stage keeping 1000
+  // bytes per micro-batch of which W needs a random part: zb-auto under a byte budget of
+  // K stashes per device (no count) is never worse than zb-h1, which holds at most K - d
+  // stashes on device d and so fits; under 2K-1 stashes never worse than zb-h2 (at most
+  // 2(K-d)-1). Its order keeps every device within the budget, and the order-only count
+  // (peak_stash_bytes) is the simulator's peak_activation_bytes.
+  std::mt19937_64 rng(2627);
+  for (int trial = 0; trial < 120; ++trial) {
+    const uint64_t seed = rng();
+    std::mt19937_64 r(seed);
+    const int K = 2 + static_cast<int>(r() % 6), M = 1 + static_cast<int>(r() % (4 * K));
+    const Times t{int64_t(100 + r() % 3000), int64_t(100 + r() % 3000), int64_t(50 + r() % 2000)};
+    const int64_t freed = static_cast<int64_t>(r() % 1001);  // of the 1000-byte stash, at I
+    Hardware h = Hardware::ideal(K);
+    h.link = {0.0, static_cast<double>(r() % 800) / 1000.0};
+    const std::string at = "seed " + std::to_string(seed) + " K=" + std::to_string(K) + " M=" + std::to_string(M) +
+                           " freed at I=" + std::to_string(freed);
+    for (auto [stashes, reference] : {std::pair{K, make_zb_h1(K, M)}, std::pair{2 * K - 1, make_zb_h2(K, M)}}) {
+      CostModel c = costs(reference, t);
+      for (StageCost& st : c.stages) st.freed_at_input_bytes = freed;
+      ZeroBubbleSearchOptions o;
+      o.activation_budget_bytes.assign(static_cast<std::size_t>(K), int64_t{1000} * stashes);
+      ZeroBubbleSearchReport report;
+      const Schedule s = search_zero_bubble(c, h, M, M, &report, o);
+      ASSERT_NO_THROW(validate_schedule(s)) << at;
+      const StepReport p = sim(s, c, h);
+      for (int d = 0; d < K; ++d) {
+        EXPECT_LE(report.peak_stash_bytes[d], 1000 * stashes) << at << " device " << d;
+        EXPECT_EQ(report.peak_stash_bytes[d], p.stages[d].peak_activation_bytes) << at << " device " << d;
+      }
+      EXPECT_LE(longest_span(p), longest_span(sim(reference, c, h))) << at << " budget " << stashes << " stashes";
+      EXPECT_LE(report.cap_bound_ns, longest_span(p)) << at;
+    }
+  }
+}
+
+// Equal times T_F = T_B = T_W = 1000 ns, free links, I freeing the whole stash (W needs
+// nothing): the warm-up still holds whole stashes, so a budget of K stashes reaches
+// ZB-H1's bubble (K-1)(T_F + T_B - T_W) = (K-1) 1000 ns and one of 2K stashes the bound
+// M (T_F + T_B + T_W), as the count form does at N = K and N = 2K.
+TEST(ZeroBubble, ZbAutoUnderByteBudgetsOfKAndTwoKStashes) {
+  for (int K : {2, 4}) {
+    const int M = 3 * K;
+    CostModel c = costs(make_zb_h1(K, M), {1000, 1000, 1000});
+    for (StageCost& st : c.stages) st.freed_at_input_bytes = st.activation_bytes;
+    for (int stashes : {K, 2 * K}) {
+      ZeroBubbleSearchOptions o;
+      o.activation_budget_bytes.assign(static_cast<std::size_t>(K), 1000 * int64_t{stashes});
+      ZeroBubbleSearchReport report;
+      search_zero_bubble(c, Hardware::ideal(K), M, M, &report, o);
+      EXPECT_EQ(report.span_ns, M * 3000 + (stashes == K ? (K - 1) * 1000 : 0)) << "K=" << K << " stashes=" << stashes;
+    }
+  }
+}
+
+TEST(ZeroBubble, ZbAutoRefusesAByteBudgetBelowOneStashOrNegative) {
+  const CostModel c = costs(make_zb_h1(2, 4), {1, 1, 1});
+  auto error = [&](std::vector<int64_t> budget) {
+    ZeroBubbleSearchOptions o;
+    o.activation_budget_bytes = std::move(budget);
+    try {
+      search_zero_bubble(c, Hardware::ideal(2), 4, 4, nullptr, o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error({-1, 5000}).find("--activation-budget: expected a number of bytes >= 0, got -1"), std::string::npos);
+  EXPECT_NE(error({5000, 999}).find("--activation-budget: 999 bytes is below one micro-batch's stash on device 1 (1000 bytes"),
+            std::string::npos)
+      << error({5000, 999});
+}
+
 TEST(ZeroBubble, ZbAutoWithTwoKReachesTheBoundWithEqualTimes) {
   // N >= 2K and free links, T_F = T_B = T_W: the search finds a zero-bubble order
   // (longest span = M (T_F + T_B + T_W), the bound it reports).
@@ -240,6 +314,60 @@ TEST(ZeroBubble, PlansGiveVShapesTwoChunksAndZbAutoItsCap) {
   a.max_inflight = 3;
   const Json j = plan_to_json(a);
   EXPECT_EQ(j["schedule"]["max_inflight"], 3);
+  // A post-validation step boundary is written only when it is not the default, and read back.
+  EXPECT_FALSE(j.contains("optimizer_step"));
+  Plan pv = v;
+  pv.optimizer_step = OptimizerStep::PostValidation;
+  EXPECT_EQ(plan_from_json(JsonReader::from_text(plan_to_json(pv).dump(), "rt")).optimizer_step, OptimizerStep::PostValidation);
+  // So does its byte budget; on another schedule, or below 1 byte, it is refused by name.
+  a.activation_budget_bytes = 123456;
+  EXPECT_EQ(plan_to_json(a)["schedule"]["activation_budget_bytes"], 123456);
+  EXPECT_NE(error(R"({"kind": "1f1b", "chunks": 1, "activation_budget_bytes": 3})").find("schedule.activation_budget_bytes: only zb-auto"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind": "zb-auto", "chunks": 1, "activation_budget_bytes": -3})").find("schedule.activation_budget_bytes"),
+            std::string::npos);
+}
+
+// zero_bubble_limits: --activation-budget B gives B bytes on every device and no count;
+// --max-inflight N alone the count N; neither, on hardware with memory, the bytes each
+// device's memory leaves: memory - static bytes (parameters x (2 + 2 Adam)) - the
+// transients of its largest op (none here: the profile has no workspace_bytes).
+// Without a memory size, the count K.
+TEST(ZeroBubble, ZbAutoLimitsComeFromTheFlagsOrTheMemory) {
+  UniformSpec u;
+  u.layers = 4;
+  u.batch_sizes = {1};
+  const Profile profile = make_uniform_profile(u);  // 4 MiB of parameters, 1 MiB of stash per layer
+  PlanChoice choice;
+  choice.stages = 2;
+  choice.microbatches = 8;
+  choice.schedule = ScheduleKind::ZeroBubbleAuto;
+  choice.partition = "uniform";
+  Plan plan = make_plan(profile, choice);
+  Hardware hw = Hardware::ideal(2);
+  hw.memory_bytes = int64_t{100} << 20;
+  const CostModel c = build_cost_model(profile, plan, hw);
+  ZeroBubbleLimits l = zero_bubble_limits(plan, c, hw);
+  EXPECT_EQ(l.max_inflight, 8);
+  // 100 MiB - 2 layers x 4 MiB x 4 = 68 MiB per device.
+  EXPECT_EQ(l.budget_bytes, (std::vector<int64_t>{int64_t{68} << 20, int64_t{68} << 20}));
+  plan.max_inflight = 3;
+  l = zero_bubble_limits(plan, c, hw);
+  EXPECT_EQ(l.max_inflight, 3);
+  EXPECT_TRUE(l.budget_bytes.empty());
+  plan.max_inflight = 0;
+  plan.activation_budget_bytes = 5 << 20;
+  l = zero_bubble_limits(plan, c, hw);
+  EXPECT_EQ(l.max_inflight, 8);
+  EXPECT_EQ(l.budget_bytes, (std::vector<int64_t>{5 << 20, 5 << 20}));
+  plan.activation_budget_bytes = 0;
+  l = zero_bubble_limits(plan, c, Hardware::ideal(2));
+  EXPECT_EQ(l.max_inflight, 2);
+  EXPECT_TRUE(l.budget_bytes.empty());
+  // The searched order keeps the 5 MiB: at most 2.5 stashes of 2 MiB (two layers) per device.
+  plan.activation_budget_bytes = 5 << 20;
+  const Schedule s = schedule_for_costs(plan, c, hw);
+  for (int64_t peak : peak_stash_bytes(s, c)) EXPECT_LE(peak, 5 << 20);
 }
 
 TEST(ZeroBubble, MakePlanPlacesVShapesAndTakesTheirChunks) {
