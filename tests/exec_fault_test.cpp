@@ -27,7 +27,7 @@ void expect_fault_stops_everyone_with(const std::string& wait, ScheduleKind kind
   c.microbatches = 4;
   c.schedule = kind;
   c.partition = "uniform";
-  Plan plan = make_plan(profile, c);
+  Plan plan = make_plan(profile, c).plan;
   Schedule schedule = schedule_for(plan);
   RunOptions o;
   o.steps = 3;
@@ -88,7 +88,7 @@ TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
   c.microbatch_size = 2;
   c.microbatches = 4;
   c.partition = "uniform";
-  Plan plan = make_plan(profile, c);
+  Plan plan = make_plan(profile, c).plan;
   Schedule schedule = schedule_for(plan);
   for (const char* wait : {"block", "spin"}) {
     RunOptions o;

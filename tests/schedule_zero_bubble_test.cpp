@@ -249,7 +249,7 @@ TEST(ZeroBubble, MakePlanPlacesVShapesAndTakesTheirChunks) {
   c.stages = 2;
   c.microbatches = 4;
   c.schedule = ScheduleKind::ZeroBubbleV;
-  const Plan plan = make_plan(p, c);
+  const Plan plan = make_plan(p, c).plan;
   EXPECT_EQ(plan.chunks, 2);
   EXPECT_EQ(plan.stage_positions(), (std::vector<int>{0, 1, 1, 0}));
   c.chunks = 3;

@@ -31,7 +31,7 @@ inline BruteForce brute_force(const PlanInputs& base, const SweepAxes& axes) {
       double tp = -1;
       try {
         if (k > base.hardware->devices) throw InputError("more stages than devices");
-        Plan plan = make_plan(*base.profile, c);
+        Plan plan = make_plan(*base.profile, c).plan;
         Schedule s = schedule_for(plan);
         validate_schedule(s);
         CostModel costs = build_cost_model(*base.profile, plan, *base.hardware);
