@@ -22,14 +22,14 @@ struct PlanChoice {
   int microbatches = 1;           // M
   double microbatch_size = 0;     // 0: the profile's first batch size
   ScheduleKind schedule = ScheduleKind::OneFOneB;
-  std::string schedule_file;      // a schedule file instead (K, M and v come from it)
+  std::string schedule_file{};    // a schedule file instead (K, M and v come from it)
   int chunks = 1;
   int max_inflight = 0;           // zb-auto's cap (0: K)
   bool recompute = false;
   int replicas = 1;               // r devices per position
   std::string partition = "optimal";  // parse_partition_kind's names
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
-  std::string profile_path;
+  std::string profile_path{};
   const Hardware* hardware = nullptr;  // for optimal: links, speeds, memory (null: ideal)
 };
 

@@ -258,7 +258,9 @@ TEST(AsyncPlanner, PipeDreamsSteadyStepNeverLosesTo1F1BAndCostsMemory) {
     for (const Candidate& b : r.candidates) {
       if (b.schedule != ScheduleKind::OneFOneB || b.stages != a.stages || b.microbatches != a.microbatches) continue;
       EXPECT_LE(a.step_ns, b.step_ns) << a.label();
-      if (a.stages > 1) EXPECT_GT(a.peak_bytes, b.peak_bytes) << a.label();
+      if (a.stages > 1) {
+        EXPECT_GT(a.peak_bytes, b.peak_bytes) << a.label();
+      }
       ++compared;
     }
   }
