@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       c.chunks = c.schedule == ScheduleKind::Interleaved ? 2 : 1;
       c.profile_path = profile_path;
       if (c.schedule == ScheduleKind::Interleaved && M % K != 0) continue;
-      Plan plan = make_plan(profile, c);
+      Plan plan = make_plan(profile, c).plan;
       Schedule schedule = schedule_for(plan);
       Hardware hw = Hardware::ideal(K);
       StepReport predicted = simulate(schedule, build_cost_model(profile, plan, hw), hw);
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
       c.microbatches = M;
       c.microbatch_size = microbatch_size;
       c.schedule = ScheduleKind::GPipe;
-      Plan plan = make_plan(profile, c);
+      Plan plan = make_plan(profile, c).plan;
       Schedule schedule = schedule_for(plan);
       exec::RunOptions o;
       o.steps = steps;

@@ -10,7 +10,7 @@
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
-#include "exec/compare.h"
+#include "core/compare.h"
 #include "exec/executor.h"
 #include "exec/mpi_runner.h"
 #include "sim/replay.h"
@@ -51,11 +51,11 @@ void report_run(const RunArgs& a, const ResolvedPlan& r, const exec::RunResult& 
   if (a.compare) {
     // The prediction, and the measured step replayed with its measured op times (sim/replay.h).
     const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
-    exec::Comparison c = exec::compare_reports(simulate_plan(r, costs), result.report);
+    Comparison c = compare_reports(simulate_plan(r, costs), result.report);
     const StepReport replay = simulate_plan(r, with_measured_op_times(costs, result.report.timeline));
     c.values.insert(c.values.begin() + 1, {"step_time_ms, replayed", replay.step_ns / 1e6, result.report.step_ns / 1e6});
-    object["comparison"] = exec::comparison_to_json(c);
-    table += "\n" + exec::comparison_table(c) +
+    object["comparison"] = comparison_to_json(c);
+    table += "\n" + comparison_table(c) +
              "(replayed: the simulator fed with the measured mean op times; its error is what the pipeline\n"
              " adds to the op times: waits, transfers, executor overhead, ops that vary)\n";
     markdown = comparison_markdown(c);
@@ -178,15 +178,15 @@ void add_compare_command(CLI::App& app) {
   a->gates.add_compare_gates(cmd);
   cmd->callback([a] {
     a->gates.check(a->json, false, {{"--output", a->output}});
-    exec::Comparison c = exec::compare_reports(load_report(a->prediction), load_report(a->measurement));
+    Comparison c = compare_reports(load_report(a->prediction), load_report(a->measurement));
     const std::vector<GateResult> gates = a->gates.evaluate(c);
-    std::string json = with_gates(exec::comparison_to_json(c), gates).dump(2) + "\n";
+    std::string json = with_gates(comparison_to_json(c), gates).dump(2) + "\n";
     std::vector<std::pair<std::string, std::string>> files = a->gates.junit_file("compare", gates);
     if (!a->output.empty()) files.emplace_back(a->output, json);
     write_outputs(files);
     const std::string markdown = "### pipescope compare: " + a->prediction + " vs " + a->measurement + "\n" +
                                  comparison_markdown(c);
-    std::cout << result_text(a->gates, a->json, json, exec::comparison_table(c), markdown, gates);
+    std::cout << result_text(a->gates, a->json, json, comparison_table(c), markdown, gates);
     enforce(gates);
   });
 }

@@ -69,6 +69,10 @@ void add_simulate_command(CLI::App& app) {
     options.optimizer_step = r.plan.optimizer_step;
     options.p2p = args->p2p == "blocking" ? P2p::Blocking : P2p::Overlapped;
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
+    if (!r.layer_order.empty()) {
+      report.notes.push_back("the optimal cut of this graph profile is contiguous in another topological order of its "
+                             "layers: the stages' layer ranges index that order (plan -o writes the profile in it)");
+    }
     const StepFacts facts = step_facts(report, r.hardware.memory_bytes);
     const std::vector<GateResult> gates = args->gates.evaluate(facts);
     Json out = report_to_json(report);

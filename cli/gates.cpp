@@ -177,10 +177,10 @@ std::vector<GateResult> GateOptions::evaluate(const StepFacts& f) const {
   return out;
 }
 
-std::vector<GateResult> GateOptions::evaluate(const exec::Comparison& c) const {
+std::vector<GateResult> GateOptions::evaluate(const Comparison& c) const {
   std::vector<GateResult> out;
   if (given("--max-step-error")) {
-    for (const exec::ComparedValue& v : c.values) {
+    for (const ComparedValue& v : c.values) {
       if (v.name != "step_time_ms") continue;
       const double e = 100.0 * v.relative_error();
       out.push_back(gate("--max-step-error", max_step_error_, std::fabs(e),
@@ -190,8 +190,8 @@ std::vector<GateResult> GateOptions::evaluate(const exec::Comparison& c) const {
     }
   }
   if (given("--max-memory-error")) {
-    const exec::ComparedValue* worst = nullptr;
-    for (const exec::ComparedValue& v : c.values) {
+    const ComparedValue* worst = nullptr;
+    for (const ComparedValue& v : c.values) {
       if (v.name.find("peak_memory_bytes") == std::string::npos) continue;
       if (!worst || !(std::fabs(v.relative_error()) <= std::fabs(worst->relative_error()))) worst = &v;
     }
@@ -258,10 +258,10 @@ std::string step_markdown(const std::string& command, const StepFacts& f) {
   return out.str();
 }
 
-std::string comparison_markdown(const exec::Comparison& c) {
+std::string comparison_markdown(const Comparison& c) {
   std::ostringstream out;
   out << "\n| quantity | predicted | measured | error |\n|---|---:|---:|---:|\n";
-  for (const exec::ComparedValue& v : c.values) {
+  for (const ComparedValue& v : c.values) {
     out << "| " << v.name << " | " << num(v.predicted) << " | " << num(v.measured) << " | "
         << percent(100 * v.relative_error()) << " |\n";
   }

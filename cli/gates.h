@@ -19,7 +19,7 @@
 
 #include "core/json_reader.h"
 #include "core/report.h"
-#include "exec/compare.h"
+#include "core/compare.h"
 
 namespace pipescope::cli {
 
@@ -57,7 +57,7 @@ class GateOptions {
   void check(bool json, bool has_hardware, const std::vector<std::pair<std::string, std::string>>& outputs);
 
   std::vector<GateResult> evaluate(const StepFacts& facts) const;
-  std::vector<GateResult> evaluate(const exec::Comparison& comparison) const;
+  std::vector<GateResult> evaluate(const Comparison& comparison) const;
 
   bool markdown() const { return markdown_; }
   bool any() const;
@@ -81,7 +81,7 @@ Json with_gates(Json object, const std::vector<GateResult>& results);
 std::string junit_xml(const std::string& command, const std::vector<GateResult>& results);
 // Markdown for a CI step summary ($GITHUB_STEP_SUMMARY).
 std::string step_markdown(const std::string& command, const StepFacts& facts);
-std::string comparison_markdown(const exec::Comparison& comparison);
+std::string comparison_markdown(const Comparison& comparison);
 std::string gates_markdown(const std::vector<GateResult>& results);
 // One line per gate for the text table ("gate --max-bubble 0.15: ... : ok").
 std::string gates_text(const std::vector<GateResult>& results);

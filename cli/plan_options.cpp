@@ -101,7 +101,10 @@ ResolvedPlan resolve(const PlanOptions& o) {
       }
     }
     c.hardware = o.hardware_path.empty() ? nullptr : &r.hardware;
-    r.plan = make_plan(r.profile, c);
+    MadePlan made = make_plan(r.profile, c);
+    r.plan = std::move(made.plan);
+    r.profile = std::move(made.profile);  // the plan's ranges index it (a graph cut may reorder the layers)
+    r.layer_order = std::move(made.layer_order);
   }
   int needed = 0;
   for (const PlanStage& s : r.plan.stages) {

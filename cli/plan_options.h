@@ -40,10 +40,11 @@ struct PlanOptions {
 };
 
 struct ResolvedPlan {
-  Profile profile;
+  Profile profile;  // what the plan's layer ranges index (make_plan may reorder a graph's layers)
   Plan plan;
   Hardware hardware;
   Schedule schedule;
+  std::vector<int> layer_order;  // make_plan's reorder of the given profile (empty: none)
 };
 
 ResolvedPlan resolve(const PlanOptions& options);

@@ -19,7 +19,12 @@ std::string temporary_path(const std::string& path) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  return (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
+  // Appended, not "." + ...: GCC 12 warns -Wrestrict on literal + std::string&& (PR105329).
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".tmp.";
+  name += std::to_string(::getpid());
+  return (dir / name).string();
 }
 
 // Writes `contents` to `tmp` completely, or removes it and throws.

@@ -576,7 +576,8 @@ std::string schedule_diagram(const Schedule& s) {
     for (auto& c : row) c[cell - 2] = '.';
     for (std::size_t i = 0; i < s.device_ops[d].size(); ++i) {
       const Op& op = s.device_ops[d][i];
-      std::string label = std::string(1, op_letter(op.kind)) + std::to_string(op.microbatch);
+      std::string label(1, op_letter(op.kind));
+      label += std::to_string(op.microbatch);  // appended: GCC 12 -Wrestrict false positive (PR105329)
       if (most > 1) label += static_cast<char>('a' + std::min(chunk[op.stage], 25));
       for (int k = 0; k < slots(op.kind); ++k) {
         std::string text = k == 0 ? label : std::string("~");

@@ -408,7 +408,12 @@ std::string schedule_to_csv(const Schedule& schedule) {
                                            ops[i + 1], overlap_order);
       if (i > 0) out += ',';
       if (pair) {  // PyTorch's ScheduleDualPipeV writes its F&B pairs so
-        out += "(" + cell(ops[i]) + ";" + cell(ops[i + 1]) + ")OVERLAP_F_B";
+        // Appended piece by piece: "(" + ... concatenation trips GCC 12's -Wrestrict false positive.
+        out += '(';
+        out += cell(ops[i]);
+        out += ';';
+        out += cell(ops[i + 1]);
+        out += ")OVERLAP_F_B";
         ++i;
       } else {
         out += cell(ops[i]);

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       c.schedule = parse_schedule_kind(row.schedule);
       c.chunks = row.chunks;
       c.hardware = &hardware;
-      const Plan plan = make_plan(profile, c);
+      const Plan plan = make_plan(profile, c).plan;
       const Schedule schedule = schedule_for(plan, steps);
       SimOptions o;
       o.record_timeline = false;

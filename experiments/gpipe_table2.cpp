@@ -32,7 +32,7 @@ SpeedupTable gpipe_table2(const Profile& profile, const std::string& partition, 
       c.microbatch_size = static_cast<double>(batch / M);
       c.schedule = ScheduleKind::GPipe;
       c.partition = partition;
-      const Plan plan = make_plan(profile, c);
+      const Plan plan = make_plan(profile, c).plan;
       const Hardware ideal = Hardware::ideal(K);
       SimOptions o;
       o.record_timeline = false;

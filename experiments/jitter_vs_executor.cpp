@@ -59,7 +59,7 @@ int main(int argc, char** argv) try {
   choice.stages = K;
   choice.microbatches = M;
   choice.microbatch_size = b;
-  Plan plan = make_plan(profile, choice);
+  Plan plan = make_plan(profile, choice).plan;
   const Schedule schedule = schedule_for(plan);
   const Hardware hardware = Hardware::ideal(K);
   const CostModel costs = build_cost_model(profile, plan, hardware);

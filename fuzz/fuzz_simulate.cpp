@@ -54,7 +54,9 @@ void run(const uint8_t* h, std::string_view rest) {
     c.recompute = h[4] & 1;
     c.partition = (h[4] & 2) ? "uniform" : "balanced";
     c.microbatch_size = h[5] % 17;  // 0: the profile's first batch size
-    plan = make_plan(profile, c);
+    MadePlan made = make_plan(profile, c);
+    plan = std::move(made.plan);
+    profile = std::move(made.profile);  // what the plan's ranges index (a graph may be reordered)
   }
   check_plan_layers(plan, profile.num_layers(), profile.source);
   if (!have_hardware) {

@@ -8,36 +8,32 @@
 
 namespace pipescope {
 
-std::string check_partition_name(const std::string& name) {
-  if (name == "balanced") return "optimal";
-  if (name == "uniform" || name == "gpipe" || name == "optimal") return name;
-  throw InputError("--partition: expected uniform, gpipe or optimal (balanced = optimal), got \"" + name + "\"");
-}
+namespace {
 
-LayerRanges partition_for(const Profile& profile, const Plan& plan, int replicas,
-                          const std::string& partition, const Hardware& hardware) {
-  const int S = static_cast<int>(plan.stages.size());
-  const double b = plan.microbatch_size();
-  const std::string kind = check_partition_name(partition);
-  if (kind == "uniform") return uniform_partition(profile.num_layers(), S);
-  if (kind == "gpipe") return gpipe_partition(profile, S, b / replicas, plan.recompute);
-  Schedule schedule = schedule_for(plan);
+// The plan's cut (its S stages may be placeholders: their count, the schedule and the
+// batch are what is read).
+Cut cut_for(const Profile& profile, const Plan& plan, int replicas, PartitionKind kind, const Hardware& hardware) {
+  const Schedule schedule = schedule_for(plan);
   StageModelSpec spec;
-  spec.microbatch_size = b;
+  spec.microbatch_size = plan.microbatch_size();
   spec.replicas = replicas;
   spec.optimizer_state_factor = plan.optimizer_state_factor;
-  const StageModel model(profile, hardware, schedule, spec);
-  MinMaxResult best = optimal_partition(model);
-  if (best.ranges.empty()) {
-    spec.constrain_memory = false;
-    const StageModel unconstrained(profile, hardware, schedule, spec);
-    return balance_devices(unconstrained, optimal_partition(unconstrained).ranges);
+  Cut cut = cut_layers(profile, hardware, schedule, spec, kind);
+  if (kind != PartitionKind::Optimal) return cut;
+  // Several stages per device: even out the devices' sums (one stage per device: as is).
+  if (cut.layer_order.empty()) {
+    cut.ranges = balance_devices(StageModel(profile, hardware, schedule, spec), cut.ranges);
+  } else {
+    cut.ranges = balance_devices(StageModel(profile_of(profile, cut), hardware, schedule, spec), cut.ranges);
   }
-  return balance_devices(model, best.ranges);
+  return cut;
 }
 
-Plan make_plan(const Profile& profile, const PlanChoice& choice) {
+}  // namespace
+
+MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
   PlanChoice c = choice;
+  const PartitionKind kind = parse_partition_kind(c.partition);
   if (!c.schedule_file.empty()) {
     // The file fixes K, M and the stage -> device map; flags may repeat them, not change them.
     const Schedule file = load_schedule_file(c.schedule_file);
@@ -93,11 +89,12 @@ Plan make_plan(const Profile& profile, const PlanChoice& choice) {
   check_stage_count(profile.num_layers(), S);
   const Hardware ideal = Hardware::ideal(c.stages * c.replicas);
   const Hardware& hardware = c.hardware ? *c.hardware : ideal;
-  // partition_for reads K and v from the plan: give it S placeholder stages.
+  // cut_for reads K and v from the plan: give it S placeholder stages.
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
-  const LayerRanges ranges = partition_for(profile, plan, c.replicas, c.partition, hardware);
-  place_stages(plan, schedule_for(plan), ranges, c.replicas);
-  return plan;
+  Cut cut = cut_for(profile, plan, c.replicas, kind, hardware);
+  place_stages(plan, schedule_for(plan), cut.ranges, c.replicas);
+  MadePlan made{std::move(plan), profile_of(profile, cut), std::move(cut.layer_order)};
+  return made;
 }
 
 void place_stages(Plan& plan, const Schedule& schedule, const LayerRanges& ranges, int replicas) {

@@ -1,16 +1,19 @@
 // Builds a Plan from the choices a user makes on the command line (or in the GUI):
 // stages K, micro-batches M, micro-batch size, schedule, chunks, re-materialisation,
 // replication r and a partitioner. Position p runs on devices [p r, (p + 1) r);
-// interleaved plans have K*v stages.
-//   Plan plan = make_plan(profile, {.stages = 4, .microbatches = 32});
+// interleaved plans have K*v stages. The cut is partitioner.h's, the one `plan` takes.
+//   MadePlan made = make_plan(profile, {.stages = 4, .microbatches = 32});
+//   simulate(schedule_for(made.plan), build_cost_model(made.profile, made.plan, h), h);
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/hardware.h"
 #include "core/plan.h"
 #include "core/profile.h"
 #include "planner/partition.h"
+#include "planner/partitioner.h"
 
 namespace pipescope {
 
@@ -19,28 +22,33 @@ struct PlanChoice {
   int microbatches = 1;           // M
   double microbatch_size = 0;     // 0: the profile's first batch size
   ScheduleKind schedule = ScheduleKind::OneFOneB;
-  std::string schedule_file;      // a schedule file instead (K, M and v come from it)
+  std::string schedule_file{};    // a schedule file instead (K, M and v come from it)
   int chunks = 1;
   int max_inflight = 0;           // zb-auto's cap (0: K)
   int64_t activation_budget_bytes = 0;  // zb-auto's byte budget per position (0: the default)
   bool recompute = false;
   int replicas = 1;               // r devices per position
-  std::string partition = "optimal";  // uniform | gpipe | optimal (balanced = optimal)
+  std::string partition = "optimal";  // parse_partition_kind's names
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
-  std::string profile_path;
+  std::string profile_path{};
   const Hardware* hardware = nullptr;  // for optimal: links, speeds, memory (null: ideal)
 };
 
-// The partitioner names the CLI accepts; throws InputError naming the flag otherwise.
-std::string check_partition_name(const std::string& name);
+// A plan and the profile its layer ranges index: the given profile, or its layers
+// permuted into `layer_order` when the optimal cut of a graph profile is contiguous
+// only in another topological order (partitioner.h). Simulate and run the plan with
+// `profile`, never with the one given to make_plan.
+struct MadePlan {
+  Plan plan;
+  Profile profile;
+  std::vector<int> layer_order;  // empty: the given order
+};
 
-// Cuts `profile` (layers in topological order) for `plan`: its K x v stages may be
-// placeholders; their count, the schedule and the batch are what is read. Optimal falls back to the time-only optimum when no memory-
-// feasible cut exists, so that the caller can still simulate and report the misfit.
-LayerRanges partition_for(const Profile& profile, const Plan& plan, int replicas,
-                          const std::string& partition, const Hardware& hardware);
-
-Plan make_plan(const Profile& profile, const PlanChoice& choice);
+// Checks the choice (InputError naming the flag), then cuts with cut_layers; with
+// several stages per device the optimal cut is then evened out (balance_devices).
+// Optimal falls back to the cut that needs the least memory when no cut fits, so
+// that the caller can still simulate and report the misfit.
+MadePlan make_plan(const Profile& profile, const PlanChoice& choice);
 
 // Gives the plan's stages their layer ranges and devices: stage s on the schedule's
 // position stage_device[s], position p on hardware devices [p r, (p + 1) r).

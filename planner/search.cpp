@@ -19,6 +19,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/report.h"
+#include "planner/candidate_evaluation.h"
 #include "planner/dag_partition.h"
 #include "planner/model_graph.h"
 #include "planner/plan_builder.h"
@@ -80,7 +81,7 @@ void check_request(const SearchRequest& q) {
   if (q.schedules.empty()) throw InputError("--schedules: expected at least one schedule");
   if (q.max_stages < 0) throw InputError("--max-stages: expected at least 1, got " + std::to_string(q.max_stages));
   if (q.profile.num_layers() < 1) throw InputError(q.profile.source, "layers", "expected at least one layer");
-  check_partition_name(q.partition);
+  parse_partition_kind(q.partition);
   if (q.objective != Objective::Step && q.jitter.samples < 1) {
     throw InputError("--objective " + to_string(q.objective) + ": expected --samples N >= 1");
   }
@@ -95,36 +96,6 @@ std::vector<int64_t> divisors(int64_t n) {
   }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
-}
-
-// Heterogeneous devices: the device orders a candidate may be placed in besides the
-// listed one, fastest first and slowest first (stable sorts, so a replica group gets
-// devices of like speed); none when every device has the same speed.
-std::vector<std::pair<std::string, std::vector<int>>> speed_placements(const SearchRequest& q) {
-  std::vector<int> order(static_cast<std::size_t>(q.devices));
-  for (int d = 0; d < q.devices; ++d) order[d] = d;
-  auto speed = [&](int d) { return q.hardware.device_speed(d); };
-  bool uniform = true;
-  for (int d = 1; d < q.devices; ++d) uniform = uniform && speed(d) == speed(0);
-  if (!q.place_by_speed || uniform) return {};
-  std::vector<int> fastest = order, slowest = order;
-  std::stable_sort(fastest.begin(), fastest.end(), [&](int a, int b) { return speed(a) > speed(b); });
-  std::stable_sort(slowest.begin(), slowest.end(), [&](int a, int b) { return speed(a) < speed(b); });
-  std::vector<std::pair<std::string, std::vector<int>>> out;
-  if (fastest != order) out.emplace_back("fastest-first", fastest);
-  if (slowest != order) out.emplace_back("slowest-first", slowest);
-  return out;
-}
-
-// The hardware as the partitioners see a placement: device k has the speed of
-// order[k] (links keep the hardware's node structure; the simulation uses real ids).
-Hardware placed_view(const Hardware& h, const std::vector<int>& order) {
-  Hardware placed = h;
-  if (order.empty()) return placed;
-  placed.speed.assign(static_cast<std::size_t>(h.devices), 1.0);
-  for (int d = 0; d < h.devices; ++d) placed.speed[d] = h.device_speed(d);
-  for (std::size_t k = 0; k < order.size(); ++k) placed.speed[k] = h.device_speed(order[k]);
-  return placed;
 }
 
 }  // namespace
@@ -190,254 +161,6 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
 
 namespace {
 
-// Memory-aware cut under interleaving: a device's peak is at most the sum of its chunks'
-// own peaks, so capping every stage's own peak at limit / v should make the cut fit; a
-// larger share f of the limit per stage (bisected in [1/v, 1], 6 simulations at most)
-// buys speed while the simulation still says it fits. True with the fastest fitting
-// cut and its report; false when even the share 1/v gives no fitting cut.
-template <class Run>
-bool interleaved_fit(const StageModel& m, int chunks, const Run& run, LayerRanges& out, StepReport& report) {
-  if (m.memory_limit() <= 0) return false;
-  double lo = 1.0 / chunks, hi = 1.0;
-  bool have = false;
-  for (int round = 0; round < 6; ++round) {
-    const double f = round == 0 ? lo : (lo + hi) / 2;
-    const int64_t cap = static_cast<int64_t>(static_cast<double>(m.memory_limit()) * f);
-    auto cost = [&](int s, int i, int j) { return m.memory_bytes(s, i, j) > cap ? kInfeasible : m.time_ns(s, i, j); };
-    auto bound = [&](int s, int i, int j) {
-      return m.memory_bound_bytes(s, i, j) > cap ? kInfeasible : m.time_bound_ns(s, i, j);
-    };
-    const MinMaxResult cut = min_max_partition(m.layers(), m.stages(), cost, bound);
-    StepReport r;
-    const bool fits = !cut.ranges.empty() && (r = run(cut.ranges), r.fits());
-    if (!fits && round == 0) break;  // not even the safe share has a fitting cut
-    if (!fits) {
-      hi = f;
-      continue;
-    }
-    if (!have || r.step_ns < report.step_ns) {
-      report = std::move(r);
-      out = cut.ranges;
-      have = true;
-    }
-    lo = f;
-  }
-  return have;
-}
-
-// The candidate's step under jitter, on this worker's thread (candidates are the parallel
-// unit); the statistic the objective names becomes what the ranking compares.
-void sample(const SearchRequest& q, const Profile& profile, const Schedule& schedule, Candidate& c) {
-  const CostModel costs = build_cost_model(profile, c.plan, q.hardware);
-  JitterSpec spec = q.jitter;
-  spec.threads = 1;
-  if (q.jitter_from_profile) spec.stage_cv = stage_cv_from_profile(profile, costs);
-  const StepDistribution d = sample_steps(schedule, costs, q.hardware, spec);
-  c.sampled = true;
-  c.mean_ns = d.mean_ns;
-  c.p50_ns = d.p50_ns;
-  c.p99_ns = d.p99_ns;
-  switch (q.objective) {
-    case Objective::Step: break;
-    case Objective::Mean: c.objective_ns = std::llround(d.mean_ns); break;
-    case Objective::P50: c.objective_ns = d.p50_ns; break;
-    case Objective::P99: c.objective_ns = d.p99_ns; break;
-  }
-}
-
-// How much of a zb-auto candidate to evaluate: all of it, or its cut and a lower bound
-// of its step only (the order search is what costs).
-enum class Depth { Full, BoundOnly };
-
-// A candidate's simulation: no timeline; under post-validation several steps (the
-// ranking takes their steady state).
-SimOptions search_sim_options(const Plan& plan) {
-  SimOptions options;
-  options.record_timeline = false;
-  options.optimizer_step = plan.optimizer_step;
-  if (plan.optimizer_step == OptimizerStep::PostValidation) options.steps = kAsyncEvaluationSteps;
-  return options;
-}
-
-void evaluate_once(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
-                   Depth depth = Depth::Full) {
-  Plan& plan = c.plan;
-  plan.profile = q.profile_path;
-  plan.batch_size = q.batch;
-  plan.microbatches = c.microbatches;
-  plan.schedule = c.schedule;
-  plan.chunks = c.chunks;
-  plan.max_inflight = c.max_inflight;
-  plan.recompute = c.recompute;
-  plan.optimizer_state_factor = q.optimizer_state_factor;
-  if (!is_asynchronous(c.schedule)) plan.optimizer_step = q.optimizer_step;
-  const int S = c.stages * c.chunks;
-  plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
-  Schedule schedule = schedule_for(plan, kAsyncEvaluationSteps);  // asynchronous kinds: several steps, no flush
-  LayerRanges ranges;
-  StageModelSpec spec;
-  spec.microbatch_size = plan.microbatch_size();
-  spec.replicas = c.replicas;
-  spec.optimizer_state_factor = q.optimizer_state_factor;
-  const std::string kind = check_partition_name(q.partition);
-  // Heterogeneous devices: the placement whose optimal contiguous cut has the fastest
-  // slowest stage (by the partitioner's model; ties keep the listed order).
-  const auto placements = speed_placements(q);
-  if (c.stages >= 2 && kind == "optimal" && !placements.empty()) {
-    int64_t fastest = optimal_partition(StageModel(listed, q.hardware, schedule, spec)).value;
-    for (const auto& [name, order] : placements) {
-      const int64_t t = optimal_partition(StageModel(listed, placed_view(q.hardware, order), schedule, spec)).value;
-      if (t < fastest) {
-        fastest = t;
-        c.placement = name;
-        c.device_order = order;
-      }
-    }
-  }
-  const Hardware placed = placed_view(q.hardware, c.device_order);
-  // A graph profile: the downset partitioner's stages, in the layer order they need.
-  Profile reordered;
-  if (kind == "optimal" && lattices) {
-    DagPartition best = graph_optimal_partition(*lattices, listed, placed, schedule, spec);
-    bool identity = true;
-    for (std::size_t i = 0; i < best.order.size(); ++i) identity = identity && best.order[i] == static_cast<int>(i);
-    if (best.value != kInfeasible && !identity) {
-      // Kept only when the contiguous optimum of the new order beats that of the old
-      // (StageModel's rules on both sides, so per-layer rounding cannot tip it).
-      Profile candidate = reorder_layers(listed, best.order);
-      const int64_t before = optimal_partition(StageModel(listed, placed, schedule, spec)).value;
-      const int64_t after = optimal_partition(StageModel(candidate, placed, schedule, spec)).value;
-      if (after < before) {
-        reordered = std::move(candidate);
-        c.layer_order = std::move(best.order);
-      }
-    }
-  }
-  const Profile& profile = c.layer_order.empty() ? listed : reordered;
-  const StageModel model(profile, placed, schedule, spec);
-  if (kind == "optimal") {
-    ranges = optimal_partition(model).ranges;
-    if (ranges.empty()) ranges = min_memory_partition(model).ranges;  // the least it needs
-    if (ranges.empty()) {
-      spec.constrain_memory = false;
-      ranges = optimal_partition(StageModel(profile, placed, schedule, spec)).ranges;
-    }
-  } else {
-    ranges = partition_for(profile, plan, c.replicas, kind, placed);
-  }
-  // Position p holds slots [first_slot(p), first_slot(p) + r_p) of the placement.
-  std::vector<int> replicas(static_cast<std::size_t>(c.stages), c.replicas);
-  auto assign = [&](const LayerRanges& cut) {
-    for (int s = 0; s < S; ++s) {
-      const int p = schedule.stage_device[s];  // the schedule's stage -> position map
-      int first_slot = 0;
-      for (int k = 0; k < p; ++k) first_slot += replicas[k];
-      std::vector<int> devices;
-      for (int k = 0; k < replicas[p]; ++k) {
-        const int slot = first_slot + k;
-        devices.push_back(c.device_order.empty() ? slot : c.device_order[slot]);
-      }
-      plan.stages[s] = {cut[s].first, cut[s].second, std::move(devices)};
-    }
-  };
-  auto run = [&](const LayerRanges& cut) {
-    assign(cut);
-    return simulate(schedule, build_cost_model(profile, plan, q.hardware), q.hardware, search_sim_options(plan));
-  };
-  // zb-auto: the cut is chosen with its unit-time order (schedule_for); the order is
-  // searched once, below, on the final cut's costs. BoundOnly stops here: the final cut
-  // is `ranges` or the per-stage replicated one (interleaving's re-cuts need 2 chunks).
-  if (depth == Depth::BoundOnly) {
-    auto bound = [&](const LayerRanges& cut) {
-      assign(cut);
-      return zero_bubble_step_bound_ns(schedule, build_cost_model(profile, plan, q.hardware), q.hardware);
-    };
-    int64_t least = bound(ranges);
-    if (kind == "optimal" && q.per_stage_replication && c.stages >= 2 && c.replicas >= 2) {
-      const StageReplication varied = replicate_per_stage(profile, placed, schedule, spec, q.devices,
-                                                          q.batch / c.microbatches, ranges);
-      replicas = varied.replicas;
-      least = std::min(least, bound(varied.ranges));
-    }
-    c.step_ns = c.objective_ns = least;
-    c.fits = false;
-    return;
-  }
-  StepReport report = run(ranges);
-  // Several stages per device: the cut that balances the devices' sums (balance_devices),
-  // kept when its simulated step is shorter and it fits whenever the first cut fits.
-  if (kind == "optimal" && !model.memory_exact()) {
-    const LayerRanges balanced = balance_devices(model, ranges);
-    if (balanced != ranges) {
-      StepReport second = run(balanced);
-      if ((second.fits() || !report.fits()) && second.step_ns < report.step_ns) {
-        ranges = balanced;
-        report = std::move(second);
-      }
-      assign(ranges);  // the plan holds the cut kept
-    }
-  }
-  // Under interleaving the optimal cut ignores memory (a device sums non-adjacent chunks);
-  // when it does not fit, memory-aware cuts get their chance (interleaved_fit below),
-  // then the cut with the least per-chunk memory.
-  if (kind == "optimal" && !report.fits() && !model.memory_exact()) {
-    const LayerRanges lean = min_memory_partition(model).ranges;
-    StepReport second = run(lean);
-    if (second.fits() || second.peak_memory_bytes() < report.peak_memory_bytes()) {
-      ranges = lean;
-      report = std::move(second);
-    }
-    LayerRanges aware;
-    StepReport fitted;
-    if (q.memory_aware_interleaving && interleaved_fit(model, c.chunks, run, aware, fitted) &&
-        (!report.fits() || fitted.step_ns < report.step_ns)) {
-      ranges = aware;
-      report = std::move(fitted);
-    }
-    assign(ranges);  // the plan holds the cut kept
-  }
-  c.slowest_stage_ns = model.bottleneck_ns(ranges);
-  // A different replica count per position, kept when its simulated step is faster.
-  if (kind == "optimal" && q.per_stage_replication && c.chunks == 1 && c.stages >= 2 && c.replicas >= 2) {
-    const StageReplication varied = replicate_per_stage(profile, placed, schedule, spec, q.devices,
-                                                        q.batch / c.microbatches, ranges);
-    if (varied.bottleneck_ns < c.slowest_stage_ns) {
-      replicas = varied.replicas;
-      StepReport second = run(varied.ranges);
-      if (second.fits() && (!report.fits() || second.step_ns < report.step_ns)) {
-        ranges = varied.ranges;
-        report = std::move(second);
-        c.stage_replicas = varied.replicas;
-        c.slowest_stage_ns = varied.bottleneck_ns;
-      } else {
-        replicas.assign(static_cast<std::size_t>(c.stages), c.replicas);
-        assign(ranges);  // the plan keeps the uniform replication
-      }
-    }
-  }
-  if (c.schedule == ScheduleKind::ZeroBubbleAuto) {  // the same call as resolve(): simulate --plan reproduces it
-    const CostModel costs = build_cost_model(profile, plan, q.hardware);
-    schedule = schedule_for_costs(plan, costs, q.hardware);
-    report = simulate(schedule, costs, q.hardware, search_sim_options(plan));
-  }
-  // Asynchronous kinds are ranked by their steady-state step (a flushed step is its own).
-  c.step_ns = report.ranked_step_ns();
-  c.throughput_samples_per_s = report.steps > 1 ? report.steady_state_throughput_samples_per_s
-                                                : report.throughput_samples_per_s;
-  c.bubble_fraction = report.bubble_fraction;
-  if (report.steps > 1 && report.steady_state_step_ns > 0) {  // the steady state's: busy time per step
-    double busy = 0;
-    for (const StageReport& st : report.stages) busy += static_cast<double>(st.busy_ns) / report.steps;
-    c.bubble_fraction = std::max(0.0, 1.0 - busy / (static_cast<double>(report.stages.size()) * report.steady_state_step_ns));
-  }
-  c.stage_peak_bytes.clear();
-  for (const StageReport& st : report.stages) c.stage_peak_bytes.push_back(st.peak_memory_bytes);
-  c.peak_bytes = report.peak_memory_bytes();
-  c.fits = report.fits();
-  c.objective_ns = c.step_ns;
-  if (q.objective != Objective::Step && c.fits) sample(q, profile, schedule, c);
-}
-
 // A lower bound on the step of candidate c under any cut and any replica counts per
 // position (Depth::BoundOnly's cuts cost a partition per cap; this costs L x D
 // interpolations): r replicas of a position each run b/r samples, so each layer costs
@@ -467,7 +190,7 @@ int64_t any_cut_step_bound_ns(const SearchRequest& q, const Profile& profile, co
 // above it is marked pruned instead, its bound in step_ns.
 void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
               int64_t prune_above = std::numeric_limits<int64_t>::max()) {
-  if (c.schedule != ScheduleKind::ZeroBubbleAuto) return evaluate_once(q, listed, lattices, c);
+  if (c.schedule != ScheduleKind::ZeroBubbleAuto) return evaluate_candidate(q, listed, lattices, c);
   std::vector<int> caps;
   for (int cap : {2 * c.stages, 2 * c.stages - 1, c.stages, (c.stages + 1) / 2, 1}) {
     cap = std::min(cap, c.microbatches);
@@ -488,7 +211,7 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
     for (int cap : caps) {
       c = fresh;
       c.max_inflight = cap;
-      evaluate_once(q, listed, lattices, c, Depth::BoundOnly);
+      evaluate_candidate(q, listed, lattices, c, Depth::BoundOnly);
       least = std::min(least, c.step_ns);
     }
     if (least > prune_above) return prune(least);
@@ -496,7 +219,7 @@ void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices
   for (int cap : caps) {
     c = fresh;
     c.max_inflight = cap;
-    evaluate_once(q, listed, lattices, c);
+    evaluate_candidate(q, listed, lattices, c);
     if (c.fits) return;
   }
 }
@@ -598,7 +321,7 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   // full lattice only up to kSearchMaxIdeals: every candidate sweeps it (Inception-v3's
   // 221,565 downsets cost ~0.3 s a candidate), so larger graphs use the windows alone.
   std::unique_ptr<GraphLattices> lattices;
-  if (!profile.is_chain() && check_partition_name(request.partition) == "optimal") {
+  if (!profile.is_chain() && parse_partition_kind(request.partition) == PartitionKind::Optimal) {
     lattices = std::make_unique<GraphLattices>(
         build_graph_lattices(profile.num_layers(), profile.graph_edges(), kSearchMaxIdeals));
   }

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 build=${SANITIZE_BUILD_DIR:-build-asan}
 jobs=${JOBS:-2}
 
-cmake -S . -B "$build" -G Ninja -DPIPESCOPE_SANITIZE=ON -DPIPESCOPE_BUILD_GUI=OFF \
+cmake -S . -B "$build" -G Ninja -DPIPESCOPE_SANITIZE=ON -DPIPESCOPE_WERROR="${PIPESCOPE_WERROR:-ON}" -DPIPESCOPE_BUILD_GUI=OFF \
   -DPIPESCOPE_BUILD_BENCHMARKS=OFF -DPIPESCOPE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build" -j"$jobs"
 

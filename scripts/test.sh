@@ -8,7 +8,7 @@ bash scripts/install-deps.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.ccache}"
 # Paths relative to the checkout, so a clone in another folder reuses the cache.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_WERROR=ON
 cmake --build build -j"$(nproc)"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 300

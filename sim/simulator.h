@@ -29,15 +29,16 @@ enum class P2p : uint8_t { Overlapped, Blocking };
 
 // Per-op arrays below are indexed by the flat op index: device d's op i is
 // op_offset(schedule, d) + i (devices in order, each device's ops in its order).
+// Every field has a default, so a designated initialiser may name any subset.
 struct SimOptions {
   bool record_timeline = true;  // events and memory samples (off for searches)
-  std::string model;            // copied into the report
+  std::string model{};          // copied into the report
   // Optional: each op's duration in ns, replacing op_duration_ns (the step-time
   // sampler's seam, sim/distribution.h). Empty, or one entry per op.
-  std::span<const int64_t> op_durations_ns;
+  std::span<const int64_t> op_durations_ns{};
   // Optional: a factor on the transfer each op sends (latency and busy time). Empty, or
   // one entry per op.
-  std::span<const double> send_factors;
+  std::span<const double> send_factors{};
   // Optional output: filled with each op's start time in ns (one entry per op).
   std::vector<int64_t>* op_starts_ns = nullptr;
   // A flushed schedule's step repeated `steps` times, back to back (a flush separates

@@ -171,7 +171,7 @@ TEST(CiGates, JunitMayNotShareAFileWithAnotherOutput) {
 }
 
 TEST(CiGates, BadLimitsAreRefusedBeforeAnyWork) {
-  for (const std::string& flags : {"--max-bubble 1.5", "--max-bubble -0.1", "--max-step-ms -1", "--max-regression -101"}) {
+  for (const char* flags : {"--max-bubble 1.5", "--max-bubble -0.1", "--max-step-ms -1", "--max-regression -101"}) {
     const Outcome r = run_pipescope(kToy + "-M 4 " + flags);
     EXPECT_EQ(r.code, 2) << flags;
     EXPECT_EQ(r.out, "") << flags;

@@ -59,7 +59,7 @@ TEST(CudaPipeline, GradientsEqualOneProcessForGPipeAnd1F1B) {
       choice.microbatch_size = 2;
       choice.schedule = kind;
       choice.partition = "uniform";
-      Plan plan = make_plan(profile, choice);
+      Plan plan = make_plan(profile, choice).plan;
       Schedule schedule = schedule_for(plan);
       RunOptions o;
       o.backend = "cuda";

@@ -38,7 +38,7 @@ Plan async_plan(const Profile& profile, ScheduleKind kind, int K, int M, bool re
   choice.recompute = recompute;
   choice.replicas = replicas;
   choice.partition = "uniform";
-  return make_plan(profile, choice);
+  return make_plan(profile, choice).plan;
 }
 
 RunResult run_async(const Profile& profile, const Plan& plan, const Schedule& s, const RunOptions& given) {

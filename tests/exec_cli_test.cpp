@@ -1,30 +1,32 @@
 // The exec commands end to end through the pipescope binary: run (threads and, when
 // built, MPI), run --check-gradients, compare, the fault paths and their exit codes.
+// A fault case asserts what failed and how it was reported; none asserts how fast. A
+// run that fails on a peer's notice names the fault, not a timeout (its --timeout is
+// 60 s); every command runs under `timeout` as a hang guard only (kHangGuard).
 #include <gtest/gtest.h>
 
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <string>
 
 namespace {
 
 struct Outcome {
-  int exit_code;
+  int exit_code;  // 124: killed by the hang guard
   std::string output;
-  double seconds;
 };
 
+// Far above any run here; a hung run is killed (exit 124) instead of hanging ctest.
+const std::string kHangGuard = "timeout --kill-after=10 240 ";
+
 Outcome shell(const std::string& command) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string full = "cd " PIPESCOPE_SOURCE_DIR " && " + command + " 2>&1";
+  std::string full = "cd " PIPESCOPE_SOURCE_DIR " && " + kHangGuard + command + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
   while (pipe && fgets(buf.data(), buf.size(), pipe)) out += buf.data();
   int status = pipe ? pclose(pipe) : -1;
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, out, s};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, out};
 }
 
 const std::string kBin = PIPESCOPE_BINARY;
@@ -68,19 +70,26 @@ TEST(ExecCli, BadInputExitsTwoAndFailedRunExitsThree) {
   EXPECT_NE(bad.output.find("has no spec"), std::string::npos) << bad.output;
   Outcome fault = shell(kBin + " run" + kPlan + "--inject-fault 1:forward:2 --timeout 60");
   EXPECT_EQ(fault.exit_code, 3) << fault.output;
-  EXPECT_NE(fault.output.find("stage 1 (device 1) failed at forward of micro-batch 2"), std::string::npos) << fault.output;
-  EXPECT_LT(fault.seconds, 10.0);
+  EXPECT_NE(fault.output.find("stage 1 (device 1) failed at forward of micro-batch 2 in step 0: injected fault"),
+            std::string::npos) << fault.output;
+  EXPECT_EQ(fault.output.find("timed out"), std::string::npos) << fault.output;  // stopped by the notice
 }
 
 TEST(ExecCli, AMessageThatNeverArrivesEndsTheRunAfterTheTimeout) {
   // Stage 0 runs forward of micro-batch 1 but its output is lost: stage 1 waits for it
   // until --timeout (2 s), then fails naming what it waited for and from whom, and the
-  // other stage stops too: exit 3 within 10 s.
+  // other stage stops too: exit 3. Stage 0 waits (2 s too) for that micro-batch's
+  // gradient, which cannot come; under load it may time out first. Either report names
+  // the stage, the op, micro-batch 1 and the peer it waited for.
   Outcome lost = shell(kBin + " run" + kPlan + "--inject-fault 0:forward:1:drop --timeout 2");
   EXPECT_EQ(lost.exit_code, 3) << lost.output;
-  EXPECT_NE(lost.output.find("timed out waiting for"), std::string::npos) << lost.output;
-  EXPECT_NE(lost.output.find("from device 0"), std::string::npos) << lost.output;
-  EXPECT_LT(lost.seconds, 10.0);
+  const bool activation = lost.output.find("stage 1 (device 1) failed at forward of micro-batch 1 in step 0: device 1 "
+                                           "timed out waiting for the activation for stage 1, micro-batch 1 from "
+                                           "device 0") != std::string::npos;
+  const bool gradient = lost.output.find("stage 0 (device 0) failed at backward of micro-batch 1 in step 0: device 0 "
+                                         "timed out waiting for the gradient for stage 0, micro-batch 1 from "
+                                         "device 1") != std::string::npos;
+  EXPECT_TRUE(activation || gradient) << lost.output;
 }
 
 // Replicated stages end to end: a plan from `pipescope plan` whose stages are
@@ -129,7 +138,7 @@ TEST(ExecCli, RunsReplicatedStagesFromTheFlags) {
   EXPECT_EQ(fault.exit_code, 3) << fault.output;
   EXPECT_NE(fault.output.find("stage 1 replica 1 (device 3) failed at forward of micro-batch 2"), std::string::npos)
       << fault.output;
-  EXPECT_LT(fault.seconds, 10.0);
+  EXPECT_EQ(fault.output.find("timed out"), std::string::npos) << fault.output;  // stopped by the notice
 }
 
 #ifdef PIPESCOPE_MPIEXEC
@@ -162,26 +171,26 @@ TEST(ExecMpi, ReplicatedStagesOverMpiKeepBothOracles) {
   EXPECT_NE(fault.exit_code, 0) << fault.output;
   EXPECT_NE(fault.output.find("stage 0 replica 1 (device 1) failed at backward of micro-batch 1"), std::string::npos)
       << fault.output;
-  EXPECT_LT(fault.seconds, 10.0) << fault.output;
+  EXPECT_EQ(fault.output.find("timed out"), std::string::npos) << fault.output;  // stopped by the notice
   Outcome wrong = shell(kMpi + "2 " + kBin + " run" + kReplicated + "--transport mpi --steps 1");
   EXPECT_NE(wrong.output.find("2 pipeline stages x 2 replicas (use mpirun -np 4)"), std::string::npos) << wrong.output;
 }
 
-TEST(ExecMpi, FailedRankStopsTheJobWithinTenSeconds) {
+TEST(ExecMpi, FailedRankStopsTheJobNamingTheFault) {
   Outcome o = shell(kMpi + "3 " + kBin + " run --profile profiles/gpt-tiny-cpu.json -K 3 -M 4 --transport mpi "
                     "--steps 2 --timeout 60 --inject-fault 1:forward:2");
   EXPECT_NE(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("stage 1 (device 1) failed at forward of micro-batch 2"), std::string::npos) << o.output;
-  EXPECT_LT(o.seconds, 10.0) << o.output;
+  EXPECT_EQ(o.output.find("timed out"), std::string::npos) << o.output;  // stopped by the notice
 }
 
-TEST(ExecMpi, DeadRankEndsTheJobWithinTenSeconds) {
+TEST(ExecMpi, DeadRankEndsTheJobNamingTheRank) {
   Outcome o = shell(kMpi + "2 " + kBin + " run" + kPlan + "--transport mpi --steps 2 --timeout 60 "
                     "--inject-fault 1:backward:1:crash");
   EXPECT_NE(o.exit_code, 0) << o.output;
   // mpirun names the rank that died ("Process name: [[job,1],1]"); rank = stage here.
   EXPECT_NE(o.output.find(",1],1]"), std::string::npos) << o.output;
-  EXPECT_LT(o.seconds, 10.0) << o.output;
+  EXPECT_NE(o.exit_code, 124) << "killed by the hang guard: " << o.output;
 }
 
 TEST(ExecMpi, WrongRankCountIsAnInputError) {

@@ -124,7 +124,7 @@ TEST(ExactMemory, IFreesWhatWDoesNotNeed) {
     choice.microbatch_size = 2;
     choice.schedule = kind;
     choice.partition = "uniform";
-    const Plan plan = make_plan(profile, choice);
+    const Plan plan = make_plan(profile, choice).plan;
     const Schedule s = schedule_for(plan);
     expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report, to_string(kind) + " with weight_grad_bytes");
   }
@@ -169,7 +169,7 @@ TEST(ExactMemory, EveryBuiltInScheduleKOneToFour) {
           if (built) continue;
           choice.chunks = chunks;
           try {
-            plan = make_plan(profile, choice);
+            plan = make_plan(profile, choice).plan;
             s = schedule_for(plan);
             built = true;
           } catch (const InputError&) {
@@ -197,7 +197,7 @@ TEST(ExactMemory, ReplicatedPositionsCountTheAllReduceBuffer) {
       choice.microbatch_size = 2;
       choice.schedule = kind;
       choice.partition = "uniform";
-      const Plan plan = make_plan(profile, choice);
+      const Plan plan = make_plan(profile, choice).plan;
       const Schedule s = schedule_for(plan);
       expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report,
                           to_string(kind) + " K=" + std::to_string(K) + " r=2");
@@ -211,7 +211,7 @@ TEST(ExactMemory, ReplicatedPositionsCountTheAllReduceBuffer) {
   one.microbatches = 1;
   one.microbatch_size = 2;
   one.partition = "uniform";
-  const Plan plan = make_plan(profile, one);
+  const Plan plan = make_plan(profile, one).plan;
   const StepReport p = predict(profile, plan, schedule_for(plan));
   EXPECT_EQ(p.stages[0].peak_memory_bytes, p.stages[0].static_bytes + p.stages[0].gradient_bytes)
       << "the all-reduce's flat copy of the gradients is the peak";
@@ -298,7 +298,7 @@ TEST(ExactMemory, WithoutWorkspaceTheNotesSayTransientsAreNotCounted) {
   choice.microbatches = 4;
   choice.microbatch_size = 2;
   choice.partition = "uniform";
-  const Plan plan = make_plan(profile, choice);
+  const Plan plan = make_plan(profile, choice).plan;
   const StepReport p = predict(profile, plan, schedule_for(plan));
   for (const StageReport& st : p.stages) {
     EXPECT_EQ(st.transient_bytes, 0);

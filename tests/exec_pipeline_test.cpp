@@ -41,7 +41,7 @@ Plan plan_for(const Profile& p, const Case& c, int microbatch_size) {
   choice.chunks = c.kind == ScheduleKind::Interleaved ? 2 : 1;
   choice.recompute = c.recompute;
   choice.partition = "uniform";
-  return make_plan(p, choice);
+  return make_plan(p, choice).plan;
 }
 
 std::vector<Case> all_cases() {

@@ -44,7 +44,7 @@ Plan plan_for(const Profile& p, const Case& c) {
   choice.chunks = c.kind == ScheduleKind::Interleaved ? 2 : 1;
   choice.recompute = c.recompute;
   choice.partition = "uniform";
-  return make_plan(p, choice);
+  return make_plan(p, choice).plan;
 }
 
 const ScheduleKind kKinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,

@@ -116,7 +116,7 @@ TEST(MegatronCrossCheck, TheProfileIsTheOneProfileSynthWrites) {
 }
 
 TEST(MegatronCrossCheck, SynthRefusesUnknownConventions) {
-  for (const std::string& bad : {"--position-embedding-type alibi", "--recompute-granularity full",
+  for (const std::string bad : {"--position-embedding-type alibi", "--recompute-granularity full",
                                  "--embedding-dropout 1", "--embedding-dropout -0.1"}) {
     const testing::CliResult r = testing::run_cli("profile synth --kind gpt " + bad + " -o -");
     EXPECT_EQ(r.code, 2) << bad;

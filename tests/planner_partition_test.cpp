@@ -175,9 +175,9 @@ TEST(OptimalPartition, StageTimeScalesWithTheDeviceItLandsOn) {
   c.microbatches = 4;
   c.microbatch_size = 1;
   c.hardware = &h;
-  EXPECT_EQ(make_plan(p, c).layer_ranges(), (LayerRanges{{0, 2}, {2, 8}}));
+  EXPECT_EQ(make_plan(p, c).plan.layer_ranges(), (LayerRanges{{0, 2}, {2, 8}}));
   h.speed = {3.0, 1.0};
-  EXPECT_EQ(make_plan(p, c).layer_ranges(), (LayerRanges{{0, 6}, {6, 8}}));
+  EXPECT_EQ(make_plan(p, c).plan.layer_ranges(), (LayerRanges{{0, 6}, {6, 8}}));
 }
 
 TEST(OptimalPartition, BalancedIsAnAliasOfOptimal) {
@@ -188,7 +188,7 @@ TEST(OptimalPartition, BalancedIsAnAliasOfOptimal) {
   a.microbatches = b.microbatches = 8;
   a.partition = "balanced";
   b.partition = "optimal";
-  EXPECT_EQ(make_plan(p, a).layer_ranges(), make_plan(p, b).layer_ranges());
+  EXPECT_EQ(make_plan(p, a).plan.layer_ranges(), make_plan(p, b).plan.layer_ranges());
   a.partition = "fastest";
   EXPECT_THROW(make_plan(p, a), InputError);
 }

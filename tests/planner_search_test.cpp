@@ -179,7 +179,7 @@ TEST(RingAllReduce, SimulatorMatchesTheClosedForm) {
     c.microbatches = 4;
     c.microbatch_size = 24;
     c.hardware = &h;
-    const Plan plan = make_plan(p, c);
+    const Plan plan = make_plan(p, c).plan;
     const StepReport rep = simulate(schedule_for(plan), build_cost_model(p, plan, h), h,
                                     {.record_timeline = false, .model = ""});
     const double b = 24.0 / r;

@@ -43,7 +43,7 @@ Plan plan_for(const Profile& p, int stages, int microbatches, ScheduleKind kind 
   c.microbatches = microbatches;
   c.schedule = kind;
   c.partition = "uniform";
-  return make_plan(p, c);
+  return make_plan(p, c).plan;
 }
 
 TEST(ReliabilityLimits, ActivationBytesTimesMicrobatchesBeyondInt64AreRefusedNamingTheStage) {

@@ -183,7 +183,7 @@ TEST(AsyncSchedule, PeakMemoryAddsTheWeightVersions) {
   const Profile profile = load_profile(profile_path());
   for (int K : {2, 3, 4}) {
     const int M = 2 * K;
-    Plan plan = make_plan(profile, {.stages = K, .microbatches = M});
+    Plan plan = make_plan(profile, {.stages = K, .microbatches = M}).plan;
     const Hardware h = Hardware::ideal(K);
     const CostModel c = build_cost_model(profile, plan, h);
     const StepReport sync = run(make_1f1b(K, M), c);
@@ -258,7 +258,9 @@ TEST(AsyncPlanner, PipeDreamsSteadyStepNeverLosesTo1F1BAndCostsMemory) {
     for (const Candidate& b : r.candidates) {
       if (b.schedule != ScheduleKind::OneFOneB || b.stages != a.stages || b.microbatches != a.microbatches) continue;
       EXPECT_LE(a.step_ns, b.step_ns) << a.label();
-      if (a.stages > 1) EXPECT_GT(a.peak_bytes, b.peak_bytes) << a.label();
+      if (a.stages > 1) {
+        EXPECT_GT(a.peak_bytes, b.peak_bytes) << a.label();
+      }
       ++compared;
     }
   }

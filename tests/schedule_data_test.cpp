@@ -38,7 +38,8 @@ PlannedSchedule setup_for(const Schedule& s, std::mt19937_64& rng) {
   p.batch_sizes = {1};
   for (int l = 0; l < 2 * s.stages(); ++l) {
     LayerProfile layer;
-    layer.name = "l" + std::to_string(l);
+    layer.name = "l";
+    layer.name += std::to_string(l);  // not "l" + to_string: GCC 12 -Wrestrict false positive (PR105329)
     const double f = 0.01 + (rng() % 1000) / 100.0, bi = 0.01 + (rng() % 1000) / 100.0,
                  w = 0.01 + (rng() % 1000) / 100.0;
     layer.forward_ms = {f};

@@ -343,7 +343,7 @@ TEST(ZeroBubble, ZbAutoLimitsComeFromTheFlagsOrTheMemory) {
   choice.microbatches = 8;
   choice.schedule = ScheduleKind::ZeroBubbleAuto;
   choice.partition = "uniform";
-  Plan plan = make_plan(profile, choice);
+  Plan plan = make_plan(profile, choice).plan;
   Hardware hw = Hardware::ideal(2);
   hw.memory_bytes = int64_t{100} << 20;
   const CostModel c = build_cost_model(profile, plan, hw);
@@ -377,7 +377,7 @@ TEST(ZeroBubble, MakePlanPlacesVShapesAndTakesTheirChunks) {
   c.stages = 2;
   c.microbatches = 4;
   c.schedule = ScheduleKind::ZeroBubbleV;
-  const Plan plan = make_plan(p, c);
+  const Plan plan = make_plan(p, c).plan;
   EXPECT_EQ(plan.chunks, 2);
   EXPECT_EQ(plan.stage_positions(), (std::vector<int>{0, 1, 1, 0}));
   c.chunks = 3;

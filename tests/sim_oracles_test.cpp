@@ -128,7 +128,7 @@ TEST(SimOracle, SameInputGivesByteIdenticalJsonAndTrace) {
     choice.microbatches = 8;
     choice.schedule = kind;
     choice.chunks = kind == ScheduleKind::Interleaved ? 2 : 1;
-    Plan plan = make_plan(p, choice);
+    Plan plan = make_plan(p, choice).plan;
     Hardware h = Hardware::ideal(4);
     h.link = {450, 5};
     std::string first_json, first_trace;

@@ -25,8 +25,6 @@ class GreenPartition {
   // Makes the partition the calling thread's current context (runtime API calls that
   // follow, stream creation and kernel launches included, use it).
   void make_current();
-  int sm_count() const { return sm_count_; }
-  int device_sm_count() const { return device_sm_count_; }
   std::string describe() const;  // "SM partition 2 of 4: 32 of 132 SMs"
 
  private:

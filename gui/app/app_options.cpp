@@ -62,9 +62,9 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.schedule = p.value("schedule");
   o.chunks = to_int(p, "chunks", 1, kMaxGuiChunks);
   o.recompute = p.isSet("recompute");
-  o.partition = p.value("partition");
+  // The partitioner's own name (balanced is optimal's alias): what the controls list.
+  o.partition = QString::fromStdString(to_string(parse_partition_kind(p.value("partition").toStdString())));
   parse_schedule_kind(o.schedule.toStdString());  // throws InputError naming the accepted kinds
-  check_partition_name(o.partition.toStdString());  // throws InputError naming the accepted names
   o.replicas = to_int(p, "replicas", 1, kMaxDevices);
   o.measurement_path = p.value("measurement");
   o.trace_path = p.value("trace");

@@ -147,7 +147,7 @@ void ControlsPanel::set_from(const AppOptions& o) {
   if (const int i = schedule_->findData(o.schedule); i >= 0) schedule_->setCurrentIndex(i);
   chunks_->setValue(o.chunks);
   recompute_->setChecked(o.recompute);
-  partition_->setCurrentText(o.partition == "balanced" ? QString("optimal") : o.partition);
+  partition_->setCurrentText(o.partition);  // parse_app_options gives the partitioner's own name
   replicas_->setValue(o.replicas);
   update_enabled();
   quiet_ = false;

@@ -369,7 +369,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
   distribution_view_->set_histogram({});  // sampled for the previous plan
   if (tabs_->currentWidget() == distribution_view_) emit distribution_view_->sampleRequested();
   const StepReport& r = evaluation_->report;
-  layers_.set_plan(profile_, evaluation_->plan);
+  layers_.set_plan(evaluation_->profile, evaluation_->plan);
   timeline_.set_timeline(r.timeline, r.timeline_end_ns());
   timeline_view_->set_stage_stripes(r.chunks > 1);
   summary_.set_report(r);

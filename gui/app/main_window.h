@@ -81,7 +81,6 @@ class MainWindow : public QMainWindow {
   SweepView* sweep_view() const { return sweep_view_; }
   const PlansModel& plans() const { return plans_; }
   PlansView* plans_view() const { return plans_view_; }
-  PlansWorker& plans_worker() { return plans_worker_; }
   const AbModel& ab() const { return ab_; }
   AbView* ab_view() const { return ab_view_; }
   std::shared_ptr<const Evaluation> pinned() const { return pinned_; }

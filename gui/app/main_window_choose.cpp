@@ -74,10 +74,7 @@ void MainWindow::load_candidate(int index) {
   const SearchResult* r = plans_.result();
   if (!r || index < 0 || index >= static_cast<int>(r->candidates.size())) return;
   const Candidate& c = r->candidates[index];
-  PlanInputs in = current_inputs();
-  in.choice = choice_of(c, plans_.batch(), in.choice);
-  in.plan = c.plan;
-  in.plan->profile = in.choice.profile_path;
+  const PlanInputs in = candidate_inputs(current_inputs(), c, plans_.batch());
   controls_->set_choice(in.choice);
   loaded_candidate_ = index;
   plans_view_->scatter()->set_current(index);

@@ -25,10 +25,6 @@ namespace pipescope::gui {
 namespace {
 constexpr int kLeft = 78, kTop = 30, kRight = 20, kBottom = 62;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-
-QColor schedule_color(const QString& schedule) {
-  return stage_color(std::max<int>(0, static_cast<int>(schedule_names().indexOf(schedule))));
-}
 }  // namespace
 
 PlansScatter::PlansScatter(QWidget* parent) : QWidget(parent) { setMouseTracking(true); }
@@ -50,7 +46,7 @@ QRect PlansScatter::plot_rect() const {
 
 LinearScale PlansScatter::x_scale() const {
   const QRect r = plot_rect();
-  const double top = model_ ? 1.05 * static_cast<double>(model_->max_peak_bytes()) / kGiB : 1;
+  const double top = model_ ? model_->memory_axis().top / kGiB : 1;
   return {0, std::max(1e-9, top), static_cast<double>(r.left()), static_cast<double>(r.right())};
 }
 
@@ -119,12 +115,12 @@ void PlansScatter::paint_legend(QPainter& p) {
     p.drawText(x, y, w + 4, 18, Qt::AlignVCenter, text);
     x += w + 18;
   };
-  for (const QString& s : schedule_names()) {
+  for (ScheduleKind k : schedule_kinds()) {
     p.setPen(Qt::NoPen);
-    p.setBrush(schedule_color(s));
+    p.setBrush(schedule_color(k));
     p.drawEllipse(QPointF(x + 5, y + 9), 5, 5);
     x += 14;
-    label(s);
+    label(QString::fromStdString(to_string(k)));
   }
   p.setBrush(Qt::NoBrush);
   p.setPen(QPen(QColor(90, 90, 90), 1.5));
@@ -162,10 +158,16 @@ void PlansScatter::paintEvent(QPaintEvent*) {
   }
   paint_axes(p, plot);
   const LinearScale x = x_scale(), y = y_scale();
-  if (r->memory_limit_bytes > 0) {
-    const double mx = x.px(static_cast<double>(r->memory_limit_bytes) / kGiB);
+  const MemoryAxis axis = model_->memory_axis();
+  if (axis.capacity_inside || axis.capacity_beyond) {  // beyond the zoomed axis: at its edge
+    const double gib = static_cast<double>(r->memory_limit_bytes) / kGiB;
+    const double mx = axis.capacity_inside ? x.px(gib) : plot.right();
     p.setPen(QPen(does_not_fit_color(), 1.5, Qt::DashLine));
     p.drawLine(QPointF(mx, plot.top()), QPointF(mx, plot.bottom()));
+    if (axis.capacity_beyond) {
+      p.drawText(QRectF(plot.right() - 206, plot.top() + 4, 200, 16), Qt::AlignRight | Qt::AlignVCenter,
+                 QString("device memory %1 GiB \u2192").arg(gib, 0, 'f', 1));
+    }
   }
   // The front as a staircase: from each point, throughput holds until the next.
   const std::vector<int> front = model_->front();
@@ -188,7 +190,7 @@ void PlansScatter::paintEvent(QPaintEvent*) {
   p.setClipRect(plot.adjusted(-6, -6, 6, 6));
   for (int row = 0; row < model_->rowCount(); ++row) {
     const Candidate& c = model_->candidate(row);
-    const QColor col = schedule_color(QString::fromStdString(to_string(c.schedule)));
+    const QColor col = schedule_color(c.schedule);
     const QPointF pt = point_of(row);
     const double radius = c.pareto ? 6 : 4;
     if (c.fits) {

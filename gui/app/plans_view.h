@@ -65,8 +65,6 @@ class PlansView : public QWidget {
   // Refills the K filter from the model (after a search).
   void refresh_filters();
   QComboBox* schedule_filter() const { return schedule_; }
-  QComboBox* stages_filter() const { return stages_; }
-  QComboBox* recompute_filter() const { return recompute_; }
 
  signals:
   void searchRequested();

@@ -4,32 +4,26 @@
 #include <cmath>
 #include <limits>
 
+#include "core/compare.h"
 #include "gui/models/palette.h"
 
 namespace pipescope::gui {
 
 double CompareModel::error_percent(double predicted, double measured) {
-  if (predicted == measured) return 0.0;
-  if (predicted == 0) return std::numeric_limits<double>::quiet_NaN();
-  return 100.0 * (measured - predicted) / predicted;
+  const double e = ComparedValue{"", predicted, measured}.relative_error();
+  return std::isfinite(e) ? 100.0 * e : std::numeric_limits<double>::quiet_NaN();
 }
 
 void CompareModel::set_reports(const StepReport& p, const StepReport& m, std::optional<double> replayed_step_ms) {
   beginResetModel();
   lines_.clear();
-  lines_.push_back({"Step time (ms)", p.step_ns / 1e6, m.step_ns / 1e6, 3, false});
-  if (replayed_step_ms) {
-    lines_.push_back({"Step time, replayed with measured op times (ms)", *replayed_step_ms, m.step_ns / 1e6, 3, false});
-  }
-  lines_.push_back({"Throughput (samples/s)", p.throughput_samples_per_s, m.throughput_samples_per_s, 1, false});
-  lines_.push_back({"Bubble fraction (%)", 100 * p.bubble_fraction, 100 * m.bubble_fraction, 1, false});
-  const std::size_t n = std::min(p.stages.size(), m.stages.size());
-  for (std::size_t s = 0; s < n; ++s) {
-    lines_.push_back({QString("Stage %1 busy (ms)").arg(s), p.stages[s].busy_ns / 1e6, m.stages[s].busy_ns / 1e6, 3, false});
-  }
-  for (std::size_t s = 0; s < n; ++s) {
-    lines_.push_back({QString("Stage %1 peak memory").arg(s), static_cast<double>(p.stages[s].peak_memory_bytes),
-                      static_cast<double>(m.stages[s].peak_memory_bytes), 0, true});
+  const Comparison c = compare_reports(p, m, StageMatch::Common);
+  for (const ComparedValue& v : c.values) {
+    const QString name = QString::fromStdString(v.name);
+    lines_.push_back({name, v.predicted, v.measured, name.endsWith("_bytes")});
+    if (lines_.size() == 1 && replayed_step_ms) {  // beside the step time
+      lines_.push_back({"Step time, replayed with measured op times (ms)", *replayed_step_ms, m.step_ns / 1e6, false});
+    }
   }
   endResetModel();
 }
@@ -45,7 +39,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
   const Line& l = lines_[index.row()];
   const double err = error_percent(l.predicted, l.measured);
   auto number = [&](double v) {
-    return l.bytes ? QString::fromStdString(format_bytes(v)) : QString::number(v, 'f', l.decimals);
+    return l.bytes ? QString::fromStdString(format_bytes(v)) : QString::number(v, 'g', 6);
   };
   switch (role) {
     case Qt::DisplayRole:

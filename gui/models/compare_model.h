@@ -1,7 +1,7 @@
-// Measured over predicted: one row per quantity both reports carry (step time,
-// throughput, bubble fraction, then each stage's busy time and peak memory), with
-// the relative error (measured - predicted) / predicted, as `pipescope compare` prints it. Rows for stages exist only
-// for positions both reports have.
+// Measured over predicted: the rows of core/compare.h's compare_reports, the ones
+// `pipescope compare` prints (step time, throughput, bubble fraction, then each stage's
+// busy time and memory by category), with its relative error; rows for stages exist
+// only for positions both reports have (StageMatch::Common).
 //   CompareModel m; m.set_reports(prediction, measurement);
 #pragma once
 
@@ -31,15 +31,14 @@ class CompareModel : public QAbstractTableModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-  // Relative error in percent; 0 when both are 0, +-inf avoided (predicted 0 -> NaN).
+  // 100 x ComparedValue::relative_error(); NaN (shown "n/a") where that is infinite.
   static double error_percent(double predicted, double measured);
 
  private:
   struct Line {
     QString name;
     double predicted = 0, measured = 0;
-    int decimals = 3;
-    bool bytes = false;
+    bool bytes = false;  // a *_bytes row, shown as GiB / MiB
   };
   std::vector<Line> lines_;
 };

@@ -31,7 +31,6 @@ class LayerTableModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
   double microbatch_size() const { return microbatch_size_; }
-  int stage_count() const { return stages_; }
 
  private:
   struct Row {

@@ -25,6 +25,22 @@ QColor ramp_color(double t) {
                 mix(anchors[i].blue(), anchors[i + 1].blue()));
 }
 
+QColor schedule_color(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::GPipe: return QColor(31, 119, 180);
+    case ScheduleKind::OneFOneB: return QColor(255, 127, 14);
+    case ScheduleKind::Interleaved: return QColor(44, 160, 44);
+    case ScheduleKind::ZeroBubbleH1: return QColor(148, 103, 189);
+    case ScheduleKind::ZeroBubbleH2: return QColor(140, 86, 75);
+    case ScheduleKind::ZeroBubbleV: return QColor(227, 119, 194);
+    case ScheduleKind::DualPipeV: return QColor(127, 127, 127);
+    case ScheduleKind::ZeroBubbleAuto: return QColor(188, 189, 34);
+    case ScheduleKind::PipeDream: return QColor(23, 190, 207);
+    case ScheduleKind::PipeDream2BW: return QColor(0, 0, 139);
+  }
+  return QColor(200, 200, 200);
+}
+
 QColor category_color(const QString& c) {
   if (c == "forward") return QColor(66, 133, 244);
   if (c == "backward") return QColor(52, 168, 83);

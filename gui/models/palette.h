@@ -1,11 +1,14 @@
 // The colours every view uses, so a stage or an op kind looks the same everywhere:
 // stages cycle through a qualitative palette; op categories (forward, backward, ...)
-// have fixed colours listed with their legend labels in category order.
+// have fixed colours listed with their legend labels in category order; every
+// schedule has its own colour (one table, schedule_color).
 #pragma once
 
 #include <QColor>
 #include <QString>
 #include <vector>
+
+#include "core/schedule.h"
 
 namespace pipescope::gui {
 
@@ -14,6 +17,10 @@ QColor stage_color(int stage);
 // drawn in one overlaid chart takes ramp_color(s / (K - 1)).
 QColor ramp_color(double t);
 QColor category_color(const QString& category);  // forward, backward, ..., idle
+// The plans chart's colour of each built-in schedule: all distinct (at least 60 apart in
+// RGB) and none the does-not-fit red; a new ScheduleKind does not compile (-Wswitch,
+// -Werror) until it has one here.
+QColor schedule_color(ScheduleKind kind);
 struct LegendEntry {
   QString category;
   QString label;

@@ -33,18 +33,25 @@ Evaluation evaluate(const PlanInputs& in) {
                      " needs " + std::to_string(needed) + " devices, but " + in.hardware->name + " has " +
                      std::to_string(in.hardware->devices));
   }
-  e.plan = in.plan ? *in.plan : make_plan(*in.profile, choice);
+  e.profile = in.profile;
+  if (in.plan) {
+    e.plan = *in.plan;
+  } else {
+    MadePlan made = make_plan(*in.profile, choice);
+    e.plan = std::move(made.plan);
+    if (!made.layer_order.empty()) e.profile = std::make_shared<const Profile>(std::move(made.profile));
+  }
   const Hardware hardware = hardware_for(in, e.plan);
   // An asynchronous schedule (pipedream, 2bw) shows three steps without a flush: the
   // fill, a steady-state step and the drain (docs/pipedream.md).
-  e.costs = build_cost_model(*in.profile, e.plan, hardware);
+  e.costs = build_cost_model(*e.profile, e.plan, hardware);
   // zb-auto: the order searched on the plan's costs, the call `plan` and `simulate` make.
   e.schedule = e.plan.schedule == ScheduleKind::ZeroBubbleAuto && e.plan.schedule_file.empty()
                           ? schedule_for_costs(e.plan, e.costs, hardware)
                           : schedule_for(e.plan, kAsyncEvaluationSteps);
   validate_schedule(e.schedule);
   SimOptions options;
-  options.model = in.profile->model;
+  options.model = e.profile->model;
   options.record_timeline = in.record_timeline;
   e.report = simulate(e.schedule, e.costs, hardware, options);
   return e;

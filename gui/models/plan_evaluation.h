@@ -20,7 +20,7 @@
 namespace pipescope::gui {
 
 struct PlanInputs {
-  std::shared_ptr<const Profile> profile;
+  std::shared_ptr<const Profile> profile;  // with `plan` set: the profile its ranges index
   std::shared_ptr<const Hardware> hardware;  // null: Hardware::ideal (as the CLI without --hardware)
   PlanChoice choice;
   bool record_timeline = true;
@@ -31,6 +31,9 @@ struct PlanInputs {
 };
 
 struct Evaluation {
+  // What plan's layer ranges index: the inputs' profile, or its layers reordered by the
+  // optimal cut of a graph profile (make_plan); views show layers through it.
+  std::shared_ptr<const Profile> profile;
   Plan plan;
   CostModel costs;
   Schedule schedule;  // what was simulated (zb-auto: searched on the costs; async: 3 steps)

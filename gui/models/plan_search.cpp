@@ -1,5 +1,7 @@
 #include "gui/models/plan_search.h"
 
+#include "planner/model_graph.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -38,6 +40,17 @@ PlanChoice choice_of(const Candidate& c, int64_t batch, const PlanChoice& base) 
   p.chunks = c.chunks;
   p.recompute = c.recompute;
   return p;
+}
+
+PlanInputs candidate_inputs(const PlanInputs& current, const Candidate& c, int64_t batch) {
+  PlanInputs in = current;
+  in.choice = choice_of(c, batch, current.choice);
+  in.plan = c.plan;
+  in.plan->profile = in.choice.profile_path;
+  if (!c.layer_order.empty()) {
+    in.profile = std::make_shared<const Profile>(reorder_layers(in_topological_order(*current.profile), c.layer_order));
+  }
+  return in;
 }
 
 }  // namespace pipescope::gui

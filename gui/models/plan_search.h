@@ -25,4 +25,9 @@ int64_t plans_batch(const PlanInputs& inputs);  // N = micro-batch size x M, at 
 // N / M, schedule, chunks, re-materialisation).
 PlanChoice choice_of(const Candidate& c, int64_t batch, const PlanChoice& base);
 
+// The inputs that show candidate `c` of the search made from `current`: its plan as it
+// is, with the profile its ranges index (reordered_profile: a graph candidate's layers
+// in c.layer_order), the controls' choice rebuilt by choice_of.
+PlanInputs candidate_inputs(const PlanInputs& current, const Candidate& c, int64_t batch);
+
 }  // namespace pipescope::gui

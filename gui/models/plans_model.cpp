@@ -77,11 +77,15 @@ double PlansModel::max_throughput() const {
 }
 
 int64_t PlansModel::max_peak_bytes() const {
-  int64_t m = result_ ? result_->memory_limit_bytes : 0;
+  int64_t m = 0;
   if (result_) {
     for (const Candidate& c : result_->candidates) m = std::max(m, c.peak_bytes);
   }
   return m;
+}
+
+MemoryAxis PlansModel::memory_axis() const {
+  return gui::memory_axis(max_peak_bytes(), result_ ? result_->memory_limit_bytes : 0);
 }
 
 int PlansModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "gui/models/plot_scale.h"
 #include "planner/search.h"
 
 namespace pipescope::gui {
@@ -40,7 +41,8 @@ class PlansModel : public QAbstractTableModel {
   std::vector<int> front() const;
   // Throughput and peak-memory ranges over every candidate (filters keep the axes still).
   double max_throughput() const;
-  int64_t max_peak_bytes() const;
+  int64_t max_peak_bytes() const;  // over the candidates (not the device memory)
+  MemoryAxis memory_axis() const;   // plot_scale.h's, for the candidates and the device memory
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

@@ -31,10 +31,11 @@ inline BruteForce brute_force(const PlanInputs& base, const SweepAxes& axes) {
       double tp = -1;
       try {
         if (k > base.hardware->devices) throw InputError("more stages than devices");
-        Plan plan = make_plan(*base.profile, c);
+        const MadePlan made = make_plan(*base.profile, c);
+        const Plan& plan = made.plan;
         Schedule s = schedule_for(plan);
         validate_schedule(s);
-        CostModel costs = build_cost_model(*base.profile, plan, *base.hardware);
+        CostModel costs = build_cost_model(made.profile, plan, *base.hardware);  // what the ranges index
         SimOptions o;
         o.record_timeline = false;
         StepReport r = simulate(s, costs, *base.hardware, o);

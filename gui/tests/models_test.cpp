@@ -7,6 +7,7 @@
 #include <QtTest>
 #include <cmath>
 
+#include "core/compare.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/hardware.h"
@@ -307,12 +308,21 @@ void ModelsTest::compare_model() {
   CompareModel m;
   QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::Fatal);
   m.set_reports(e.report, measured);
-  QCOMPARE(m.rowCount(), 3 + 2 * 4);
+  // compare_reports' rows: step, throughput, bubble, then per stage busy, weights,
+  // gradients, optimizer state, peak activations, transients and peak memory (7 x 4).
+  QCOMPARE(m.rowCount(), 3 + 7 * 4);
+  QCOMPARE(m.data(m.index(0, CompareModel::Quantity)).toString(), QString("step_time_ms"));
   // (measured - predicted) / predicted = (1.1 - 1) / 1 = +10 %, as `pipescope compare` has it.
   const double err = m.data(m.index(0, CompareModel::ErrorPercent), CompareModel::RawRole).toDouble();
   QVERIFY2(std::fabs(err - 10.0) < 1e-3, qPrintable(QString::number(err)));
   QCOMPARE(m.data(m.index(1, CompareModel::ErrorPercent), CompareModel::RawRole).toDouble(), 0.0);
   QVERIFY(std::isnan(CompareModel::error_percent(0.0, 1.0)));
+  // A measurement of 2 positions against a prediction of 4: the rows of the 2 both have
+  // (the CLI refuses such a pair, compare_reports with StageMatch::Exact).
+  measured.stages.resize(2);
+  m.set_reports(e.report, measured);
+  QCOMPARE(m.rowCount(), 3 + 7 * 2);
+  QVERIFY_THROWS_EXCEPTION(InputError, compare_reports(e.report, measured));
 }
 
 void ModelsTest::chrome_trace_round_trip() {

@@ -96,6 +96,8 @@ class PlansModelsTest : public QObject {
   void what_if_changes_the_hardware();
   void slow_device_doubles_a_one_stage_step();
   void plot_scale_and_ticks();
+  void every_schedule_has_its_own_colour();
+  void memory_axis_zooms_to_the_points();
   void memory_column_max_keeps_every_peak();
 };
 
@@ -380,6 +382,52 @@ void PlansModelsTest::plot_scale_and_ticks() {
   QCOMPARE(nice_tick_step(1, 10), 0.1);
   QCOMPARE(ramp_color(0), QColor(68, 1, 84));
   QCOMPARE(ramp_color(1), QColor(253, 231, 37));
+}
+
+void PlansModelsTest::every_schedule_has_its_own_colour() {
+  // gpipe and 2bw once shared a colour (a 9-colour cycle over 10 schedules): every pair
+  // of schedules, and each against the does-not-fit red, is now at least 60 apart in RGB.
+  const std::vector<ScheduleKind>& kinds = pipescope::schedule_kinds();
+  QCOMPARE(static_cast<int>(kinds.size()), 10);
+  auto distance = [](const QColor& a, const QColor& b) {
+    return std::hypot(a.red() - b.red(), a.green() - b.green(), a.blue() - b.blue());
+  };
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    QVERIFY2(distance(schedule_color(kinds[i]), does_not_fit_color()) >= 60, to_string(kinds[i]).c_str());
+    for (std::size_t j = i + 1; j < kinds.size(); ++j) {
+      QVERIFY2(distance(schedule_color(kinds[i]), schedule_color(kinds[j])) >= 60,
+               (to_string(kinds[i]) + " vs " + to_string(kinds[j])).c_str());
+    }
+  }
+  QVERIFY(schedule_color(ScheduleKind::GPipe) != schedule_color(ScheduleKind::PipeDream2BW));
+}
+
+void PlansModelsTest::memory_axis_zooms_to_the_points() {
+  constexpr int64_t GiB = int64_t{1} << 30;
+  // Points below 20 GiB on 141 GiB devices: the axis ends at 22 GiB (1.1 x 20), the
+  // capacity marked at the edge.
+  MemoryAxis a = memory_axis(20 * GiB, 141 * GiB);
+  QCOMPARE(a.top, 22.0 * GiB);
+  QVERIFY(a.capacity_beyond && !a.capacity_inside);
+  // The capacity within 1.25 x of the points' end: the axis reaches 1.02 x it.
+  a = memory_axis(100 * GiB, 120 * GiB);
+  QCOMPARE(a.top, 1.02 * 120 * GiB);
+  QVERIFY(a.capacity_inside && !a.capacity_beyond);
+  // Points past the capacity (misfits): 1.1 x the largest, the capacity inside.
+  a = memory_axis(100 * GiB, 50 * GiB);
+  QCOMPARE(a.top, 110.0 * GiB);
+  QVERIFY(a.capacity_inside);
+  // No capacity (ideal hardware), no points.
+  QVERIFY(!memory_axis(10 * GiB, 0).capacity_inside && !memory_axis(10 * GiB, 0).capacity_beyond);
+  QCOMPARE(memory_axis(0, 0).top, 1.0);
+  // The GPT-1.3B search on 8 x H200: every peak sits far below the 131 GiB, so the
+  // model's axis zooms to its points.
+  PlansModel m;
+  m.set_result(std::make_shared<const SearchResult>(search_plans(plans_request(gpt_inputs(8)))), plans_batch(gpt_inputs(8)));
+  const MemoryAxis g = m.memory_axis();
+  QCOMPARE(g.top, 1.1 * static_cast<double>(m.max_peak_bytes()));
+  QVERIFY(g.capacity_beyond);
+  QVERIFY(g.top < static_cast<double>(m.result()->memory_limit_bytes) / 2);
 }
 
 void PlansModelsTest::memory_column_max_keeps_every_peak() {

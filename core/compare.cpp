@@ -1,21 +1,23 @@
-// Prediction vs measurement, value by value; the reports must describe the same stages.
-#include "exec/compare.h"
+// Prediction vs measurement, value by value: over the same stages (StageMatch::Exact),
+// or over those both reports have, with a warning naming the difference (Common).
+#include "core/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "core/error.h"
 
-namespace pipescope::exec {
+namespace pipescope {
 
 double ComparedValue::relative_error() const {
   if (predicted == 0) return measured == 0 ? 0.0 : INFINITY;
   return (measured - predicted) / predicted;
 }
 
-Comparison compare_reports(const StepReport& p, const StepReport& m) {
-  if (p.stages.size() != m.stages.size()) {
+Comparison compare_reports(const StepReport& p, const StepReport& m, StageMatch match) {
+  if (match == StageMatch::Exact && p.stages.size() != m.stages.size()) {
     throw InputError("compare: the prediction has " + std::to_string(p.stages.size()) +
                      " stages but the measurement has " + std::to_string(m.stages.size()));
   }
@@ -35,7 +37,9 @@ Comparison compare_reports(const StepReport& p, const StepReport& m) {
   }
   c.values.push_back({"throughput_samples_per_s", p.throughput_samples_per_s, m.throughput_samples_per_s});
   c.values.push_back({"bubble_fraction", p.bubble_fraction, m.bubble_fraction});
-  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+  warn_if(p.stages.size() != m.stages.size(), "stages (" + std::to_string(p.stages.size()) + " vs " +
+                                                  std::to_string(m.stages.size()) + "; those both have are compared)");
+  for (std::size_t s = 0; s < std::min(p.stages.size(), m.stages.size()); ++s) {
     const StageReport &a = p.stages[s], &b = m.stages[s];
     const std::string st = "stage " + std::to_string(a.index) + " ";
     c.values.push_back({st + "busy_ms", a.busy_ns / 1e6, b.busy_ns / 1e6});
@@ -85,4 +89,4 @@ std::string comparison_table(const Comparison& c) {
   return out.str();
 }
 
-}  // namespace pipescope::exec
+}  // namespace pipescope
