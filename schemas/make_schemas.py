@@ -113,6 +113,10 @@ def _define():
                                            "rest under split backward), bytes, one per batch size, at most "
                                            "activation_bytes; absent: I frees nothing"),
                  "parameter_bytes": integer(0, MAXB),
+                 "optimizer_ms": dict(number(0, 1e9), description="optional: one optimizer step (Adam) over the "
+                                      "layer's parameters, ms (measured by profile --model and pipescope_torch, "
+                                      "analytic in profile synth); present on every layer, predictions end the "
+                                      "step with it"),
                  "backward_input_ms": per_batch_ms, "backward_weight_ms": per_batch_ms,
                  "workspace_bytes": obj({k: per_batch_b for k in WORKSPACE_KEYS}, list(WORKSPACE_KEYS),
                                         "optional: bytes each op holds above its start besides weights and stash "
