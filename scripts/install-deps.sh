@@ -16,6 +16,7 @@ packages=(
   libopenblas-dev libeigen3-dev
   libopenmpi-dev openmpi-bin
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb
+  python3-venv  # only for a machine whose python3.11 is Debian's (pyenv's has venv)
 )
 missing=()
 for p in "${packages[@]}"; do
