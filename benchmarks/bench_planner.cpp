@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "core/schedule.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/dag_partition.h"
 #include "planner/search.h"
 #include "planner/stage_model.h"

@@ -1,5 +1,5 @@
 // `pipescope export --plan plan.json --to megatron|torch|deepspeed [-o FILE] [--json]`:
-// writes what the framework needs to run the plan (core/export.h). Exits 2, naming
+// writes what the framework needs to run the plan (interop/export.h). Exits 2, naming
 // the reason, when the framework cannot express the plan.
 #include <filesystem>
 #include <iostream>
@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/plan_options.h"
 #include "core/error.h"
-#include "core/export.h"
+#include "interop/export.h"
 
 namespace pipescope::cli {
 

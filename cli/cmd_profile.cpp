@@ -10,7 +10,7 @@
 #include "cli/plan_options.h"
 #include "cli/profile_hf.h"
 #include "core/error.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "exec/backend.h"
 #include "exec/profiler.h"
 

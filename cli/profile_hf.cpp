@@ -1,5 +1,5 @@
 // The flags and the run of `profile synth --hf-config` (cli/profile_hf.h): resolve the GPU
-// file, read the config, build the profile (core/hf_profile.h), and check it reads back.
+// file, read the config, build the profile (interop/hf_profile.h), and check it reads back.
 #include "cli/profile_hf.h"
 
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // `pipescope profile synth --hf-config config.json --gpu NAME ...`: the flags of the
-// Hugging Face synthesiser (core/hf_profile.h), kept apart from cmd_profile.cpp's
+// Hugging Face synthesiser (interop/hf_profile.h), kept apart from cmd_profile.cpp's
 // other kinds. GPU names are looked up in $PIPESCOPE_GPU_DIR, then in the source
 // tree's profiles/gpus/.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/hf_profile.h"
+#include "interop/hf_profile.h"
 
 namespace pipescope::cli {
 

@@ -3,7 +3,7 @@
 // may leave (fuzz_readers.h's rule).
 #include <cstdlib>
 
-#include "core/hf_profile.h"
+#include "interop/hf_profile.h"
 #include "fuzz/fuzz_readers.h"
 
 using namespace pipescope;

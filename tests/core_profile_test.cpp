@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 
 using namespace pipescope;
 

@@ -11,7 +11,7 @@
 #include <regex>
 
 #include "core/error.h"
-#include "core/export.h"
+#include "interop/export.h"
 
 using namespace pipescope;
 

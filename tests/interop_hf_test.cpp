@@ -8,9 +8,9 @@
 #include <random>
 
 #include "core/error.h"
-#include "core/hf_config.h"
-#include "core/hf_profile.h"
-#include "core/synth_profile.h"
+#include "interop/hf_config.h"
+#include "interop/hf_profile.h"
+#include "interop/synth_profile.h"
 
 using namespace pipescope;
 

@@ -29,7 +29,7 @@
 #include <cstdio>
 
 #include "core/cost_model.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "cli_run.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/op_rules.h"
 #include "core/profile.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "sim/simulator.h"
 
 namespace pipescope {

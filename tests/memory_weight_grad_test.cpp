@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/op_rules.h"
 #include "core/profile.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/stage_model.h"
 #include "sim/simulator.h"
 

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/cost_model.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/search.h"
 #include "sim/simulator.h"
 

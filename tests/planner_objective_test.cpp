@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/search.h"
 
 namespace pipescope {

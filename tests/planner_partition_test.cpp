@@ -8,7 +8,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/schedule.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/partition.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"

@@ -8,7 +8,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/plan_builder.h"
 #include "planner/search.h"
 #include "sim/simulator.h"

@@ -6,7 +6,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/profile.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "sim/distribution.h"
 
 namespace pipescope {

@@ -12,7 +12,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/schedule.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/partition.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"

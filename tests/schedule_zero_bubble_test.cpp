@@ -22,7 +22,7 @@
 #include "core/error.h"
 #include "core/plan.h"
 #include "planner/plan_builder.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "experiments/schedule_table.h"
 #include "planner/search.h"
 #include "planner/zero_bubble_search.h"

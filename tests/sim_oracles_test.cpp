@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
 #include "test_support.h"

@@ -13,7 +13,7 @@
 #include <random>
 
 #include "core/cost_model.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 #include "experiments/schedule_table.h"
 #include "planner/search.h"
 #include "planner/zero_bubble_search.h"

@@ -20,7 +20,7 @@ from typing import List, Optional
 
 from pipescope_torch.errors import BridgeError, one_line
 
-# pipescope's schedule names for PyTorch's classes (core/export_torch.cpp's table, read back).
+# pipescope's schedule names for PyTorch's classes (interop/export_torch.cpp's table, read back).
 CLASS_TO_SCHEDULE = {
     "ScheduleGPipe": "gpipe",
     "Schedule1F1B": "1f1b",

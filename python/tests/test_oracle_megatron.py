@@ -169,7 +169,7 @@ def random_cuts(rng, S):
 
 
 def crafted_cuts():
-    """Splits that the exporter says in each of its four forms (see core/export_megatron.cpp)."""
+    """Splits that the exporter says in each of its four forms (see interop/export_megatron.cpp)."""
     n = len(ROLES)  # 26: E at 0, decoders 1..24, L at 25
     return [
         (2, 1, [0, 13, n]),                 # 12 | 12: even

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/export.h"
+#include "interop/export.h"
 
 namespace pipescope {
 

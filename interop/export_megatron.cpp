@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/export.h"
+#include "interop/export.h"
 
 namespace pipescope {
 

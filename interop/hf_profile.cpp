@@ -1,16 +1,16 @@
-// Builds the analytic profile of core/hf_profile.h. Tensor parallelism (Megatron-LM's
+// Builds the analytic profile of interop/hf_profile.h. Tensor parallelism (Megatron-LM's
 // scheme with sequence parallelism): GEMMs, attention and every kept tensor split t
 // ways; each decoder layer adds two all-reduce volumes forward (after attention and
 // after the MLP, as reduce-scatter + all-gather) and two backward, each of
 // 2 (t-1)/t x (s b h x dtype) bytes over the GPU's collective bandwidth. The head
 // is vocabulary-parallel (its logits split t ways); the embedding all-reduces once.
-#include "core/hf_profile.h"
+#include "interop/hf_profile.h"
 
 #include <cmath>
 #include <filesystem>
 
 #include "core/error.h"
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 
 namespace pipescope {
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/export.h"
+#include "interop/export.h"
 
 namespace pipescope {
 

@@ -1,4 +1,4 @@
-#include "core/synth_profile.h"
+#include "interop/synth_profile.h"
 
 #include <cmath>
 #include <cstdio>

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/hardware.h"
-#include "core/hf_config.h"
+#include "interop/hf_config.h"
 #include "core/profile.h"
 
 namespace pipescope {

@@ -1,7 +1,7 @@
 // Hugging Face config reading and the parameter / FLOP / activation closed forms of
-// core/hf_config.h. Field names and defaults follow transformers' LlamaConfig,
+// interop/hf_config.h. Field names and defaults follow transformers' LlamaConfig,
 // MistralConfig, Qwen2Config, GemmaConfig and MixtralConfig.
-#include "core/hf_config.h"
+#include "interop/hf_config.h"
 
 #include <algorithm>
 #include <array>
