@@ -1,15 +1,15 @@
-// Schedule generators, the validator and the text diagram.
-// Invariant of every generator: each device's list holds exactly the ops of the
-// stages placed on it, and walking all lists in order with the implied data
-// dependencies (see schedule.h) always makes progress.
+// Schedule vocabulary: names of the kinds and ops, the Schedule's accessors, the spec
+// check every generator runs first, and the validator. The generators live in
+// core/schedules/ (one file per family), the text diagram in core/schedule_diagram.cpp.
+// Invariant: validate_schedule accepts exactly the schedules whose per-device lists,
+// walked with the needs of core/op_rules.h, always make progress.
 #include "core/schedule.h"
 
 #include <algorithm>
-#include <deque>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/op_rules.h"
+#include "core/schedule_walk.h"
 
 namespace pipescope {
 
@@ -187,212 +187,12 @@ void check_schedule_spec(const ScheduleSpec& spec) {
   }
 }
 
-namespace {
-
-Schedule empty_schedule(const ScheduleSpec& spec) {
-  Schedule s;
-  s.name = to_string(spec.kind);
-  s.num_microbatches = spec.microbatches;
-  s.recompute = spec.recompute;
-  s.stage_device = stage_device_map(spec.kind, spec.devices, spec.chunks);
-  s.device_ops.resize(spec.devices);
-  return s;
-}
-
-// Inserts R(s,m) right before the first backward op of (s,m) when recompute is on.
-void add_recompute(Schedule& s) {
-  if (!s.recompute) return;
-  for (auto& ops : s.device_ops) {
-    if (std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::Recompute; })) continue;
-    std::vector<Op> out;
-    out.reserve(ops.size() * 3 / 2);
-    for (const Op& op : ops) {
-      if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) {
-        out.push_back({OpKind::Recompute, op.stage, op.microbatch});
-      }
-      out.push_back(op);
-    }
-    ops = std::move(out);
-  }
-}
-
-}  // namespace
-
-Schedule with_recompute(Schedule s) {
-  s.recompute = true;
-  add_recompute(s);
-  return s;
-}
-
-Schedule make_gpipe(int devices, int microbatches, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::GPipe, devices, microbatches, 1, recompute};
-  check_schedule_spec(spec);
-  Schedule s = empty_schedule(spec);
-  for (int d = 0; d < devices; ++d) {
-    auto& ops = s.device_ops[d];
-    ops.reserve(2 * static_cast<std::size_t>(microbatches));
-    for (int m = 0; m < microbatches; ++m) ops.push_back({OpKind::Forward, d, m});
-    for (int m = 0; m < microbatches; ++m) ops.push_back({OpKind::Backward, d, m});
-  }
-  add_recompute(s);
-  return s;
-}
-
-Schedule make_1f1b(int devices, int microbatches, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::OneFOneB, devices, microbatches, 1, recompute};
-  check_schedule_spec(spec);
-  Schedule s = empty_schedule(spec);
-  for (int d = 0; d < devices; ++d) {
-    auto& ops = s.device_ops[d];
-    ops.reserve(2 * static_cast<std::size_t>(microbatches));
-    int warmup = std::min(devices - d - 1, microbatches);
-    int next_f = 0, next_b = 0;
-    for (; next_f < warmup; ++next_f) ops.push_back({OpKind::Forward, d, next_f});
-    while (next_f < microbatches) {
-      ops.push_back({OpKind::Forward, d, next_f++});
-      ops.push_back({OpKind::Backward, d, next_b++});
-    }
-    while (next_b < microbatches) ops.push_back({OpKind::Backward, d, next_b++});
-  }
-  add_recompute(s);
-  return s;
-}
-
-// Megatron-LM's interleaved 1F1B: the k-th forward on a device runs model chunk
-// (k mod Kv) / K on micro-batch (k / Kv) K + k mod K; backwards visit chunks in
-// reverse. Warm-up is 2 (K - d - 1) + (v - 1) K forwards, at most all of them: Megatron-Core
-// 0.16's get_pp_rank_microbatches and torch 2.13's ScheduleInterleaved1F1B (older
-// Megatron-LM ran every forward first when M = K; both frameworks dropped that).
-Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::Interleaved, devices, microbatches, chunks, recompute};
-  check_schedule_spec(spec);
-  if (microbatches % devices != 0) {
-    throw InputError("microbatches: the interleaved schedule needs M to be a multiple of the "
-                     "number of stages K (Megatron-LM's rule); got M = " +
-                     std::to_string(microbatches) + ", K = " + std::to_string(devices));
-  }
-  Schedule s = empty_schedule(spec);
-  const int K = devices, v = chunks, total = microbatches * chunks;
-  auto op_at = [&](int d, int k, bool forward) {
-    int in_group = k % (K * v);
-    int chunk = in_group / K;
-    if (!forward) chunk = v - 1 - chunk;
-    int mb = (k / (K * v)) * K + k % K;
-    return Op{forward ? OpKind::Forward : OpKind::Backward, chunk * K + d, mb};
-  };
-  for (int d = 0; d < K; ++d) {
-    auto& ops = s.device_ops[d];
-    ops.reserve(2 * static_cast<std::size_t>(total));
-    int warmup = std::min((K - d - 1) * 2 + (v - 1) * K, total);
-    int f = 0, b = 0;
-    for (; f < warmup; ++f) ops.push_back(op_at(d, f, true));
-    while (f < total) {
-      ops.push_back(op_at(d, f++, true));
-      ops.push_back(op_at(d, b++, false));
-    }
-    while (b < total) ops.push_back(op_at(d, b++, false));
-  }
-  add_recompute(s);
-  return s;
-}
-
-// ZB-H1 order (Qi et al., ICLR 2024), found by list-scheduling the split-backward
-// pipeline with unit costs (F = Bi = W = 1, free communication). An idle device runs,
-// in this priority: the next F if its input is there, fewer than min(K - s, M)
-// micro-batches wait for their Bi (1F1B's warm-up bound) and fewer than min(K, M) are
-// alive (forward started, W not done); else the next ready Bi; else a deferred W.
-// W therefore fills what would be bubbles: with T_F = T_B = T_W the step takes
-// (3M + K - 1) T, a bubble of (K - 1) / (3M + K - 1), about a third of 1F1B's, and no
-// stage holds more activations than 1F1B's first stage (K micro-batches).
-Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, devices, microbatches, 1, recompute};
-  check_schedule_spec(spec);
-  Schedule s = empty_schedule(spec);
-  const int K = devices, M = microbatches;
-  // Completion time of F and Bi per (stage, micro-batch); -1 = not yet done.
-  std::vector<std::vector<int64_t>> f_done(K, std::vector<int64_t>(M, -1));
-  std::vector<std::vector<int64_t>> b_done(K, std::vector<int64_t>(M, -1));
-  std::vector<int> next_f(K, 0), next_b(K, 0), alive(K, 0), before_b(K, 0);
-  std::vector<std::deque<int>> pending_w(K);
-  std::vector<int64_t> busy_until(K, 0);
-  std::vector<Op> running(K, Op{OpKind::Forward, -1, -1});
-  int64_t remaining = 3 * static_cast<int64_t>(K) * M;
-  for (int64_t t = 0; remaining > 0; ++t) {
-    for (int d = 0; d < K; ++d) {  // completions at t
-      Op& op = running[d];
-      if (op.stage < 0 || busy_until[d] != t) continue;
-      if (op.kind == OpKind::Forward) f_done[d][op.microbatch] = t;
-      if (op.kind == OpKind::BackwardInput) {
-        b_done[d][op.microbatch] = t;
-        --before_b[d];
-        pending_w[d].push_back(op.microbatch);
-      }
-      if (op.kind == OpKind::BackwardWeight) --alive[d];
-      op.stage = -1;
-      --remaining;
-    }
-    for (int d = 0; d < K; ++d) {  // idle devices pick their next op
-      if (running[d].stage >= 0) continue;
-      const int in_flight_limit = std::min(K - d, M), alive_limit = std::min(K, M);
-      int b = next_b[d], f = next_f[d];
-      bool b_ready = b < M && f_done[d][b] >= 0 && (d == K - 1 || b_done[d + 1][b] >= 0);
-      bool f_ready = f < M && before_b[d] < in_flight_limit && alive[d] < alive_limit &&
-                     (d == 0 || f_done[d - 1][f] >= 0);
-      Op pick{OpKind::Forward, -1, -1};
-      if (f_ready) {
-        pick = {OpKind::Forward, d, f};
-        ++next_f[d];
-        ++alive[d];
-        ++before_b[d];
-      } else if (b_ready) {
-        pick = {OpKind::BackwardInput, d, b};
-        ++next_b[d];
-      } else if (!pending_w[d].empty()) {
-        pick = {OpKind::BackwardWeight, d, pending_w[d].front()};
-        pending_w[d].pop_front();
-      }
-      if (pick.stage < 0) continue;
-      running[d] = pick;
-      busy_until[d] = t + 1;
-      s.device_ops[d].push_back(pick);
-    }
-  }
-  add_recompute(s);
-  return s;
-}
-
-Schedule make_schedule(const ScheduleSpec& spec) {
-  check_schedule_spec(spec);  // the generators take no chunk count: check the spec's here
-  switch (spec.kind) {
-    case ScheduleKind::GPipe: return make_gpipe(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::OneFOneB: return make_1f1b(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::Interleaved:
-      return make_interleaved(spec.devices, spec.microbatches, spec.chunks, spec.recompute);
-    case ScheduleKind::ZeroBubbleH1:
-      return make_zb_h1(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::ZeroBubbleH2: return make_zb_h2(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::ZeroBubbleV: return make_zb_v(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::DualPipeV: return make_dualpipev(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::ZeroBubbleAuto:
-      return make_zb_auto_unit(spec.devices, spec.microbatches, spec.max_inflight, spec.recompute);
-    case ScheduleKind::PipeDream: return make_pipedream(spec.devices, spec.microbatches, spec.steps, spec.recompute);
-    case ScheduleKind::PipeDream2BW: return make_2bw(spec.devices, spec.microbatches, spec.steps, spec.recompute);
-  }
-  throw InputError("unknown schedule kind");
-}
-
-namespace {
+namespace detail {
 
 std::string op_name(const Op& op) {
   return std::string(1, op_letter(op.kind)) + "(stage " + std::to_string(op.stage) + ", micro-batch " +
          std::to_string(op.microbatch) + ")";
 }
-
-// The device that makes `need` for micro-batch m, and the op there, or -1.
-struct Maker {
-  int device = -1;
-  Op op{OpKind::Forward, -1, -1};
-};
 
 // Names the cycle of devices that wait on each other when no device can move.
 std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>& cursor,
@@ -431,34 +231,10 @@ std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>&
   return out;
 }
 
-// Walks the schedule in an order that respects every need (core/op_rules.h), calling
-// visit(device, index) for each op; throws InputError naming the cycle on a deadlock.
-template <typename Visit>
-void walk_in_dependency_order(const Schedule& s, const std::string& source, Visit&& visit) {
-  ProductTable done(s.stages(), s.microbatches());
-  std::vector<std::size_t> cursor(s.devices(), 0);
-  std::size_t left = s.num_ops();
-  while (left > 0) {
-    bool progress = false;
-    for (int d = 0; d < s.devices(); ++d) {
-      const auto& ops = s.device_ops[d];
-      while (cursor[d] < ops.size() && done.ready(ops[cursor[d]], s.recompute)) {
-        const Op& op = ops[cursor[d]];
-        visit(d, cursor[d]);
-        done.mark(product_of(op.kind), op.stage, op.microbatch);
-        ++cursor[d];
-        --left;
-        progress = true;
-      }
-    }
-    if (!progress) {
-      throw InputError((source.empty() ? "" : source + ": ") +
-                       "schedule cannot make progress: " + describe_deadlock(s, cursor, done));
-    }
-  }
-}
+}  // namespace detail
 
-}  // namespace
+using detail::op_name;
+using detail::walk_in_dependency_order;
 
 void validate_schedule(const Schedule& s, const std::string& source) {
   const std::string where = (source.empty() ? "" : source + ": ") + "schedule: ";
@@ -532,66 +308,6 @@ void validate_schedule(const Schedule& s, const std::string& source) {
   }
   walk_in_dependency_order(s, source, [](int, std::size_t) {});
   validate_weight_versions(s, where);
-}
-
-std::string schedule_diagram(const Schedule& s) {
-  // Slot widths: backward twice a forward, as in the GPipe paper's figure.
-  auto slots = [](OpKind k) { return k == OpKind::Backward ? 2 : 1; };
-  std::vector<std::vector<int64_t>> start(s.devices());
-  for (int d = 0; d < s.devices(); ++d) start[d].resize(s.device_ops[d].size());
-  const int S = s.stages(), M = s.microbatches();
-  std::vector<int64_t> end_of(static_cast<std::size_t>(kProducts) * S * M, 0);
-  auto end_ref = [&](Product p, int st, int m) -> int64_t& {
-    return end_of[(static_cast<std::size_t>(p) * S + st) * M + m];
-  };
-  std::vector<int64_t> device_free(s.devices(), 0);
-  walk_in_dependency_order(s, "", [&](int d, std::size_t i) {
-    const Op& op = s.device_ops[d][i];
-    int64_t t = device_free[d];
-    for (const Need& n : op_needs(op, S, s.recompute)) t = std::max(t, end_ref(n.product, n.stage, op.microbatch));
-    start[d][i] = t;
-    device_free[d] = t + slots(op.kind);
-    end_ref(product_of(op.kind), op.stage, op.microbatch) = device_free[d];
-  });
-  int64_t width = *std::max_element(device_free.begin(), device_free.end());
-  // A stage's chunk: its rank among the stages of its device (a, b, ... in the cells).
-  std::vector<int> chunk(static_cast<std::size_t>(S), 0);
-  int most = 1;
-  for (int d = 0; d < s.devices(); ++d) {
-    std::vector<int> mine = s.stages_of(d);
-    for (std::size_t k = 0; k < mine.size(); ++k) chunk[mine[k]] = static_cast<int>(k);
-    most = std::max(most, static_cast<int>(mine.size()));
-  }
-  // Room for the letter, the micro-batch, a chunk letter when devices hold several stages, and a space.
-  const int cell = (M > 99 ? 5 : (M > 9 ? 4 : 3)) + (most > 1 ? 1 : 0);
-  std::ostringstream out;
-  out << s.name << ", K = " << s.devices() << ", M = " << s.step_microbatches();
-  if (s.steps > 1) out << " x " << s.steps << " steps without a flush (micro-batch n is in step n / " << s.step_microbatches() << ")";
-  if (most > 1) out << ", " << S << " stages";
-  out << " (F forward, B backward, I input grad, W weight grad, R recompute";
-  if (most > 1) out << "; a/b/... after the number = the device's 1st/2nd/... stage";
-  out << "; '.' idle)\n";
-  for (int d = 0; d < s.devices(); ++d) {
-    std::vector<std::string> row(static_cast<std::size_t>(width), std::string(cell, ' '));
-    for (auto& c : row) c[cell - 2] = '.';
-    for (std::size_t i = 0; i < s.device_ops[d].size(); ++i) {
-      const Op& op = s.device_ops[d][i];
-      std::string label(1, op_letter(op.kind));
-      label += std::to_string(op.microbatch);  // appended: GCC 12 -Wrestrict false positive (PR105329)
-      if (most > 1) label += static_cast<char>('a' + std::min(chunk[op.stage], 25));
-      for (int k = 0; k < slots(op.kind); ++k) {
-        std::string text = k == 0 ? label : std::string("~");
-        std::string padded = text.size() >= static_cast<std::size_t>(cell)
-                                 ? text.substr(0, cell)
-                                 : std::string(cell - text.size(), ' ') + text;
-        row[start[d][i] + k] = padded;
-      }
-    }
-    out << "device " << d << " |";
-    for (const auto& c : row) out << c;
-    out << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace pipescope

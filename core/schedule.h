@@ -113,20 +113,24 @@ struct Schedule {
 };
 
 // Builds the schedule; throws InputError when the spec is impossible (e.g.
-// interleaved with M not a multiple of K).
+// interleaved with M not a multiple of K). The generators live in core/schedules/, one
+// file per family.
 Schedule make_schedule(const ScheduleSpec& spec);
+// core/schedules/gpipe_1f1b.cpp
 Schedule make_gpipe(int devices, int microbatches, bool recompute = false);
 Schedule make_1f1b(int devices, int microbatches, bool recompute = false);
+// core/schedules/interleaved.cpp: Megatron-LM's interleaved 1F1B.
 Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute = false);
+// core/schedules/zero_bubble.cpp: the zero-bubble family.
 Schedule make_zb_h1(int devices, int microbatches, bool recompute = false);
-// core/schedule_zero_bubble.cpp: the later zero-bubble family and DualPipeV.
 Schedule make_zb_h2(int devices, int microbatches, bool recompute = false);
 Schedule make_zb_v(int devices, int microbatches, bool recompute = false);
+// core/schedules/dualpipe.cpp: DeepSeek's DualPipeV.
 Schedule make_dualpipev(int devices, int microbatches, bool recompute = false);
 // zb-auto's constructive order with unit times (F = I = W, free hops); the planner's
 // search_zero_bubble (planner/zero_bubble_search.h) improves it with the plan's costs.
 Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool recompute = false);
-// core/schedule_async.cpp: PipeDream's 1F1B over `steps` x M micro-batches without a
+// core/schedules/async.cpp: PipeDream's 1F1B over `steps` x M micro-batches without a
 // flush, with weight stashing, and PipeDream-2BW's (the same order, double-buffered
 // weights; needs M >= K so that two versions suffice).
 Schedule make_pipedream(int devices, int microbatches, int steps, bool recompute = false);
@@ -154,12 +158,12 @@ std::vector<int> stage_device_map(ScheduleKind kind, int devices, int chunks);
 // (a file name) when given.
 void validate_schedule(const Schedule& schedule, const std::string& source = "");
 
-// core/schedule_async.cpp: throws InputError when an op of a double-buffered schedule
+// core/schedules/async.cpp: throws InputError when an op of a double-buffered schedule
 // (2bw) needs a weight version its stage has not made yet or has already dropped.
 // `where` prefixes the message.
 void validate_weight_versions(const Schedule& schedule, const std::string& where);
 
-// Text diagram: one row per device, one cell per op ("F3" = forward of micro-batch 3).
+// core/schedule_diagram.cpp. Text diagram: one row per device, one cell per op ("F3" = forward of micro-batch 3).
 std::string schedule_diagram(const Schedule& schedule);
 
 // Limits on what a schedule may hold, so that absurd requests fail fast.

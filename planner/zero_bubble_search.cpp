@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "core/list_schedule.h"
+#include "core/schedules/list_schedule.h"
 #include "core/op_rules.h"
 #include "sim/simulator.h"
 

@@ -8,7 +8,7 @@
 // 2 p M_F), so that with weight_grad_bytes more micro-batches wait for their W.
 // Objective: the shortest longest device span, ties to the shorter step from time 0,
 // both from one timeline-free simulation.
-//   1. constructive: greedy list schedules (core/list_schedule.h) with the real times
+//   1. constructive: greedy list schedules (core/schedules/list_schedule.h) with the real times
 //      and hops, for 3 warm-up depths x F-first/I-first x W look-ahead on/off, plus the
 //      handcrafted 1f1b, zb-h1 and zb-h2 whenever they fit under the cap;
 //   2. policy search from the best list policy: coordinate descent on each device's

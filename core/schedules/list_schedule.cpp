@@ -2,7 +2,7 @@
 // start from times already known then (an op's end and the arrival of its result are
 // fixed when it starts), so the state is updated at starts only; a device decides
 // only when it is idle. Ties: devices in index order, deeper stages first.
-#include "core/list_schedule.h"
+#include "core/schedules/list_schedule.h"
 
 #include <algorithm>
 #include <deque>

@@ -1,17 +1,17 @@
-// Generators of the later zero-bubble family and DeepSeek's DualPipeV: zb-h2, zb-v,
-// dualpipev, and zb-auto's unit-time constructive order. zb-h2 and zb-auto are greedy
-// list schedules (core/list_schedule.h) with the limits the paper states; zb-v and
-// dualpipev write the fixed phase pattern of PyTorch's ScheduleZBVZeroBubble and of
-// deepseek-ai/DualPipe's dualpipev.py.
+// Generators of the zero-bubble family (Qi et al., ICLR 2024): zb-h1, zb-h2, zb-v and
+// zb-auto's unit-time constructive order. zb-h1 plays unit-time ops; zb-h2 and zb-auto
+// are greedy list schedules (core/schedules/list_schedule.h) with the limits the paper
+// states; zb-v writes the fixed phase pattern of PyTorch's ScheduleZBVZeroBubble.
 // Invariant: each returns a valid schedule (validate_schedule) holding F, and I + W or
-// B, of every (stage, micro-batch) once; the V-shapes place stages d and 2K-1-d on d.
+// B, of every (stage, micro-batch) once; zb-v places stages d and 2K-1-d on d.
 #include <algorithm>
 #include <deque>
 #include <tuple>
 
 #include "core/error.h"
-#include "core/list_schedule.h"
 #include "core/schedule.h"
+#include "core/schedules/builder.h"
+#include "core/schedules/list_schedule.h"
 
 namespace pipescope {
 
@@ -98,94 +98,69 @@ Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool
   return finish(std::move(s), recompute);
 }
 
-namespace {
-
-// One device's DualPipeV order as dualpipev.py writes it: phase 0 is the device's
-// first stage (d), phase 1 its second (2K-1-d); each phase's F and backward visit
-// micro-batches in order; an overlapped F&B pair runs F then B; a split backward
-// queues its W, and a weight pass runs the oldest queued W.
-class DualPipeVDevice {
- public:
-  DualPipeVDevice(int K, int d) : stage_{d, 2 * K - 1 - d} {}
-  void forward(int phase) { ops_.push_back({OpKind::Forward, stage_[phase], next_f_[phase]++}); }
-  void backward(int phase, bool split) {
-    const Op op{split ? OpKind::BackwardInput : OpKind::Backward, stage_[phase], next_b_[phase]++};
-    ops_.push_back(op);
-    if (split) weights_.push_back({OpKind::BackwardWeight, op.stage, op.microbatch});
-  }
-  void overlapped(int forward_phase, int backward_phase) {
-    forward(forward_phase);
-    backward(backward_phase, false);
-    overlapped_.push_back(ops_.back());
-  }
-  const std::vector<Op>& overlapped_backwards() const { return overlapped_; }
-  void weight() {
-    if (weights_.empty()) return;
-    ops_.push_back(weights_.front());
-    weights_.pop_front();
-  }
-  std::vector<Op> take() { return std::move(ops_); }
-
- private:
-  int stage_[2];
-  int next_f_[2] = {0, 0}, next_b_[2] = {0, 0};
-  std::vector<Op> ops_;
-  std::vector<Op> overlapped_;  // the B of each overlapped F&B pair
-  std::deque<Op> weights_;
-};
-
-}  // namespace
-
-// DualPipeV (deepseek-ai/DualPipe dualpipev.py; PyTorch's ScheduleDualPipeV): eight
-// steps per device d of K: (1) 2(K-d-1) F0; (2) d+1 x F0 F1; (3) K-d-1 x I1 W1 F1;
-// (4) M-2K+d+1 x F0&B1, F1&B0 (the last device's first pair not overlapped);
-// (5) K-d-1 x B1, F1&B0; (6) d+1 x B1 B0, the second half split (I); (7) K-d-1 x
-// W, I0; (8) d+1 x W. It needs M >= 2K (dualpipev.py's num_chunks >= num_ranks * 2).
-Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
-  check_schedule_spec({ScheduleKind::DualPipeV, devices, microbatches, 2, recompute});
+// ZB-H1 order (Qi et al., ICLR 2024), found by list-scheduling the split-backward
+// pipeline with unit costs (F = Bi = W = 1, free communication). An idle device runs,
+// in this priority: the next F if its input is there, fewer than min(K - s, M)
+// micro-batches wait for their Bi (1F1B's warm-up bound) and fewer than min(K, M) are
+// alive (forward started, W not done); else the next ready Bi; else a deferred W.
+// W therefore fills what would be bubbles: with T_F = T_B = T_W the step takes
+// (3M + K - 1) T, a bubble of (K - 1) / (3M + K - 1), about a third of 1F1B's, and no
+// stage holds more activations than 1F1B's first stage (K micro-batches).
+Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
+  ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, devices, microbatches, 1, recompute};
+  check_schedule_spec(spec);
+  Schedule s = schedules::empty_schedule(spec);
   const int K = devices, M = microbatches;
-  if (M < 2 * K) {
-    throw InputError("microbatches: dualpipev needs at least 2 micro-batches per stage position (M >= 2K, "
-                     "DualPipe's num_chunks >= num_ranks * 2); got M = " + std::to_string(M) +
-                     ", K = " + std::to_string(K));
-  }
-  Schedule s;
-  s.name = "dualpipev";
-  s.num_microbatches = M;
-  s.stage_device = stage_device_map(ScheduleKind::DualPipeV, K, 2);
-  for (int d = 0; d < K; ++d) {
-    DualPipeVDevice dev(K, d);
-    for (int i = 0; i < 2 * (K - d - 1); ++i) dev.forward(0);
-    for (int i = 0; i < d + 1; ++i) dev.forward(0), dev.forward(1);
-    for (int i = 0; i < K - d - 1; ++i) dev.backward(1, true), dev.weight(), dev.forward(1);
-    for (int i = 0; i < M - 2 * K + d + 1; ++i) {
-      if (i == 0 && d == K - 1) {
-        dev.forward(0);
-        dev.backward(1, false);
-      } else {
-        dev.overlapped(0, 1);
+  // Completion time of F and Bi per (stage, micro-batch); -1 = not yet done.
+  std::vector<std::vector<int64_t>> f_done(K, std::vector<int64_t>(M, -1));
+  std::vector<std::vector<int64_t>> b_done(K, std::vector<int64_t>(M, -1));
+  std::vector<int> next_f(K, 0), next_b(K, 0), alive(K, 0), before_b(K, 0);
+  std::vector<std::deque<int>> pending_w(K);
+  std::vector<int64_t> busy_until(K, 0);
+  std::vector<Op> running(K, Op{OpKind::Forward, -1, -1});
+  int64_t remaining = 3 * static_cast<int64_t>(K) * M;
+  for (int64_t t = 0; remaining > 0; ++t) {
+    for (int d = 0; d < K; ++d) {  // completions at t
+      Op& op = running[d];
+      if (op.stage < 0 || busy_until[d] != t) continue;
+      if (op.kind == OpKind::Forward) f_done[d][op.microbatch] = t;
+      if (op.kind == OpKind::BackwardInput) {
+        b_done[d][op.microbatch] = t;
+        --before_b[d];
+        pending_w[d].push_back(op.microbatch);
       }
-      dev.overlapped(1, 0);
+      if (op.kind == OpKind::BackwardWeight) --alive[d];
+      op.stage = -1;
+      --remaining;
     }
-    for (int i = 0; i < K - d - 1; ++i) dev.backward(1, false), dev.overlapped(1, 0);
-    bool split = false;
-    const int step6 = d + 1;
-    for (int i = 0; i < step6; ++i) {
-      if (i == step6 / 2 && d % 2 == 1) split = true;
-      dev.backward(1, split);
-      if (i == step6 / 2 && d % 2 == 0) split = true;
-      dev.backward(0, split);
+    for (int d = 0; d < K; ++d) {  // idle devices pick their next op
+      if (running[d].stage >= 0) continue;
+      const int in_flight_limit = std::min(K - d, M), alive_limit = std::min(K, M);
+      int b = next_b[d], f = next_f[d];
+      bool b_ready = b < M && f_done[d][b] >= 0 && (d == K - 1 || b_done[d + 1][b] >= 0);
+      bool f_ready = f < M && before_b[d] < in_flight_limit && alive[d] < alive_limit &&
+                     (d == 0 || f_done[d - 1][f] >= 0);
+      Op pick{OpKind::Forward, -1, -1};
+      if (f_ready) {
+        pick = {OpKind::Forward, d, f};
+        ++next_f[d];
+        ++alive[d];
+        ++before_b[d];
+      } else if (b_ready) {
+        pick = {OpKind::BackwardInput, d, b};
+        ++next_b[d];
+      } else if (!pending_w[d].empty()) {
+        pick = {OpKind::BackwardWeight, d, pending_w[d].front()};
+        pending_w[d].pop_front();
+      }
+      if (pick.stage < 0) continue;
+      running[d] = pick;
+      busy_until[d] = t + 1;
+      s.device_ops[d].push_back(pick);
     }
-    for (int i = 0; i < K - d - 1; ++i) dev.weight(), dev.backward(0, true);
-    for (int i = 0; i < d + 1; ++i) dev.weight();
-    const std::vector<Op>& pairs = dev.overlapped_backwards();
-    s.overlapped_backwards.insert(s.overlapped_backwards.end(), pairs.begin(), pairs.end());
-    s.device_ops.push_back(dev.take());
   }
-  std::sort(s.overlapped_backwards.begin(), s.overlapped_backwards.end(), [](const Op& a, const Op& b) {
-    return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch);
-  });
-  return finish(std::move(s), recompute);
+  schedules::add_recompute(s);
+  return s;
 }
 
 }  // namespace pipescope
