@@ -76,7 +76,8 @@ class LimitCheck {
                            number(microbatch) + ")");
     };
     const double M = plan_.microbatches;
-    const double r = static_cast<double>(plan_.stages[s].devices.size());
+    const int replicas = static_cast<int>(plan_.stages[s].devices.size());
+    const double r = replicas;
     for (double v : {t.activation_bytes, t.input_bytes, t.send_bytes}) {
       if (!(v <= kMaxDeviceBytes)) {
         fail("a tensor of " + number(v) + " bytes exceeds the limit of 2^62 bytes");
@@ -103,7 +104,9 @@ class LimitCheck {
     // Activations forward and gradients back over the stage's output boundary, then
     // a ring all-reduce of its gradients over its replicas.
     step_ns_ += M * (t.op_ms * 1e6 + 2 * transfer_ns(t.send_bytes)) +
-                (r > 1 ? transfer_ns(2 * (r - 1) / r * t.parameter_bytes) + 2 * (r - 1) * latency_ns_ : 0);
+                (replicas > 1 ? transfer_ns(ring_allreduce_bytes(t.parameter_bytes, replicas)) +
+                                    ring_allreduce_hops(replicas) * latency_ns_
+                              : 0);
     if (!(step_ns_ <= kMaxStepNs)) {
       fail("the step's ops and transfers add up to " + number(step_ns_ / 3.15576e16) +
            " years, beyond the simulator's limit of 2^62 ns (146 years)");

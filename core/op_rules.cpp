@@ -183,8 +183,7 @@ int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor) {
 
 int64_t allreduce_ns(const Link& ring, int64_t gradient_bytes, int replicas) {
   if (replicas < 2) return 0;
-  const int64_t r = replicas;
-  return ring.busy_ns(2 * (r - 1) * gradient_bytes / r) + 2 * (r - 1) * ring.latency_ns();
+  return ring.busy_ns(ring_allreduce_bytes(gradient_bytes, replicas)) + ring_allreduce_hops(replicas) * ring.latency_ns();
 }
 
 double slowest_speed(const Hardware& hardware, const std::vector<int>& devices) {

@@ -198,6 +198,13 @@ inline int64_t allreduce_buffer_bytes(int64_t gradient_bytes, int replicas) { re
 
 // Weights, gradients and optimizer state of `parameter_bytes` of parameters.
 int64_t static_bytes(int64_t parameter_bytes, double optimizer_state_factor);
+// A ring all-reduce over r devices (reduce-scatter, then all-gather): each device sends
+// 2 (r - 1) / r of the buffer, in 2 (r - 1) hops that each pay the link's latency.
+// The three functions below are the one statement of it; the simulator, the planner's
+// cost tables, the limit check and the tensor-parallel profile all call them.
+inline int ring_allreduce_hops(int r) { return r > 1 ? 2 * (r - 1) : 0; }
+inline int64_t ring_allreduce_bytes(int64_t bytes, int r) { return r > 1 ? 2 * static_cast<int64_t>(r - 1) * bytes / r : 0; }
+inline double ring_allreduce_bytes(double bytes, int r) { return r > 1 ? 2.0 * (r - 1) / r * bytes : 0.0; }
 // A ring all-reduce of `gradient_bytes` over `replicas` devices joined by `ring`.
 int64_t allreduce_ns(const Link& ring, int64_t gradient_bytes, int replicas);
 // A replicated stage runs at the pace of its slowest device.

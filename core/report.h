@@ -4,6 +4,7 @@
 // side by side. Times are integer nanoseconds inside, milliseconds in files.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -89,6 +90,20 @@ struct StageReport {
   int64_t peak_memory_bytes = 0;  // static + weight versions + peak activations + transient_bytes
   bool fits = true;
 };
+
+// The two derived numbers every producer of a report (simulator, executor, planner)
+// computes the same way; each is stated here once.
+// The bubble: the share of `positions` x `span_ns` the positions sat idle, given their
+// busy time added up (one position: its own bubble; K positions: the step's). 0 when
+// the span is empty.
+inline double bubble_fraction(double busy_ns, int positions, double span_ns) {
+  return span_ns > 0 ? 1.0 - busy_ns / (static_cast<double>(positions) * span_ns) : 0.0;
+}
+// The transients' share of a stage's peak: what the peak holds beyond static + peak
+// activations + kept weight versions, never below 0.
+inline int64_t transient_share(const StageReport& st) {
+  return std::max<int64_t>(0, st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes - st.weight_version_bytes);
+}
 
 struct StepReport {
   std::string kind = "prediction";  // or "measurement"

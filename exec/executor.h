@@ -58,6 +58,9 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
 // What both merges start from: a measurement's header (model, schedule, K, v, M per step,
 // micro-batch, batch, re-materialisation, weight update, ops); times are left to them.
 StepReport measurement_header(const Profile& profile, const Plan& plan, const Schedule& schedule);
+// The note both merges open with: "measured: cpu backend (OpenBLAS ... kernels), threads
+// transport (waits block, threads pinned)"; `workers` is how many threads pin_threads sees.
+std::string measured_setup(const RunOptions& options, int workers, bool spin_waits);
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error

@@ -9,7 +9,6 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "exec/blas_kernels.h"
 #include "exec/executor.h"
 
 namespace pipescope::exec {
@@ -53,8 +52,7 @@ StageReport async_stage(const Plan& plan, const Schedule& schedule, int p, const
   st.optimizer_bytes = w.optimizer_bytes;
   st.weight_versions = w.weight_versions;
   st.weight_version_bytes = w.weight_version_bytes;
-  st.transient_bytes = std::max<int64_t>(
-      0, st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes - st.weight_version_bytes);
+  st.transient_bytes = transient_share(st);
   return st;
 }
 
@@ -62,12 +60,7 @@ StageReport async_stage(const Plan& plan, const Schedule& schedule, int p, const
 void add_async_notes(RunResult& r, const Schedule& schedule, const RunOptions& options) {
   StepReport& rep = r.report;
   const int K = schedule.devices(), T = schedule.steps;
-  const std::string kernels = options.backend == "cpu" ? " (OpenBLAS " + blas_kernels() + " kernels)" : "";
-  const std::string pinned =
-      options.transport == "threads" ? (options.pin_threads(K) ? ", threads pinned" : ", threads unpinned") : "";
-  rep.notes.push_back("measured: " + options.backend + " backend" + kernels + ", " + options.transport +
-                      " transport (" + (r.spin_waits ? "waits spin" : "waits block") + pinned + "), " +
-                      std::to_string(T) + " step(s) run once as one op list without a flush (" + schedule.name +
+  rep.notes.push_back(measured_setup(options, K, r.spin_waits) + ", " + std::to_string(T) + " step(s) run once as one op list without a flush (" + schedule.name +
                       " is asynchronous; no warm-up steps): step_time_ms is their mean, the steady-state step the "
                       "median step-to-step time leaving out the first step (the fill) and, from 3 steps on, the last");
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
@@ -120,7 +113,7 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
   for (int p = 0; p < K; ++p) {
     const WorkerResult& w = workers[p];
     StageReport st = async_stage(plan, schedule, p, w, t0, timeline);
-    st.bubble_fraction = rep.total_ns > 0 ? 1.0 - static_cast<double>(st.busy_ns) / rep.total_ns : 0;
+    st.bubble_fraction = bubble_fraction(static_cast<double>(st.busy_ns), 1, static_cast<double>(rep.total_ns));
     total_busy += st.busy_ns;
     for (int t = 0; t < T; ++t) {
       const StepRecord& s = w.steps[t];
@@ -138,8 +131,7 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
   for (const TransferRecord& x : transfers) {
     timeline.transfer(x.from_device, x.to_device, x.stage, x.microbatch, x.start_ns - t0, x.end_ns - x.start_ns);
   }
-  rep.bubble_fraction =
-      rep.total_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.total_ns) : 0;
+  rep.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(rep.total_ns));
   r.cpu_share = wall > 0 ? static_cast<double>(cpu) / wall : 0;
 
   add_async_notes(r, schedule, options);

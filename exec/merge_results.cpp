@@ -23,6 +23,15 @@ int64_t step_end(const StepRecord& s) {
 
 }  // namespace
 
+std::string measured_setup(const RunOptions& options, int workers, bool spin_waits) {
+  std::string note = "measured: " + options.backend + " backend";
+  if (options.backend == "cpu") note += " (OpenBLAS " + blas_kernels() + " kernels)";
+  note += ", " + options.transport + " transport (";
+  note += spin_waits ? "waits spin" : "waits block";
+  if (options.transport == "threads") note += options.pin_threads(workers) ? ", threads pinned" : ", threads unpinned";
+  return note + ")";
+}
+
 StepReport measurement_header(const Profile& profile, const Plan& plan, const Schedule& schedule) {
   StepReport rep;
   rep.kind = "measurement";
@@ -119,10 +128,10 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     for (const MemorySample& m : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
       timeline.memory(p, m.time_ns - t0, m.activation_bytes, m.transient_bytes);
     }
-    st.transient_bytes = st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes;
+    st.transient_bytes = transient_share(st);
     after_arrival = std::max(after_arrival, summed - last_arrival);
     total_busy += st.busy_ns;
-    st.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(st.busy_ns) / rep.step_ns : 0;
+    st.bubble_fraction = bubble_fraction(static_cast<double>(st.busy_ns), 1, static_cast<double>(rep.step_ns));
     rep.stages.push_back(std::move(st));
   }
   // Link tracks, then all-reduce tracks, in order of their first event, as the simulator creates them.
@@ -137,12 +146,8 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
     const StepRecord& s = workers.at(worker).steps.at(pick);
     timeline.allreduce(layout.position(worker), layout.replica(worker), start - t0, s.allreduce_end_ns - start);
   }
-  rep.bubble_fraction = rep.step_ns > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K) * rep.step_ns) : 0;
-  const std::string kernels = options.backend == "cpu" ? " (OpenBLAS " + blas_kernels() + " kernels)" : "";
-  const std::string pinned =
-      options.transport == "threads" ? (options.pin_threads(K * R) ? ", threads pinned" : ", threads unpinned") : "";
-  rep.notes.push_back("measured: " + options.backend + " backend" + kernels + ", " + options.transport +
-                      " transport (" + (r.spin_waits ? "waits spin" : "waits block") + pinned + "), median of " +
+  rep.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(rep.step_ns));
+  rep.notes.push_back(measured_setup(options, K * R, r.spin_waits) + ", median of " +
                       std::to_string(steps - warmup) + " step(s) after " + std::to_string(warmup) + " warm-up");
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   if (R > 1) {

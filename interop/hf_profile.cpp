@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/op_rules.h"
 #include "interop/synth_profile.h"
 
 namespace pipescope {
@@ -60,10 +61,10 @@ void check_divides(int t, int64_t n, const std::string& what) {
   }
 }
 
-// Time of one ring all-reduce of `bytes` over t GPUs.
+// Time of one ring all-reduce of `bytes` over t GPUs (core/op_rules.h), in ms.
 double allreduce_ms(double bytes, int t, double gb_per_s, double latency_us) {
   if (t <= 1) return 0.0;
-  return 2.0 * (t - 1) / t * bytes / (gb_per_s * 1e6) + 2.0 * (t - 1) * latency_us / 1e3;
+  return ring_allreduce_bytes(bytes, t) / (gb_per_s * 1e6) + ring_allreduce_hops(t) * latency_us / 1e3;
 }
 
 // "8x NVIDIA H100 SXM5 80GB (...)" -> "NVIDIA H100 SXM5 80GB (...)": one GPU of the node.

@@ -273,7 +273,8 @@ void record_report(CandidateEvaluation& e) {
   if (report.steps > 1 && report.steady_state_step_ns > 0) {  // the steady state's: busy time per step
     double busy = 0;
     for (const StageReport& st : report.stages) busy += static_cast<double>(st.busy_ns) / report.steps;
-    c.bubble_fraction = std::max(0.0, 1.0 - busy / (static_cast<double>(report.stages.size()) * report.steady_state_step_ns));
+    c.bubble_fraction = std::max(0.0, bubble_fraction(busy, static_cast<int>(report.stages.size()),
+                                                      static_cast<double>(report.steady_state_step_ns)));
   }
   c.stage_peak_bytes.clear();
   for (const StageReport& st : report.stages) c.stage_peak_bytes.push_back(st.peak_memory_bytes);

@@ -40,17 +40,15 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
   auto first_device = [&](int stage) { return schedule.stage_device[stage] * r; };
   for (int s = 0; s < S_; ++s) {
     std::vector<int> ring;
-    double slowest = 1e300;
-    for (int d = first_device(s); d < first_device(s) + r; ++d) {
-      ring.push_back(d);
-      slowest = std::min(slowest, hardware.device_speed(d));
-    }
-    speed_.push_back(slowest);
+    for (int d = first_device(s); d < first_device(s) + r; ++d) ring.push_back(d);
+    speed_.push_back(slowest_speed(hardware, ring));
+    // The stage's ring all-reduce (core/op_rules.h), spread over its M micro-batches:
+    // the latency per stage, the traffic per layer.
     const Link ring_link = hardware.ring_link(ring);
-    allreduce_latency_ns_.push_back(r < 2 ? 0 : 2 * (r - 1) * ring_link.latency_ns() / M);
+    allreduce_latency_ns_.push_back(ring_allreduce_hops(r) * ring_link.latency_ns() / M);
     for (int l = 0; l < L_; ++l) {
       const int64_t grad = profile.layers[l].parameter_bytes;
-      allreduce_busy_.push_back(r < 2 ? 0 : ring_link.busy_ns(2 * (r - 1) * grad / r) / M);
+      allreduce_busy_.push_back(r < 2 ? 0 : ring_link.busy_ns(ring_allreduce_bytes(grad, r)) / M);
     }
     sends_next_.push_back(s + 1 < S_ && schedule.stage_device[s + 1] != schedule.stage_device[s]);
     receives_prev_.push_back(s > 0 && schedule.stage_device[s - 1] != schedule.stage_device[s]);

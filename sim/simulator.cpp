@@ -415,7 +415,7 @@ class PipelineSim {
       st.hardware_devices = c_.position_devices[d];
       st.busy_ns = busy_[d];
       total_busy += busy_[d];
-      st.bubble_fraction = end_ > 0 ? 1.0 - static_cast<double>(busy_[d]) / end_ : 0.0;
+      st.bubble_fraction = bubble_fraction(static_cast<double>(busy_[d]), 1, static_cast<double>(end_));
       st.static_bytes = static_bytes(params, c_.optimizer_state_factor);
       st.weight_bytes = params;
       st.gradient_bytes = params;
@@ -424,12 +424,11 @@ class PipelineSim {
       st.peak_memory_bytes = st.static_bytes + peak_total_[d];
       st.weight_versions = peak_versions_[d];
       st.weight_version_bytes = (peak_versions_[d] - 1) * params;
-      st.transient_bytes = std::max<int64_t>(
-          0, st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes - st.weight_version_bytes);
+      st.transient_bytes = transient_share(st);
       st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
       r.stages.push_back(std::move(st));
     }
-    r.bubble_fraction = end_ > 0 ? 1.0 - static_cast<double>(total_busy) / (static_cast<double>(K_) * end_) : 0.0;
+    r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K_, static_cast<double>(end_));
     if (!c_.split_measured && s_.has_split_backward()) {
       r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
                         "each take half of backward_ms");

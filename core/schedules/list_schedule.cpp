@@ -10,6 +10,7 @@
 #include <queue>
 
 #include "core/error.h"
+#include "core/op_rules.h"
 
 namespace pipescope {
 
@@ -97,16 +98,31 @@ class ListScheduler {
  private:
   std::size_t at(int s, int m) const { return static_cast<std::size_t>(s) * M_ + m; }
 
+  // When a result that `op` needs (core/op_rules.h's op_needs) is on op's device: its
+  // own stage's output when that F ends, a neighbour's after the hop (kNever: not made).
+  int64_t arrival(const Need& n, const Op& op) const {
+    const std::size_t i = at(n.stage, op.microbatch);
+    if (n.product == Product::Output) return n.stage == op.stage ? f_end_[i] : f_out_[i];
+    return i_out_[i];  // Product::InputGradient (list schedules carry no R)
+  }
+  // When every input of `op` is on its device.
+  int64_t inputs_ready_at(const Op& op) const {
+    int64_t t = 0;
+    for (const Need& n : op_needs(op, S_, false)) t = std::max(t, arrival(n, op));
+    return t;
+  }
+
   bool forward_ready(int d, int s, int64_t now) const {
     const int m = next_f_[s];
     return m < M_ && alive_[d] < p_.max_alive[d] && warm_[d] < p_.max_warmup[d] &&
            (p_.max_bytes.empty() || bytes_[d] + p_.stash_bytes[s] <= p_.max_bytes[d]) &&
-           (s == 0 || f_out_[at(s - 1, m)] <= now);
+           inputs_ready_at({OpKind::Forward, s, m}) <= now;
   }
   bool input_ready(int s, int64_t now) const {
     const int m = next_i_[s];
-    return m < M_ && f_end_[at(s, m)] <= now && (s == S_ - 1 || i_out_[at(s + 1, m)] <= now);
+    return m < M_ && inputs_ready_at({OpKind::BackwardInput, s, m}) <= now;
   }
+  // W needs its own I (op_needs), whose end the queue entry records.
   bool weight_ready(int d, int64_t now) const {
     return !pending_w_[d].empty() && pending_w_[d].front().second <= now;
   }
@@ -115,8 +131,7 @@ class ListScheduler {
   bool input_due_before(int d, int64_t t) const {
     for (int s : stages_of_[d]) {
       const int m = next_i_[s];
-      if (m >= M_ || f_end_[at(s, m)] >= t) continue;
-      if (s == S_ - 1 || i_out_[at(s + 1, m)] < t) return true;
+      if (m < M_ && inputs_ready_at({OpKind::BackwardInput, s, m}) < t) return true;
     }
     return false;
   }
