@@ -122,11 +122,7 @@ CandidateEvaluation::CandidateEvaluation(const SearchRequest& request, const Pro
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
   plan.batch_size = q.batch;
-  plan.microbatches = c.microbatches;
-  plan.schedule = c.schedule;
-  plan.chunks = c.chunks;
-  plan.max_inflight = c.max_inflight;
-  plan.recompute = c.recompute;
+  set_schedule_fields(plan, c);
   plan.optimizer_state_factor = q.optimizer_state_factor;
   if (!is_asynchronous(c.schedule)) plan.optimizer_step = q.optimizer_step;
   plan.stages.assign(static_cast<std::size_t>(c.stages * c.chunks), PlanStage{});

@@ -76,14 +76,10 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
   if (b != std::floor(b) || b > 1e9) {
     throw InputError("--microbatch-size: expected a whole number of samples, got " + std::to_string(b));
   }
-  plan.microbatches = c.microbatches;
+  set_schedule_fields(plan, c);
   plan.batch_size = static_cast<int64_t>(b) * c.microbatches;
-  plan.schedule = c.schedule;
   plan.schedule_file = c.schedule_file;
-  plan.chunks = c.chunks;
-  plan.max_inflight = c.max_inflight;
   plan.activation_budget_bytes = c.activation_budget_bytes;
-  plan.recompute = c.recompute;
   plan.optimizer_state_factor = c.optimizer_state_factor;
   const int S = c.stages * c.chunks;
   check_stage_count(profile.num_layers(), S);

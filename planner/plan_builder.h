@@ -50,6 +50,18 @@ struct MadePlan {
 // that the caller can still simulate and report the misfit.
 MadePlan make_plan(const Profile& profile, const PlanChoice& choice);
 
+// The schedule fields a plan takes over from what was chosen (a PlanChoice, or a
+// search's Candidate: the same member names): M, the kind, v, zb-auto's cap and
+// re-materialisation. make_plan and the search both fill a plan through it.
+template <typename Choice>
+void set_schedule_fields(Plan& plan, const Choice& choice) {
+  plan.microbatches = choice.microbatches;
+  plan.schedule = choice.schedule;
+  plan.chunks = choice.chunks;
+  plan.max_inflight = choice.max_inflight;
+  plan.recompute = choice.recompute;
+}
+
 // Gives the plan's stages their layer ranges and devices: stage s on the schedule's
 // position stage_device[s], position p on hardware devices [p r, (p + 1) r).
 void place_stages(Plan& plan, const Schedule& schedule, const LayerRanges& ranges, int replicas);

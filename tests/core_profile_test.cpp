@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/profile.h"
 #include "interop/synth_profile.h"
+#include "tests/test_support.h"
 
 using namespace pipescope;
 
@@ -19,22 +20,9 @@ const char* kValid = R"({
               "activation_bytes": [10, 20, 40], "output_bytes": [5, 10, 20], "parameter_bytes": 7}]
 })";
 
-Profile parse(const std::string& text) { return profile_from_json(JsonReader::from_text(text, "p.json")); }
-
-std::string error_of(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  auto pos = s.find(from);
-  EXPECT_NE(pos, std::string::npos) << from;
-  return s.replace(pos, from.size(), to);
-}
+using pipescope::testing::profile_error;
+using pipescope::testing::replaced;
+Profile parse(const std::string& text) { return pipescope::testing::parse_profile_text(text); }
 
 }  // namespace
 
@@ -115,8 +103,8 @@ TEST(Profile, EveryValidationErrorNamesFileFieldAndExpectation) {
       {"{", "[", "p.json: invalid JSON"},
   };
   for (const BadCase& c : cases) {
-    std::string text = c.from.empty() ? kValid : replace(kValid, c.from, c.to);
-    std::string err = error_of(text);
+    std::string text = c.from.empty() ? kValid : replaced(kValid, c.from, c.to);
+    std::string err = profile_error(text);
     EXPECT_NE(err.find(c.expect), std::string::npos) << "got: " << err << "\nexpected: " << c.expect;
   }
 }

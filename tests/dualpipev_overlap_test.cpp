@@ -15,6 +15,7 @@
 #include "core/profile.h"
 #include "core/schedule.h"
 #include "sim/simulator.h"
+#include "tests/test_support.h"
 
 using namespace pipescope;
 
@@ -28,18 +29,10 @@ const char* kProfile = R"({
               "output_bytes": [5, 10], "parameter_bytes": 7}]
 })";
 
-Profile parse(const std::string& text) { return profile_from_json(JsonReader::from_text(text, "p.json")); }
-
-std::string error_of(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  if (at == std::string::npos) return "no " + from;
-  text.replace(at, from.size(), to);
-  try {
-    parse(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+Profile parse(const std::string& text) { return pipescope::testing::parse_profile_text(text); }
+// The error of kProfile with `from` replaced by `to`.
+std::string error_of(const std::string& text, const std::string& from, const std::string& to) {
+  return pipescope::testing::profile_error(pipescope::testing::replaced(text, from, to));
 }
 
 TEST(FbOverlap, ReadInterpolatedAndWrittenBack) {

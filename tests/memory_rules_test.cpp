@@ -9,6 +9,7 @@
 #include "core/profile.h"
 #include "interop/synth_profile.h"
 #include "sim/simulator.h"
+#include "tests/test_support.h"
 
 namespace pipescope {
 namespace {
@@ -73,7 +74,7 @@ const char* kProfile = R"({
                                   "held_for_weight": [5, 10]}}]
 })";
 
-Profile parse(const std::string& text) { return profile_from_json(JsonReader::from_text(text, "p.json")); }
+Profile parse(const std::string& text) { return testing::parse_profile_text(text); }
 
 TEST(WorkspaceBytes, ReadsAndWritesBack) {
   const Profile p = parse(kProfile);
@@ -97,27 +98,12 @@ TEST(WorkspaceBytes, MalformedFieldsNameFilePathAndExpectation) {
        "p.json: layers[0].workspace_bytes.backward_weight[1]: value is implausibly large"},
   };
   for (const Bad& c : cases) {
-    std::string text = kProfile;
-    const auto at = text.find(c.from);
-    ASSERT_NE(at, std::string::npos) << c.from;
-    text.replace(at, c.from.size(), c.to);
-    std::string err;
-    try {
-      parse(text);
-    } catch (const InputError& e) {
-      err = e.what();
-    }
+    const std::string err = testing::profile_error(testing::replaced(kProfile, c.from, c.to));
     EXPECT_NE(err.find(c.expect), std::string::npos) << "got: " << err << "\nexpected: " << c.expect;
   }
   std::string text = kProfile;
   const std::string obj = text.substr(text.find("{\"input\""), text.find("}}]") + 1 - text.find("{\"input\""));
-  text.replace(text.find(obj), obj.size(), "[1, 2]");
-  std::string err;
-  try {
-    parse(text);
-  } catch (const InputError& e) {
-    err = e.what();
-  }
+  const std::string err = testing::profile_error(testing::replaced(text, obj, "[1, 2]"));
   EXPECT_NE(err.find("p.json: layers[0].workspace_bytes: expected an object"), std::string::npos) << err;
 }
 

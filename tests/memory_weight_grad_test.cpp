@@ -12,6 +12,7 @@
 #include "interop/synth_profile.h"
 #include "planner/stage_model.h"
 #include "sim/simulator.h"
+#include "tests/test_support.h"
 
 namespace pipescope {
 namespace {
@@ -49,16 +50,8 @@ const char* kProfile = R"({
               "output_bytes": [10, 20], "parameter_bytes": 8}]
 })";
 
-Profile parse(const std::string& text) { return profile_from_json(JsonReader::from_text(text, "p.json")); }
-
-std::string error_of(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+Profile parse(const std::string& text) { return testing::parse_profile_text(text); }
+using testing::profile_error;
 
 StepReport simulate_one_device(const Profile& profile, const std::vector<Op>& ops, int M) {
   Schedule s;
@@ -122,7 +115,7 @@ TEST(MemoryWeightGrad, ReadWritesBackAndRefusesBadValuesNamingFileAndPath) {
                        Bad{"[30]", "p.json: layers[0].weight_grad_bytes: expected 2 values (one per batch_sizes entry), got 1"}}) {
     std::string text = kProfile;
     text.replace(text.find("[30, 60]"), 8, c.to);
-    const std::string err = error_of(text);
+    const std::string err = profile_error(text);
     EXPECT_NE(err.find(c.expect), std::string::npos) << "got: " << err << "\nexpected: " << c.expect;
   }
 }

@@ -1,13 +1,19 @@
-// Helpers shared by the tests: uniform cost models with closed-form answers, and a
-// seeded random generator whose seed every failure message prints.
+// Helpers shared by the tests: uniform cost models with closed-form answers, a
+// seeded random generator whose seed every failure message prints, and profiles read
+// from inline JSON text (named p.json in their errors).
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "core/cost_model.h"
+#include "core/error.h"
 #include "core/hardware.h"
+#include "core/json_reader.h"
+#include "core/profile.h"
 #include "core/schedule.h"
 
 namespace pipescope::testing {
@@ -40,5 +46,27 @@ inline CostModel uniform_costs(int stages, int devices, int64_t forward_ns, int6
 }
 
 inline std::string seed_note(uint64_t seed) { return "seed " + std::to_string(seed); }
+
+// A profile read from inline JSON text; its errors name the file p.json.
+inline Profile parse_profile_text(const std::string& text) {
+  return profile_from_json(JsonReader::from_text(text, "p.json"));
+}
+
+// The InputError message that reading `text` as a profile throws, or "" when it reads.
+inline std::string profile_error(const std::string& text) {
+  try {
+    parse_profile_text(text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// `text` with the first `from` replaced by `to` (a test failure when `from` is absent).
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
 
 }  // namespace pipescope::testing
