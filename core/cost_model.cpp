@@ -172,15 +172,10 @@ static std::string extrapolation_note(const Profile& profile, const Plan& plan) 
   return "";
 }
 
-CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardware& hardware) {
-  check_plan_layers(plan, profile.num_layers(), profile.source);
-  CostModel c;
-  c.microbatch_size = plan.microbatch_size();
-  c.batch_size = plan.batch_size;
-  c.optimizer_state_factor = plan.optimizer_state_factor;
-  c.split_measured = profile.has_split_backward();
-  c.transients_counted = profile.has_workspace();
-  c.weight_grad_counted = profile.has_weight_grad_bytes();
+namespace {
+
+// Each position's devices (replicas), checked against the hardware file.
+void place_positions(const Plan& plan, const Hardware& hardware, CostModel& c) {
   const int K = plan.pipeline_devices();
   for (int p = 0; p < K; ++p) {
     const std::vector<int>& devices = plan.stages[p].devices;
@@ -194,6 +189,78 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     c.position_device.push_back(devices.front());
     c.position_devices.push_back(devices);
   }
+}
+
+// A stage's layers added up at b samples, in floating point (the times in ms, before
+// the stage's speed is applied).
+struct LayerSums {
+  double forward = 0, backward = 0, backward_input = 0, backward_weight = 0, overlap = 0;
+  double activation_bytes = 0, parameter_bytes = 0, workspace_bytes = 0;
+};
+
+LayerSums sum_layers(const Profile& profile, const PlanStage& ps, double b) {
+  LayerSums t;
+  for (int l = ps.first_layer; l < ps.end_layer; ++l) {
+    t.forward += profile.forward_ms(l, b);
+    t.overlap += profile.fb_overlap_ms(l, b);
+    t.backward += profile.backward_ms(l, b);
+    t.backward_input += profile.backward_input_ms(l, b);
+    t.backward_weight += profile.backward_weight_ms(l, b);
+    t.activation_bytes += profile.interpolate(profile.layers[l].activation_bytes, b);
+    t.parameter_bytes += static_cast<double>(profile.layers[l].parameter_bytes);
+    const LayerWorkspace& ws = profile.layers[l].workspace;
+    if (ws.present()) {
+      for (const auto* v : {&ws.input, &ws.forward, &ws.forward_no_grad, &ws.backward_input, &ws.backward_weight,
+                            &ws.held_for_weight}) {
+        t.workspace_bytes += profile.interpolate(*v, b);
+      }
+    }
+  }
+  return t;
+}
+
+// The integer costs and bytes of one stage from its sums (times divided by `speed`).
+void fill_stage_cost(const Profile& profile, const PlanStage& ps, double b, double speed, const LayerSums& t,
+                     StageCost& st) {
+  int64_t act = 0, params = 0, weight_grad = 0;
+  for (int l = ps.first_layer; l < ps.end_layer; ++l) {
+    act += profile.activation_bytes(l, b);
+    weight_grad += profile.weight_grad_bytes(l, b);
+    params += profile.layers[l].parameter_bytes;
+  }
+  st.forward_ns = ms_to_ns(t.forward / speed);
+  st.backward_ns = ms_to_ns(t.backward / speed);
+  st.backward_input_ns = ms_to_ns(t.backward_input / speed);
+  st.backward_weight_ns = ms_to_ns(t.backward_weight / speed);
+  st.recompute_ns = st.forward_ns;
+  st.fb_overlap_ns = ms_to_ns(t.overlap / speed);
+  if (profile.has_optimizer_time()) {
+    double opt = 0;
+    for (int l = ps.first_layer; l < ps.end_layer; ++l) opt += profile.layers[l].optimizer_ms;
+    st.optimizer_ns = ms_to_ns(opt / speed);
+  }
+  st.send_bytes = boundary_bytes(profile, ps.end_layer, b);
+  st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
+  st.activation_bytes = act;
+  st.freed_at_input_bytes = act - weight_grad;
+  st.parameter_bytes = params;
+  for (bool rc : {false, true}) {
+    st.memory[rc] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), rc);
+  }
+}
+
+}  // namespace
+
+CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardware& hardware) {
+  check_plan_layers(plan, profile.num_layers(), profile.source);
+  CostModel c;
+  c.microbatch_size = plan.microbatch_size();
+  c.batch_size = plan.batch_size;
+  c.optimizer_state_factor = plan.optimizer_state_factor;
+  c.split_measured = profile.has_split_backward();
+  c.transients_counted = profile.has_workspace();
+  c.weight_grad_counted = profile.has_weight_grad_bytes();
+  place_positions(plan, hardware, c);
   c.stage_position = plan.stage_positions();
   LimitCheck limits(plan, hardware);
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
@@ -204,55 +271,16 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
     st.replicas = static_cast<int>(ps.devices.size());
     const double b = c.microbatch_size / st.replicas;
     const double speed = slowest_speed(hardware, ps.devices);
-    double f = 0, bw = 0, bi = 0, w = 0, act_real = 0, params_real = 0, workspace_real = 0, overlap = 0;
-    for (int l = ps.first_layer; l < ps.end_layer; ++l) {
-      f += profile.forward_ms(l, b);
-      overlap += profile.fb_overlap_ms(l, b);
-      bw += profile.backward_ms(l, b);
-      bi += profile.backward_input_ms(l, b);
-      w += profile.backward_weight_ms(l, b);
-      act_real += profile.interpolate(profile.layers[l].activation_bytes, b);
-      params_real += static_cast<double>(profile.layers[l].parameter_bytes);
-      const LayerWorkspace& ws = profile.layers[l].workspace;
-      if (ws.present()) {
-        for (const auto* v : {&ws.input, &ws.forward, &ws.forward_no_grad, &ws.backward_input, &ws.backward_weight,
-                              &ws.held_for_weight}) {
-          workspace_real += profile.interpolate(*v, b);
-        }
-      }
-    }
-    f /= speed, bw /= speed, bi /= speed, w /= speed;
+    const LayerSums t = sum_layers(profile, ps, b);
+    const double f = t.forward / speed, bw = t.backward / speed, bi = t.backward_input / speed,
+                 w = t.backward_weight / speed;
     // Whichever backward the schedule runs (B, or I then W), the larger bounds the step.
     limits.add(s, static_cast<std::size_t>(c.stage_position[s]),
-               {f * (plan.recompute ? 2 : 1) + std::max(bw, bi + w), std::max({f, bw, bi, w}), act_real,
+               {f * (plan.recompute ? 2 : 1) + std::max(bw, bi + w), std::max({f, bw, bi, w}), t.activation_bytes,
                 boundary_bytes_real(profile, ps.first_layer, b), boundary_bytes_real(profile, ps.end_layer, b),
-                params_real, workspace_real},
+                t.parameter_bytes, t.workspace_bytes},
                b);
-    int64_t act = 0, params = 0, weight_grad = 0;
-    for (int l = ps.first_layer; l < ps.end_layer; ++l) {
-      act += profile.activation_bytes(l, b);
-      weight_grad += profile.weight_grad_bytes(l, b);
-      params += profile.layers[l].parameter_bytes;
-    }
-    st.forward_ns = ms_to_ns(f);
-    st.backward_ns = ms_to_ns(bw);
-    st.backward_input_ns = ms_to_ns(bi);
-    st.backward_weight_ns = ms_to_ns(w);
-    st.recompute_ns = st.forward_ns;
-    st.fb_overlap_ns = ms_to_ns(overlap / speed);
-    if (profile.has_optimizer_time()) {
-      double opt = 0;
-      for (int l = ps.first_layer; l < ps.end_layer; ++l) opt += profile.layers[l].optimizer_ms;
-      st.optimizer_ns = ms_to_ns(opt / speed);
-    }
-    st.send_bytes = boundary_bytes(profile, ps.end_layer, b);
-    st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
-    st.activation_bytes = act;
-    st.freed_at_input_bytes = act - weight_grad;
-    st.parameter_bytes = params;
-    for (bool rc : {false, true}) {
-      st.memory[rc] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), rc);
-    }
+    fill_stage_cost(profile, ps, b, speed, t, st);
     c.stages.push_back(st);
   }
   c.extrapolation_note = extrapolation_note(profile, plan);

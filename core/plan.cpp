@@ -63,18 +63,11 @@ Schedule schedule_for(const Plan& plan, int steps) {
   return s;
 }
 
-Plan plan_from_json(const JsonReader& r) {
-  r.expect_format("pipescope.plan");
-  Plan p;
-  p.source = r.source();
-  p.profile = r["profile"].as_string();
-  p.batch_size = r["batch_size"].as_int(1, int64_t{1} << 40);
-  p.microbatches = static_cast<int>(r["microbatches"].as_int(1, 1 << 30));
-  if (p.batch_size % p.microbatches != 0) {
-    r["microbatches"].fail("batch_size " + std::to_string(p.batch_size) +
-                           " is not divisible by " + std::to_string(p.microbatches) +
-                           " micro-batches");
-  }
+namespace {
+
+// "schedule": a file (relative to the plan's folder) or a kind with its chunks and
+// zb-auto's cap and byte budget.
+void read_schedule(const JsonReader& r, Plan& p) {
   JsonReader schedule = r["schedule"];
   if (schedule.has("file")) {
     // A schedule file, relative to the plan file's folder.
@@ -104,40 +97,37 @@ Plan plan_from_json(const JsonReader& r) {
       p.activation_budget_bytes = budget.as_int(1, int64_t{1} << 62);
     }
   }
-  p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
-  if (r.has("optimizer_step")) {
-    JsonReader step = r["optimizer_step"];
-    try {
-      p.optimizer_step = parse_optimizer_step(step.as_string());
-    } catch (const InputError&) {
-      step.fail("expected \"synchronized\" or \"post-validation\", got \"" + step.as_string() + "\"");
-    }
-    if (p.optimizer_step == OptimizerStep::PostValidation && is_asynchronous(p.schedule)) {
-      step.fail("post-validation is for flushed schedules; " + to_string(p.schedule) + " updates its weights without a flush");
-    }
+}
+
+// "optimizer_step": synchronized or post-validation (flushed schedules only).
+void read_optimizer_step(const JsonReader& step, Plan& p) {
+  try {
+    p.optimizer_step = parse_optimizer_step(step.as_string());
+  } catch (const InputError&) {
+    step.fail("expected \"synchronized\" or \"post-validation\", got \"" + step.as_string() + "\"");
   }
-  if (r.has("optimizer")) {
-    p.optimizer_state_factor = r["optimizer"]["state_bytes_per_parameter_byte"].as_double(0.0, 64.0);
+  if (p.optimizer_step == OptimizerStep::PostValidation && is_asynchronous(p.schedule)) {
+    step.fail("post-validation is for flushed schedules; " + to_string(p.schedule) + " updates its weights without a flush");
   }
-  JsonReader stages = r["stages"];
-  if (stages.size() == 0) stages.fail("expected at least one stage");
-  if (stages.size() % static_cast<std::size_t>(p.chunks) != 0) {
-    stages.fail("expected a multiple of chunks (" + std::to_string(p.chunks) + ") stages, got " +
-                std::to_string(stages.size()));
-  }
-  std::vector<JsonReader> items = stages.items();
-  for (const JsonReader& s : items) {
-    PlanStage stage;
-    JsonReader layers = s["layers"];
-    if (layers.size() != 2) layers.fail("expected [first, end)");
-    stage.first_layer = static_cast<int>(layers.items()[0].as_int(0, 1 << 30));
-    stage.end_layer = static_cast<int>(layers.items()[1].as_int(0, 1 << 30));
-    if (stage.end_layer <= stage.first_layer) layers.fail("expected first < end (a stage holds at least one layer)");
-    JsonReader devices = s["devices"];
-    for (int64_t d : devices.as_ints(0)) stage.devices.push_back(static_cast<int>(std::min<int64_t>(d, 1 << 30)));
-    if (stage.devices.empty()) devices.fail("expected at least one device");
-    p.stages.push_back(std::move(stage));
-  }
+}
+
+// Each stage's [first, end) layers and devices.
+PlanStage read_stage(const JsonReader& s) {
+  PlanStage stage;
+  JsonReader layers = s["layers"];
+  if (layers.size() != 2) layers.fail("expected [first, end)");
+  stage.first_layer = static_cast<int>(layers.items()[0].as_int(0, 1 << 30));
+  stage.end_layer = static_cast<int>(layers.items()[1].as_int(0, 1 << 30));
+  if (stage.end_layer <= stage.first_layer) layers.fail("expected first < end (a stage holds at least one layer)");
+  JsonReader devices = s["devices"];
+  for (int64_t d : devices.as_ints(0)) stage.devices.push_back(static_cast<int>(std::min<int64_t>(d, 1 << 30)));
+  if (stage.devices.empty()) devices.fail("expected at least one device");
+  return stage;
+}
+
+// The stages cover the layers from 0 contiguously; the first K stages use distinct
+// devices, and every later chunk's stage the devices of one of them.
+void check_stages(const std::vector<JsonReader>& items, const Plan& p) {
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     if (i == 0 && p.stages[0].first_layer != 0) items[0]["layers"].fail("the first stage must start at layer 0");
     if (i > 0 && p.stages[i].first_layer != p.stages[i - 1].end_layer) {
@@ -164,6 +154,37 @@ Plan plan_from_json(const JsonReader& r) {
       }
     }
   }
+}
+
+}  // namespace
+
+Plan plan_from_json(const JsonReader& r) {
+  r.expect_format("pipescope.plan");
+  Plan p;
+  p.source = r.source();
+  p.profile = r["profile"].as_string();
+  p.batch_size = r["batch_size"].as_int(1, int64_t{1} << 40);
+  p.microbatches = static_cast<int>(r["microbatches"].as_int(1, 1 << 30));
+  if (p.batch_size % p.microbatches != 0) {
+    r["microbatches"].fail("batch_size " + std::to_string(p.batch_size) +
+                           " is not divisible by " + std::to_string(p.microbatches) +
+                           " micro-batches");
+  }
+  read_schedule(r, p);
+  p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
+  if (r.has("optimizer_step")) read_optimizer_step(r["optimizer_step"], p);
+  if (r.has("optimizer")) {
+    p.optimizer_state_factor = r["optimizer"]["state_bytes_per_parameter_byte"].as_double(0.0, 64.0);
+  }
+  JsonReader stages = r["stages"];
+  if (stages.size() == 0) stages.fail("expected at least one stage");
+  if (stages.size() % static_cast<std::size_t>(p.chunks) != 0) {
+    stages.fail("expected a multiple of chunks (" + std::to_string(p.chunks) + ") stages, got " +
+                std::to_string(stages.size()));
+  }
+  std::vector<JsonReader> items = stages.items();
+  for (const JsonReader& s : items) p.stages.push_back(read_stage(s));
+  check_stages(items, p);
   return p;
 }
 

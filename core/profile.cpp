@@ -129,15 +129,9 @@ LayerWorkspace read_workspace(const JsonReader& r, std::size_t n) {
   return w;
 }
 
-}  // namespace
-
-Profile profile_from_json(const JsonReader& r) {
-  r.expect_format("pipescope.profile");
-  Profile p;
-  p.source = r.source();
-  p.model = r["model"].as_string();
-  // Optional, for hand-written profiles: device {"name": "unspecified"} with unknown
-  // memory (0; the hardware file sets the memory limit), backend "unspecified", dtype "fp32".
+// Optional, for hand-written profiles: device {"name": "unspecified"} with unknown
+// memory (0; the hardware file sets the memory limit), backend "unspecified", dtype "fp32".
+void read_device(const JsonReader& r, Profile& p) {
   p.device_name = kUnspecified;
   if (r.has("device")) {
     JsonReader device = r["device"];
@@ -147,96 +141,122 @@ Profile profile_from_json(const JsonReader& r) {
   }
   p.backend = r.has("backend") ? r["backend"].as_string() : kUnspecified;
   p.dtype = r.has("dtype") ? r["dtype"].as_string() : "fp32";
-  JsonReader sizes = r["batch_sizes"];
-  p.batch_sizes = sizes.as_doubles();
-  if (p.batch_sizes.empty()) sizes.fail("expected at least one batch size");
-  for (std::size_t i = 0; i < p.batch_sizes.size(); ++i) {
-    if (!(p.batch_sizes[i] > 0)) sizes.items()[i].fail("batch sizes must be positive");
-    if (p.batch_sizes[i] > 1e9) sizes.items()[i].fail("batch size is implausibly large");
-    if (i > 0 && !(p.batch_sizes[i] > p.batch_sizes[i - 1])) {
-      sizes.items()[i].fail("batch_sizes must be strictly increasing");
+}
+
+// Positive, strictly increasing, at least one.
+std::vector<double> read_batch_sizes(const JsonReader& sizes) {
+  std::vector<double> b = sizes.as_doubles();
+  if (b.empty()) sizes.fail("expected at least one batch size");
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (!(b[i] > 0)) sizes.items()[i].fail("batch sizes must be positive");
+    if (b[i] > 1e9) sizes.items()[i].fail("batch size is implausibly large");
+    if (i > 0 && !(b[i] > b[i - 1])) sizes.items()[i].fail("batch_sizes must be strictly increasing");
+  }
+  return b;
+}
+
+// Two optional per-batch fields that come together or not at all.
+bool read_pair(const JsonReader& l, const char* a, const char* b, std::size_t n, double max,
+               std::vector<double>& va, std::vector<double>& vb) {
+  const bool has_a = l.has(a), has_b = l.has(b);
+  if (has_a != has_b) {
+    l.fail(std::string(a) + " and " + b + " go together; only " + (has_a ? a : b) + " is present");
+  }
+  if (!has_a) return false;
+  va = per_batch(l, a, n, max);
+  vb = per_batch(l, b, n, max);
+  return true;
+}
+
+// W needs part of the stash, never more.
+void check_weight_grad_bytes(const JsonReader& l, const LayerProfile& layer, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (layer.weight_grad_bytes[i] > layer.activation_bytes[i]) {
+      l["weight_grad_bytes"].items()[i].fail(
+          "expected at most activation_bytes[" + std::to_string(i) + "] = " +
+          std::to_string(static_cast<int64_t>(layer.activation_bytes[i])) +
+          " (the weight gradient needs part of what the forward keeps), got " +
+          std::to_string(static_cast<int64_t>(layer.weight_grad_bytes[i])));
     }
   }
-  const std::size_t n = p.batch_sizes.size();
+}
+
+// A pair never runs shorter than its longer op.
+void check_fb_overlap(const JsonReader& l, const LayerProfile& layer, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double most = std::min(layer.forward_ms[i], layer.backward_ms[i]);
+    if (layer.fb_overlap_ms[i] > most) {
+      l["fb_overlap_ms"].items()[i].fail("expected at most min(forward_ms, backward_ms) = " + std::to_string(most) +
+                                         " ms (an overlapped pair never runs shorter than its longer op), got " +
+                                         std::to_string(layer.fb_overlap_ms[i]));
+    }
+  }
+}
+
+// One entry of "layers", with n values per per-batch field.
+LayerProfile read_layer(const JsonReader& l, std::size_t n) {
+  LayerProfile layer;
+  layer.name = l["name"].as_string();
+  layer.forward_ms = per_batch(l, "forward_ms", n, kMaxMs);
+  layer.backward_ms = per_batch(l, "backward_ms", n, kMaxMs);
+  layer.activation_bytes = per_batch(l, "activation_bytes", n, kMaxBytes);
+  layer.output_bytes = per_batch(l, "output_bytes", n, kMaxBytes);
+  if (l.has("weight_grad_bytes")) {
+    layer.weight_grad_bytes = per_batch(l, "weight_grad_bytes", n, kMaxBytes);
+    check_weight_grad_bytes(l, layer, n);
+  }
+  layer.parameter_bytes = l["parameter_bytes"].as_int(0, static_cast<int64_t>(kMaxBytes));
+  read_pair(l, "backward_input_ms", "backward_weight_ms", n, kMaxMs, layer.backward_input_ms, layer.backward_weight_ms);
+  if (l.has("optimizer_ms")) layer.optimizer_ms = l["optimizer_ms"].as_double(0.0, kMaxMs);
+  if (l.has("workspace_bytes")) layer.workspace = read_workspace(l["workspace_bytes"], n);
+  if (l.has("fb_overlap_ms")) {
+    layer.fb_overlap_ms = per_batch(l, "fb_overlap_ms", n, kMaxMs);
+    check_fb_overlap(l, layer, n);
+  }
+  read_pair(l, "forward_cv", "backward_cv", n, kMaxCv, layer.forward_cv, layer.backward_cv);
+  if (l.has("spec")) {
+    if (!l["spec"].json().is_object()) l["spec"].fail("expected an object");
+    layer.spec = l["spec"].json();
+  }
+  return layer;
+}
+
+// [from, to] pairs between listed layers, each forward in the listed (topological) order, once.
+std::vector<std::pair<int, int>> read_edges(const JsonReader& edges, std::size_t layers) {
+  std::vector<std::pair<int, int>> out;
+  std::set<std::pair<int, int>> seen;
+  const int64_t last = static_cast<int64_t>(layers) - 1;
+  for (const JsonReader& e : edges.items()) {
+    if (e.size() != 2) e.fail("expected [from, to]");
+    int from = static_cast<int>(e.items()[0].as_int(0, last));
+    int to = static_cast<int>(e.items()[1].as_int(0, last));
+    if (to <= from) {
+      e.fail("edge " + std::to_string(from) + " -> " + std::to_string(to) +
+             " goes backward; layers must be listed in a topological order");
+    }
+    if (!seen.insert({from, to}).second) e.fail("duplicate edge");
+    out.emplace_back(from, to);
+  }
+  return out;
+}
+
+}  // namespace
+
+Profile profile_from_json(const JsonReader& r) {
+  r.expect_format("pipescope.profile");
+  Profile p;
+  p.source = r.source();
+  p.model = r["model"].as_string();
+  read_device(r, p);
+  p.batch_sizes = read_batch_sizes(r["batch_sizes"]);
   JsonReader layers = r["layers"];
   if (layers.size() == 0) layers.fail("expected at least one layer");
   if (layers.size() > static_cast<std::size_t>(kMaxProfileLayers)) {
     layers.fail("more than " + std::to_string(kMaxProfileLayers) + " layers is not supported, got " +
                 std::to_string(layers.size()));
   }
-  for (const JsonReader& l : layers.items()) {
-    LayerProfile layer;
-    layer.name = l["name"].as_string();
-    layer.forward_ms = per_batch(l, "forward_ms", n, kMaxMs);
-    layer.backward_ms = per_batch(l, "backward_ms", n, kMaxMs);
-    layer.activation_bytes = per_batch(l, "activation_bytes", n, kMaxBytes);
-    layer.output_bytes = per_batch(l, "output_bytes", n, kMaxBytes);
-    if (l.has("weight_grad_bytes")) {
-      layer.weight_grad_bytes = per_batch(l, "weight_grad_bytes", n, kMaxBytes);
-      for (std::size_t i = 0; i < n; ++i) {  // W needs part of the stash, never more
-        if (layer.weight_grad_bytes[i] > layer.activation_bytes[i]) {
-          l["weight_grad_bytes"].items()[i].fail(
-              "expected at most activation_bytes[" + std::to_string(i) + "] = " +
-              std::to_string(static_cast<int64_t>(layer.activation_bytes[i])) +
-              " (the weight gradient needs part of what the forward keeps), got " +
-              std::to_string(static_cast<int64_t>(layer.weight_grad_bytes[i])));
-        }
-      }
-    }
-    layer.parameter_bytes = l["parameter_bytes"].as_int(0, static_cast<int64_t>(kMaxBytes));
-    bool has_bi = l.has("backward_input_ms"), has_bw = l.has("backward_weight_ms");
-    if (has_bi != has_bw) {
-      l.fail(std::string("backward_input_ms and backward_weight_ms go together; only ") +
-             (has_bi ? "backward_input_ms" : "backward_weight_ms") + " is present");
-    }
-    if (has_bi) {
-      layer.backward_input_ms = per_batch(l, "backward_input_ms", n, kMaxMs);
-      layer.backward_weight_ms = per_batch(l, "backward_weight_ms", n, kMaxMs);
-    }
-    if (l.has("optimizer_ms")) layer.optimizer_ms = l["optimizer_ms"].as_double(0.0, kMaxMs);
-    if (l.has("workspace_bytes")) layer.workspace = read_workspace(l["workspace_bytes"], n);
-    if (l.has("fb_overlap_ms")) {
-      layer.fb_overlap_ms = per_batch(l, "fb_overlap_ms", n, kMaxMs);
-      for (std::size_t i = 0; i < n; ++i) {  // a pair never runs shorter than its longer op
-        const double most = std::min(layer.forward_ms[i], layer.backward_ms[i]);
-        if (layer.fb_overlap_ms[i] > most) {
-          l["fb_overlap_ms"].items()[i].fail("expected at most min(forward_ms, backward_ms) = " + std::to_string(most) +
-                                             " ms (an overlapped pair never runs shorter than its longer op), got " +
-                                             std::to_string(layer.fb_overlap_ms[i]));
-        }
-      }
-    }
-    const bool has_fcv = l.has("forward_cv"), has_bcv = l.has("backward_cv");
-    if (has_fcv != has_bcv) {
-      l.fail(std::string("forward_cv and backward_cv go together; only ") + (has_fcv ? "forward_cv" : "backward_cv") +
-             " is present");
-    }
-    if (has_fcv) {
-      layer.forward_cv = per_batch(l, "forward_cv", n, kMaxCv);
-      layer.backward_cv = per_batch(l, "backward_cv", n, kMaxCv);
-    }
-    if (l.has("spec")) {
-      if (!l["spec"].json().is_object()) l["spec"].fail("expected an object");
-      layer.spec = l["spec"].json();
-    }
-    p.layers.push_back(std::move(layer));
-  }
-  if (r.has("edges")) {
-    JsonReader edges = r["edges"];
-    std::set<std::pair<int, int>> seen;
-    const int64_t last = static_cast<int64_t>(p.layers.size()) - 1;
-    for (const JsonReader& e : edges.items()) {
-      if (e.size() != 2) e.fail("expected [from, to]");
-      int from = static_cast<int>(e.items()[0].as_int(0, last));
-      int to = static_cast<int>(e.items()[1].as_int(0, last));
-      if (to <= from) {
-        e.fail("edge " + std::to_string(from) + " -> " + std::to_string(to) +
-               " goes backward; layers must be listed in a topological order");
-      }
-      if (!seen.insert({from, to}).second) e.fail("duplicate edge");
-      p.edges.emplace_back(from, to);
-    }
-  }
+  for (const JsonReader& l : layers.items()) p.layers.push_back(read_layer(l, p.batch_sizes.size()));
+  if (r.has("edges")) p.edges = read_edges(r["edges"], p.layers.size());
   return p;
 }
 

@@ -38,7 +38,9 @@ void check_layers(int layers) {
 
 }  // namespace
 
-Profile make_gpt_profile(const GptSpec& g) {
+namespace {
+
+void check_gpt_spec(const GptSpec& g) {
   if (g.layers < 1 || g.hidden < 1 || g.heads < 1 || g.sequence < 1 || g.vocabulary < 1) {
     throw InputError("profile synth: layers, hidden, heads, sequence and vocabulary must be positive");
   }
@@ -57,20 +59,26 @@ Profile make_gpt_profile(const GptSpec& g) {
   if (!(g.embedding_dropout >= 0 && g.embedding_dropout < 1)) {
     throw InputError("--embedding-dropout: expected a probability in [0, 1)");
   }
-  const bool positions = g.position_embedding == "learned_absolute";
-  const bool selective = g.recompute_granularity == "selective";
-  const double biases = g.bias_linear ? 9 : 0;  // QKV 3 h, projection h, fc1 4 h, fc2 h
-  Profile p;
-  p.model = g.name;
-  p.device_name = g.device_name;
-  p.device_memory_bytes = g.device_memory_bytes;
-  p.backend = "analytic";
-  p.dtype = "bf16";
-  p.batch_sizes = g.batch_sizes;
-  const double s = g.sequence, h = g.hidden, a = g.heads, V = g.vocabulary;
-  const double flops_per_ms = g.peak_tflops * 1e12 * g.efficiency / 1e3;
-  auto ms = [&](double flops) { return flops / flops_per_ms; };
+}
 
+// The numbers every GPT layer's formulas use: s, h, a, V and the achieved FLOP rate.
+struct GptShape {
+  explicit GptShape(const GptSpec& spec)
+      : g(spec), s(spec.sequence), h(spec.hidden), a(spec.heads), V(spec.vocabulary),
+        flops_per_ms(spec.peak_tflops * 1e12 * spec.efficiency / 1e3),
+        positions(spec.position_embedding == "learned_absolute"),
+        selective(spec.recompute_granularity == "selective") {}
+  double ms(double flops) const { return flops / flops_per_ms; }
+  const GptSpec& g;
+  const double s, h, a, V, flops_per_ms;
+  const bool positions, selective;
+};
+
+// Token (and learned position) embedding: memory-bound, its time the bytes it moves.
+LayerProfile gpt_embedding(const GptShape& c) {
+  const GptSpec& g = c.g;
+  const double s = c.s, h = c.h, V = c.V;
+  const bool positions = c.positions;
   LayerProfile emb;
   emb.name = "embedding";
   emb.parameter_bytes = to_bytes(2 * (V * h + (positions ? s * h : 0)), "the embedding's parameters");
@@ -90,31 +98,44 @@ Profile make_gpt_profile(const GptSpec& g) {
   if (g.embedding_dropout > 0) emb_spec["dropout"] = g.embedding_dropout;
   add_spec(emb, emb_spec);
   emb.optimizer_ms = adam_step_ms(emb.parameter_bytes, g.memory_gb_per_s);
-  p.layers.push_back(emb);
+  return emb;
+}
 
-  for (int l = 0; l < g.layers; ++l) {
-    LayerProfile blk;
-    blk.name = "block." + std::to_string(l);
-    blk.parameter_bytes = to_bytes(2 * (12 * h * h + (4 + biases) * h), "a block's parameters");
-    for (double b : g.batch_sizes) {
-      double dense = 24 * b * s * h * h, attn = 4 * b * s * s * h;
-      double again = selective ? attn : 0;  // the attention core's forward, run again in backward
-      blk.forward_ms.push_back(ms(dense + attn));
-      blk.backward_input_ms.push_back(ms(dense + 2 * attn + again));
-      blk.backward_weight_ms.push_back(ms(dense));
-      blk.backward_ms.push_back(ms(2 * dense + 2 * attn + again));
-      blk.activation_bytes.push_back(s * b * h * (34 + (selective ? 0 : 5 * a * s / h)));
-      blk.weight_grad_bytes.push_back(32 * s * b * h);  // Qi et al. 2023, sec. 3: M_W = 32 h per token
-      blk.output_bytes.push_back(2 * s * b * h);
-    }
-    Json blk_spec = {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}};
-    if (!g.bias_linear) blk_spec["bias_linear"] = false;
-    if (selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
-    add_spec(blk, blk_spec);
-    blk.optimizer_ms = adam_step_ms(blk.parameter_bytes, g.memory_gb_per_s);
-    p.layers.push_back(blk);
+// One transformer block (Narayanan et al., SC 2021: 24 b s h^2 + 4 b s^2 h FLOPs forward;
+// Korthikanti et al. 2022: s b h (34 + 5 a s / h) bytes of activations).
+LayerProfile gpt_block(const GptShape& c, int l) {
+  const GptSpec& g = c.g;
+  const double s = c.s, h = c.h, a = c.a;
+  const bool selective = c.selective;
+  const double biases = g.bias_linear ? 9 : 0;  // QKV 3 h, projection h, fc1 4 h, fc2 h
+  auto ms = [&](double flops) { return c.ms(flops); };
+  LayerProfile blk;
+  blk.name = "block." + std::to_string(l);
+  blk.parameter_bytes = to_bytes(2 * (12 * h * h + (4 + biases) * h), "a block's parameters");
+  for (double b : g.batch_sizes) {
+    double dense = 24 * b * s * h * h, attn = 4 * b * s * s * h;
+    double again = selective ? attn : 0;  // the attention core's forward, run again in backward
+    blk.forward_ms.push_back(ms(dense + attn));
+    blk.backward_input_ms.push_back(ms(dense + 2 * attn + again));
+    blk.backward_weight_ms.push_back(ms(dense));
+    blk.backward_ms.push_back(ms(2 * dense + 2 * attn + again));
+    blk.activation_bytes.push_back(s * b * h * (34 + (selective ? 0 : 5 * a * s / h)));
+    blk.weight_grad_bytes.push_back(32 * s * b * h);  // Qi et al. 2023, sec. 3: M_W = 32 h per token
+    blk.output_bytes.push_back(2 * s * b * h);
   }
+  Json blk_spec = {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}};
+  if (!g.bias_linear) blk_spec["bias_linear"] = false;
+  if (selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
+  add_spec(blk, blk_spec);
+  blk.optimizer_ms = adam_step_ms(blk.parameter_bytes, g.memory_gb_per_s);
+  return blk;
+}
 
+// The LM head: logits over the vocabulary and the loss.
+LayerProfile gpt_head(const GptShape& c) {
+  const GptSpec& g = c.g;
+  const double s = c.s, h = c.h, V = c.V;
+  auto ms = [&](double flops) { return c.ms(flops); };
   LayerProfile head;
   head.name = "head";
   head.parameter_bytes = to_bytes(2 * (V * h + 2 * h), "the head's parameters");
@@ -130,7 +151,24 @@ Profile make_gpt_profile(const GptSpec& g) {
   }
   add_spec(head, {{"type", "lm_head"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}});
   head.optimizer_ms = adam_step_ms(head.parameter_bytes, g.memory_gb_per_s);
-  p.layers.push_back(head);
+  return head;
+}
+
+}  // namespace
+
+Profile make_gpt_profile(const GptSpec& g) {
+  check_gpt_spec(g);
+  const GptShape shape(g);
+  Profile p;
+  p.model = g.name;
+  p.device_name = g.device_name;
+  p.device_memory_bytes = g.device_memory_bytes;
+  p.backend = "analytic";
+  p.dtype = "bf16";
+  p.batch_sizes = g.batch_sizes;
+  p.layers.push_back(gpt_embedding(shape));
+  for (int l = 0; l < g.layers; ++l) p.layers.push_back(gpt_block(shape, l));
+  p.layers.push_back(gpt_head(shape));
   return p;
 }
 

@@ -61,6 +61,45 @@ class Level {
 
 bool has(const uint64_t* set, int v) { return (set[v >> 6] >> (v & 63)) & 1; }
 
+struct Adjacency {
+  std::vector<std::vector<int>> pred, succ;
+};
+
+// The predecessors of v whose every successor lies in ideal d or is v: the vertices
+// that adding v to d closes (all their consumers are then in).
+void closed_by(const Adjacency& g, int v, const uint64_t* d, std::vector<int>& closed) {
+  closed.clear();
+  for (int u : g.pred[v]) {
+    bool all_in = true;
+    for (int x : g.succ[u]) all_in = all_in && (x == v || has(d, x));
+    if (all_in) closed.push_back(u);
+  }
+}
+
+// The addable vertices of `set` = d + v, from d's (`add`): v leaves, and each successor
+// of v whose predecessors are all in `set` joins.
+void addable_after(const Adjacency& g, int v, const uint64_t* add, const uint64_t* set, int words,
+                   std::vector<uint64_t>& can) {
+  std::copy(add, add + words, can.begin());
+  can[v >> 6] &= ~(uint64_t{1} << (v & 63));
+  for (int x : g.succ[v]) {
+    bool ready = true;
+    for (int u : g.pred[x]) ready = ready && has(set, u);
+    if (ready) can[x >> 6] |= uint64_t{1} << (x & 63);
+  }
+}
+
+// The (upper, lower) links into CSR by a counting sort on the upper ideal.
+void links_to_csr(const std::vector<std::pair<int, int>>& links, IdealLattice& out) {
+  const int count = static_cast<int>(out.parent.size());
+  out.below_begin.assign(static_cast<std::size_t>(count) + 1, 0);
+  for (auto [up, down] : links) ++out.below_begin[up + 1];
+  for (int d = 0; d < count; ++d) out.below_begin[d + 1] += out.below_begin[d];
+  out.below.resize(links.size());
+  std::vector<int> fill(out.below_begin.begin(), out.below_begin.end() - 1);
+  for (auto [up, down] : links) out.below[fill[up]++] = down;
+}
+
 }  // namespace
 
 std::vector<int> IdealLattice::members(int ideal) const {
@@ -72,10 +111,10 @@ std::vector<int> IdealLattice::members(int ideal) const {
 
 IdealLattice build_ideal_lattice(int n, const std::vector<std::pair<int, int>>& edges, std::size_t max_ideals,
                                  int window) {
-  std::vector<std::vector<int>> pred(n), succ(n);
+  Adjacency g{std::vector<std::vector<int>>(n), std::vector<std::vector<int>>(n)};
   for (auto [a, b] : edges) {
-    pred[b].push_back(a);
-    succ[a].push_back(b);
+    g.pred[b].push_back(a);
+    g.succ[a].push_back(b);
   }
   std::vector<uint64_t> zobrist(n);
   for (int v = 0; v < n; ++v) zobrist[v] = splitmix(static_cast<uint64_t>(v) + 1);
@@ -100,7 +139,7 @@ IdealLattice build_ideal_lattice(int n, const std::vector<std::pair<int, int>>& 
   Extra extra;
   std::vector<uint64_t> set(static_cast<std::size_t>(words), 0), can(static_cast<std::size_t>(words), 0);
   for (int v = 0; v < n; ++v) {
-    if (pred[v].empty()) can[v >> 6] |= uint64_t{1} << (v & 63);
+    if (g.pred[v].empty()) can[v >> 6] |= uint64_t{1} << (v & 63);
   }
   bool fresh = false;
   level.find_or_add(set.data(), 0, fresh);
@@ -133,20 +172,9 @@ IdealLattice build_ideal_lattice(int n, const std::vector<std::pair<int, int>>& 
           const int k = next.find_or_add(set.data(), level.hash(i) ^ zobrist[v], fresh);
           if (fresh) {
             if (out.parent.size() >= max_ideals) return IdealLattice{n, false, false, {}, {}, {}, {}, {}, {}};
-            closed.clear();
-            for (int u : pred[v]) {
-              bool all_in = true;
-              for (int x : succ[u]) all_in = all_in && (x == v || has(d, x));
-              if (all_in) closed.push_back(u);
-            }
+            closed_by(g, v, d, closed);
             add_ideal(level_first + i, v, closed);
-            std::copy(add, add + words, can.begin());
-            can[v >> 6] &= ~(uint64_t{1} << (v & 63));
-            for (int x : succ[v]) {
-              bool ready = true;
-              for (int u : pred[x]) ready = ready && has(set.data(), u);
-              if (ready) can[x >> 6] |= uint64_t{1} << (x & 63);
-            }
+            addable_after(g, v, add, set.data(), words, can);
             next_extra.addable.insert(next_extra.addable.end(), can.begin(), can.end());
             next_extra.first_missing.push_back(first_missing);
             next_extra.largest.push_back(largest);
@@ -160,14 +188,7 @@ IdealLattice build_ideal_lattice(int n, const std::vector<std::pair<int, int>>& 
     extra = std::move(next_extra);
   }
   out.closed_begin.push_back(static_cast<int>(out.closed.size()));  // sentinel
-  // Links into CSR by a counting sort on the upper ideal.
-  const int count = static_cast<int>(out.parent.size());
-  out.below_begin.assign(static_cast<std::size_t>(count) + 1, 0);
-  for (auto [up, down] : links) ++out.below_begin[up + 1];
-  for (int d = 0; d < count; ++d) out.below_begin[d + 1] += out.below_begin[d];
-  out.below.resize(links.size());
-  std::vector<int> fill(out.below_begin.begin(), out.below_begin.end() - 1);
-  for (auto [up, down] : links) out.below[fill[up]++] = down;
+  links_to_csr(links, out);
   out.complete = true;
   out.all_ideals = step == 0 || window > n;
   return out;
