@@ -1,4 +1,4 @@
-// Exact memory (issue 14): for a profile measured by the executor's own profiler (so it
+// Exact memory: for a profile measured by the executor's own profiler (so it
 // has workspace_bytes), the predicted peak memory of every pipeline position equals the
 // CPU executor's tracked peak byte for byte, transients and all, and so does each part
 // of it (weights, gradients, optimizer state, peak activations, transients). Checked
