@@ -1,10 +1,9 @@
 #include "gui/app/app_options.h"
 
 #include <QCommandLineParser>
-#include <QCoreApplication>
 #include <QDir>
-#include <QFileInfo>
 
+#include "core/data_dir.h"
 #include "core/error.h"
 #include "core/schedule.h"
 #include "planner/plan_builder.h"
@@ -87,11 +86,6 @@ AppOptions parse_app_options(const QStringList& arguments) {
   return o;
 }
 
-QString profiles_dir() {
-  const QDir exe(QCoreApplication::applicationDirPath());
-  const QString built = exe.absoluteFilePath("../../profiles");
-  if (QFileInfo(built + "/gpt-1.3b-h200.json").exists()) return QDir::cleanPath(built);
-  return QStringLiteral(PIPESCOPE_SOURCE_DIR "/profiles");
-}
+QString profiles_dir() { return QString::fromStdString(data_dir("profiles")); }
 
 }  // namespace pipescope::gui

@@ -39,8 +39,8 @@ struct AppOptions {
 // Parses `arguments` (argv[0] first). Throws InputError naming the bad flag.
 AppOptions parse_app_options(const QStringList& arguments);
 
-// The folder of bundled profiles: <exe>/../../profiles (a build tree), else the
-// source tree's profiles/ (compile-time PIPESCOPE_SOURCE_DIR).
+// The folder of bundled profiles: installed beside the binary
+// (<prefix>/share/pipescope/profiles), else the source tree's (core/data_dir.h).
 QString profiles_dir();
 
 }  // namespace pipescope::gui
