@@ -137,7 +137,11 @@ void ControlsPanel::set_choice(const PlanChoice& c) {
   quiet_ = false;
 }
 
-void ControlsPanel::update_enabled() { chunks_->setEnabled(schedule_->currentData().toString() == "interleaved"); }
+ScheduleKind ControlsPanel::selected_schedule() const {
+  return parse_schedule_kind(schedule_->currentData().toString().toStdString());
+}
+
+void ControlsPanel::update_enabled() { chunks_->setEnabled(selected_schedule() == ScheduleKind::Interleaved); }
 
 void ControlsPanel::set_from(const AppOptions& o) {
   quiet_ = true;
@@ -158,7 +162,7 @@ PlanChoice ControlsPanel::choice() const {
   c.stages = stages_->value();
   c.microbatches = microbatches_->value();
   c.microbatch_size = microbatch_size_->value();
-  c.schedule = parse_schedule_kind(schedule_->currentData().toString().toStdString());
+  c.schedule = selected_schedule();
   c.chunks = c.schedule == ScheduleKind::Interleaved ? chunks_->value() : 1;
   c.recompute = recompute_->isChecked();
   c.partition = partition_->currentText().toStdString();
