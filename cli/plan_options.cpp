@@ -94,7 +94,7 @@ void plan_from_flags(const PlanOptions& o, ResolvedPlan& r) {
   c.chunks = o.chunks;
   c.max_inflight = o.max_inflight;
   c.recompute = o.recompute;
-  c.partition = o.partition;
+  c.partition = parse_partition_kind(o.partition);
   c.profile_path = o.profile_path;
   if (!o.hardware_path.empty()) {
     r.hardware = load_hardware(o.hardware_path);

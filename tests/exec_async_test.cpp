@@ -37,7 +37,7 @@ Plan async_plan(const Profile& profile, ScheduleKind kind, int K, int M, bool re
   choice.schedule = kind;
   choice.recompute = recompute;
   choice.replicas = replicas;
-  choice.partition = "uniform";
+  choice.partition = PartitionKind::Uniform;
   return make_plan(profile, choice).plan;
 }
 

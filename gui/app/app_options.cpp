@@ -61,8 +61,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.schedule = p.value("schedule");
   o.chunks = to_int(p, "chunks", 1, kMaxGuiChunks);
   o.recompute = p.isSet("recompute");
-  // The partitioner's own name (balanced is optimal's alias): what the controls list.
-  o.partition = QString::fromStdString(to_string(parse_partition_kind(p.value("partition").toStdString())));
+  // Parsed once here (balanced is optimal's alias); the controls show to_string of it.
+  o.partition = parse_partition_kind(p.value("partition").toStdString());
   parse_schedule_kind(o.schedule.toStdString());  // throws InputError naming the accepted kinds
   o.replicas = to_int(p, "replicas", 1, kMaxDevices);
   o.measurement_path = p.value("measurement");

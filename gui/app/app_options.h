@@ -8,6 +8,8 @@
 #include <QString>
 #include <QStringList>
 
+#include "planner/partitioner.h"
+
 namespace pipescope::gui {
 
 // The largest values the controls accept (the command line is held to the same).
@@ -24,7 +26,7 @@ struct AppOptions {
   QString schedule = "1f1b";
   int chunks = 1;
   bool recompute = false;
-  QString partition = "optimal";
+  PartitionKind partition = PartitionKind::Optimal;
   int replicas = 1;
   QString screenshot_path;
   QString tab = "timeline";  // timeline | layers | sweep | compare | plans | ab (plans searches at start)

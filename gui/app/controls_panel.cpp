@@ -47,7 +47,9 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   chunks_->setRange(1, kMaxGuiChunks);
   recompute_ = new QCheckBox("re-materialise activations", this);
   partition_ = new QComboBox(this);
-  partition_->addItems({"optimal", "gpipe", "uniform"});
+  for (PartitionKind k : {PartitionKind::Optimal, PartitionKind::GPipe, PartitionKind::Uniform}) {
+    partition_->addItem(QString::fromStdString(to_string(k)));
+  }
   replicas_ = new QSpinBox(this);
   replicas_->setRange(1, kMaxDevices);
   form->addRow("Stages K", stages_);
@@ -151,7 +153,7 @@ void ControlsPanel::set_from(const AppOptions& o) {
   if (const int i = schedule_->findData(o.schedule); i >= 0) schedule_->setCurrentIndex(i);
   chunks_->setValue(o.chunks);
   recompute_->setChecked(o.recompute);
-  partition_->setCurrentText(o.partition);  // parse_app_options gives the partitioner's own name
+  partition_->setCurrentText(QString::fromStdString(to_string(o.partition)));
   replicas_->setValue(o.replicas);
   update_enabled();
   quiet_ = false;
@@ -165,7 +167,7 @@ PlanChoice ControlsPanel::choice() const {
   c.schedule = selected_schedule();
   c.chunks = c.schedule == ScheduleKind::Interleaved ? chunks_->value() : 1;
   c.recompute = recompute_->isChecked();
-  c.partition = partition_->currentText().toStdString();
+  c.partition = parse_partition_kind(partition_->currentText().toStdString());
   c.replicas = replicas_->value();
   return c;
 }
