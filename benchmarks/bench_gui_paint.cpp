@@ -1,5 +1,5 @@
 // Paint time of pipescope-gui's timeline and memory views, offscreen, at scale
-// (issue 20's goal: under 100 ms per full redraw at K = 64, M = 1024). The plan is
+// (the goal: under 100 ms per full redraw at K = 64, M = 1024). The plan is
 // max(K, 64) uniform blocks on K devices, 1F1B (gui/tests/uniform_plan.h). It checks first
 // that the timeline holds all 2 K M device ops, that the view is in density mode with
 // a label on every row and paints busy pixels, then times full redraws into an image

@@ -1,6 +1,6 @@
 // Planner benchmarks. Each checks its result against a reference first (the optimal
 // partition against the time-only bound, the search against its candidate count), then
-// times. Targets from the issue: optimal partition of L = 1024 layers into K = 64
+// times. Targets: optimal partition of L = 1024 layers into K = 64
 // stages under 10 ms; a full `plan` search for a 128-layer profile on 64 devices with
 // N = 512 and all eight schedules under 5 s on the 2-core machine (3.6 s with zb-auto
 // and the V-shapes, 2026-11-30).

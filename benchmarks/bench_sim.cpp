@@ -62,7 +62,7 @@ static void BM_Simulate1F1BWithTimeline(benchmark::State& state) {
 }
 BENCHMARK(BM_Simulate1F1BWithTimeline)->Args({64, 1024})->Unit(benchmark::kMillisecond);
 
-// The budget: 1000 samples of K = 8, M = 32 under 0.5 s on 2 cores. Verified
+// The budget: 1000 samples of K = 8, M = 32 under 0.5 s on 2 cores. Verified
 // first: with CV 0 every sample is the deterministic step.
 static void BM_SampleSteps(benchmark::State& state) {
   const int K = 8, M = 32;

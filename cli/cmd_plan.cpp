@@ -115,7 +115,7 @@ SearchRequest make_request(const SearchArgs& a) {
   q.max_stages = a.max_stages;
   q.optimizer_step = parse_optimizer_step(a.optimizer_step);
   q.recompute = parse_recompute_mode(a.recompute);
-  q.partition = a.partition;
+  q.partition = parse_partition_kind(a.partition);
   q.threads = a.threads;
   if (a.threads < 0) throw InputError("--threads: expected at least 1, got " + std::to_string(a.threads));
   q.objective = parse_objective(a.objective);

@@ -39,20 +39,35 @@ std::vector<double> parse_batch_sizes(const std::string& text) {
   return out;
 }
 
-}  // namespace
+// The flags of `profile --model` (measure a model file on a backend).
+struct MeasureArgs {
+  std::string model;
+  exec::ProfileOptions options;
+  std::string batch_sizes = "1,2,4,8";
+  std::string output = "-";
+  std::string dtype = "fp32";
+  int partitions = 1;
+};
 
-void add_profile_command(CLI::App& app) {
-  CLI::App* profile = app.add_subcommand("profile", "Measure or synthesise a per-layer profile");
-  profile->require_subcommand(0, 1);
+// The flags of `profile synth`.
+struct SynthArgs {
+  std::string kind = "gpt";
+  GptSpec gpt;
+  UniformSpec uniform;
+  std::string batch_sizes = "1,2,4,8";
+  std::string output = "-";
+  int layers = -1;
+  std::string name;
+  HfSynthArgs hf;
+};
 
-  struct MeasureArgs {
-    std::string model;
-    exec::ProfileOptions options;
-    std::string batch_sizes = "1,2,4,8";
-    std::string output = "-";
-    std::string dtype = "fp32";
-    int partitions = 1;
-  };
+struct GemmArgs {
+  int m = 4096, n = 8192, k = 2048, repeats = 20;
+  std::string backend = "cuda", dtype = "bf16";
+  bool json = true;
+};
+
+std::shared_ptr<MeasureArgs> add_measure_options(CLI::App* profile) {
   auto m = std::make_shared<MeasureArgs>();
   profile->add_option("--model", m->model, "Model file (pipescope.model) to measure layer by layer");
   profile->add_option("--backend", m->options.backend, "Backend to measure on: " + backend_list())->capture_default_str();
@@ -70,17 +85,42 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   profile->add_option("-o,--output", m->output, "Output file ('-' = stdout)")->capture_default_str();
 
-  struct Args {
-    std::string kind = "gpt";
-    GptSpec gpt;
-    UniformSpec uniform;
-    std::string batch_sizes = "1,2,4,8";
-    std::string output = "-";
-    int layers = -1;
-    std::string name;
-    HfSynthArgs hf;
-  };
-  auto a = std::make_shared<Args>();
+  return m;
+}
+
+// The analytic profile the flags describe: an hf config, a GPT-style stack, or a toy stack.
+std::string synthesize(SynthArgs& a) {
+  const std::vector<double> sizes = parse_batch_sizes(a.batch_sizes);
+  if (a.hf.requested()) return a.hf.run(sizes, a.gpt.sequence, a.gpt.efficiency, a.name);
+  Profile p;
+  if (a.kind == "gpt") {
+    a.gpt.batch_sizes = sizes;
+    if (a.layers >= 0) a.gpt.layers = a.layers;
+    if (!a.name.empty()) a.gpt.name = a.name;
+    if (!a.hf.gpu.empty()) a.gpt.memory_gb_per_s = a.hf.load_gpu().hbm_gb_per_s;
+    p = make_gpt_profile(a.gpt);
+  } else if (a.kind == "uniform" || a.kind == "uneven") {
+    a.uniform.batch_sizes = sizes;
+    if (a.layers >= 0) a.uniform.layers = a.layers;
+    if (a.kind == "uneven") {
+      a.uniform.name = "amoebanet-like";
+      if (a.uniform.heavy_every == 0) a.uniform.heavy_every = 4;
+      if (a.uniform.heavy_factor == 1.0) a.uniform.heavy_factor = 4.0;
+    }
+    if (!a.name.empty()) a.uniform.name = a.name;
+    p = make_uniform_profile(a.uniform);
+  } else {
+    throw InputError("--kind: expected gpt, uniform or uneven, got \"" + a.kind + "\"");
+  }
+  // What is written must read back: the reader's checks (finite, in range) name
+  // the field of any value the flags pushed out of range.
+  std::string text = profile_to_json(p).dump(1) + "\n";
+  (void)profile_from_json(JsonReader::from_text(text, "profile synth (the generated profile)"));
+  return text;
+}
+
+CLI::App* add_synth_command(CLI::App* profile) {
+  auto a = std::make_shared<SynthArgs>();
   CLI::App* synth = profile->add_subcommand("synth", "Write an analytic profile (no measurement)");
   synth->add_option("--kind", a->kind, "gpt | uniform | uneven")->capture_default_str();
   synth->add_option("--name", a->name, "Model name in the profile");
@@ -112,44 +152,11 @@ void add_profile_command(CLI::App& app) {
   synth->add_option("--batch-sizes", a->batch_sizes, "Micro-batch sizes to tabulate")->capture_default_str();
   synth->add_option("-o,--output", a->output, "Output file ('-' = stdout)")->capture_default_str();
   a->hf.add_to(synth);
-  synth->callback([a] {
-    Profile p;
-    std::vector<double> sizes = parse_batch_sizes(a->batch_sizes);
-    if (a->hf.requested()) {
-      write_output(a->output, a->hf.run(sizes, a->gpt.sequence, a->gpt.efficiency, a->name));
-      return;
-    }
-    if (a->kind == "gpt") {
-      a->gpt.batch_sizes = sizes;
-      if (a->layers >= 0) a->gpt.layers = a->layers;
-      if (!a->name.empty()) a->gpt.name = a->name;
-      if (!a->hf.gpu.empty()) a->gpt.memory_gb_per_s = a->hf.load_gpu().hbm_gb_per_s;
-      p = make_gpt_profile(a->gpt);
-    } else if (a->kind == "uniform" || a->kind == "uneven") {
-      a->uniform.batch_sizes = sizes;
-      if (a->layers >= 0) a->uniform.layers = a->layers;
-      if (a->kind == "uneven") {
-        a->uniform.name = "amoebanet-like";
-        if (a->uniform.heavy_every == 0) a->uniform.heavy_every = 4;
-        if (a->uniform.heavy_factor == 1.0) a->uniform.heavy_factor = 4.0;
-      }
-      if (!a->name.empty()) a->uniform.name = a->name;
-      p = make_uniform_profile(a->uniform);
-    } else {
-      throw InputError("--kind: expected gpt, uniform or uneven, got \"" + a->kind + "\"");
-    }
-    // What is written must read back: the reader's checks (finite, in range) name
-    // the field of any value the flags pushed out of range.
-    std::string text = profile_to_json(p).dump(1) + "\n";
-    (void)profile_from_json(JsonReader::from_text(text, "profile synth (the generated profile)"));
-    write_output(a->output, text);
-  });
+  synth->callback([a] { write_output(a->output, synthesize(*a)); });
+  return synth;
+}
 
-  struct GemmArgs {
-    int m = 4096, n = 8192, k = 2048, repeats = 20;
-    std::string backend = "cuda", dtype = "bf16";
-    bool json = true;
-  };
+CLI::App* add_gemm_command(CLI::App* profile) {
   auto g = std::make_shared<GemmArgs>();
   CLI::App* gemm = profile->add_subcommand(
       "gemm", "cuda: time the backend's GEMM C[m,n] = A[m,k] B[k,n] against the best cuBLASLt algorithm");
@@ -163,7 +170,17 @@ void add_profile_command(CLI::App& app) {
   gemm->callback([g] {
     std::cout << exec::measure_gemm_json(backend_spec(g->backend, g->dtype, 1), g->m, g->n, g->k, g->repeats) << "\n";
   });
+  return gemm;
+}
 
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  CLI::App* profile = app.add_subcommand("profile", "Measure or synthesise a per-layer profile");
+  profile->require_subcommand(0, 1);
+  std::shared_ptr<MeasureArgs> m = add_measure_options(profile);
+  CLI::App* synth = add_synth_command(profile);
+  CLI::App* gemm = add_gemm_command(profile);
   profile->callback([m, profile, synth, gemm] {
     if (synth->parsed() || gemm->parsed()) return;
     if (m->model.empty()) throw InputError("profile: give --model MODEL.json to measure, or use `profile synth`");

@@ -28,7 +28,7 @@ void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--schedule", schedule, schedule_kind_names())->capture_default_str();
   cmd->add_option("--schedule-file", schedule_file,
                   "A schedule file instead of --schedule: pipescope.schedule JSON or PyTorch pipelining CSV "
-                  "(K, M and the stage -> device map come from it; docs/schedule-files.md)");
+                  "(K, M and the stage -> device map come from it; docs/schedules-as-data.md, Schedule files)");
   cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved; zb-v and dualpipev take 2)")->capture_default_str();
   cmd->add_option("--max-inflight", max_inflight,
                   "zb-auto: micro-batches alive per stage at once (max pending backward; default: the byte budget "
@@ -55,57 +55,65 @@ void PlanOptions::add_to(CLI::App* cmd) {
       ->capture_default_str();
 }
 
-ResolvedPlan resolve(const PlanOptions& o) {
-  ResolvedPlan r;
-  if (!o.plan_path.empty()) {
-    if (!o.schedule_file.empty()) {
-      throw InputError("--schedule-file: a plan names its schedule (\"schedule\": {\"file\": ...}); give --profile instead of --plan");
-    }
-    r.plan = load_plan(o.plan_path);
-    std::string profile_path = o.profile_path;
-    if (profile_path.empty()) {
-      std::filesystem::path p(r.plan.profile);
-      if (p.is_relative()) p = std::filesystem::path(o.plan_path).parent_path() / p;
-      profile_path = p.string();
-    }
-    r.profile = load_profile(profile_path);
-    check_plan_layers(r.plan, r.profile.num_layers(), r.profile.source);
-  } else {
-    if (o.profile_path.empty()) throw InputError("give --plan FILE, or --profile FILE with --stages and --microbatches");
-    const bool file = !o.schedule_file.empty();
-    if (o.stages < 1 && !file) throw InputError("--stages: expected a number of stages >= 1 (or give --plan)");
-    if (o.microbatches < 1 && !file) throw InputError("--microbatches: expected a number of micro-batches >= 1");
-    if (!(o.microbatch_size >= 0)) {
-      throw InputError("--microbatch-size: expected a positive number of samples, got " + CLI::detail::to_string(o.microbatch_size));
-    }
-    r.profile = load_profile(o.profile_path);
-    PlanChoice c;
-    c.stages = o.stages;
-    c.replicas = o.replicas;
-    c.microbatches = o.microbatches;
-    c.microbatch_size = o.microbatch_size;
-    c.schedule = parse_schedule_kind(o.schedule);
-    c.schedule_file = o.schedule_file;
-    c.chunks = o.chunks;
-    c.max_inflight = o.max_inflight;
-    c.recompute = o.recompute;
-    c.partition = o.partition;
-    c.profile_path = o.profile_path;
-    if (!o.hardware_path.empty()) {
-      r.hardware = load_hardware(o.hardware_path);
-      const int64_t devices = static_cast<int64_t>(o.stages) * o.replicas;  // 0 with a schedule file: checked below
-      if (devices > r.hardware.devices) {
-        const std::string times = o.replicas > 1 ? " x --replicas " + std::to_string(o.replicas) : "";
-        throw InputError("--stages " + std::to_string(o.stages) + times + " needs " + std::to_string(devices) +
-                         " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
-      }
-    }
-    c.hardware = o.hardware_path.empty() ? nullptr : &r.hardware;
-    MadePlan made = make_plan(r.profile, c);
-    r.plan = std::move(made.plan);
-    r.profile = std::move(made.profile);  // the plan's ranges index it (a graph cut may reorder the layers)
-    r.layer_order = std::move(made.layer_order);
+namespace {
+
+// --plan FILE: the plan as written, with its profile (the plan's, relative to the plan's
+// folder, unless --profile overrides it).
+void read_plan(const PlanOptions& o, ResolvedPlan& r) {
+  if (!o.schedule_file.empty()) {
+    throw InputError("--schedule-file: a plan names its schedule (\"schedule\": {\"file\": ...}); give --profile instead of --plan");
   }
+  r.plan = load_plan(o.plan_path);
+  std::string profile_path = o.profile_path;
+  if (profile_path.empty()) {
+    std::filesystem::path p(r.plan.profile);
+    if (p.is_relative()) p = std::filesystem::path(o.plan_path).parent_path() / p;
+    profile_path = p.string();
+  }
+  r.profile = load_profile(profile_path);
+  check_plan_layers(r.plan, r.profile.num_layers(), r.profile.source);
+}
+
+// --profile FILE with --stages, --microbatches, ...: the plan make_plan builds from the flags.
+void plan_from_flags(const PlanOptions& o, ResolvedPlan& r) {
+  if (o.profile_path.empty()) throw InputError("give --plan FILE, or --profile FILE with --stages and --microbatches");
+  const bool file = !o.schedule_file.empty();
+  if (o.stages < 1 && !file) throw InputError("--stages: expected a number of stages >= 1 (or give --plan)");
+  if (o.microbatches < 1 && !file) throw InputError("--microbatches: expected a number of micro-batches >= 1");
+  if (!(o.microbatch_size >= 0)) {
+    throw InputError("--microbatch-size: expected a positive number of samples, got " + CLI::detail::to_string(o.microbatch_size));
+  }
+  r.profile = load_profile(o.profile_path);
+  PlanChoice c;
+  c.stages = o.stages;
+  c.replicas = o.replicas;
+  c.microbatches = o.microbatches;
+  c.microbatch_size = o.microbatch_size;
+  c.schedule = parse_schedule_kind(o.schedule);
+  c.schedule_file = o.schedule_file;
+  c.chunks = o.chunks;
+  c.max_inflight = o.max_inflight;
+  c.recompute = o.recompute;
+  c.partition = parse_partition_kind(o.partition);
+  c.profile_path = o.profile_path;
+  if (!o.hardware_path.empty()) {
+    r.hardware = load_hardware(o.hardware_path);
+    const int64_t devices = static_cast<int64_t>(o.stages) * o.replicas;  // 0 with a schedule file: checked below
+    if (devices > r.hardware.devices) {
+      const std::string times = o.replicas > 1 ? " x --replicas " + std::to_string(o.replicas) : "";
+      throw InputError("--stages " + std::to_string(o.stages) + times + " needs " + std::to_string(devices) +
+                       " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
+    }
+  }
+  c.hardware = o.hardware_path.empty() ? nullptr : &r.hardware;
+  MadePlan made = make_plan(r.profile, c);
+  r.plan = std::move(made.plan);
+  r.profile = std::move(made.profile);  // the plan's ranges index it (a graph cut may reorder the layers)
+  r.layer_order = std::move(made.layer_order);
+}
+
+// The hardware the plan runs on: --hardware, else ideal devices, as many as the plan names.
+void settle_hardware(const PlanOptions& o, ResolvedPlan& r) {
   int needed = 0;
   for (const PlanStage& s : r.plan.stages) {
     for (int d : s.devices) needed = std::max(needed, d + 1);
@@ -116,32 +124,50 @@ ResolvedPlan resolve(const PlanOptions& o) {
     throw InputError("--stages " + std::to_string(r.plan.pipeline_devices()) + " needs " + std::to_string(needed) +
                      " devices, but " + o.hardware_path + " has " + std::to_string(r.hardware.devices));
   }
-  const bool replicated = std::any_of(r.plan.stages.begin(), r.plan.stages.end(),
+}
+
+// The flags that hold for a plan file and for flags alike: --activation-budget,
+// --optimizer-step, and what replicated stages refuse.
+void apply_step_flags(const PlanOptions& o, Plan& plan) {
+  const bool replicated = std::any_of(plan.stages.begin(), plan.stages.end(),
                                      [](const PlanStage& st) { return st.devices.size() > 1; });
-  if (replicated && is_asynchronous(r.plan.schedule) && r.plan.schedule_file.empty()) {
-    throw InputError("--replicas: " + to_string(r.plan.schedule) + " runs one replica per stage for now "
+  if (replicated && is_asynchronous(plan.schedule) && plan.schedule_file.empty()) {
+    throw InputError("--replicas: " + to_string(plan.schedule) + " runs one replica per stage for now "
                      "(PipeDream's round-robin replication is not built); use --replicas 1");
   }
   if (o.activation_budget_given) {
     if (o.activation_budget < 0) {
       throw InputError("--activation-budget: expected a number of bytes >= 0, got " + std::to_string(o.activation_budget));
     }
-    if (r.plan.schedule != ScheduleKind::ZeroBubbleAuto || !r.plan.schedule_file.empty()) {
-      throw InputError("--activation-budget: only zb-auto takes a byte budget (the schedule is " + r.plan.schedule_name() + ")");
+    if (plan.schedule != ScheduleKind::ZeroBubbleAuto || !plan.schedule_file.empty()) {
+      throw InputError("--activation-budget: only zb-auto takes a byte budget (the schedule is " + plan.schedule_name() + ")");
     }
     if (o.activation_budget == 0) {
       throw InputError("--activation-budget: 0 bytes is below one micro-batch's stash");
     }
-    r.plan.activation_budget_bytes = o.activation_budget;
+    plan.activation_budget_bytes = o.activation_budget;
   }
   if (!o.optimizer_step.empty()) {
-    r.plan.optimizer_step = parse_optimizer_step(o.optimizer_step);
-    if (r.plan.optimizer_step == OptimizerStep::PostValidation && is_asynchronous(r.plan.schedule) &&
-        r.plan.schedule_file.empty()) {
-      throw InputError("--optimizer-step post-validation: " + to_string(r.plan.schedule) +
+    plan.optimizer_step = parse_optimizer_step(o.optimizer_step);
+    if (plan.optimizer_step == OptimizerStep::PostValidation && is_asynchronous(plan.schedule) &&
+        plan.schedule_file.empty()) {
+      throw InputError("--optimizer-step post-validation: " + to_string(plan.schedule) +
                        " updates its weights without a flush already; post-validation is for flushed schedules");
     }
   }
+}
+
+}  // namespace
+
+ResolvedPlan resolve(const PlanOptions& o) {
+  ResolvedPlan r;
+  if (!o.plan_path.empty()) {
+    read_plan(o, r);
+  } else {
+    plan_from_flags(o, r);
+  }
+  settle_hardware(o, r);
+  apply_step_flags(o, r.plan);
   r.schedule = schedule_for(r.plan, o.steps);
   if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs
     r.schedule = schedule_for_costs(r.plan, build_cost_model(r.profile, r.plan, r.hardware), r.hardware);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "cli/plan_options.h"
+#include "core/data_dir.h"
 #include "core/error.h"
 
 namespace pipescope::cli {
@@ -29,9 +30,7 @@ void HfSynthArgs::add_to(CLI::App* synth) {
 GpuSpec HfSynthArgs::load_gpu() const {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
-#ifdef PIPESCOPE_GPU_DIR
-  dirs.emplace_back(PIPESCOPE_GPU_DIR);
-#endif
+  dirs.push_back(data_dir("profiles/gpus"));  // installed beside the binary, else the source tree's
   return load_gpu_spec(find_gpu_file(gpu, dirs));
 }
 

@@ -1,7 +1,7 @@
 // `pipescope profile synth --hf-config config.json --gpu NAME ...`: the flags of the
 // Hugging Face synthesiser (interop/hf_profile.h), kept apart from cmd_profile.cpp's
-// other kinds. GPU names are looked up in $PIPESCOPE_GPU_DIR, then in the source
-// tree's profiles/gpus/.
+// other kinds. GPU names are looked up in $PIPESCOPE_GPU_DIR, then in the bundled
+// profiles/gpus/ (installed beside the binary, else the source tree's: core/data_dir.h).
 #pragma once
 
 #include <string>

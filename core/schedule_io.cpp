@@ -1,5 +1,5 @@
 // Schedule files: pipescope.schedule v1 JSON and torch.distributed.pipelining's CSV
-// (docs/schedule-files.md). Invariant: a reader either returns a schedule that
+// (docs/schedules-as-data.md, Schedule files). Invariant: a reader either returns a schedule that
 // validate_schedule accepts or throws InputError naming the file and where in it (a
 // JSON path, or a CSV rank, step and cell); no table sized by a number read from the
 // file is allocated before the ops listed prove that number plausible.

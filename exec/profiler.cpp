@@ -50,7 +50,7 @@ namespace {
 // samples. A step's time is a sum of many ops, so in principle the ops' mean over the
 // machine's fast and slow spells predicts it better than their median (which picks
 // whichever spell was longer); on this project's VM the two predicted equally well
-// (docs/exec.md), so the default is the median. The trimming drops one-off outliers.
+// (docs/executor.md, Timing), so the default is the median. The trimming drops one-off outliers.
 double trimmed_mean_ms(std::vector<int64_t> ns) {
   std::sort(ns.begin(), ns.end());
   const std::size_t cut = ns.size() / 10;

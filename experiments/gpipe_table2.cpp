@@ -31,7 +31,7 @@ SpeedupTable gpipe_table2(const Profile& profile, const std::string& partition, 
       c.microbatches = M;
       c.microbatch_size = static_cast<double>(batch / M);
       c.schedule = ScheduleKind::GPipe;
-      c.partition = partition;
+      c.partition = parse_partition_kind(partition);
       const Plan plan = make_plan(profile, c).plan;
       const Hardware ideal = Hardware::ideal(K);
       SimOptions o;

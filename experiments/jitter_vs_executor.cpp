@@ -1,4 +1,4 @@
-// Predicted step-time spread against the CPU executor's (issue 18; a report, no bound).
+// Predicted step-time spread against the CPU executor's (a report, no bound).
 // Profiles a model on the CPU backend (which measures each op's spread: forward_cv,
 // backward_cv), runs K = 2 for 30 measured steps with the threads transport, and puts
 // the measured p50 / p90 / CV of the step beside the simulator's under

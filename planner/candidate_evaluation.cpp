@@ -118,7 +118,7 @@ static SimOptions search_sim_options(const Plan& plan) {
 }
 
 CandidateEvaluation::CandidateEvaluation(const SearchRequest& request, const Profile& listed_profile, Candidate& candidate)
-    : q(request), listed(listed_profile), c(candidate), kind(parse_partition_kind(request.partition)) {
+    : q(request), listed(listed_profile), c(candidate), kind(request.partition) {
   Plan& plan = c.plan;
   plan.profile = q.profile_path;
   plan.batch_size = q.batch;

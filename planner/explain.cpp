@@ -181,7 +181,7 @@ Json search_to_json(const SearchResult& r, const SearchRequest& q) {
           {"devices", q.devices},
           {"batch_size", q.batch},
           {"schedules", schedules},
-          {"partition", q.partition},
+          {"partition", to_string(q.partition)},
           {"memory_limit_bytes", r.memory_limit_bytes},
           {"fitting", r.ranking.size()},
           {"objective", to_string(r.objective)},

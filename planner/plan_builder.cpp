@@ -33,7 +33,7 @@ Cut cut_for(const Profile& profile, const Plan& plan, int replicas, PartitionKin
 
 MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
   PlanChoice c = choice;
-  const PartitionKind kind = parse_partition_kind(c.partition);
+  const PartitionKind kind = c.partition;
   if (!c.schedule_file.empty()) {
     // The file fixes K, M and the stage -> device map; flags may repeat them, not change them.
     const Schedule file = load_schedule_file(c.schedule_file);

@@ -28,7 +28,7 @@ struct PlanChoice {
   int64_t activation_budget_bytes = 0;  // zb-auto's byte budget per position (0: the default)
   bool recompute = false;
   int replicas = 1;               // r devices per position
-  std::string partition = "optimal";  // parse_partition_kind's names
+  PartitionKind partition = PartitionKind::Optimal;  // parsed at the edges (parse_partition_kind)
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   std::string profile_path{};
   const Hardware* hardware = nullptr;  // for optimal: links, speeds, memory (null: ideal)

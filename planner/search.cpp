@@ -81,7 +81,6 @@ void check_request(const SearchRequest& q) {
   if (q.schedules.empty()) throw InputError("--schedules: expected at least one schedule");
   if (q.max_stages < 0) throw InputError("--max-stages: expected at least 1, got " + std::to_string(q.max_stages));
   if (q.profile.num_layers() < 1) throw InputError(q.profile.source, "layers", "expected at least one layer");
-  parse_partition_kind(q.partition);
   if (q.objective != Objective::Step && q.jitter.samples < 1) {
     throw InputError("--objective " + to_string(q.objective) + ": expected --samples N >= 1");
   }
@@ -321,7 +320,7 @@ SearchResult search_plans(const SearchRequest& request, const ProgressFn& progre
   // full lattice only up to kSearchMaxIdeals: every candidate sweeps it (Inception-v3's
   // 221,565 downsets cost ~0.3 s a candidate), so larger graphs use the windows alone.
   std::unique_ptr<GraphLattices> lattices;
-  if (!profile.is_chain() && parse_partition_kind(request.partition) == PartitionKind::Optimal) {
+  if (!profile.is_chain() && request.partition == PartitionKind::Optimal) {
     lattices = std::make_unique<GraphLattices>(
         build_graph_lattices(profile.num_layers(), profile.graph_edges(), kSearchMaxIdeals));
   }

@@ -19,6 +19,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/schedule.h"
+#include "planner/partitioner.h"
 #include "sim/distribution.h"
 
 namespace pipescope {
@@ -42,7 +43,7 @@ struct SearchRequest {
   int max_stages = 0;            // 0: up to min(D, L)
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
-  std::string partition = "optimal";
+  PartitionKind partition = PartitionKind::Optimal;  // parsed at the edges (parse_partition_kind)
   // Hardware whose `speed`s differ: each candidate with K >= 2 is placed on the listed
   // devices, or sorted fastest first or slowest first (replicas of a position then get
   // devices of like speed), whichever gives the fastest slowest stage.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA backend's validation on a machine with a GPU (issue 5), in one command:
+# The CUDA backend's validation on a machine with a GPU, in one command:
 #   scripts/gpu-check.sh            (writes under $OUT, default ./gpu-check-out)
 # On the lent H200 (no apt there): first, here, `scripts/gpu-deps.sh download`, then run
 # this with `.deps` in the device tool's carry list.

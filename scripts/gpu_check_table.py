@@ -1,6 +1,6 @@
 """Prints gpu-check.sh's table from the comparisons it wrote, and writes results.json:
 per K and schedule, predicted vs measured step time and per-stage peak memory, with
-relative errors (measured - predicted) / predicted, and whether each issue bound holds
+relative errors (measured - predicted) / predicted, and whether each bound holds
 (step time within 5% for K in {2, 4} with 1F1B; peak memory within 1%)."""
 import json
 import pathlib

@@ -1,4 +1,4 @@
-# pipescope in CI (issue 16): one JSON object per --json, gates and their exit code 4,
+# pipescope in CI: one JSON object per --json, gates and their exit code 4,
 # JUnit and Markdown reports, and the small contract fixes, through the real binary.
 add_executable(ci_tests ci_json_test.cpp ci_gates_test.cpp ci_contract_test.cpp)
 target_link_libraries(ci_tests PRIVATE pipescope_core GTest::gtest_main)

@@ -1,4 +1,4 @@
-// Small contract fixes of issue 16: run checks every flag before starting workers
+// Small contracts of the commands in CI: run checks every flag before starting workers
 // (exit 2, not 3), run and sweep write their output files all or nothing, run refuses
 // -o and --trace naming one file, an extrapolated micro-batch size is noted, and a
 // hand-written profile may leave out device, backend and dtype.

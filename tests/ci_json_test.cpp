@@ -81,7 +81,7 @@ TEST(CiJson, ProfileOutputsAreOneObject) {
   }
 }
 
-// The scenario: a measurement saved from `run --json` stdout is a valid input
+// What CI does: a measurement saved from `run --json` stdout is a valid input
 // of `compare` (and the gradient check's largest error is a key, not a text line).
 TEST(CiJson, CompareAcceptsRunJsonSavedFromStdout) {
   const std::string profile = shipped("gpt-tiny-cpu.json");

@@ -1,5 +1,5 @@
 // `simulate --samples` and `plan --objective` end to end: one JSON object with the
-// "distribution" keys the issue names; the same bytes whatever --threads; CV 0 gives
+// "distribution" keys (docs/step-distributions.md); the same bytes whatever --threads; CV 0 gives
 // the deterministic step; malformed flags exit 2 naming the flag.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-# CUDA backend (issue 5). cuda_api_tests run everywhere CUDA is built (spec parsing,
+# CUDA backend. cuda_api_tests run everywhere CUDA is built (spec parsing,
 # device query without a GPU); cuda_backend_tests carry the label `gpu` and skip
 # themselves, naming the reason, on a machine without one.
 if(PIPESCOPE_WITH_CUDA AND TARGET pipescope_exec)

@@ -1,6 +1,6 @@
 // Shared by the gpu-labelled tests: skip, naming the reason, when no GPU can be used;
 // the relative error every CUDA result is held to against the CPU reference
-// (fp32: 1e-4, bf16 storage with fp32 arithmetic: 2e-2, the bounds).
+// (fp32: 1e-4, bf16 storage with fp32 arithmetic: 2e-2).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -58,7 +58,7 @@ TEST(CudaPipeline, GradientsEqualOneProcessForGPipeAnd1F1B) {
       choice.microbatches = 4;
       choice.microbatch_size = 2;
       choice.schedule = kind;
-      choice.partition = "uniform";
+      choice.partition = PartitionKind::Uniform;
       Plan plan = make_plan(profile, choice).plan;
       Schedule schedule = schedule_for(plan);
       RunOptions o;

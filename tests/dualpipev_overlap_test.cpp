@@ -1,4 +1,4 @@
-// DualPipeV's overlapped forward-and-backward pairs (issue 13): the profile's optional
+// DualPipeV's overlapped forward-and-backward pairs: the profile's optional
 // per-layer fb_overlap_ms (read, checked, written back), the cost model's per-stage sum,
 // and the simulator's charge F + B - min(overlap, F, B) for each pair the dualpipev
 // generator marks (Schedule::overlapped_backwards). Expected numbers and why:

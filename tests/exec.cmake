@@ -1,11 +1,11 @@
-# exec (issue 4): layers, pipeline oracles, faults, and the commands end to end.
+# exec: layers, pipeline oracles, faults, and the commands end to end.
 if(TARGET pipescope_exec)
   add_executable(exec_tests exec_layers_test.cpp exec_pipeline_test.cpp exec_fault_test.cpp exec_compare_test.cpp
     exec_replica_test.cpp exec_schedule_test.cpp)
   target_link_libraries(exec_tests PRIVATE pipescope_exec pipescope_planner pipescope_sim GTest::gtest_main)
   gtest_discover_tests(exec_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
 
-  # the asynchronous schedules (issue 21): weight versions, 2BW's rule, exact memory
+  # the asynchronous schedules: weight versions, 2BW's rule, exact memory
   add_executable(exec_async_tests exec_async_test.cpp)
   target_link_libraries(exec_async_tests PRIVATE pipescope_exec pipescope_planner pipescope_sim GTest::gtest_main)
   target_compile_definitions(exec_async_tests PRIVATE

@@ -1,4 +1,4 @@
-// The asynchronous schedules run for real (issue 21): pipedream (weight stashing) and
+// The asynchronous schedules run for real: pipedream (weight stashing) and
 // 2bw (PipeDream-2BW) on the CPU executor.
 //  - Weight stashing: every op of a micro-batch runs on the version its F ran on; under
 //    pipedream F takes the stage's current version (one update per earlier B of the
@@ -37,7 +37,7 @@ Plan async_plan(const Profile& profile, ScheduleKind kind, int K, int M, bool re
   choice.schedule = kind;
   choice.recompute = recompute;
   choice.replicas = replicas;
-  choice.partition = "uniform";
+  choice.partition = PartitionKind::Uniform;
   return make_plan(profile, choice).plan;
 }
 

@@ -98,7 +98,7 @@ TEST(ExecCli, AMessageThatNeverArrivesEndsTheRunAfterTheTimeout) {
 // 1e-5), say r, and keep the activation peaks equal to the prediction (+0.0%).
 const std::string kReplicated = " --profile profiles/gpt-tiny-cpu.json -K 2 --replicas 2 -M 4 --microbatch-size 2 ";
 
-// Activation peaks and (issue 14) total peaks, all-reduce buffer included: +0.0%.
+// Activation peaks and total peaks (transients included), all-reduce buffer included: +0.0%.
 void expect_exact_peaks(const std::string& output, int positions) {
   for (const char* key : {"peak_activation_bytes", "peak_memory_bytes"}) {
     int peaks = 0;

@@ -24,7 +24,7 @@ void expect_fault_stops_everyone_with(const std::string& wait, ScheduleKind kind
   c.microbatch_size = replicas;  // one sample per replica
   c.microbatches = 4;
   c.schedule = kind;
-  c.partition = "uniform";
+  c.partition = PartitionKind::Uniform;
   Plan plan = make_plan(profile, c).plan;
   Schedule schedule = schedule_for(plan);
   RunOptions o;
@@ -83,7 +83,7 @@ TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
   c.replicas = 2;
   c.microbatch_size = 2;
   c.microbatches = 4;
-  c.partition = "uniform";
+  c.partition = PartitionKind::Uniform;
   Plan plan = make_plan(profile, c).plan;
   Schedule schedule = schedule_for(plan);
   for (const char* wait : {"block", "spin"}) {

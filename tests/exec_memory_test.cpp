@@ -1,4 +1,4 @@
-// Exact memory (issue 14): for a profile measured by the executor's own profiler (so it
+// Exact memory: for a profile measured by the executor's own profiler (so it
 // has workspace_bytes), the predicted peak memory of every pipeline position equals the
 // CPU executor's tracked peak byte for byte, transients and all, and so does each part
 // of it (weights, gradients, optimizer state, peak activations, transients). Checked
@@ -123,7 +123,7 @@ TEST(ExactMemory, IFreesWhatWDoesNotNeed) {
     choice.microbatches = M;
     choice.microbatch_size = 2;
     choice.schedule = kind;
-    choice.partition = "uniform";
+    choice.partition = PartitionKind::Uniform;
     const Plan plan = make_plan(profile, choice).plan;
     const Schedule s = schedule_for(plan);
     expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report, to_string(kind) + " with weight_grad_bytes");
@@ -160,7 +160,7 @@ TEST(ExactMemory, EveryBuiltInScheduleKOneToFour) {
         choice.microbatch_size = 3;  // past the profiled sizes: the extrapolation must stay exact
         choice.schedule = kind;
         choice.recompute = rc;
-        choice.partition = "uniform";
+        choice.partition = PartitionKind::Uniform;
         // One chunk per position, or two (interleaved, V-shapes) when the generator asks for them.
         Plan plan;
         Schedule s;
@@ -196,7 +196,7 @@ TEST(ExactMemory, ReplicatedPositionsCountTheAllReduceBuffer) {
       choice.microbatches = 4;
       choice.microbatch_size = 2;
       choice.schedule = kind;
-      choice.partition = "uniform";
+      choice.partition = PartitionKind::Uniform;
       const Plan plan = make_plan(profile, choice).plan;
       const Schedule s = schedule_for(plan);
       expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report,
@@ -210,7 +210,7 @@ TEST(ExactMemory, ReplicatedPositionsCountTheAllReduceBuffer) {
   one.replicas = 2;
   one.microbatches = 1;
   one.microbatch_size = 2;
-  one.partition = "uniform";
+  one.partition = PartitionKind::Uniform;
   const Plan plan = make_plan(profile, one).plan;
   const StepReport p = predict(profile, plan, schedule_for(plan));
   EXPECT_EQ(p.stages[0].peak_memory_bytes, p.stages[0].static_bytes + p.stages[0].gradient_bytes)
@@ -297,7 +297,7 @@ TEST(ExactMemory, WithoutWorkspaceTheNotesSayTransientsAreNotCounted) {
   choice.stages = 2;
   choice.microbatches = 4;
   choice.microbatch_size = 2;
-  choice.partition = "uniform";
+  choice.partition = PartitionKind::Uniform;
   const Plan plan = make_plan(profile, choice).plan;
   const StepReport p = predict(profile, plan, schedule_for(plan));
   for (const StageReport& st : p.stages) {

@@ -43,7 +43,7 @@ Plan plan_for(const Profile& p, const Case& c) {
   choice.schedule = c.kind;
   choice.chunks = c.kind == ScheduleKind::Interleaved ? 2 : 1;
   choice.recompute = c.recompute;
-  choice.partition = "uniform";
+  choice.partition = PartitionKind::Uniform;
   return make_plan(p, choice).plan;
 }
 

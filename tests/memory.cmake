@@ -1,4 +1,4 @@
-# exact memory (issue 14): predicted peak = tracked peak, transients and all.
+# exact memory: predicted peak = tracked peak, transients and all.
 if(TARGET pipescope_exec)
   add_executable(exec_memory_tests exec_memory_test.cpp)
   target_link_libraries(exec_memory_tests PRIVATE pipescope_exec pipescope_planner pipescope_sim GTest::gtest_main)

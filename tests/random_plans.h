@@ -53,7 +53,7 @@ inline RandomPlan random_plan(uint64_t seed) {
                                                                       : 1 + rng() % 9;
   choice.microbatch_size = 1 + rng() % 6;
   choice.recompute = rng() % 2;
-  choice.partition = rng() % 2 ? "uniform" : "balanced";
+  choice.partition = rng() % 2 ? PartitionKind::Uniform : PartitionKind::Optimal;
   r.plan = make_plan(p, choice).plan;
   r.hardware = Hardware::ideal(choice.stages);
   r.hardware.link = {0.0, static_cast<double>(rng() % 50)};  // bandwidth-free, random latency (us)

@@ -1,7 +1,8 @@
 // The same inputs give the same bytes: `pipescope simulate` run twice writes
 // byte-identical prediction JSON, stdout and Chrome trace for every schedule (with
 // transfers, replicas and re-materialisation in play). Time in the simulator is
-// integer nanoseconds with ties broken by insertion order, so nothing may differ.
+// integer nanoseconds and each time is a max of times already computed (it walks each
+// position's op list; no event queue, no ties), so nothing may differ.
 #include <gtest/gtest.h>
 
 #include <string>

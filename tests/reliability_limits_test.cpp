@@ -42,7 +42,7 @@ Plan plan_for(const Profile& p, int stages, int microbatches, ScheduleKind kind 
   c.stages = stages;
   c.microbatches = microbatches;
   c.schedule = kind;
-  c.partition = "uniform";
+  c.partition = PartitionKind::Uniform;
   return make_plan(p, c).plan;
 }
 

@@ -1,4 +1,4 @@
-// The asynchronous schedules (issue 21): PipeDream's weight stashing and PipeDream-2BW's
+// The asynchronous schedules: PipeDream's weight stashing and PipeDream-2BW's
 // double-buffered weights, against closed forms. Times are random per stage; the
 // expected numbers follow from 1F1B's order without a flush (core/schedules/async.cpp)
 // and the version rules of core/op_rules.h.

@@ -342,7 +342,7 @@ TEST(ZeroBubble, ZbAutoLimitsComeFromTheFlagsOrTheMemory) {
   choice.stages = 2;
   choice.microbatches = 8;
   choice.schedule = ScheduleKind::ZeroBubbleAuto;
-  choice.partition = "uniform";
+  choice.partition = PartitionKind::Uniform;
   Plan plan = make_plan(profile, choice).plan;
   Hardware hw = Hardware::ideal(2);
   hw.memory_bytes = int64_t{100} << 20;

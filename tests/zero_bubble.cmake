@@ -1,4 +1,4 @@
-# New schedules (issue 13): zb-h2, zb-v, dualpipev, zb-auto against closed forms.
+# The zero-bubble family and DualPipeV: zb-h2, zb-v, dualpipev, zb-auto against closed forms.
 pipescope_test(schedule_zero_bubble_test schedule_zero_bubble_test.cpp)
 target_link_libraries(schedule_zero_bubble_test PRIVATE pipescope_schedule_table)
 pipescope_test(cli_zero_bubble_test cli_zero_bubble_test.cpp)

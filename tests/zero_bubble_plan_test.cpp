@@ -1,4 +1,4 @@
-// zb-auto in `plan` and its lower bounds (issue 13).
+// zb-auto in `plan` and its lower bounds.
 //   - One function orders zb-auto for `plan` and for simulate/run --plan
 //     (schedule_for_costs), so every zb-auto candidate's step reproduces to the ns when
 //     its plan is resolved the way cli/plan_options.cpp's resolve() does.

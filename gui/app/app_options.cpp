@@ -1,10 +1,9 @@
 #include "gui/app/app_options.h"
 
 #include <QCommandLineParser>
-#include <QCoreApplication>
 #include <QDir>
-#include <QFileInfo>
 
+#include "core/data_dir.h"
 #include "core/error.h"
 #include "core/schedule.h"
 #include "planner/plan_builder.h"
@@ -62,8 +61,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.schedule = p.value("schedule");
   o.chunks = to_int(p, "chunks", 1, kMaxGuiChunks);
   o.recompute = p.isSet("recompute");
-  // The partitioner's own name (balanced is optimal's alias): what the controls list.
-  o.partition = QString::fromStdString(to_string(parse_partition_kind(p.value("partition").toStdString())));
+  // Parsed once here (balanced is optimal's alias); the controls show to_string of it.
+  o.partition = parse_partition_kind(p.value("partition").toStdString());
   parse_schedule_kind(o.schedule.toStdString());  // throws InputError naming the accepted kinds
   o.replicas = to_int(p, "replicas", 1, kMaxDevices);
   o.measurement_path = p.value("measurement");
@@ -87,11 +86,6 @@ AppOptions parse_app_options(const QStringList& arguments) {
   return o;
 }
 
-QString profiles_dir() {
-  const QDir exe(QCoreApplication::applicationDirPath());
-  const QString built = exe.absoluteFilePath("../../profiles");
-  if (QFileInfo(built + "/gpt-1.3b-h200.json").exists()) return QDir::cleanPath(built);
-  return QStringLiteral(PIPESCOPE_SOURCE_DIR "/profiles");
-}
+QString profiles_dir() { return QString::fromStdString(data_dir("profiles")); }
 
 }  // namespace pipescope::gui

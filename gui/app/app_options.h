@@ -8,6 +8,8 @@
 #include <QString>
 #include <QStringList>
 
+#include "planner/partitioner.h"
+
 namespace pipescope::gui {
 
 // The largest values the controls accept (the command line is held to the same).
@@ -24,7 +26,7 @@ struct AppOptions {
   QString schedule = "1f1b";
   int chunks = 1;
   bool recompute = false;
-  QString partition = "optimal";
+  PartitionKind partition = PartitionKind::Optimal;
   int replicas = 1;
   QString screenshot_path;
   QString tab = "timeline";  // timeline | layers | sweep | compare | plans | ab (plans searches at start)
@@ -39,8 +41,8 @@ struct AppOptions {
 // Parses `arguments` (argv[0] first). Throws InputError naming the bad flag.
 AppOptions parse_app_options(const QStringList& arguments);
 
-// The folder of bundled profiles: <exe>/../../profiles (a build tree), else the
-// source tree's profiles/ (compile-time PIPESCOPE_SOURCE_DIR).
+// The folder of bundled profiles: installed beside the binary
+// (<prefix>/share/pipescope/profiles), else the source tree's (core/data_dir.h).
 QString profiles_dir();
 
 }  // namespace pipescope::gui

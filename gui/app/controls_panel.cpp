@@ -47,7 +47,9 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   chunks_->setRange(1, kMaxGuiChunks);
   recompute_ = new QCheckBox("re-materialise activations", this);
   partition_ = new QComboBox(this);
-  partition_->addItems({"optimal", "gpipe", "uniform"});
+  for (PartitionKind k : {PartitionKind::Optimal, PartitionKind::GPipe, PartitionKind::Uniform}) {
+    partition_->addItem(QString::fromStdString(to_string(k)));
+  }
   replicas_ = new QSpinBox(this);
   replicas_->setRange(1, kMaxDevices);
   form->addRow("Stages K", stages_);
@@ -137,7 +139,11 @@ void ControlsPanel::set_choice(const PlanChoice& c) {
   quiet_ = false;
 }
 
-void ControlsPanel::update_enabled() { chunks_->setEnabled(schedule_->currentData().toString() == "interleaved"); }
+ScheduleKind ControlsPanel::selected_schedule() const {
+  return parse_schedule_kind(schedule_->currentData().toString().toStdString());
+}
+
+void ControlsPanel::update_enabled() { chunks_->setEnabled(selected_schedule() == ScheduleKind::Interleaved); }
 
 void ControlsPanel::set_from(const AppOptions& o) {
   quiet_ = true;
@@ -147,7 +153,7 @@ void ControlsPanel::set_from(const AppOptions& o) {
   if (const int i = schedule_->findData(o.schedule); i >= 0) schedule_->setCurrentIndex(i);
   chunks_->setValue(o.chunks);
   recompute_->setChecked(o.recompute);
-  partition_->setCurrentText(o.partition);  // parse_app_options gives the partitioner's own name
+  partition_->setCurrentText(QString::fromStdString(to_string(o.partition)));
   replicas_->setValue(o.replicas);
   update_enabled();
   quiet_ = false;
@@ -158,10 +164,10 @@ PlanChoice ControlsPanel::choice() const {
   c.stages = stages_->value();
   c.microbatches = microbatches_->value();
   c.microbatch_size = microbatch_size_->value();
-  c.schedule = parse_schedule_kind(schedule_->currentData().toString().toStdString());
+  c.schedule = selected_schedule();
   c.chunks = c.schedule == ScheduleKind::Interleaved ? chunks_->value() : 1;
   c.recompute = recompute_->isChecked();
-  c.partition = partition_->currentText().toStdString();
+  c.partition = parse_partition_kind(partition_->currentText().toStdString());
   c.replicas = replicas_->value();
   return c;
 }

@@ -45,6 +45,7 @@ class ControlsPanel : public QWidget {
 
  private:
   void update_enabled();
+  ScheduleKind selected_schedule() const;  // the schedule box's entry, parsed once here
   QWidget* build_what_if();
   QLabel* profile_;
   QLabel* hardware_;

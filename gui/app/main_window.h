@@ -93,8 +93,16 @@ class MainWindow : public QMainWindow {
   void dropEvent(class QDropEvent*) override;
 
  private:
-  void build_menus();
+  // Construction, in order (main_window_build.cpp).
   QWidget* build_left_panel();
+  void build_tabs(QWidget* parent);
+  QWidget* build_plan_tab();
+  QWidget* build_layers_tab();
+  void build_menus();
+  void connect_simulation();
+  void connect_sweep();
+  void connect_compare();
+  void open_startup_files();
   void show_evaluation(std::shared_ptr<const Evaluation> evaluation);
   void show_failure(const QString& message);
   void set_status(const QString& message, bool error);

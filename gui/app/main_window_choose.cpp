@@ -1,4 +1,4 @@
-// MainWindow's tools for choosing a plan (issue 20): the plans tab (the planner's
+// MainWindow's tools for choosing a plan: the plans tab (the planner's
 // search off the GUI thread, a click loads the candidate's own plan), the A/B tab
 // (pin, differences, aligned timelines) and the what-if debounce. Same class as
 // main_window.cpp, kept apart so each file stays readable.

@@ -97,16 +97,7 @@ void MemoryView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().color(QPalette::Base));
   p.setRenderHint(QPainter::Antialiasing, false);
-  QFont bold = font();
-  bold.setBold(true);
-  p.setFont(bold);
-  p.setPen(palette().color(QPalette::Text));
-  QString head = "Memory per stage over the step";
-  if (curves_.capacity_bytes > 0) {
-    head += "   (capacity " + QString::fromStdString(format_bytes(static_cast<double>(curves_.capacity_bytes))) + ")";
-  }
-  p.drawText(QRect(8, 2, width() - 16, kHeader - 4), Qt::AlignLeft | Qt::AlignVCenter, head);
-  p.setFont(font());
+  paint_header(p);
   if (curves_.stages.empty()) {
     p.drawText(rect(), Qt::AlignCenter, "no plan");
     return;
@@ -124,62 +115,91 @@ void MemoryView::paintEvent(QPaintEvent*) {
     return;
   }
   for (int s = 0; s < static_cast<int>(curves_.stages.size()); ++s) {
-    const StageMemoryCurve& c = curves_.stages[s];
-    const QRect r = stage_rect(s);
-    auto X = [&](double t) { return r.left() + t / tend * r.width(); };
-    auto Y = [&](double b) { return r.bottom() - b / ymax * r.height(); };
-    const QColor fill = stage_fill(s);
-    // Static bytes: a band from 0 to static for the whole step.
-    p.fillRect(QRectF(QPointF(X(0), Y(static_cast<double>(c.static_bytes))), QPointF(X(tend), Y(0))), kStatic);
-    // Extra weight versions (pipedream, 2bw) on the static band, activations on them,
-    // transients on the activations: step functions.
-    auto base = [&](const MemoryStep& m) { return c.static_bytes + m.weight_version_bytes; };
-    if (curves_.has_weight_versions()) {
-      p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep&) { return c.static_bytes; }, base), kVersions);
-    }
-    QColor area = fill;
-    area.setAlpha(c.fits ? 200 : 230);
-    p.fillPath(step_band(c.steps, tend, X, Y, base, [&](const MemoryStep& m) { return base(m) + m.activation_bytes; }),
-               area);
-    if (c.peak_transient_bytes() > 0) {
-      p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep& m) { return base(m) + m.activation_bytes; },
-                           [&](const MemoryStep& m) { return c.static_bytes + m.above_static(); }),
-                 transient_color());
-    }
-    // Capacity line.
-    if (curves_.capacity_bytes > 0 && curves_.capacity_bytes <= ymax) {
-      QPen pen(QColor(40, 40, 40), 1.5, Qt::DashLine);
-      p.setPen(pen);
-      const double y = Y(static_cast<double>(curves_.capacity_bytes));
-      p.drawLine(QPointF(r.left(), y), QPointF(r.right(), y));
-    }
-    p.setPen(QPen(c.fits ? QColor(150, 150, 150) : does_not_fit_color(), c.fits ? 1 : 3));
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(r);
-    p.setPen(c.fits ? palette().color(QPalette::Text) : does_not_fit_color());
-    const QString peak = QString::fromStdString(format_bytes(static_cast<double>(c.peak_bytes)));
-    QString title = c.fits ? QString("stage %1: peak %2").arg(c.stage).arg(peak)
-                           : QString("stage %1: %2, OOM").arg(c.stage).arg(peak);
-    if (c.transient_bytes > 0) {
-      title += QString(" (transients %1)").arg(QString::fromStdString(format_bytes(static_cast<double>(c.transient_bytes))));
-    }
-    p.setFont(c.fits ? font() : bold);
-    p.drawText(QRect(r.left(), r.top() - kChartTitle, r.width(), kChartTitle), Qt::AlignLeft | Qt::AlignVCenter, title);
-    p.setFont(font());
-    // Y labels on the first chart of each row.
-    if (r.left() == kAxisLeft) {
-      p.setPen(palette().color(QPalette::Text));
-      for (int i = 0; i <= 2; ++i) {
-        const double b = static_cast<double>(top) * i / 2;  // the top label is the capacity (or the peak)
-        p.drawText(QRect(0, static_cast<int>(Y(b)) - 8, kAxisLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
-                   QString::fromStdString(format_bytes(b)));
-      }
-    }
-    p.setPen(palette().color(QPalette::Text));
-    p.drawText(QRect(r.left(), r.bottom() + 1, r.width(), 14), Qt::AlignRight | Qt::AlignTop,
-               QString::number(tend / 1e6, 'f', 1) + " ms");
+    paint_stage_bands(p, s, ymax, tend);
+    paint_stage_labels(p, s, top, ymax, tend);
   }
   paint_legend(p);
+}
+
+// The view's title, with the device capacity; leaves the normal font set.
+void MemoryView::paint_header(QPainter& p) {
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.setPen(palette().color(QPalette::Text));
+  QString head = "Memory per stage over the step";
+  if (curves_.capacity_bytes > 0) {
+    head += "   (capacity " + QString::fromStdString(format_bytes(static_cast<double>(curves_.capacity_bytes))) + ")";
+  }
+  p.drawText(QRect(8, 2, width() - 16, kHeader - 4), Qt::AlignLeft | Qt::AlignVCenter, head);
+  p.setFont(font());
+}
+
+// Stage s's chart: static band, weight versions, activations, transients, capacity line.
+void MemoryView::paint_stage_bands(QPainter& p, int s, double ymax, double tend) {
+  const StageMemoryCurve& c = curves_.stages[s];
+  const QRect r = stage_rect(s);
+  auto X = [&](double t) { return r.left() + t / tend * r.width(); };
+  auto Y = [&](double b) { return r.bottom() - b / ymax * r.height(); };
+  const QColor fill = stage_fill(s);
+  // Static bytes: a band from 0 to static for the whole step.
+  p.fillRect(QRectF(QPointF(X(0), Y(static_cast<double>(c.static_bytes))), QPointF(X(tend), Y(0))), kStatic);
+  // Extra weight versions (pipedream, 2bw) on the static band, activations on them,
+  // transients on the activations: step functions.
+  auto base = [&](const MemoryStep& m) { return c.static_bytes + m.weight_version_bytes; };
+  if (curves_.has_weight_versions()) {
+    p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep&) { return c.static_bytes; }, base), kVersions);
+  }
+  QColor area = fill;
+  area.setAlpha(c.fits ? 200 : 230);
+  p.fillPath(step_band(c.steps, tend, X, Y, base, [&](const MemoryStep& m) { return base(m) + m.activation_bytes; }),
+             area);
+  if (c.peak_transient_bytes() > 0) {
+    p.fillPath(step_band(c.steps, tend, X, Y, [&](const MemoryStep& m) { return base(m) + m.activation_bytes; },
+                         [&](const MemoryStep& m) { return c.static_bytes + m.above_static(); }),
+               transient_color());
+  }
+  // Capacity line.
+  if (curves_.capacity_bytes > 0 && curves_.capacity_bytes <= ymax) {
+    QPen pen(QColor(40, 40, 40), 1.5, Qt::DashLine);
+    p.setPen(pen);
+    const double y = Y(static_cast<double>(curves_.capacity_bytes));
+    p.drawLine(QPointF(r.left(), y), QPointF(r.right(), y));
+  }
+}
+
+// Stage s's frame (red when it does not fit), title with its peak, y labels on the
+// first chart of each row, and the step's end time.
+void MemoryView::paint_stage_labels(QPainter& p, int s, int64_t top, double ymax, double tend) {
+  const StageMemoryCurve& c = curves_.stages[s];
+  const QRect r = stage_rect(s);
+  auto Y = [&](double b) { return r.bottom() - b / ymax * r.height(); };
+  QFont bold = font();
+  bold.setBold(true);
+  p.setPen(QPen(c.fits ? QColor(150, 150, 150) : does_not_fit_color(), c.fits ? 1 : 3));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(r);
+  p.setPen(c.fits ? palette().color(QPalette::Text) : does_not_fit_color());
+  const QString peak = QString::fromStdString(format_bytes(static_cast<double>(c.peak_bytes)));
+  QString title = c.fits ? QString("stage %1: peak %2").arg(c.stage).arg(peak)
+                         : QString("stage %1: %2, OOM").arg(c.stage).arg(peak);
+  if (c.transient_bytes > 0) {
+    title += QString(" (transients %1)").arg(QString::fromStdString(format_bytes(static_cast<double>(c.transient_bytes))));
+  }
+  p.setFont(c.fits ? font() : bold);
+  p.drawText(QRect(r.left(), r.top() - kChartTitle, r.width(), kChartTitle), Qt::AlignLeft | Qt::AlignVCenter, title);
+  p.setFont(font());
+  if (r.left() == kAxisLeft) {
+    p.setPen(palette().color(QPalette::Text));
+    for (int i = 0; i <= 2; ++i) {
+      const double b = static_cast<double>(top) * i / 2;  // the top label is the capacity (or the peak)
+      p.drawText(QRect(0, static_cast<int>(Y(b)) - 8, kAxisLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
+                 QString::fromStdString(format_bytes(b)));
+    }
+  }
+  p.setPen(palette().color(QPalette::Text));
+  p.drawText(QRect(r.left(), r.bottom() + 1, r.width(), 14), Qt::AlignRight | Qt::AlignTop,
+             QString::number(tend / 1e6, 'f', 1) + " ms");
 }
 
 void MemoryView::paint_legend(QPainter& p) {

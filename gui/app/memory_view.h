@@ -41,6 +41,9 @@ class MemoryView : public QWidget {
   void resizeEvent(QResizeEvent*) override;
 
  private:
+  void paint_header(class QPainter& p);
+  void paint_stage_bands(class QPainter& p, int s, double ymax, double tend);
+  void paint_stage_labels(class QPainter& p, int s, int64_t top, double ymax, double tend);
   void paint_overlay(class QPainter& p, int64_t top, double ymax, double tend);
   void paint_legend(class QPainter& p);
   MemoryCurves curves_;

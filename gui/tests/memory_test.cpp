@@ -1,4 +1,4 @@
-// The memory chart draws the sum the simulator predicts (issue 14): static bytes +
+// The memory chart draws the sum the simulator predicts: static bytes +
 // stashed activations + transients, the transients as their own series and colour.
 // Its highest point per stage equals `pipescope simulate --json`'s peak_memory_bytes
 // for the same plan (the CLI is run here and its numbers read back), and the numbers

@@ -1,4 +1,4 @@
-// Tests of the plan-choosing models without widgets (issue 20): the plans model's
+// Tests of the plan-choosing models without widgets: the plans model's
 // points and Pareto front against `pipescope sweep`'s CSV and an independent
 // O(n^2) front; filters; loading a candidate reproduces its numbers; the A/B deltas;
 // row grouping and busy density for timelines at scale; what-if hardware; the

@@ -1,4 +1,4 @@
-// Offscreen widget tests for issue 20: the schedule box lists core's schedules; the
+// Offscreen widget tests of the plan-choosing tabs: the schedule box lists core's schedules; the
 // plans tab's points load the candidate clicked; A/B pins, shows the differences,
 // aligns both timelines and exports them as one picture; what-if edits re-simulate
 // (debounced, off the GUI thread); timelines and memory stay readable at K = 64,
@@ -179,7 +179,7 @@ void PlansWidgetsTest::timeline_at_scale_is_dense_and_labelled() {
   zoomed.zoom(200, v.plot_rect().center().x());
   v.set_axis(zoomed);
   QVERIFY(!v.density_mode());
-  // K = 16 (the issue's case): 16 device rows, each labelled with its own device.
+  // K = 16: 16 device rows, each labelled with its own device.
   const StepReport r16 = evaluate(uniform_inputs(64, 16, 512)).report;
   TimelineModel m16;
   m16.set_timeline(r16.timeline, r16.step_ns);

@@ -44,7 +44,7 @@ inline PlanInputs uniform_inputs(int layers, int stages, int microbatches) {
   in.hardware = nvlink_hardware(stages);
   in.choice.stages = stages;
   in.choice.microbatches = microbatches;
-  in.choice.partition = "uniform";
+  in.choice.partition = PartitionKind::Uniform;
   return in;
 }
 

@@ -1,5 +1,5 @@
 """DeepSpeed (deepspeed 0.19.8, CPU, pure-Python parts) as the oracle for pipescope's 1F1B
-order and for `pipescope export --to deepspeed` (issue 25, point 5).
+order and for `pipescope export --to deepspeed` (docs/interop.md).
 
 Expectations:
 1. deepspeed.runtime.pipe.schedule.TrainSchedule(micro_batches=M, stages=K, stage_id=s):

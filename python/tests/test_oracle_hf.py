@@ -1,4 +1,4 @@
-"""Hugging Face transformers as the oracle for parameter counts (issue 25, point 5).
+"""Hugging Face transformers as the oracle for parameter counts (docs/interop.md).
 
 Expectation: for every architecture `pipescope profile synth --hf-config` reads (llama,
 mistral, qwen2, gemma, mixtral) and every shipped config under profiles/hf/, the model's

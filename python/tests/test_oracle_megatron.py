@@ -1,5 +1,5 @@
 """Megatron-Core (megatron-core 0.16.1, CPU, pure-Python parts) as the oracle for
-`pipescope export --to megatron` and for the interleaved schedule (issue 25, point 5).
+`pipescope export --to megatron` and for the interleaved schedule (docs/interop.md).
 
 Expectations:
 1. Every pipeline split the exporter writes -- an even split, --account-for-embedding/loss-

@@ -1,5 +1,5 @@
 """torch.distributed.pipelining (torch 2.13.0) as the oracle for schedule orders and CSV files
-(issue 25, point 5).
+(docs/interop.md).
 
 Expectations, each against PyTorch's own code, built with fake stage objects (no process
 group: a schedule class reads only `stage_index`, `num_stages`, `group_size`, `group_rank`,
