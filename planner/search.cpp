@@ -60,6 +60,7 @@ std::string Candidate::label() const {
   out << to_string(schedule);
   if (chunks > 1) out << " v=" << chunks;
   if (max_inflight > 0) out << " N=" << max_inflight;
+  if (schedule == ScheduleKind::ZeroBubbleAuto && max_inflight == 0) out << " budget=memory";
   out << " K=" << stages << " r=";
   if (stage_replicas.empty()) out << replicas;
   for (std::size_t p = 0; p < stage_replicas.size(); ++p) out << (p ? "," : "") << stage_replicas[p];
@@ -183,17 +184,21 @@ int64_t any_cut_step_bound_ns(const SearchRequest& q, const Profile& profile, co
   return std::max<int64_t>(0, ms_to_ns(total * c.microbatches / (q.devices * fastest)) - slack);
 }
 
-// zb-auto takes the largest cap that fits in memory: 2K (enough for zero bubble), then
-// 2K-1 (ZB-H2's), K (1F1B's), K/2, 1; each no more than M. With `prune_above` a
-// candidate whose step bound (the any-cut one, then the least over its caps' cuts) is
-// above it is marked pruned instead, its bound in step_ns.
+// zb-auto's limits, tried in turn until one fits. On hardware with a memory size first
+// the byte budget the memory leaves (max_inflight 0: zero_bubble_limits' default, the
+// paper's ZB-1p / ZB-2p way of bounding a searched order), then, as without a memory
+// size, the largest count that fits: 2K (enough for zero bubble), 2K-1 (ZB-H2's), K
+// (1F1B's), K/2, 1; each no more than M. With `prune_above` a candidate whose step bound
+// (the any-cut one, then the least over its limits' cuts) is above it is marked pruned
+// instead, its bound in step_ns.
 void evaluate(const SearchRequest& q, const Profile& listed, const GraphLattices* lattices, Candidate& c,
               int64_t prune_above = std::numeric_limits<int64_t>::max()) {
   if (c.schedule != ScheduleKind::ZeroBubbleAuto) return evaluate_candidate(q, listed, lattices, c);
   std::vector<int> caps;
+  if (q.hardware.memory_bytes > 0) caps.push_back(0);
   for (int cap : {2 * c.stages, 2 * c.stages - 1, c.stages, (c.stages + 1) / 2, 1}) {
     cap = std::min(cap, c.microbatches);
-    if (caps.empty() || cap < caps.back()) caps.push_back(cap);
+    if (caps.empty() || caps.back() == 0 || cap < caps.back()) caps.push_back(cap);
   }
   Candidate fresh = c;  // each cap starts from the enumerated candidate
   fresh.pruned = false;

@@ -85,7 +85,9 @@ struct Candidate {
   std::string placement;         // "" (listed order), "fastest-first", "slowest-first"
   std::vector<int> stage_replicas;  // per position when they differ (sum <= D); empty: r each
   // Filled by the evaluation.
-  int max_inflight = 0;          // zb-auto: the largest cap that fits (plan.max_inflight)
+  // zb-auto: the largest cap that fits (plan.max_inflight); 0: searched under the byte
+  // budget the hardware's memory leaves (zero_bubble_limits), label " budget=memory".
+  int max_inflight = 0;
   Plan plan;
   // Graph profiles: the layer order the plan's ranges refer to (indices into the search's
   // topologically ordered profile), when the downset partitioner's stages are not

@@ -33,7 +33,10 @@ TEST(CliZeroBubblePlan, AWrittenZbAutoPlanSimulatesToItsPlannedStep) {
   const auto simulated = pipescope::testing::run_cli("simulate --plan " + plan + " --hardware " + hw + " --json");
   ASSERT_EQ(simulated.code, 0) << simulated.out;
   EXPECT_EQ(json_of(simulated.out)["step_time_ms"].get<double>(), top["step_ms"].get<double>());
-  EXPECT_DOUBLE_EQ(top["step_ms"].get<double>(), 41.181035);
+  // Searched at the byte budget 80 MB leaves per device (the hardware has a memory size);
+  // at the count 2K = 16 the same candidate took 41.181035 ms.
+  EXPECT_DOUBLE_EQ(top["step_ms"].get<double>(), 41.083858);
+  EXPECT_EQ(top["label"], "zb-auto budget=memory K=8 r=1 M=256") << top.dump();
 }
 
 }  // namespace

@@ -384,10 +384,12 @@ TEST(ZeroBubble, MakePlanPlacesVShapesAndTakesTheirChunks) {
   EXPECT_THROW(make_plan(p, c), InputError);
 }
 
-TEST(ZeroBubble, PlanGivesZbAutoTheLargestCapThatFits) {
-  // Unbounded memory: every zb-auto candidate takes min(2K, M). A memory limit just
-  // below the K = 4, M = 16 candidate's peak at N = 8 makes it step down to the next
-  // cap that fits (7 = 2K-1, or less), and that candidate still fits.
+TEST(ZeroBubble, PlanGivesZbAutoTheMemorysByteBudget) {
+  // Unbounded memory: every zb-auto candidate takes the count min(2K, M). A memory limit
+  // just below the K = 4, M = 16 candidate's peak at N = 8 (a count would step down to
+  // N <= 7): the candidate is searched at the byte budget that memory leaves instead
+  // (max_inflight 0, zero_bubble_limits' default), fits, and loses nothing: the same
+  // 102 ms step as at N = 8, holding fewer bytes.
   SearchRequest q;
   UniformSpec u;
   u.layers = 8;
@@ -410,9 +412,12 @@ TEST(ZeroBubble, PlanGivesZbAutoTheLargestCapThatFits) {
   const SearchResult free = search_plans(q);
   for (const Candidate& c : free.candidates) EXPECT_EQ(c.max_inflight, std::min(2 * c.stages, c.microbatches)) << c.label();
   const Candidate wide = find(free, 4, 16);
+  EXPECT_EQ(wide.step_ns, 102'000'000);
   q.hardware.memory_bytes = wide.peak_bytes - 1;
-  const Candidate capped = find(search_plans(q), 4, 16);
-  EXPECT_LT(capped.max_inflight, 8) << capped.label();
-  EXPECT_GE(capped.max_inflight, 1);
-  EXPECT_TRUE(capped.fits) << capped.label();
+  const Candidate budgeted = find(search_plans(q), 4, 16);
+  EXPECT_EQ(budgeted.max_inflight, 0) << budgeted.label();
+  EXPECT_EQ(budgeted.label(), "zb-auto budget=memory K=4 r=1 M=16");
+  EXPECT_TRUE(budgeted.fits) << budgeted.label();
+  EXPECT_LT(budgeted.peak_bytes, wide.peak_bytes);
+  EXPECT_EQ(budgeted.step_ns, wide.step_ns);
 }

@@ -11,3 +11,6 @@ pipescope_test(dualpipev_overlap_test dualpipev_overlap_test.cpp)
 # plan -o then simulate --plan through the command, zb-auto winning.
 pipescope_test(cli_zero_bubble_plan_test cli_zero_bubble_plan_test.cpp)
 add_dependencies(cli_zero_bubble_plan_test pipescope)
+# zb-auto on the zero-bubble paper's settings against its Table 5 (experiments/zero_bubble_paper_data.h).
+pipescope_test(zero_bubble_paper_test zero_bubble_paper_test.cpp)
+target_link_libraries(zero_bubble_paper_test PRIVATE pipescope_zero_bubble_paper)
