@@ -189,6 +189,14 @@ OptimizerStep parse_optimizer_step(const std::string& name) {
   throw InputError("--optimizer-step: expected synchronized or post-validation, got \"" + name + "\"");
 }
 
+std::string to_string(P2p p2p) { return p2p == P2p::Blocking ? "blocking" : "overlapped"; }
+
+P2p parse_p2p(const std::string& name) {
+  if (name == "overlapped") return P2p::Overlapped;
+  if (name == "blocking") return P2p::Blocking;
+  throw InputError("--p2p: expected overlapped or blocking, got \"" + name + "\"");
+}
+
 Json plan_to_json(const Plan& p) {
   Json stages = Json::array();
   for (const PlanStage& s : p.stages) {

@@ -38,6 +38,16 @@ enum class OptimizerStep : uint8_t { Synchronized, PostValidation };
 std::string to_string(OptimizerStep step);                   // "synchronized", "post-validation"
 OptimizerStep parse_optimizer_step(const std::string& name);  // throws InputError naming --optimizer-step
 
+// How point-to-point transfers meet compute: Overlapped, on links beside compute (the
+// tensor leaves when its op ends; the device runs on: Megatron-LM's
+// --overlap-p2p-communication); Blocking, as Megatron-LM's default p2p (batched
+// isend/irecv waited on the compute stream): a sender is busy until its tensor has
+// arrived, and an op that receives from another device starts no earlier than its
+// device's free time plus the transfer's time.
+enum class P2p : uint8_t { Overlapped, Blocking };
+std::string to_string(P2p p2p);         // "overlapped", "blocking"
+P2p parse_p2p(const std::string& name);  // throws InputError naming --p2p
+
 struct Plan {
   std::string profile;  // path of the profile, relative to the plan file's folder
   int64_t batch_size = 1;

@@ -61,9 +61,17 @@ TEST(CliZeroBubble, ActivationBudgetIsCheckedAndNamed) {
   EXPECT_EQ(fits.code, 0) << fits.out;
 }
 
-// --optimizer-step: post-validation over 4 steps reports a steady state no slower than
-// synchronized's; run refuses it (the executor steps synchronized only) and pipedream
-// refuses it (no flush), both with exit 2 naming the flag; plan takes it.
+// What follows `"key": ` in a JSON text, up to the next comma or newline ("" if absent).
+std::string field(const std::string& json, const std::string& key) {
+  const std::size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return "";
+  const std::size_t from = at + key.size() + 4;
+  return json.substr(from, json.find_first_of(",\n", from) - from);
+}
+
+// --optimizer-step: post-validation over 4 steps reports a steady state; run runs it (in
+// model time with the prediction's steady state); pipedream refuses it (no flush) with
+// exit 2 naming the flag; plan takes it.
 TEST(CliZeroBubble, OptimizerStepPostValidation) {
   const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --steps 4 --json";
   const Result pv = run(sim + " --optimizer-step post-validation");
@@ -74,10 +82,16 @@ TEST(CliZeroBubble, OptimizerStepPostValidation) {
   const Result bad = run(sim + " --optimizer-step eventually");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("--optimizer-step"), std::string::npos) << bad.out;
-  const Result runs = run("run --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --optimizer-step post-validation");
-  EXPECT_EQ(runs.code, 2) << runs.out;
-  EXPECT_NE(runs.out.find("--optimizer-step post-validation: the executor runs synchronized steps only"), std::string::npos)
-      << runs.out;
+  // run --clock model replays the plan with the cost model's times: its steady-state step
+  // is the prediction's, printed to the same digits.
+  const Result runs = run("run --profile " + kProfile +
+                          " -K 2 -M 4 --schedule zb-h1 --steps 4 --json --clock model --optimizer-step post-validation");
+  ASSERT_EQ(runs.code, 0) << runs.out;
+  EXPECT_NE(runs.out.find("every check passed"), std::string::npos) << runs.out;
+  EXPECT_EQ(field(runs.out, "steady_state_step_time_ms"), field(pv.out, "steady_state_step_time_ms")) << runs.out;
+  const Result clock = run("run --profile " + kProfile + " -K 2 -M 4 --clock sundial");
+  EXPECT_NE(clock.code, 0);
+  EXPECT_NE(clock.out.find("--clock"), std::string::npos) << clock.out;
   const Result async = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule pipedream --optimizer-step post-validation");
   EXPECT_EQ(async.code, 2) << async.out;
   EXPECT_NE(async.out.find("--optimizer-step post-validation: pipedream"), std::string::npos) << async.out;
