@@ -154,6 +154,7 @@ void add_run_command(CLI::App& app) {
       a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);
       a->run.optimizer_step = r.plan.optimizer_step;
+      a->run.p2p = r.p2p;
       if (a->clock == "model") a->run.model_time = r.hardware;
       exec::RunResult result = exec::run_plan(r.profile, r.plan, r.schedule, a->run);
       if (!result.is_root) return;

@@ -116,6 +116,7 @@ Plan plan_from_json(const JsonReader& r) {
       step.fail("post-validation is for flushed schedules; " + to_string(p.schedule) + " updates its weights without a flush");
     }
   }
+  if (r.has("p2p")) p.p2p = p2p_from_json(r["p2p"]);
   if (r.has("optimizer")) {
     p.optimizer_state_factor = r["optimizer"]["state_bytes_per_parameter_byte"].as_double(0.0, 64.0);
   }
@@ -189,12 +190,8 @@ OptimizerStep parse_optimizer_step(const std::string& name) {
   throw InputError("--optimizer-step: expected synchronized or post-validation, got \"" + name + "\"");
 }
 
-std::string to_string(P2p p2p) { return p2p == P2p::Blocking ? "blocking" : "overlapped"; }
-
-P2p parse_p2p(const std::string& name) {
-  if (name == "overlapped") return P2p::Overlapped;
-  if (name == "blocking") return P2p::Blocking;
-  throw InputError("--p2p: expected overlapped or blocking, got \"" + name + "\"");
+P2p p2p_of(const Plan& plan, const Hardware& hardware) {
+  return plan.p2p.value_or(hardware.p2p.value_or(P2p::Overlapped));
 }
 
 Json plan_to_json(const Plan& p) {
@@ -220,6 +217,7 @@ Json plan_to_json(const Plan& p) {
               {"optimizer", {{"state_bytes_per_parameter_byte", p.optimizer_state_factor}}},
               {"stages", std::move(stages)}};
   if (p.optimizer_step != OptimizerStep::Synchronized) out["optimizer_step"] = to_string(p.optimizer_step);  // default: absent
+  if (p.p2p) out["p2p"] = to_string(*p.p2p);
   return out;
 }
 

@@ -10,10 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/p2p.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -38,15 +41,6 @@ enum class OptimizerStep : uint8_t { Synchronized, PostValidation };
 std::string to_string(OptimizerStep step);                   // "synchronized", "post-validation"
 OptimizerStep parse_optimizer_step(const std::string& name);  // throws InputError naming --optimizer-step
 
-// How point-to-point transfers meet compute: Overlapped, on links beside compute (the
-// tensor leaves when its op ends; the device runs on: Megatron-LM's
-// --overlap-p2p-communication); Blocking, as Megatron-LM's default p2p (batched
-// isend/irecv waited on the compute stream): a sender is busy until its tensor has
-// arrived, and an op that receives from another device starts no earlier than its
-// device's free time plus the transfer's time.
-enum class P2p : uint8_t { Overlapped, Blocking };
-std::string to_string(P2p p2p);         // "overlapped", "blocking"
-P2p parse_p2p(const std::string& name);  // throws InputError naming --p2p
 
 struct Plan {
   std::string profile;  // path of the profile, relative to the plan file's folder
@@ -63,6 +57,7 @@ struct Plan {
   bool recompute = false;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   OptimizerStep optimizer_step = OptimizerStep::Synchronized;  // plan file: "optimizer_step"
+  std::optional<P2p> p2p;  // plan file: "p2p" (absent: the hardware's, else overlapped; core/p2p.h)
   std::vector<PlanStage> stages;
   std::string source;
 
@@ -85,6 +80,9 @@ struct Plan {
 // re-materialisation). An asynchronous kind (pipedream, 2bw) holds `steps` steps
 // without a flush; other kinds hold one step whatever `steps`. Throws InputError.
 Schedule schedule_for(const Plan& plan, int steps = 1);
+
+// The p2p a plan runs with on `hardware`: the plan's, else the hardware's, else overlapped.
+P2p p2p_of(const Plan& plan, const Hardware& hardware);
 
 Plan load_plan(const std::string& path);
 Plan plan_from_json(const JsonReader& reader);
