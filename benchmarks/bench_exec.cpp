@@ -8,6 +8,12 @@
 // prediction and the measurement see the same machine (a shared machine's load drifts);
 // --profile FILE uses a stored profile instead.
 //   build/bin/bench_exec -K 2 -M 8 --microbatch-size 4
+// With --post-validation, instead runs zb-h1 over --steps steps three ways (synchronized;
+// post-validation; post-validation with a NaN written into the last stage's gradient in
+// the middle step) after checking that the clean post-validation run ends with the
+// synchronized run's parameters, and prints the mean step, the mean update (post-
+// validation: the copy of parameters and optimizer state kept for a rollback, plus the
+// optimizer step) and what the rollback added to the run.
 // With --torch, also runs benchmarks/torch_peer.py (Debian's PyTorch, one thread) on the
 // same model and micro-batches and prints our step time over PyTorch's.
 #include <CLI/CLI.hpp>
@@ -15,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "exec/blas_kernels.h"
 #include "core/cost_model.h"
@@ -26,13 +33,67 @@
 
 using namespace pipescope;
 
+namespace {
+
+int bench_post_validation(const Profile& profile, int K, int M, double microbatch_size, int steps) {
+  PlanChoice c;
+  c.stages = K;
+  c.microbatches = M;
+  c.microbatch_size = microbatch_size;
+  c.schedule = ScheduleKind::ZeroBubbleH1;
+  const Plan plan = make_plan(profile, c).plan;
+  const Schedule schedule = schedule_for(plan);
+  auto run = [&](OptimizerStep step, bool nan) {
+    exec::RunOptions o;
+    o.steps = steps;
+    o.warmup = step == OptimizerStep::Synchronized ? 1 : -1;
+    o.optimizer_step = step;
+    o.keep_parameters = true;
+    if (nan) o.poison_gradient = exec::PoisonGradient{K - 1, steps / 2};
+    return exec::run_threads(profile, plan, schedule, o);
+  };
+  auto params = [](const exec::RunResult& r) {
+    std::map<int, std::vector<std::vector<float>>> all;
+    for (const exec::WorkerResult& w : r.workers) all.insert(w.parameters.begin(), w.parameters.end());
+    return all;
+  };
+  const exec::RunResult sync = run(OptimizerStep::Synchronized, false);
+  const exec::RunResult post = run(OptimizerStep::PostValidation, false);
+  const exec::RunResult rolled = run(OptimizerStep::PostValidation, true);
+  if (params(sync) != params(post)) throw RunError("post-validation's parameters differ from synchronized training's");
+  if (rolled.rolled_back_steps.size() != 1) throw RunError("the NaN did not roll a step back");
+  auto mean_update = [](const exec::RunResult& r) {
+    int64_t sum = 0, n = 0;
+    for (const exec::WorkerResult& w : r.workers) {
+      for (const exec::StepRecord& s : w.steps) sum += s.optimizer_ns, ++n;
+    }
+    return n > 0 ? sum / 1e6 / static_cast<double>(n) : 0.0;
+  };
+  std::printf("%s, zb-h1, K = %d, M = %d, micro-batch %g, %d steps, cpu backend, threads\n", profile.model.c_str(), K, M,
+              microbatch_size, steps);
+  std::printf("%-28s %12s %14s %12s\n", "run", "step ms", "update ms", "run ms");
+  const double sync_run = sync.report.step_ns / 1e6 * steps;
+  std::printf("%-28s %12.3f %14.4f %12.2f\n", "synchronized (median step)", sync.report.step_ns / 1e6,
+              sync.optimizer_ns / 1e6, sync_run);
+  std::printf("%-28s %12.3f %14.4f %12.2f\n", "post-validation (steady)", post.report.steady_state_step_ns / 1e6,
+              mean_update(post), post.report.total_ns / 1e6);
+  std::printf("%-28s %12.3f %14.4f %12.2f\n", "post-validation, 1 rollback", rolled.report.steady_state_step_ns / 1e6,
+              mean_update(rolled), rolled.report.total_ns / 1e6);
+  std::printf("update: the optimizer step (post-validation: with the copy of parameters and optimizer state\n"
+              "kept until the check passes); the rollback's cost is the last column's difference: the restore\n"
+              "and the redone step\n");
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   exec::use_native_blas_kernels(argv);  // may re-execute this program once
   CLI::App app{"bench_exec: measured vs predicted throughput of every schedule on the CPU backend"};
   std::string profile_path, model_path = "models/gpt-tiny.json";
   int K = 2, M = 8, steps = 6;
   double microbatch_size = 4;
-  bool torch = false;
+  bool torch = false, post_validation = false;
   std::string transport = "threads";
   app.add_option("--profile", profile_path, "Executable profile (default: profile --model now)");
   app.add_option("--model", model_path, "Model file")->capture_default_str();
@@ -40,6 +101,7 @@ int main(int argc, char** argv) {
   app.add_option("-M,--microbatches", M, "Micro-batches")->capture_default_str();
   app.add_option("--microbatch-size", microbatch_size, "Samples per micro-batch")->capture_default_str();
   app.add_option("--steps", steps, "Steps per schedule (the first is warm-up)")->capture_default_str();
+  app.add_flag("--post-validation", post_validation, "Time post-validation's check and a rollback (zb-h1)");
   app.add_flag("--torch", torch, "Also time the same model step in PyTorch (one thread)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -55,6 +117,7 @@ int main(int argc, char** argv) {
     }
     std::printf("%s, K = %d, M = %d, micro-batch %g, %d steps (1 warm-up), cpu backend, threads\n",
                 profile.model.c_str(), K, M, microbatch_size, steps);
+    if (post_validation) return bench_post_validation(profile, K, M, microbatch_size, steps);
     std::printf("%-12s %10s %10s %9s %12s %12s %12s %9s %6s\n", "schedule", "measured", "predicted", "error",
                 "step ms", "critical ms", "overhead ms", "grad err", "core");
     for (std::string name : {"gpipe", "1f1b", "interleaved", "zb-h1"}) {

@@ -17,6 +17,7 @@ void add_export_command(CLI::App& app) {
     std::string plan_path, profile_path, target, output = "-";
     bool json = false;
     bool torch_csv = false;
+    std::string p2p;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("export", "Write a plan as Megatron-LM flags, a torch.distributed.pipelining setup "
@@ -31,9 +32,11 @@ void add_export_command(CLI::App& app) {
   cmd->add_flag("--torch-csv", a->torch_csv,
                 "torch: run pipescope's exact op order from a CSV (_PipelineScheduleRuntime) even where a schedule class "
                 "exists (always so for a schedule without one)");
+  add_p2p_option(cmd, a->p2p);
   cmd->callback([a] {
     const ExportTarget target = parse_export_target(a->target);
     Plan plan = load_plan(a->plan_path);
+    if (!a->p2p.empty()) plan.p2p = parse_p2p(a->p2p);
     std::string profile_path = a->profile_path;
     if (profile_path.empty()) {
       std::filesystem::path p(plan.profile);

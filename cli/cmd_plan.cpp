@@ -40,6 +40,7 @@ struct SearchArgs {
   std::string objective = "step";
   bool allow_async = false;
   std::string optimizer_step = "synchronized";
+  std::string p2p;
   DistributionOptions distribution;
 };
 
@@ -58,6 +59,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "next step: candidates ranked by their steady-state step over several steps)")
       ->check(CLI::IsMember({"synchronized", "post-validation"}))
       ->capture_default_str();
+  add_p2p_option(cmd, a.p2p);
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
@@ -114,6 +116,7 @@ SearchRequest make_request(const SearchArgs& a) {
   }
   q.max_stages = a.max_stages;
   q.optimizer_step = parse_optimizer_step(a.optimizer_step);
+  if (!a.p2p.empty()) q.p2p = parse_p2p(a.p2p);
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = parse_partition_kind(a.partition);
   q.threads = a.threads;

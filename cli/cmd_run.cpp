@@ -22,9 +22,14 @@ namespace {
 
 constexpr double kGradientTolerance = 1e-5;
 
-StepReport simulate_plan(const ResolvedPlan& r, const CostModel& costs) {
+// The prediction of what the run did: post-validation's steps back to back (as many as
+// ran), under the run's p2p.
+StepReport simulate_plan(const ResolvedPlan& r, const CostModel& costs, const exec::RunOptions& run) {
   SimOptions options;
   options.model = r.profile.model;
+  options.optimizer_step = run.optimizer_step;
+  options.p2p = run.p2p;
+  if (run.optimizer_step == OptimizerStep::PostValidation) options.steps = run.steps;
   return simulate(r.schedule, costs, r.hardware, options);
 }
 
@@ -38,6 +43,7 @@ struct RunArgs {
   bool compare = false;
   std::string trace_path, output_path;
   std::string dtype = "fp32";
+  std::string clock = "steady";
   GateOptions gates;
 };
 
@@ -51,8 +57,8 @@ void report_run(const RunArgs& a, const ResolvedPlan& r, const exec::RunResult& 
   if (a.compare) {
     // The prediction, and the measured step replayed with its measured op times (sim/replay.h).
     const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
-    Comparison c = compare_reports(simulate_plan(r, costs), result.report);
-    const StepReport replay = simulate_plan(r, with_measured_op_times(costs, result.report.timeline));
+    Comparison c = compare_reports(simulate_plan(r, costs, a.run), result.report);
+    const StepReport replay = simulate_plan(r, with_measured_op_times(costs, result.report.timeline), a.run);
     c.values.insert(c.values.begin() + 1, {"step_time_ms, replayed", replay.step_ns / 1e6, result.report.step_ns / 1e6});
     object["comparison"] = comparison_to_json(c);
     table += "\n" + comparison_table(c) +
@@ -127,6 +133,11 @@ void add_run_command(CLI::App& app) {
                 "\"gradient_check\" (--check-gradients)");
   cmd->add_option("--trace", a->trace_path, "Write a Chrome trace of the reported step");
   cmd->add_option("-o,--output", a->output_path, "Write the measurement JSON (the object --json prints) to this file");
+  cmd->add_option("--clock", a->clock,
+                  "steady (measure) | model (deterministic time: every op, transfer and optimizer step takes the cost "
+                  "model's time on --hardware, replayed by the real workers; threads transport, no replicas)")
+      ->check(CLI::IsMember({"steady", "model"}))
+      ->capture_default_str();
   cmd->add_option("--inject-fault", a->fault, "Testing: make STAGE[/REPLICA]:OP:MICROBATCH fail (OP = forward, backward, ...); :crash kills the process, :drop loses the op's output message");
   a->gates.add_step_gates(cmd);
   cmd->callback([a] {
@@ -142,11 +153,9 @@ void add_run_command(CLI::App& app) {
       if (!a->fault.empty()) a->run.fault = exec::parse_fault(a->fault);
       a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);
-      if (r.plan.optimizer_step == OptimizerStep::PostValidation) {
-        throw InputError("--optimizer-step post-validation: the executor runs synchronized steps only for now "
-                         "(each worker stepping after its last W, with the validation behind the next step, is not "
-                         "built); `simulate --optimizer-step post-validation --steps N` predicts it");
-      }
+      a->run.optimizer_step = r.plan.optimizer_step;
+      a->run.p2p = r.p2p;
+      if (a->clock == "model") a->run.model_time = r.hardware;
       exec::RunResult result = exec::run_plan(r.profile, r.plan, r.schedule, a->run);
       if (!result.is_root) return;
       report_run(*a, r, result);

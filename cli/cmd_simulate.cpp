@@ -29,7 +29,6 @@ void add_simulate_command(CLI::App& app) {
     std::string output_path;
     GateOptions gates;
     DistributionOptions distribution;
-    std::string p2p = "overlapped";
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, throughput, bubble and memory of a plan");
@@ -39,11 +38,6 @@ void add_simulate_command(CLI::App& app) {
                   "> 1 adds the steady-state step time and throughput and the start-up cost")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
-  cmd->add_option("--p2p", args->p2p,
-                  "overlapped (links beside compute) | blocking (a sender waits for its tensor to arrive, a receive "
-                  "holds the device for the transfer: Megatron-LM's default p2p)")
-      ->check(CLI::IsMember({"overlapped", "blocking"}))
-      ->capture_default_str();
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
   args->gates.add_step_gates(cmd);
@@ -67,7 +61,7 @@ void add_simulate_command(CLI::App& app) {
     options.record_timeline = !args->trace_path.empty();
     options.steps = args->plan.steps;
     options.optimizer_step = r.plan.optimizer_step;
-    options.p2p = args->p2p == "blocking" ? P2p::Blocking : P2p::Overlapped;
+    options.p2p = r.p2p;
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
     if (!r.layer_order.empty()) {
       report.notes.push_back("the optimal cut of this graph profile is contiguous in another topological order of its "

@@ -13,6 +13,15 @@
 
 namespace pipescope::cli {
 
+void add_p2p_option(CLI::App* cmd, std::string& p2p) {
+  cmd->add_option("--p2p", p2p,
+                  "overlapped (transfers on links beside compute) | blocking (a sender waits for its tensor to "
+                  "arrive and a receive holds the device for the transfer: Megatron-LM's batched p2p, 1F1B or "
+                  "--no-overlap-p2p-communication); default: the plan file's \"p2p\", else the hardware file's, "
+                  "else overlapped")
+      ->check(CLI::IsMember({"overlapped", "blocking"}));
+}
+
 void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--plan", plan_path, "Plan file (pipescope.plan); replaces the flags below");
   cmd->add_option("--profile", profile_path,
@@ -46,6 +55,7 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "(each stage steps after its own last W or B and runs on into the next step, as the zero-bubble "
                   "runtime; with --steps N >= 3 the steady-state step shows it)")
       ->check(CLI::IsMember({"synchronized", "post-validation"}));
+  add_p2p_option(cmd, p2p);
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
@@ -168,6 +178,8 @@ ResolvedPlan resolve(const PlanOptions& o) {
   }
   settle_hardware(o, r);
   apply_step_flags(o, r.plan);
+  if (!o.p2p.empty()) r.plan.p2p = parse_p2p(o.p2p);
+  r.p2p = p2p_of(r.plan, r.hardware);
   r.schedule = schedule_for(r.plan, o.steps);
   if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs
     r.schedule = schedule_for_costs(r.plan, build_cost_model(r.profile, r.plan, r.hardware), r.hardware);

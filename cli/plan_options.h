@@ -31,6 +31,7 @@ struct PlanOptions {
   int64_t activation_budget = 0;  // --activation-budget (read when given: activation_budget_given)
   bool activation_budget_given = false;
   std::string optimizer_step;  // --optimizer-step (empty: the plan file's, else synchronized)
+  std::string p2p;             // --p2p (empty: the plan file's, else the hardware file's, else overlapped)
   double microbatch_size = 0;
   bool recompute = false;
   std::string partition = "optimal";
@@ -45,7 +46,12 @@ struct ResolvedPlan {
   Hardware hardware;
   Schedule schedule;
   std::vector<int> layer_order;  // make_plan's reorder of the given profile (empty: none)
+  P2p p2p = P2p::Overlapped;     // p2p_of(plan, hardware), after --p2p
 };
+
+// --p2p overlapped|blocking, the same for every command that takes it (core/p2p.h);
+// `p2p` stays empty when the flag is not given.
+void add_p2p_option(CLI::App* cmd, std::string& p2p);
 
 ResolvedPlan resolve(const PlanOptions& options);
 

@@ -59,6 +59,20 @@ Json link_to_json(const Link& l) {
 
 }  // namespace
 
+std::string to_string(P2p p2p) { return p2p == P2p::Blocking ? "blocking" : "overlapped"; }
+
+P2p parse_p2p(const std::string& name) {
+  if (name == "overlapped") return P2p::Overlapped;
+  if (name == "blocking") return P2p::Blocking;
+  throw InputError("--p2p: expected overlapped or blocking, got \"" + name + "\"");
+}
+
+P2p p2p_from_json(const JsonReader& field) {
+  const std::string name = field.as_string();
+  if (name != "overlapped" && name != "blocking") field.fail("expected \"overlapped\" or \"blocking\", got \"" + name + "\"");
+  return parse_p2p(name);
+}
+
 Hardware hardware_from_json(const JsonReader& r) {
   r.expect_format("pipescope.hardware");
   Hardware h;
@@ -80,6 +94,7 @@ Hardware hardware_from_json(const JsonReader& r) {
                  std::to_string(h.speed.size()));
     }
   }
+  if (r.has("p2p")) h.p2p = p2p_from_json(r["p2p"]);
   return h;
 }
 
@@ -95,6 +110,7 @@ Json hardware_to_json(const Hardware& h) {
     out["nodes"] = {{"devices_per_node", h.devices_per_node}, {"link", link_to_json(h.inter_node)}};
   }
   if (!h.speed.empty()) out["speed"] = h.speed;
+  if (h.p2p) out["p2p"] = to_string(*h.p2p);
   return out;
 }
 

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/json_reader.h"
+#include "core/p2p.h"
 
 namespace pipescope {
 
@@ -29,6 +31,7 @@ struct Hardware {
   int devices_per_node = 0;      // 0: all devices share one node
   Link inter_node;
   std::vector<double> speed;     // empty: all 1.0
+  std::optional<P2p> p2p;        // "p2p": how the runtime's transfers meet compute (absent: unsaid)
   std::string source;
 
   double device_speed(int device) const;
@@ -43,6 +46,8 @@ struct Hardware {
 
 Hardware load_hardware(const std::string& path);
 Hardware hardware_from_json(const JsonReader& reader);
+// The "p2p" field of a hardware or plan file; fails naming the field for another value.
+P2p p2p_from_json(const JsonReader& field);
 Json hardware_to_json(const Hardware& hardware);
 
 }  // namespace pipescope

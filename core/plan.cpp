@@ -173,6 +173,7 @@ Plan plan_from_json(const JsonReader& r) {
   read_schedule(r, p);
   p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
   if (r.has("optimizer_step")) read_optimizer_step(r["optimizer_step"], p);
+  if (r.has("p2p")) p.p2p = p2p_from_json(r["p2p"]);
   if (r.has("optimizer")) {
     p.optimizer_state_factor = r["optimizer"]["state_bytes_per_parameter_byte"].as_double(0.0, 64.0);
   }
@@ -210,6 +211,10 @@ OptimizerStep parse_optimizer_step(const std::string& name) {
   throw InputError("--optimizer-step: expected synchronized or post-validation, got \"" + name + "\"");
 }
 
+P2p p2p_of(const Plan& plan, const Hardware& hardware) {
+  return plan.p2p.value_or(hardware.p2p.value_or(P2p::Overlapped));
+}
+
 Json plan_to_json(const Plan& p) {
   Json stages = Json::array();
   for (const PlanStage& s : p.stages) {
@@ -233,6 +238,7 @@ Json plan_to_json(const Plan& p) {
               {"optimizer", {{"state_bytes_per_parameter_byte", p.optimizer_state_factor}}},
               {"stages", std::move(stages)}};
   if (p.optimizer_step != OptimizerStep::Synchronized) out["optimizer_step"] = to_string(p.optimizer_step);  // default: absent
+  if (p.p2p) out["p2p"] = to_string(*p.p2p);
   return out;
 }
 

@@ -10,10 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/p2p.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -38,6 +41,7 @@ enum class OptimizerStep : uint8_t { Synchronized, PostValidation };
 std::string to_string(OptimizerStep step);                   // "synchronized", "post-validation"
 OptimizerStep parse_optimizer_step(const std::string& name);  // throws InputError naming --optimizer-step
 
+
 struct Plan {
   std::string profile;  // path of the profile, relative to the plan file's folder
   int64_t batch_size = 1;
@@ -53,6 +57,7 @@ struct Plan {
   bool recompute = false;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   OptimizerStep optimizer_step = OptimizerStep::Synchronized;  // plan file: "optimizer_step"
+  std::optional<P2p> p2p;  // plan file: "p2p" (absent: the hardware's, else overlapped; core/p2p.h)
   std::vector<PlanStage> stages;
   std::string source;
 
@@ -75,6 +80,9 @@ struct Plan {
 // re-materialisation). An asynchronous kind (pipedream, 2bw) holds `steps` steps
 // without a flush; other kinds hold one step whatever `steps`. Throws InputError.
 Schedule schedule_for(const Plan& plan, int steps = 1);
+
+// The p2p a plan runs with on `hardware`: the plan's, else the hardware's, else overlapped.
+P2p p2p_of(const Plan& plan, const Hardware& hardware);
 
 Plan load_plan(const std::string& path);
 Plan plan_from_json(const JsonReader& reader);

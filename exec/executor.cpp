@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -60,6 +61,18 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
                      "replicated stages run on the cpu backend only (got --backend " + options.backend + ")");
   }
   if (schedule.asynchronous()) check_async_runnable(schedule, options, layout);
+  const bool post_validation = options.optimizer_step == OptimizerStep::PostValidation && !schedule.asynchronous();
+  if (post_validation && (options.transport != "threads" || options.backend != "cpu" || layout.replicas > 1)) {
+    throw InputError("--optimizer-step: post-validation runs on the cpu backend's threads transport without "
+                     "replicated stages (its global gradient check is an in-process board)");
+  }
+  if (post_validation && options.warmup > 0) {
+    throw InputError("--warmup: post-validation runs its steps back to back as one op list, so no step can be left "
+                     "out as a warm-up (its steady-state step leaves out the first)");
+  }
+  if (options.model_time && (options.transport != "threads" || layout.replicas > 1)) {
+    throw InputError("model time runs on the threads transport without replicated stages");
+  }
   if (static_cast<int>(plan.stages.size()) != schedule.stages()) {
     throw InputError("the plan has " + std::to_string(plan.stages.size()) + " stages but the schedule has " +
                      std::to_string(schedule.stages()));
@@ -92,13 +105,16 @@ RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& 
   std::unique_ptr<Hub> hub = layout.replicas > 1 ? std::make_unique<ThreadHub>(D, spin)
                                                  : make_hub(options.backend, schedule, spin);
   std::vector<WorkerResult> results(D);
+  std::optional<ModelClock> model_clock;
+  if (options.model_time) model_clock.emplace(profile, plan, schedule, *options.model_time, options.p2p);
+  ModelClock* clock = model_clock ? &*model_clock : nullptr;
   std::vector<std::thread> threads;
   const bool pin = options.pin_threads(D);
   for (int d = 0; d < D; ++d) {
     threads.emplace_back([&, d, pin] {
       if (pin) pin_current_thread(d);
       try {
-        StageWorker worker(WorkerSetup{profile, plan, schedule, options, d}, hub->endpoint(d));
+        StageWorker worker(WorkerSetup{profile, plan, schedule, options, d, clock}, hub->endpoint(d));
         results[d] = worker.run();
       } catch (const std::exception& e) {
         // The first failure reported wins; a worker that stopped because of it adds nothing.

@@ -34,6 +34,8 @@ struct RunResult {
   double cpu_share = 0;            // measured steps: ops' thread CPU time / their wall time
   int64_t allreduce_ns = 0;        // slowest replica's gradient all-reduce in the reported step
   bool replicas_identical = true;  // every replica of a position ended with the same parameters
+  std::vector<int> rolled_back_steps;  // post-validation: steps whose global check failed (update skipped)
+  std::vector<double> gradient_norms;  // post-validation: the global gradient norm of every accepted step
   std::vector<WorkerResult> workers;  // the workers' own records, by device (ops carry their weight versions)
 };
 
@@ -68,5 +70,9 @@ std::string measured_setup(const RunOptions& options, int workers, bool spin_wai
 // (for replicated stages: the gradients after the all-reduce, of any one replica).
 double gradient_error(const Profile& profile, const Plan& plan, const std::string& backend,
                       const std::map<int, std::vector<std::vector<float>>>& gradients);
+// gradient_error over the gradients the workers kept (RunOptions::check_gradients; moved
+// out of them), each replica's set of layers, and the errors MPI ranks found themselves.
+double workers_gradient_error(const Profile& profile, const Plan& plan, const std::string& backend,
+                              std::vector<WorkerResult>& workers);
 
 }  // namespace pipescope::exec

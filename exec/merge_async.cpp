@@ -1,6 +1,6 @@
-// Merges the workers' records of an asynchronous run (pipedream, 2bw) into the
-// measurement. The workers ran the schedule's steps as one op list from one start
-// barrier, filing each op under its micro-batch's step; step t ends at the latest end of
+// Merges the workers' records of an asynchronous run (pipedream, 2bw), or of a flushed
+// schedule's steps run back to back under post-validation, into the measurement. The
+// workers ran the steps as one op list from one start barrier, filing each op under its micro-batch's step; step t ends at the latest end of
 // an op of step t or of the weight update that ended one (the simulator's rule), the
 // last step at the run's last event. Invariant: every time in the report is relative to
 // the run's origin (the earliest post-barrier clock reading of any worker), and the
@@ -59,16 +59,33 @@ StageReport async_stage(const Plan& plan, const Schedule& schedule, int p, const
 // What was measured and how, for the report's notes.
 void add_async_notes(RunResult& r, const Schedule& schedule, const RunOptions& options) {
   StepReport& rep = r.report;
-  const int K = schedule.devices(), T = schedule.steps;
-  rep.notes.push_back(measured_setup(options, K, r.spin_waits) + ", " + std::to_string(T) + " step(s) run once as one op list without a flush (" + schedule.name +
-                      " is asynchronous; no warm-up steps): step_time_ms is their mean, the steady-state step the "
+  const int K = schedule.devices(), T = static_cast<int>(r.step_ns.size());
+  const bool post_validation = !schedule.asynchronous();
+  rep.notes.push_back(measured_setup(options, K, r.spin_waits) + ", " + std::to_string(T) +
+                      " step(s) run once as one op list without a flush (" +
+                      (post_validation ? std::string("post-validation") : schedule.name + " is asynchronous") +
+                      "; no warm-up steps): step_time_ms is their mean, the steady-state step the "
                       "median step-to-step time leaving out the first step (the fill) and, from 3 steps on, the last");
+  if (options.model_time) {
+    rep.notes.push_back("model time: every op, transfer and optimizer step took the cost model's time on the hardware "
+                        "given (p2p " + to_string(options.p2p) + "), not the steady clock's");
+  }
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
-  rep.notes.push_back(std::string("weight updates: ") +
+  if (post_validation) {
+    std::string rolled;
+    for (int t : r.rolled_back_steps) rolled += (rolled.empty() ? "" : ", ") + std::to_string(t);
+    rep.notes.push_back("optimizer step: post-validation (each position steps its optimizer after its own last op of "
+                        "the step, keeping a copy of its parameters and optimizer state, and runs on; the global "
+                        "gradient-norm and all-finite check of step t is awaited after step t + 1's ops); " +
+                        (rolled.empty() ? std::string("every check passed")
+                                        : "rolled back (update skipped, the next step redone): step(s) " + rolled));
+  } else {
+    rep.notes.push_back(std::string("weight updates: ") +
                       (schedule.weight_update == WeightUpdate::Stash ? "after every micro-batch (weight stashing)"
                                                                      : "once per step, one step late (2BW)") +
                       ", each a copy of the version kept for later ops plus the optimizer step on the device's "
                       "track; the longest took " + format_ms(r.optimizer_ns) + " ms");
+  }
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, the kept weight versions, gradients, "
                       "optimizer state, stashed activations and transient buffers); transient_bytes = its excess "
                       "over static + weight versions + peak activations");
@@ -86,7 +103,8 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
                               const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
   RunResult r;
   r.spin_waits = spin_waits;
-  const int K = schedule.devices(), T = schedule.steps;
+  const int K = schedule.devices();
+  const int T = schedule.asynchronous() ? schedule.steps : options.steps;
   std::sort(workers.begin(), workers.end(), [](const WorkerResult& a, const WorkerResult& b) { return a.device < b.device; });
   if (static_cast<int>(workers.size()) != K) throw RunError("asynchronous run: expected one worker per position");
   int64_t t0 = INT64_MAX;
@@ -134,6 +152,9 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
   rep.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(rep.total_ns));
   r.cpu_share = wall > 0 ? static_cast<double>(cpu) / wall : 0;
 
+  if (options.check_gradients) r.max_gradient_error = workers_gradient_error(profile, plan, options.backend, workers);
+  r.rolled_back_steps = workers.front().rolled_back_steps;
+  r.gradient_norms = workers.front().gradient_norms;
   add_async_notes(r, schedule, options);
   r.workers = std::move(workers);
   return r;

@@ -32,6 +32,25 @@ std::string measured_setup(const RunOptions& options, int workers, bool spin_wai
   return note + ")";
 }
 
+double workers_gradient_error(const Profile& profile, const Plan& plan, const std::string& backend,
+                              std::vector<WorkerResult>& workers) {
+  // Every replica holds the summed gradients: check each replica's set of layers.
+  const ReplicaLayout layout = replica_layout(plan);
+  double worst = 0;
+  for (int i = 0; i < layout.replicas; ++i) {
+    std::map<int, std::vector<std::vector<float>>> grads;
+    bool have_all = true;
+    for (WorkerResult& w : workers) {
+      if (layout.replica(w.device) != i) continue;
+      if (w.gradients.empty()) have_all = false;
+      for (auto& [layer, g] : w.gradients) grads[layer] = std::move(g);
+    }
+    if (have_all) worst = std::max(worst, gradient_error(profile, plan, backend, grads));
+  }
+  for (const WorkerResult& w : workers) worst = std::max(worst, w.max_gradient_error);
+  return worst;
+}
+
 StepReport measurement_header(const Profile& profile, const Plan& plan, const Schedule& schedule) {
   StepReport rep;
   rep.kind = "measurement";
@@ -50,7 +69,7 @@ StepReport measurement_header(const Profile& profile, const Plan& plan, const Sc
 
 RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
                         const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
-  if (schedule.asynchronous()) return merge_async_results(profile, plan, schedule, options, std::move(workers), spin_waits);
+  if (schedule.asynchronous() || options.optimizer_step == OptimizerStep::PostValidation) return merge_async_results(profile, plan, schedule, options, std::move(workers), spin_waits);
   RunResult r;
   r.spin_waits = spin_waits;
   const ReplicaLayout layout = replica_layout(plan);
@@ -186,22 +205,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   char loss_text[64];
   std::snprintf(loss_text, sizeof loss_text, "%.6g", r.losses[pick]);
   rep.notes.push_back(std::string("training loss (mean squared error) in the reported step: ") + loss_text);
-  if (options.check_gradients) {
-    // Every replica holds the summed gradients: check each replica's set of layers.
-    double worst = 0;
-    for (int i = 0; i < R; ++i) {
-      std::map<int, std::vector<std::vector<float>>> grads;
-      bool have_all = true;
-      for (WorkerResult& w : workers) {
-        if (layout.replica(w.device) != i) continue;
-        if (w.gradients.empty()) have_all = false;
-        for (auto& [layer, g] : w.gradients) grads[layer] = std::move(g);
-      }
-      if (have_all) worst = std::max(worst, gradient_error(profile, plan, options.backend, grads));
-    }
-    for (const WorkerResult& w : workers) worst = std::max(worst, w.max_gradient_error);
-    r.max_gradient_error = worst;
-  }
+  if (options.check_gradients) r.max_gradient_error = workers_gradient_error(profile, plan, options.backend, workers);
   r.workers = std::move(workers);
   return r;
 }

@@ -34,4 +34,25 @@ void Optimizer::step() {
   }
 }
 
+Optimizer::State Optimizer::save() const {
+  State s;
+  s.steps = steps_;
+  for (const Parameter* p : params_) s.values.push_back(p->value.to_host());
+  for (const Tensor& t : m_) s.m.push_back(t.to_host());
+  for (const Tensor& t : v_) s.v.push_back(t.to_host());
+  return s;
+}
+
+void Optimizer::restore(const State& s) {
+  Backend& be = ctx_.backend;
+  steps_ = s.steps;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Parameter& p = *params_[i];
+    be.upload(p.value.data(), s.values.at(i).data(), p.value.numel());
+    be.fill(p.grad.data(), 0.0f, p.grad.numel());
+  }
+  for (std::size_t i = 0; i < m_.size(); ++i) be.upload(m_[i].data(), s.m.at(i).data(), m_[i].numel());
+  for (std::size_t i = 0; i < v_.size(); ++i) be.upload(v_[i].data(), s.v.at(i).data(), v_[i].numel());
+}
+
 }  // namespace pipescope::exec

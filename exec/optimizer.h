@@ -21,6 +21,14 @@ class Optimizer {
  public:
   Optimizer(Context ctx, std::vector<Parameter*> params, const OptimizerSettings& settings);
   void step();
+  // What step() changes, kept aside (host copies of the parameters and the moments) so
+  // that a rejected step can be undone: restore() puts it back and zeroes the gradients.
+  struct State {
+    std::vector<std::vector<float>> values, m, v;
+    int steps = 0;
+  };
+  State save() const;
+  void restore(const State& state);
 
  private:
   Context ctx_;

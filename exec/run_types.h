@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/plan.h"
 #include "core/report.h"
 #include "core/schedule.h"
 #include "exec/optimizer.h"
@@ -30,6 +32,14 @@ struct FaultSpec {
 };
 // "STAGE[/REPLICA]:OP:MB[:crash|:drop]" with OP one of forward, backward, backward_input, backward_weight, recompute.
 FaultSpec parse_fault(const std::string& text);
+
+// Test hook (no flag): at the end of step `step`, the worker holding `stage` writes a NaN
+// into the stage's first gradient, as an overflow would; post-validation's global check
+// then fails and the step is rolled back. Only post-validation runs look at it.
+struct PoisonGradient {
+  int stage = 0;
+  int step = 0;
+};
 
 // Cores this process may run on (its CPU affinity mask).
 int usable_cores();
@@ -58,6 +68,24 @@ struct RunOptions {
   // (round robin), "off" leaves placement to the OS, "auto" pins when every device has a
   // core of its own (a thread that migrates leaves its warm caches behind).
   std::string pin = "auto";
+
+  // Where a flushed step ends (core/plan.h). Post-validation runs the steps as one op
+  // list on the threads transport: each worker steps its optimizer right after its own
+  // last op of the step and runs on into the next step; the global gradient-norm and
+  // all-finite check of step t is awaited at the end of step t + 1's ops, and a failed
+  // step's update is skipped (parameters and optimizer state restored from the copy kept
+  // since) and step t + 1, which ran on the skipped update's weights, is redone.
+  OptimizerStep optimizer_step = OptimizerStep::Synchronized;
+  // Blocking: as the simulator's (core/plan.h); in model time a sender waits until its
+  // tensor has arrived and a receive holds the device for the transfer's time. In
+  // measured time the threads transport's sends and receives are copies on the worker's
+  // own thread either way.
+  P2p p2p = P2p::Overlapped;
+  // Deterministic time (threads transport, unreplicated stages): every op, transfer and
+  // optimizer step takes the cost model's time on this hardware (exec/model_clock.h)
+  // instead of the steady clock's, so the run's times equal the simulator's prediction.
+  std::optional<Hardware> model_time;
+  std::optional<PoisonGradient> poison_gradient;
 
   int warmup_steps() const { return warmup >= 0 ? warmup : (steps > 1 ? 1 : 0); }
   // Whether waits spin, given how many devices run on this machine; throws InputError
@@ -116,6 +144,10 @@ struct WorkerResult {
   std::map<int, std::vector<std::vector<float>>> parameters;
   double max_gradient_error = -1;  // filled by MPI ranks that checked their own layers
   uint64_t parameter_hash = 0;     // of every parameter after the last optimizer step
+  // Post-validation: the steps whose check failed (their updates skipped), in order;
+  // and the checks' results: the global gradient norm of every accepted step.
+  std::vector<int> rolled_back_steps;
+  std::vector<double> gradient_norms;
 };
 
 Json worker_result_to_json(const WorkerResult& r);

@@ -6,11 +6,14 @@
 // WeightVersions' order (drop, keep, optimizer step), exactly when the simulator's do.
 #include "exec/stage_worker.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/op_rules.h"
@@ -82,6 +85,8 @@ StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
 
 StageWorker::~StageWorker() = default;
 
+int64_t StageWorker::now() { return setup_.model_clock ? clock_ : backend_->now_ns(); }
+
 Clock::time_point StageWorker::deadline() const {
   return Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(setup_.options.timeout_s * 1000));
 }
@@ -95,7 +100,7 @@ void StageWorker::sample_memory(StepRecord& record, int64_t at, int64_t activati
   const int64_t total = now ? tracker_.current_total() : tracker_.window_peak_total();
   const int64_t versions = tracker_.current(Category::Parameters) - result_.weight_bytes;
   record.memory.push_back(
-      {0, now ? backend_->now_ns() : at, act, total - result_.static_bytes - act - versions, versions});
+      {0, now ? this->now() : at, act, total - result_.static_bytes - act - versions, versions});
 }
 
 Tensor StageWorker::upload_input(int m) {
@@ -118,7 +123,7 @@ std::string StageWorker::replica_of() const {
 
 void StageWorker::allreduce_gradients(StepRecord& record) {
   if (layout_.replicas < 2) return;
-  const int64_t t0 = backend_->now_ns();
+  const int64_t t0 = now();
   // The flat copy of the gradients is charged while the all-reduce uses it (core/op_rules.h's
   // allreduce_buffer_bytes); its pages are kept from step to step (no new page faults), the
   // way a caching allocator keeps freed blocks, and like torch.cuda.max_memory_allocated
@@ -145,7 +150,7 @@ void StageWorker::allreduce_gradients(StepRecord& record) {
   sample_memory(record, t0, tracker_.current(Category::Activations));
   sample_memory(record);
   record.allreduce_start_ns = t0;
-  record.allreduce_end_ns = backend_->now_ns();
+  record.allreduce_end_ns = now();
 }
 
 // FNV-1a over every parameter's bytes: replicas that applied the same update agree.
@@ -165,6 +170,8 @@ WorkerResult StageWorker::run() {
   try {
     if (setup_.schedule.asynchronous()) {
       run_async();
+    } else if (setup_.options.optimizer_step == OptimizerStep::PostValidation) {
+      run_post_validation();
     } else {
       run_steps();
     }
@@ -199,8 +206,10 @@ void StageWorker::run_steps() {
   for (step_ = 0; step_ < o.steps; ++step_) {
     const int step = step_;
     StepRecord record;
+    if (setup_.model_clock) setup_.model_clock->reach(step, clock_);
     endpoint_.barrier(deadline(), "the start of step " + std::to_string(step));
-    record.origin_ns = backend_->now_ns();
+    if (setup_.model_clock) clock_ = setup_.model_clock->reached(step);
+    record.origin_ns = now();
     tracker_.reset_peaks();
     for (const Op& op : setup_.schedule.device_ops[position_]) {
       current_ = op;
@@ -209,23 +218,117 @@ void StageWorker::run_steps() {
     current_ = Op{OpKind::Forward, -1, -1};
     endpoint_.flush(deadline());
     allreduce_gradients(record);
-    if (step == 0 && o.check_gradients) {
-      for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
-        if (!stages_[s]) continue;
-        for (std::size_t l = 0; l < stages_[s]->layers.size(); ++l) {
-          auto& out = result_.gradients[stages_[s]->first_layer + static_cast<int>(l)];
-          for (Parameter* p : stages_[s]->layers[l]->parameters()) out.push_back(p->grad.to_host());
-        }
-      }
-    }
-    const int64_t t0 = backend_->now_ns();
+    keep_step_gradients(step);
+    const int64_t t0 = now();
     optimizer_->step();  // in place: holds nothing beyond the optimizer state
+    if (setup_.model_clock) clock_ += setup_.model_clock->optimizer_ns(position_);
     record.optimizer_start_ns = t0;
-    record.optimizer_ns = backend_->now_ns() - t0;
+    record.optimizer_ns = now() - t0;
     record.peak_activation_bytes = tracker_.peak(Category::Activations);
     record.peak_total_bytes = tracker_.peak_total();
     result_.steps.push_back(std::move(record));
   }
+}
+
+void StageWorker::keep_step_gradients(int step) {
+  if (step != 0 || !setup_.options.check_gradients) return;
+  for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
+    if (!stages_[s]) continue;
+    for (std::size_t l = 0; l < stages_[s]->layers.size(); ++l) {
+      auto& out = result_.gradients[stages_[s]->first_layer + static_cast<int>(l)];
+      for (Parameter* p : stages_[s]->layers[l]->parameters()) out.push_back(p->grad.to_host());
+    }
+  }
+}
+
+Endpoint::Validation StageWorker::local_validation() const {
+  Endpoint::Validation v;
+  for (const Parameter* p : parameters_) {
+    for (float g : p->grad.to_host()) {
+      v.finite = v.finite && std::isfinite(g);
+      v.norm_sq += static_cast<double>(g) * g;
+    }
+  }
+  return v;
+}
+
+void StageWorker::run_step_ops(int step, StepRecord& record) {
+  const int M = setup_.schedule.microbatches();
+  const std::size_t ops0 = record.ops.size(), transfers0 = record.transfers.size();
+  for (const Op& op : setup_.schedule.device_ops[position_]) {
+    current_ = op;
+    run_op(op, step, record);
+  }
+  current_ = Op{OpKind::Forward, -1, -1};
+  endpoint_.flush(deadline());
+  // The simulator numbers step t's micro-batch n as t M + n when it runs steps back to back.
+  for (std::size_t i = ops0; i < record.ops.size(); ++i) record.ops[i].microbatch += step * M;
+  for (std::size_t i = transfers0; i < record.transfers.size(); ++i) record.transfers[i].microbatch += step * M;
+}
+
+// Post-validation: one barrier, then the steps back to back. The check of step t - 1 is
+// awaited after step t's ops, so it runs behind them; until it passes, the parameters and
+// optimizer state from before step t - 1's update are kept (`before`). Every worker sees
+// the same check results, so all of them redo the same steps and their messages match.
+void StageWorker::run_post_validation() {
+  const RunOptions& o = setup_.options;
+  const int steps = o.steps;
+  std::vector<StepRecord> records(static_cast<std::size_t>(steps));
+  endpoint_.barrier(deadline(), "the start of the run");
+  const int64_t origin = now();
+  for (StepRecord& r : records) r.origin_ns = origin;
+  tracker_.reset_peaks();
+  int seq = 0;         // check sequence number: one per optimizer step taken
+  int pending = -1;    // the step whose check is still out
+  Optimizer::State before;
+  bool poisoned = false;
+  auto settle = [&] {  // awaits the pending check; true when it failed (restored)
+    if (pending < 0) return false;
+    const Endpoint::Validation v = endpoint_.await_validation(seq - 1, deadline());
+    const bool failed = !v.finite || !std::isfinite(v.norm_sq);
+    if (failed) {
+      optimizer_->restore(before);
+      result_.rolled_back_steps.push_back(pending);
+    } else {
+      result_.gradient_norms.push_back(std::sqrt(v.norm_sq));
+    }
+    pending = -1;
+    return failed;
+  };
+  for (step_ = 0; step_ < steps; ++step_) {
+    const int step = step_;
+    run_step_ops(step, records[step]);
+    if (settle()) {  // step - 1 was rolled back: this step ran on its weights
+      const int64_t keep = records[step].origin_ns;
+      records[step] = StepRecord{};
+      records[step].origin_ns = keep;
+      run_step_ops(step, records[step]);
+    }
+    keep_step_gradients(step);
+    if (o.poison_gradient && o.poison_gradient->step == step && !poisoned && replica_ == 0 &&
+        o.poison_gradient->stage < static_cast<int>(stages_.size()) && stages_[o.poison_gradient->stage]) {
+      Parameter* p = stages_[o.poison_gradient->stage]->parameters.at(0);
+      backend_->fill(p->grad.data(), std::numeric_limits<float>::quiet_NaN(), 1);
+      poisoned = true;
+    }
+    const Endpoint::Validation mine = local_validation();
+    endpoint_.post_validation(seq++, mine.norm_sq, mine.finite);
+    pending = step;
+    const int64_t t0 = now();
+    before = optimizer_->save();  // measured with the update: what keeping the copy costs
+    optimizer_->step();
+    if (setup_.model_clock) clock_ += setup_.model_clock->optimizer_ns(position_);
+    records[step].updates.push_back({setup_.schedule.stages_of(position_).front(), -1, t0, now()});
+    records[step].optimizer_start_ns = t0;
+    records[step].optimizer_ns = now() - t0;
+    sample_memory(records[step]);
+  }
+  settle();
+  for (StepRecord& r : records) {
+    r.peak_activation_bytes = tracker_.peak(Category::Activations);
+    r.peak_total_bytes = tracker_.peak_total();
+  }
+  result_.steps = std::move(records);
 }
 
 // One barrier, then every step's ops in the device's order; each op's records go under
@@ -234,7 +337,7 @@ void StageWorker::run_async() {
   const Schedule& sched = setup_.schedule;
   std::vector<StepRecord> records(static_cast<std::size_t>(sched.steps));
   endpoint_.barrier(deadline(), "the start of the run");
-  const int64_t origin = backend_->now_ns();
+  const int64_t origin = now();
   for (StepRecord& r : records) r.origin_ns = origin;
   tracker_.reset_peaks();
   for (const Op& op : sched.device_ops[position_]) {
@@ -265,7 +368,7 @@ void StageWorker::update_weights(const Op& op, StepRecord& record) {
   StageState& st = *stages_.at(op.stage);
   const WeightVersions::Update u = st.versions->finish(op);
   if (!u.happens) return;
-  const int64_t t0 = backend_->now_ns();
+  const int64_t t0 = now();
   for (int v : u.dropped) st.kept.erase(v);
   if (u.kept >= 0) {
     Context ctx{*backend_, tracker_};
@@ -283,7 +386,8 @@ void StageWorker::update_weights(const Op& op, StepRecord& record) {
   result_.weight_version_bytes =
       std::max(result_.weight_version_bytes, tracker_.current(Category::Parameters) - result_.weight_bytes);
   st.optimizer->step();
-  record.updates.push_back({op.stage, op.microbatch, t0, backend_->now_ns()});
+  if (setup_.model_clock) clock_ += setup_.model_clock->stage_optimizer_ns(op.stage);
+  record.updates.push_back({op.stage, op.microbatch, t0, now()});
   sample_memory(record);
 }
 
@@ -312,8 +416,10 @@ Tensor StageWorker::op_input(const Op& op) {
     const int64_t rows = microbatch_size_ * sequence_;
     const int64_t cols = in->kind == MessageKind::Activation ? st.layers.front()->in_features()
                                                              : st.layers.back()->out_features();
-    return endpoint_.recv(layout_.worker(sched.stage_device[in->from_stage], replica_),
-                          {in->kind, op.stage, op.microbatch}, rows, cols, ctx, deadline());
+    Tensor x = endpoint_.recv(layout_.worker(sched.stage_device[in->from_stage], replica_),
+                              {in->kind, op.stage, op.microbatch}, rows, cols, ctx, deadline());
+    if (setup_.model_clock) clock_ = setup_.model_clock->receive(op, *in, clock_);
+    return x;
   }
   if (op.kind == OpKind::Forward || (op.kind == OpKind::Recompute && op.stage == 0)) return upload_input(op.microbatch);
   if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) {
@@ -400,17 +506,22 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   const int version = st.versions ? st.versions->use(op) : step;
   const bool swapped = st.versions && version != st.versions->current();
   if (swapped) swap_version(st, version);
-  const int64_t t0 = backend_->now_ns(), c0 = thread_cpu_ns();
+  const int64_t t0 = now(), c0 = thread_cpu_ns();
   Tensor out = compute(op, std::move(x), record);
-  const int64_t t1 = backend_->now_ns(), c1 = thread_cpu_ns();
+  if (setup_.model_clock) clock_ += setup_.model_clock->op_ns(op);
+  const int64_t t1 = now(), c1 = thread_cpu_ns();
   if (swapped) swap_version(st, version);
   if (op_frees(op.kind)) st.micro[op.microbatch] = MicroState{};
   record.ops.push_back({op.kind, op.stage, op.microbatch, t0, t1, c1 - c0, version});
   if (auto msg = op_sends(op, sched.stages()); msg && !drop_output) {
     const int to = layout_.worker(sched.stage_device[msg->to_stage], replica_);
-    const int64_t s0 = backend_->now_ns();
+    int64_t s0 = now(), s1 = 0;
+    if (ModelClock* model = setup_.model_clock) {  // stamped before the send, which publishes it
+      std::tie(s0, s1) = model->send(*msg, op.microbatch, clock_);
+      if (model->blocking()) clock_ = std::max(clock_, s1);  // the sender waits for its tensor to arrive
+    }
     endpoint_.send(to, MessageKey{msg->kind, msg->to_stage, op.microbatch}, out);
-    record.transfers.push_back({setup_.device, to, msg->to_stage, op.microbatch, s0, backend_->now_ns()});
+    record.transfers.push_back({setup_.device, to, msg->to_stage, op.microbatch, s0, setup_.model_clock ? s1 : now()});
   }
   out = Tensor{};  // sent: what the op leaves held is what remains
   sample_memory(record, t0, act0);

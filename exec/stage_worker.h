@@ -26,6 +26,13 @@
 // runs the position's op list on its b/r rows of every micro-batch, and after the step's
 // last op its replicas sum their gradients (Endpoint::allreduce_sum) before the optimizer
 // steps, so every replica applies the full-batch gradient.
+// Post-validation (RunOptions::optimizer_step): the steps run back to back from one start
+// barrier; after its own last op of step t a worker awaits the global check of step t - 1,
+// posts its part of step t's, keeps a copy of its parameters and optimizer state, and
+// steps its optimizer. A failed check restores the copy (the update is skipped) and
+// step t, which ran on the skipped update's weights, runs again.
+// In model time (RunOptions::model_time) every time the worker records is its own clock
+// of exec/model_clock.h, never the steady clock.
 //   StageWorker w(setup, hub.endpoint(d));  WorkerResult r = w.run();
 #pragma once
 
@@ -36,6 +43,7 @@
 #include "core/profile.h"
 #include "core/schedule.h"
 #include "exec/model.h"
+#include "exec/model_clock.h"
 #include "exec/replica_layout.h"
 #include "exec/run_types.h"
 #include "exec/transport.h"
@@ -48,6 +56,7 @@ struct WorkerSetup {
   const Schedule& schedule;
   const RunOptions& options;
   int device;  // the worker: replica device % r of position device / r
+  ModelClock* model_clock = nullptr;  // deterministic time (shared by the run's workers); null: the steady clock
 };
 
 class StageWorker {
@@ -63,6 +72,11 @@ class StageWorker {
   struct StageState;
   void run_steps();  // synchronous schedules: the op list once per step, then the optimizer
   void run_async();  // asynchronous schedules: the op list once, updates as WeightVersions says
+  void run_post_validation();  // flushed schedules' steps back to back, checked behind the next step
+  void run_step_ops(int step, StepRecord& record);  // post-validation: one step's ops, numbered t M + n
+  void keep_step_gradients(int step);  // step 0's gradients for the gradient check
+  Endpoint::Validation local_validation() const;  // this worker's squared gradient norm, all finite
+  int64_t now();  // the steady clock's ns, or in model time the worker's clock
   void run_op(const Op& op, int step, StepRecord& record);
   void swap_version(StageState& st, int version);  // the layers run on `version` (or back)
   void update_weights(const Op& op, StepRecord& record);
@@ -91,6 +105,7 @@ class StageWorker {
   std::vector<Parameter*> parameters_;
   std::vector<float> allreduce_buffer_;  // this worker's gradients, flat, for the all-reduce
   WorkerResult result_;
+  int64_t clock_ = 0;  // model time: this worker's clock
   Op current_{OpKind::Forward, -1, -1};  // the op running (for failure messages)
   int step_ = 0;
 };

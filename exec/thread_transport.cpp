@@ -16,6 +16,14 @@ void Endpoint::allreduce_sum(std::vector<float>&, const std::vector<int>&, Clock
   throw RunError("this transport cannot all-reduce the gradients of replicated stages");
 }
 
+void Endpoint::post_validation(int, double, bool) {
+  throw RunError("this transport cannot run post-validation's global gradient check (use --transport threads)");
+}
+
+Endpoint::Validation Endpoint::await_validation(int, Clock::time_point) {
+  throw RunError("this transport cannot run post-validation's global gradient check (use --transport threads)");
+}
+
 namespace {
 std::string describe_group(const std::vector<int>& group) {
   std::string out;
@@ -125,6 +133,37 @@ class ThreadEndpoint : public Endpoint {
       hub_.throw_stopped(device_, describe_group(group));
     }
     data.assign(g.sum.begin(), g.sum.end());
+  }
+
+  void post_validation(int seq, double norm_sq, bool finite) override {
+    std::lock_guard<std::mutex> lock(hub_.mu_);
+    ThreadHub::ValidationSlot& v = hub_.validations_[seq];
+    v.norm_sq.resize(hub_.devices_, 0.0);
+    v.finite.resize(hub_.devices_, 1);
+    v.norm_sq[device_] = norm_sq;
+    v.finite[device_] = finite ? 1 : 0;
+    if (++v.posted == hub_.devices_) {
+      hub_.events_.fetch_add(1, std::memory_order_release);
+      hub_.cv_.notify_all();
+    }
+  }
+
+  Validation await_validation(int seq, Clock::time_point deadline) override {
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    ThreadHub::ValidationSlot& v = hub_.validations_[seq];
+    auto done = [&] { return hub_.failed_ || v.posted == hub_.devices_; };
+    const std::string what = "the global gradient check of post-validation (check " + std::to_string(seq) + ")";
+    hub_.spin_until(lock, deadline, done);
+    if (!hub_.cv_.wait_until(lock, deadline, done)) {
+      throw RunError("device " + std::to_string(device_) + " timed out waiting for " + what);
+    }
+    if (v.posted != hub_.devices_) {
+      lock.unlock();
+      hub_.throw_stopped(device_, what);
+    }
+    Validation out;
+    for (int d = 0; d < hub_.devices_; ++d) out.norm_sq += v.norm_sq[d], out.finite = out.finite && v.finite[d];
+    return out;
   }
 
   void flush(Clock::time_point) override {}  // sends copy synchronously

@@ -47,6 +47,12 @@ class ThreadHub : public Hub {
     std::vector<std::vector<float>> parts;  // by member index
     std::vector<float> sum;
   };
+  // One post-validation check: each device's part, by device.
+  struct ValidationSlot {
+    int posted = 0;
+    std::vector<double> norm_sq;
+    std::vector<uint8_t> finite;
+  };
   void fail(const std::string& message);
   // With spinning on: polls `ready` (re-taking the lock only when an event happened)
   // until it holds or the deadline passes, so the waiting core never idles.
@@ -78,6 +84,7 @@ class ThreadHub : public Hub {
   std::condition_variable cv_;
   std::vector<Mailbox> boxes_;
   std::map<int, ReduceGroup> groups_;  // keyed by the group's first device
+  std::map<int, ValidationSlot> validations_;  // by check sequence number
   std::string failure_;
   bool failed_ = false;
   int barrier_count_ = 0;

@@ -53,6 +53,17 @@ class Endpoint {
   // them; every member calls with the same group and size) and leaves the same bits in
   // every member's `data`. Throws like recv; transports without it throw RunError.
   virtual void allreduce_sum(std::vector<float>& data, const std::vector<int>& group, Clock::time_point deadline);
+  // Post-validation's global check (RunOptions::optimizer_step): every endpoint posts,
+  // for check `seq`, its gradients' squared L2 norm and whether all are finite, and runs
+  // on; await_validation waits until every endpoint has posted `seq` and returns the sum
+  // (in device order: every endpoint gets the same bits) and the conjunction. Throws
+  // like recv; transports without it throw RunError.
+  struct Validation {
+    double norm_sq = 0;
+    bool finite = true;
+  };
+  virtual void post_validation(int seq, double norm_sq, bool finite);
+  virtual Validation await_validation(int seq, Clock::time_point deadline);
   // Tells every other endpoint that this one failed, so that their waits stop now.
   virtual void report_failure(const std::string& message) = 0;
 };

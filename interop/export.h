@@ -43,6 +43,7 @@ struct PlanShape {
   std::string schedule;                   // pipescope's name: "1f1b", "interleaved", ...
   bool recompute = false;
   std::string dtype;
+  P2p p2p = P2p::Overlapped;              // the plan's (core/p2p.h; absent: overlapped)
   std::vector<std::pair<int, int>> ranges;  // per stage, model order: layers [first, end)
   std::vector<int> stage_position;          // per stage: its pipeline rank
   std::vector<char> roles;                  // per layer: 'E' embedding, 't' decoder layer, 'L' head

@@ -151,6 +151,10 @@ ExportResult export_megatron(const PlanShape& s) {
   }
   // The layout states v itself; the other forms take it from this flag.
   if (s.positions > 1 && s.chunks > 1 && cut != "layout") f.emplace_back("--num-virtual-stages-per-pipeline-rank", std::to_string(s.chunks));
+  // Megatron-LM overlaps p2p with compute by default (interleaved only; 1F1B's is batched
+  // and waited on); --no-overlap-p2p-communication makes the interleaved schedule's blocking too.
+  const bool interleaved = s.positions > 1 && s.chunks > 1;
+  if (s.p2p == P2p::Blocking && interleaved) f.emplace_back("--no-overlap-p2p-communication", "");
   if (s.recompute) {
     // Each stage keeps only its input: one recompute unit as large as its largest stage.
     f.emplace_back("--recompute-granularity", "full");
@@ -164,13 +168,18 @@ ExportResult export_megatron(const PlanShape& s) {
        << s.replicas << "; Megatron derives data-parallel size " << s.replicas
        << " = WORLD_SIZE / (tensor x pipeline); launch with WORLD_SIZE=" << s.world_size() << "\n"
        << "# schedule " << s.schedule << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
+  if (s.positions > 1 && !interleaved && s.p2p == P2p::Overlapped) {
+    text << "# p2p: Megatron-LM overlaps p2p with compute only in the interleaved schedule; its 1f1b sends and "
+            "receives block (predict that with --p2p blocking)\n";
+  }
   Json flags = Json::array();
   for (std::size_t i = 0; i < f.size(); ++i) {
     text << f[i].first << (f[i].second.empty() ? "" : " " + shell_word(f[i].second)) << (i + 1 < f.size() ? " \\" : "") << "\n";
     flags.push_back(f[i].second.empty() ? Json::array({f[i].first}) : Json::array({f[i].first, f[i].second}));
   }
   Json json = {{"target", "megatron"}, {"version", kMegatronVersion}, {"flags", flags},
-               {"world_size", s.world_size()}, {"data_parallel_size", s.replicas}, {"cut", cut}};
+               {"world_size", s.world_size()}, {"data_parallel_size", s.replicas}, {"cut", cut},
+               {"p2p", to_string(interleaved ? s.p2p : P2p::Blocking)}};
   return {text.str(), json};
 }
 

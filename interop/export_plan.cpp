@@ -55,6 +55,7 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   if (!profile.is_chain()) throw InputError(where, "", framework + " pipelines a chain of layers; the profile has branches (edges)");
   check_plan_layers(plan, profile.num_layers(), profile.source);
   PlanShape s;
+  s.p2p = plan.p2p.value_or(P2p::Overlapped);
   s.chunks = plan.chunks;
   s.positions = plan.pipeline_devices();
   s.microbatches = plan.microbatches;

@@ -109,9 +109,10 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
 
 // A candidate's simulation: no timeline; under post-validation several steps (the
 // ranking takes their steady state).
-static SimOptions search_sim_options(const Plan& plan) {
+static SimOptions search_sim_options(const Plan& plan, const Hardware& hardware) {
   SimOptions options;
   options.record_timeline = false;
+  options.p2p = p2p_of(plan, hardware);
   options.optimizer_step = plan.optimizer_step;
   if (plan.optimizer_step == OptimizerStep::PostValidation) options.steps = kAsyncEvaluationSteps;
   return options;
@@ -125,6 +126,7 @@ CandidateEvaluation::CandidateEvaluation(const SearchRequest& request, const Pro
   set_schedule_fields(plan, c);
   plan.optimizer_state_factor = q.optimizer_state_factor;
   if (!is_asynchronous(c.schedule)) plan.optimizer_step = q.optimizer_step;
+  plan.p2p = q.p2p;
   plan.stages.assign(static_cast<std::size_t>(c.stages * c.chunks), PlanStage{});
   schedule = schedule_for(plan, kAsyncEvaluationSteps);  // asynchronous kinds: several steps, no flush
   spec.microbatch_size = plan.microbatch_size();
@@ -151,7 +153,7 @@ void CandidateEvaluation::assign(const LayerRanges& cut) {
 
 StepReport CandidateEvaluation::run(const LayerRanges& cut) {
   assign(cut);
-  return simulate(schedule, build_cost_model(profile(), c.plan, q.hardware), q.hardware, search_sim_options(c.plan));
+  return simulate(schedule, build_cost_model(profile(), c.plan, q.hardware), q.hardware, search_sim_options(c.plan, q.hardware));
 }
 
 void place_by_speed(CandidateEvaluation& e) {
@@ -255,7 +257,7 @@ void order_zero_bubble(CandidateEvaluation& e) {
   // The same call as resolve(): simulate --plan reproduces it.
   const CostModel costs = build_cost_model(e.profile(), e.c.plan, e.q.hardware);
   e.schedule = schedule_for_costs(e.c.plan, costs, e.q.hardware);
-  e.report = simulate(e.schedule, costs, e.q.hardware, search_sim_options(e.c.plan));
+  e.report = simulate(e.schedule, costs, e.q.hardware, search_sim_options(e.c.plan, e.q.hardware));
 }
 
 void record_report(CandidateEvaluation& e) {

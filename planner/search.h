@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct SearchRequest {
   // over kAsyncEvaluationSteps steps and ranked by its steady-state step, and every
   // zb-auto order is searched (the pruning bounds are for a step from time 0).
   OptimizerStep optimizer_step = OptimizerStep::Synchronized;
+  // How transfers meet compute (core/p2p.h): written into every candidate's plan; absent:
+  // the hardware's, else overlapped.
+  std::optional<P2p> p2p;
   int threads = 0;               // 0: one per core
   Objective objective = Objective::Step;
   JitterSpec jitter;             // samples each fitting candidate unless objective is Step

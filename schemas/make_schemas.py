@@ -149,7 +149,10 @@ def _define():
     s["properties"] = dict(fmt_props("hardware"), name=string(), devices=integer(1, 2**20),
         memory_bytes=integer(1, MAXB, "per device"), link=dict(link, description="joins devices of one node"),
         nodes=obj({"devices_per_node": integer(1), "link": link}, ["devices_per_node", "link"], "optional: links between nodes"),
-        speed=array(number(1e-6), "optional: one compute speed factor per device (2.0 = twice as fast)"))
+        speed=array(number(1e-6), "optional: one compute speed factor per device (2.0 = twice as fast)"),
+        p2p={"enum": ["overlapped", "blocking"],
+             "description": "optional: how the runtime's point-to-point transfers meet compute (blocking: Megatron-LM's "
+                            "batched isend/irecv waited on; absent: a plan's p2p, else overlapped)"})
     s["required"] = ["format", "version", "name", "devices", "memory_bytes", "link"]
     write("hardware", s)
 
@@ -175,6 +178,9 @@ def _define():
         optimizer_step={"enum": ["synchronized", "post-validation"],
                         "description": "optional, default synchronized: where a flushed step ends (post-validation: "
                                        "each position steps after its own last W or B and runs on)"},
+        p2p={"enum": ["overlapped", "blocking"],
+             "description": "optional: how point-to-point transfers meet compute (absent: the hardware file's, else "
+                            "overlapped); --p2p overrides it"},
         optimizer=obj({"state_bytes_per_parameter_byte": number(0, 64)}, ["state_bytes_per_parameter_byte"]),
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
                           "devices": array(integer(0), "hardware devices; more than one: replicated", 1)},

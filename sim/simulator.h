@@ -11,6 +11,7 @@
 
 #include "core/cost_model.h"
 #include "core/hardware.h"
+#include "core/plan.h"
 #include "core/report.h"
 #include "core/schedule.h"
 
@@ -20,12 +21,7 @@
 
 namespace pipescope {
 
-// How point-to-point transfers meet compute: Overlapped, on links beside compute (the
-// tensor leaves when its op ends; the device runs on); Blocking, as Megatron-LM's default
-// p2p (batched isend/irecv waited on the compute stream, no --overlap-p2p-communication):
-// a sender is busy until its tensor has arrived, and an op that receives from another
-// device starts no earlier than its device's free time plus the transfer's time.
-enum class P2p : uint8_t { Overlapped, Blocking };
+// P2p (how transfers meet compute): core/plan.h.
 
 // Per-op arrays below are indexed by the flat op index: device d's op i is
 // op_offset(schedule, d) + i (devices in order, each device's ops in its order).

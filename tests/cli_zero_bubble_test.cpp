@@ -61,9 +61,17 @@ TEST(CliZeroBubble, ActivationBudgetIsCheckedAndNamed) {
   EXPECT_EQ(fits.code, 0) << fits.out;
 }
 
-// --optimizer-step: post-validation over 4 steps reports a steady state no slower than
-// synchronized's; run refuses it (the executor steps synchronized only) and pipedream
-// refuses it (no flush), both with exit 2 naming the flag; plan takes it.
+// What follows `"key": ` in a JSON text, up to the next comma or newline ("" if absent).
+std::string field(const std::string& json, const std::string& key) {
+  const std::size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return "";
+  const std::size_t from = at + key.size() + 4;
+  return json.substr(from, json.find_first_of(",\n", from) - from);
+}
+
+// --optimizer-step: post-validation over 4 steps reports a steady state; run runs it (in
+// model time with the prediction's steady state); pipedream refuses it (no flush) with
+// exit 2 naming the flag; plan takes it.
 TEST(CliZeroBubble, OptimizerStepPostValidation) {
   const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --steps 4 --json";
   const Result pv = run(sim + " --optimizer-step post-validation");
@@ -74,10 +82,16 @@ TEST(CliZeroBubble, OptimizerStepPostValidation) {
   const Result bad = run(sim + " --optimizer-step eventually");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("--optimizer-step"), std::string::npos) << bad.out;
-  const Result runs = run("run --profile " + kProfile + " -K 2 -M 4 --schedule zb-h1 --optimizer-step post-validation");
-  EXPECT_EQ(runs.code, 2) << runs.out;
-  EXPECT_NE(runs.out.find("--optimizer-step post-validation: the executor runs synchronized steps only"), std::string::npos)
-      << runs.out;
+  // run --clock model replays the plan with the cost model's times: its steady-state step
+  // is the prediction's, printed to the same digits.
+  const Result runs = run("run --profile " + kProfile +
+                          " -K 2 -M 4 --schedule zb-h1 --steps 4 --json --clock model --optimizer-step post-validation");
+  ASSERT_EQ(runs.code, 0) << runs.out;
+  EXPECT_NE(runs.out.find("every check passed"), std::string::npos) << runs.out;
+  EXPECT_EQ(field(runs.out, "steady_state_step_time_ms"), field(pv.out, "steady_state_step_time_ms")) << runs.out;
+  const Result clock = run("run --profile " + kProfile + " -K 2 -M 4 --clock sundial");
+  EXPECT_NE(clock.code, 0);
+  EXPECT_NE(clock.out.find("--clock"), std::string::npos) << clock.out;
   const Result async = run("simulate --profile " + kProfile + " -K 2 -M 4 --schedule pipedream --optimizer-step post-validation");
   EXPECT_EQ(async.code, 2) << async.out;
   EXPECT_NE(async.out.find("--optimizer-step post-validation: pipedream"), std::string::npos) << async.out;
@@ -85,15 +99,64 @@ TEST(CliZeroBubble, OptimizerStepPostValidation) {
   EXPECT_EQ(plan.code, 0) << plan.out;
 }
 
-// --p2p blocking is a simulate flag; the notes say so; another value is refused by name.
+// --p2p blocking on simulate, run, plan and sweep; the notes say so; another value is
+// refused with exit 2 naming the flag.
 TEST(CliZeroBubble, BlockingP2p) {
   const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --schedule 1f1b --json --p2p ";
   const Result blocking = run(sim + "blocking");
   ASSERT_EQ(blocking.code, 0) << blocking.out;
   EXPECT_NE(blocking.out.find("p2p: blocking"), std::string::npos) << blocking.out;
-  const Result bad = run(sim + "sometimes");
-  EXPECT_NE(bad.code, 0);
-  EXPECT_NE(bad.out.find("--p2p"), std::string::npos) << bad.out;
+  for (const std::string& cmd : {"simulate --profile " + kProfile + " -K 2 -M 4", "run --profile " + kProfile + " -K 2 -M 4",
+                                "plan --profile " + kProfile + " -D 2 -N 8", "sweep --profile " + kProfile + " -D 2 -N 8"}) {
+    const Result bad = run(cmd + " --p2p sometimes");
+    EXPECT_EQ(bad.code, 2) << cmd << ": " << bad.out;
+    EXPECT_NE(bad.out.find("--p2p"), std::string::npos) << cmd << ": " << bad.out;
+    const bool sweep = cmd.rfind("sweep", 0) == 0;  // sweep writes PREFIX.csv and PREFIX.json
+    const Result ok = run(cmd + " --p2p blocking " + (sweep ? "-o " + ::testing::TempDir() + "/p2p-sweep" : "--json"));
+    EXPECT_EQ(ok.code, 0) << cmd << ": " << ok.out;
+  }
+  // run --clock model under blocking: the prediction's step, to the printed digit.
+  const Result measured = run("run --profile " + kProfile + " -K 2 -M 4 --steps 2 --json --clock model --p2p blocking");
+  ASSERT_EQ(measured.code, 0) << measured.out;
+  EXPECT_EQ(field(measured.out, "step_time_ms"), field(blocking.out, "step_time_ms")) << measured.out;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+// The hardware file's "p2p" and the plan file's: a plan's wins over the hardware's and
+// --p2p over both; a bad value exits 2 naming the file and the field; plan -o writes the
+// flag's value into the plan, and export --to megatron says it in Megatron-LM's words.
+TEST(CliZeroBubble, P2pFromFiles) {
+  const std::string hw = write_temp("p2p-hw.json", R"({"format": "pipescope.hardware", "version": 1, "name": "two",
+    "devices": 2, "memory_bytes": 80000000000, "link": {"bandwidth_gb_per_s": 0.01, "latency_us": 10}, "p2p": "blocking"})");
+  const std::string sim = "simulate --profile " + kProfile + " -K 2 -M 4 --hardware " + hw;
+  EXPECT_NE(run(sim).out.find("p2p: blocking"), std::string::npos);
+  EXPECT_EQ(run(sim + " --p2p overlapped").out.find("p2p: blocking"), std::string::npos);
+  const std::string bad_hw = write_temp("p2p-bad-hw.json", R"({"format": "pipescope.hardware", "version": 1, "name": "two",
+    "devices": 2, "memory_bytes": 8, "link": {"bandwidth_gb_per_s": 1, "latency_us": 1}, "p2p": "lazy"})");
+  const Result bad = run("simulate --profile " + kProfile + " -K 2 -M 4 --hardware " + bad_hw);
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("p2p-bad-hw.json: p2p: expected \"overlapped\" or \"blocking\", got \"lazy\""), std::string::npos)
+      << bad.out;
+
+  const std::string plan = ::testing::TempDir() + "/p2p-plan.json";
+  const Result planned = run("plan --profile " + kProfile + " -D 2 -N 8 --schedules interleaved --p2p blocking -o " + plan);
+  ASSERT_EQ(planned.code, 0) << planned.out;
+  const Result shown = run("validate " + plan);
+  EXPECT_EQ(shown.code, 0) << shown.out;
+  const Result from_plan = run("simulate --plan " + plan);
+  EXPECT_NE(from_plan.out.find("p2p: blocking"), std::string::npos) << from_plan.out;
+  const Result megatron = run("export --to megatron --plan " + plan + " --profile " + kProfile);
+  ASSERT_EQ(megatron.code, 0) << megatron.out;
+  EXPECT_NE(megatron.out.find("--no-overlap-p2p-communication"), std::string::npos) << megatron.out;
+  const Result overlapped = run("export --to megatron --plan " + plan + " --profile " + kProfile + " --p2p overlapped");
+  EXPECT_EQ(overlapped.out.find("overlap-p2p"), std::string::npos) << overlapped.out;
 }
 
 TEST(CliZeroBubble, PlanConsidersEveryScheduleByDefault) {

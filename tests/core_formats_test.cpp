@@ -64,6 +64,26 @@ TEST(Hardware, ValidationErrors) {
             std::string::npos);
   EXPECT_EQ(error_of([&] { read(edit(kHardware, "\"devices_per_node\": 2", "\"devices_per_node\": 9")); }),
             "h.json: nodes.devices_per_node: expected an integer <= 4, got 9");
+  EXPECT_EQ(error_of([&] { read(edit(kHardware, "\"speed\"", "\"p2p\": \"sometimes\", \"speed\"")); }),
+            "h.json: p2p: expected \"overlapped\" or \"blocking\", got \"sometimes\"");
+  EXPECT_NE(error_of([&] { read(edit(kHardware, "\"speed\"", "\"p2p\": true, \"speed\"")); }).find("h.json: p2p:"),
+            std::string::npos);
+}
+
+// "p2p": absent means unsaid (a plan's, else overlapped); stated, it is read and written back.
+TEST(Hardware, P2pIsReadAndWrittenBack) {
+  const Hardware plain = hardware_from_json(JsonReader::from_text(kHardware, "h.json"));
+  EXPECT_FALSE(plain.p2p.has_value());
+  EXPECT_FALSE(hardware_to_json(plain).contains("p2p"));
+  const Hardware h = hardware_from_json(JsonReader::from_text(edit(kHardware, "\"speed\"", "\"p2p\": \"blocking\", \"speed\""), "h.json"));
+  ASSERT_TRUE(h.p2p.has_value());
+  EXPECT_EQ(*h.p2p, P2p::Blocking);
+  EXPECT_EQ(hardware_to_json(h)["p2p"], "blocking");
+  Plan plan;
+  EXPECT_EQ(p2p_of(plan, plain), P2p::Overlapped);  // nothing says: overlapped
+  EXPECT_EQ(p2p_of(plan, h), P2p::Blocking);        // the hardware's
+  plan.p2p = P2p::Overlapped;
+  EXPECT_EQ(p2p_of(plan, h), P2p::Overlapped);      // the plan's wins
 }
 
 TEST(Plan, ReadsAndWritesTheSamePlan) {
@@ -72,6 +92,12 @@ TEST(Plan, ReadsAndWritesTheSamePlan) {
   EXPECT_DOUBLE_EQ(p.microbatch_size(), 2.0);
   Plan q = plan_from_json(JsonReader::from_text(plan_to_json(p).dump(), "rt"));
   EXPECT_EQ(plan_to_json(p), plan_to_json(q));
+  EXPECT_FALSE(p.p2p.has_value());
+  EXPECT_FALSE(plan_to_json(p).contains("p2p"));
+  Plan b = plan_from_json(JsonReader::from_text(edit(kPlan, "\"recompute\"", "\"p2p\": \"blocking\", \"recompute\""), "plan.json"));
+  ASSERT_TRUE(b.p2p.has_value());
+  EXPECT_EQ(*b.p2p, P2p::Blocking);
+  EXPECT_EQ(plan_from_json(JsonReader::from_text(plan_to_json(b).dump(), "rt")).p2p, b.p2p);
 }
 
 TEST(Plan, ValidationErrors) {
@@ -86,6 +112,8 @@ TEST(Plan, ValidationErrors) {
             std::string::npos);
   EXPECT_EQ(error_of([&] { read(edit(kPlan, "\"chunks\": 1", "\"chunks\": 2")); }),
             "plan.json: schedule.chunks: only the interleaved schedule takes more than 1 chunk");
+  EXPECT_EQ(error_of([&] { read(edit(kPlan, "\"recompute\"", "\"p2p\": \"eager\", \"recompute\"")); }),
+            "plan.json: p2p: expected \"overlapped\" or \"blocking\", got \"eager\"");
   Plan p = read(kPlan);
   EXPECT_EQ(error_of([&] { check_plan_layers(p, 5, "p.json"); }),
             "plan.json: stages[1].layers: the last stage must end at layer 5 (p.json has 5 layers), got 4");

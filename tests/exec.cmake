@@ -17,6 +17,11 @@ if(TARGET pipescope_exec)
   add_dependencies(exec_async_tests pipescope)
   gtest_discover_tests(exec_async_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
 
+  # post-validation and blocking p2p on the executor; model time against the simulator
+  add_executable(exec_post_validation_tests exec_post_validation_test.cpp)
+  target_link_libraries(exec_post_validation_tests PRIVATE pipescope_exec pipescope_planner pipescope_sim GTest::gtest_main)
+  gtest_discover_tests(exec_post_validation_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+
   add_executable(exec_cli_tests exec_cli_test.cpp)
   target_link_libraries(exec_cli_tests PRIVATE GTest::gtest_main)
   file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/exec_tmp)

@@ -82,6 +82,8 @@ FLAG_TO_CONFIG = {
     "--recompute-granularity": ("recompute_granularity", str),
     "--recompute-method": ("recompute_method", str),
     "--recompute-num-layers": ("recompute_num_layers", int),
+    # store_false in Megatron-LM's parser (dest overlap_p2p_comm, default on): the switch sets False
+    "--no-overlap-p2p-communication": ("overlap_p2p_comm", False),
 }
 # Flags about batches, sequence and precision: not part of the split.
 OTHER_FLAGS = {"--seq-length", "--micro-batch-size", "--global-batch-size", "--bf16", "--fp16",
@@ -103,7 +105,7 @@ def profile_roles():
 ROLES = profile_roles()
 
 
-def write_plan(path, K, v, cuts, microbatches, recompute=False):
+def write_plan(path, K, v, cuts, microbatches, recompute=False, p2p=None):
     """A pipescope.plan with stages cut at `cuts` (K v + 1 layer boundaries), stage s on
     position s % K (Megatron's interleaving), one device per position."""
     stages = [{"layers": [cuts[s], cuts[s + 1]], "devices": [s % K]} for s in range(K * v)]
@@ -112,6 +114,8 @@ def write_plan(path, K, v, cuts, microbatches, recompute=False):
             "schedule": {"kind": "interleaved" if v > 1 else "1f1b", "chunks": v},
             "recompute": recompute, "optimizer": {"state_bytes_per_parameter_byte": 2.0},
             "stages": stages}
+    if p2p is not None:
+        plan["p2p"] = p2p
     path.write_text(json.dumps(plan))
 
 
@@ -123,7 +127,7 @@ def megatron_config(flags):
             continue
         assert name in FLAG_TO_CONFIG, f"exporter wrote {name}, which this oracle does not map"
         field, kind = FLAG_TO_CONFIG[name]
-        kwargs[field] = True if kind is None else kind(flag[1])
+        kwargs[field] = True if kind is None else kind if isinstance(kind, bool) else kind(flag[1])
     if kwargs.get("pipeline_model_parallel_size", 1) > 1:
         kwargs["pipeline_dtype"] = torch.bfloat16
     return TransformerConfig(hidden_size=64, num_attention_heads=4, use_cpu_initialization=True, **kwargs)
@@ -210,6 +214,27 @@ def test_exported_split_is_megatrons(K, v, cuts, recompute, tmp_path):
         parsed = PipelineParallelLayerLayout(layout_flag, K)  # the parser on its own, too
         parsed.validate_layer_layout(num_layers=config.num_layers, mtp_num_layers=None)
         assert parsed.virtual_pipeline_model_parallel_size == v
+
+
+@pytest.mark.parametrize("v,p2p,flag,megatron_p2p", [
+    (2, "blocking", True, "blocking"),       # interleaved: --no-overlap-p2p-communication
+    (2, "overlapped", False, "overlapped"),  # interleaved: Megatron-LM's default overlaps
+    (2, None, False, "overlapped"),          # a plan without "p2p": overlapped
+    (1, "overlapped", False, "blocking"),    # 1f1b: Megatron-LM's sends and receives block anyway
+    (1, "blocking", False, "blocking"),
+])
+def test_p2p_is_said_in_megatrons_flag(v, p2p, flag, megatron_p2p, tmp_path):
+    plan = tmp_path / "plan.json"
+    cuts = [0, 7, 13, 19, len(ROLES)] if v == 2 else [0, 13, len(ROLES)]
+    write_plan(plan, 2, v, cuts, microbatches=4, p2p=p2p)
+    exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
+    names = [f[0] for f in exported["flags"]]
+    assert ("--no-overlap-p2p-communication" in names) == flag, names
+    assert "--overlap-p2p-communication" not in names  # not a flag of the pinned Megatron-LM
+    assert exported["p2p"] == megatron_p2p
+    config = megatron_config(exported["flags"])  # the oracle parses the switch
+    if flag:
+        assert config.overlap_p2p_comm is False
 
 
 def test_every_cut_form_is_covered(tmp_path):
