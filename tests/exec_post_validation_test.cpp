@@ -59,7 +59,7 @@ Plan plan_of(const Profile& profile, ScheduleKind kind, int K, int M) {
   c.microbatch_size = 1;
   c.schedule = kind;
   c.chunks = kind == ScheduleKind::Interleaved ? 2 : 1;
-  c.partition = "uniform";
+  c.partition = PartitionKind::Uniform;
   return make_plan(profile, c).plan;
 }
 
