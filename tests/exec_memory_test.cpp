@@ -301,14 +301,7 @@ TEST(ExactMemory, PostValidationStepsBackToBack) {
   const Profile profile = measured_profile();
   for (const auto& [kind, K, M] : {std::tuple{ScheduleKind::ZeroBubbleH1, 2, 4}, std::tuple{ScheduleKind::ZeroBubbleV, 2, 4},
                                    std::tuple{ScheduleKind::OneFOneB, 4, 6}, std::tuple{ScheduleKind::ZeroBubbleH2, 2, 3}}) {
-    PlanChoice choice;
-    choice.stages = K;
-    choice.microbatches = M;
-    choice.microbatch_size = 2;
-    choice.schedule = kind;
-    choice.chunks = kind == ScheduleKind::ZeroBubbleV ? 2 : 1;
-    choice.partition = "uniform";
-    const Plan plan = make_plan(profile, choice).plan;
+    const Plan plan = test::uniform_plan(profile, kind, K, M, 2);
     const Schedule s = schedule_for(plan);
     const Hardware hw = Hardware::ideal(K);
     SimOptions so;

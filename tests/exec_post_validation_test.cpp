@@ -52,16 +52,7 @@ Hardware slow_links(int devices) {
   return h;
 }
 
-Plan plan_of(const Profile& profile, ScheduleKind kind, int K, int M) {
-  PlanChoice c;
-  c.stages = K;
-  c.microbatches = M;
-  c.microbatch_size = 1;
-  c.schedule = kind;
-  c.chunks = kind == ScheduleKind::Interleaved ? 2 : 1;
-  c.partition = "uniform";
-  return make_plan(profile, c).plan;
-}
+Plan plan_of(const Profile& profile, ScheduleKind kind, int K, int M) { return test::uniform_plan(profile, kind, K, M, 1); }
 
 struct Case {
   ScheduleKind kind;
