@@ -60,6 +60,8 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
 // What both merges start from: a measurement's header (model, schedule, K, v, M per step,
 // micro-batch, batch, re-materialisation, weight update, ops); times are left to them.
 StepReport measurement_header(const Profile& profile, const Plan& plan, const Schedule& schedule);
+// The measurement's note for a run in model time (RunOptions::model_time).
+std::string model_time_note(const RunOptions& options);
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error

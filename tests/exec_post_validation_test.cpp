@@ -120,6 +120,27 @@ TEST(ExecModelTime, BlockingIsSlowerWithSlowLinks) {
   EXPECT_GT(run_threads(profile, plan, s, o).report.step_ns, overlapped);
 }
 
+// The measurement says it ran in model time; dualpipev's overlapped F&B pairs (a profile
+// with fb_overlap_ms) are not replayed, so model time refuses them by name.
+TEST(ExecModelTime, SaysSoAndRefusesOverlappedPairs) {
+  Profile profile = timed_profile();
+  RunOptions o;
+  o.model_time = slow_links(2);
+  const Plan plain = plan_of(profile, ScheduleKind::OneFOneB, 2, 2);
+  const RunResult r = run_threads(profile, plain, schedule_for(plain), o);
+  bool said = false;
+  for (const std::string& n : r.report.notes) said = said || n.rfind("model time:", 0) == 0;
+  EXPECT_TRUE(said);
+  for (LayerProfile& l : profile.layers) l.fb_overlap_ms.assign(profile.batch_sizes.size(), 0.001);
+  const Plan pairs = plan_of(profile, ScheduleKind::DualPipeV, 2, 4);
+  try {
+    run_threads(profile, pairs, schedule_for(pairs), o);
+    ADD_FAILURE() << "dualpipev with fb_overlap_ms ran in model time";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--clock model"), std::string::npos) << e.what();
+  }
+}
+
 RunResult train(const Profile& profile, const Plan& plan, const Schedule& s, int steps, OptimizerStep step,
                 std::optional<PoisonGradient> poison = std::nullopt) {
   RunOptions o;
