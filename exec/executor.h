@@ -63,6 +63,8 @@ StepReport measurement_header(const Profile& profile, const Plan& plan, const Sc
 // The note both merges open with: "measured: cpu backend (OpenBLAS ... kernels), threads
 // transport (waits block, threads pinned)"; `workers` is how many threads pin_threads sees.
 std::string measured_setup(const RunOptions& options, int workers, bool spin_waits);
+// The measurement's note for a run in model time (RunOptions::model_time).
+std::string model_time_note(const RunOptions& options);
 
 // The reference for synchronous semantics: one process runs the whole mini-batch
 // through the whole model without pipelining; returns the largest relative error

@@ -66,10 +66,7 @@ void add_async_notes(RunResult& r, const Schedule& schedule, const RunOptions& o
                       (post_validation ? std::string("post-validation") : schedule.name + " is asynchronous") +
                       "; no warm-up steps): step_time_ms is their mean, the steady-state step the "
                       "median step-to-step time leaving out the first step (the fill) and, from 3 steps on, the last");
-  if (options.model_time) {
-    rep.notes.push_back("model time: every op, transfer and optimizer step took the cost model's time on the hardware "
-                        "given (p2p " + to_string(options.p2p) + "), not the steady clock's");
-  }
+  if (options.model_time) rep.notes.push_back(model_time_note(options));
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   if (post_validation) {
     std::string rolled;

@@ -51,6 +51,11 @@ double workers_gradient_error(const Profile& profile, const Plan& plan, const st
   return worst;
 }
 
+std::string model_time_note(const RunOptions& options) {
+  return "model time: every op, transfer and optimizer step took the cost model's time on the hardware given (p2p " +
+         to_string(options.p2p) + "), not the steady clock's";
+}
+
 StepReport measurement_header(const Profile& profile, const Plan& plan, const Schedule& schedule) {
   StepReport rep;
   rep.kind = "measurement";
@@ -168,6 +173,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   rep.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(rep.step_ns));
   rep.notes.push_back(measured_setup(options, K * R, r.spin_waits) + ", median of " +
                       std::to_string(steps - warmup) + " step(s) after " + std::to_string(warmup) + " warm-up");
+  if (options.model_time) rep.notes.push_back(model_time_note(options));
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   if (R > 1) {
     rep.notes.push_back("every stage runs as r = " + std::to_string(R) + " replicas (" + std::to_string(K * R) +

@@ -11,6 +11,13 @@ namespace pipescope::exec {
 ModelClock::ModelClock(const Profile& profile, const Plan& plan, const Schedule& schedule, const Hardware& hardware,
                        P2p p2p)
     : schedule_(schedule), costs_(build_cost_model(profile, plan, hardware)), p2p_(p2p) {
+  for (const StageCost& c : costs_.stages) {
+    if (c.fb_overlap_ns > 0 && !schedule.overlapped_backwards.empty()) {
+      throw InputError("--clock model: the overlapped F&B pairs of " + schedule.name +
+                       " (the profile's fb_overlap_ms) are not replayed in model time; use --clock steady, or a "
+                       "profile without fb_overlap_ms");
+    }
+  }
   const int S = schedule.stages();
   cut_busy_.assign(std::max(S, 1), 0);
   cut_latency_.assign(std::max(S, 1), 0);

@@ -52,16 +52,7 @@ Hardware slow_links(int devices) {
   return h;
 }
 
-Plan plan_of(const Profile& profile, ScheduleKind kind, int K, int M) {
-  PlanChoice c;
-  c.stages = K;
-  c.microbatches = M;
-  c.microbatch_size = 1;
-  c.schedule = kind;
-  c.chunks = kind == ScheduleKind::Interleaved ? 2 : 1;
-  c.partition = PartitionKind::Uniform;
-  return make_plan(profile, c).plan;
-}
+Plan plan_of(const Profile& profile, ScheduleKind kind, int K, int M) { return test::uniform_plan(profile, kind, K, M, 1); }
 
 struct Case {
   ScheduleKind kind;
@@ -127,6 +118,27 @@ TEST(ExecModelTime, BlockingIsSlowerWithSlowLinks) {
   const int64_t overlapped = run_threads(profile, plan, s, o).report.step_ns;
   o.p2p = P2p::Blocking;
   EXPECT_GT(run_threads(profile, plan, s, o).report.step_ns, overlapped);
+}
+
+// The measurement says it ran in model time; dualpipev's overlapped F&B pairs (a profile
+// with fb_overlap_ms) are not replayed, so model time refuses them by name.
+TEST(ExecModelTime, SaysSoAndRefusesOverlappedPairs) {
+  Profile profile = timed_profile();
+  RunOptions o;
+  o.model_time = slow_links(2);
+  const Plan plain = plan_of(profile, ScheduleKind::OneFOneB, 2, 2);
+  const RunResult r = run_threads(profile, plain, schedule_for(plain), o);
+  bool said = false;
+  for (const std::string& n : r.report.notes) said = said || n.rfind("model time:", 0) == 0;
+  EXPECT_TRUE(said);
+  for (LayerProfile& l : profile.layers) l.fb_overlap_ms.assign(profile.batch_sizes.size(), 0.001);
+  const Plan pairs = plan_of(profile, ScheduleKind::DualPipeV, 2, 4);
+  try {
+    run_threads(profile, pairs, schedule_for(pairs), o);
+    ADD_FAILURE() << "dualpipev with fb_overlap_ms ran in model time";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--clock model"), std::string::npos) << e.what();
+  }
 }
 
 RunResult train(const Profile& profile, const Plan& plan, const Schedule& s, int steps, OptimizerStep step,

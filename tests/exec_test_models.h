@@ -10,6 +10,7 @@
 #include "core/report.h"
 #include "exec/model.h"
 #include "exec/profiler.h"
+#include "planner/plan_builder.h"
 
 namespace pipescope::test {
 
@@ -39,6 +40,19 @@ inline Profile tiny_gpt_measured_profile() {
   po.warmup = 0;
   po.repeats = 1;
   return exec::profile_model(tiny_gpt_model(), po);
+}
+
+// K positions, M micro-batches of `microbatch_size` samples, the layers cut uniformly;
+// interleaved and the V-shapes take 2 chunks per position.
+inline Plan uniform_plan(const Profile& profile, ScheduleKind kind, int K, int M, double microbatch_size) {
+  PlanChoice c;
+  c.stages = K;
+  c.microbatches = M;
+  c.microbatch_size = microbatch_size;
+  c.schedule = kind;
+  c.chunks = kind == ScheduleKind::Interleaved || required_chunks(kind) == 2 ? 2 : 1;
+  c.partition = PartitionKind::Uniform;
+  return make_plan(profile, c).plan;
 }
 
 // A profile of the model whose times are made up (1 ms per op) but whose specs are

@@ -45,6 +45,9 @@ class LayerMeasurement:
     # backward_weight_one_chunk. None when the layer has no output that needs grad.
     backward_input_ms: Optional[float] = None
     backward_weight_ms: Optional[float] = None
+    # The part of activation_bytes that W still reads after I (SavedTensorMeter.
+    # weight_grad_bytes); None when the layer has no output that needs grad.
+    weight_grad_bytes: Optional[int] = None
 
 
 def tensors_in(value) -> Iterator[torch.Tensor]:
@@ -76,11 +79,22 @@ class SavedTensorMeter:
     buffers such as BatchNorm's running_mean are model state kept once, not per
     micro-batch. Views of a parameter (Linear saves weight.t()) share its storage, so
     they are excluded too. Storages are deduplicated by data_ptr and counted whole.
+
+    weight_grad_bytes(outputs, params) then says which of those storages the weight pass W
+    still reads after the input pass I: the saved tensors of the graph nodes that hand a
+    gradient to a parameter (directly, or through views that save nothing: Linear's
+    addmm/mm behind W.t()), found by walking the graph from the outputs and unpacking
+    those nodes' saved tensors (the unpack hook records their storages). That is what
+    torch.distributed.pipelining's split backward keeps for backward_weight_one_chunk:
+    I runs every node, W only the nodes next to the weights. The output gradients those
+    nodes get from I are not saved tensors and not counted (pipescope counts them apart,
+    as transients held from I to W).
     """
 
     def __init__(self, excluded: Set[int]):
         self.excluded_ = excluded
         self.seen_: dict = {}
+        self.recording_: Optional[set] = None
         self.hooks_ = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
 
     def _pack(self, t: torch.Tensor):
@@ -90,10 +104,12 @@ class SavedTensorMeter:
             ptr, nbytes = ("tensor", id(t)), t.numel() * t.element_size()
         if ptr not in self.excluded_:
             self.seen_[ptr] = nbytes
-        return t
+        return ptr, t
 
-    @staticmethod
-    def _unpack(t):
+    def _unpack(self, packed):
+        ptr, t = packed
+        if self.recording_ is not None:
+            self.recording_.add(ptr)
         return t
 
     def __enter__(self):
@@ -106,6 +122,47 @@ class SavedTensorMeter:
     @property
     def bytes(self) -> int:
         return sum(self.seen_.values())
+
+    def weight_grad_bytes(self, outputs: List[torch.Tensor], params: List[torch.nn.Parameter]) -> int:
+        """Bytes of the counted storages W reads (see the class comment); <= bytes."""
+        trainable = {id(p) for p in params if p.requires_grad}
+        reaches: dict = {}
+
+        def saves_tensors(node) -> bool:
+            return any(name.startswith("_raw_saved_") for name in dir(node))
+
+        def reaches_parameter(node) -> bool:  # a parameter's accumulator, through nodes that save nothing
+            if node is None:
+                return False
+            key = id(node)
+            if key not in reaches:
+                reaches[key] = False  # a graph has no cycles; this only guards the walk
+                if hasattr(node, "variable"):
+                    reaches[key] = id(node.variable) in trainable
+                elif not saves_tensors(node):
+                    reaches[key] = any(reaches_parameter(n) for n, _ in node.next_functions)
+            return reaches[key]
+
+        self.recording_ = set()
+        try:
+            seen, stack = set(), [t.grad_fn for t in outputs if t.grad_fn is not None]
+            while stack:
+                node = stack.pop()
+                if node is None or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if saves_tensors(node) and any(reaches_parameter(n) for n, _ in node.next_functions):
+                    for name in dir(node):
+                        if name.startswith("_saved_"):
+                            try:
+                                getattr(node, name)  # unpacks: _unpack records the storage
+                            except RuntimeError:  # already freed (a graph run without retain_graph)
+                                pass
+                stack.extend(n for n, _ in node.next_functions if n is not None)
+            used = self.recording_
+        finally:
+            self.recording_ = None
+        return sum(self.seen_[ptr] for ptr in used if ptr in self.seen_)
 
 
 class CpuTimer:
@@ -156,6 +213,7 @@ def measure_layer(run: Callable[[tuple, dict], object],
     outputs = list(tensors_in(out))
     output_bytes = sum(t.numel() * t.element_size() for t in outputs)
     grads = [torch.ones_like(t) for t in outputs if t.requires_grad]
+    weight_grad_bytes = meter.weight_grad_bytes([t for t in outputs if t.requires_grad], params) if grads else None
     reference = torch.fx.node.map_aggregate(
         out, lambda v: v.detach() if isinstance(v, torch.Tensor) else v)
     del out, outputs, args, kwargs
@@ -179,7 +237,8 @@ def measure_layer(run: Callable[[tuple, dict], object],
                             backward_ms=statistics.median(backward_ms),
                             activation_bytes=meter.bytes,
                             output_bytes=output_bytes,
-                            backward_input_ms=split[0], backward_weight_ms=split[1]), reference
+                            backward_input_ms=split[0], backward_weight_ms=split[1],
+                            weight_grad_bytes=weight_grad_bytes), reference
 
 
 def _split_backward_ms(run, make_args, params, grads, timer, warmup: int, repeats: int):

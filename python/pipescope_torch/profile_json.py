@@ -40,6 +40,8 @@ def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
         if all(m.backward_input_ms is not None for m in at):
             out["backward_input_ms"] = [round(m.backward_input_ms, 6) for m in at]
             out["backward_weight_ms"] = [round(m.backward_weight_ms, 6) for m in at]
+        if all(m.weight_grad_bytes is not None for m in at):
+            out["weight_grad_bytes"] = [int(m.weight_grad_bytes) for m in at]
         if optimizer_ms is not None:
             out["optimizer_ms"] = round(float(optimizer_ms[i]), 6)
         if all(m.workspace is not None for m in at):
@@ -84,6 +86,10 @@ def validate_profile(p: dict) -> None:
                 fail(f"layers[{i}].{key}", "negative value")
         if layer["parameter_bytes"] < 0:
             fail(f"layers[{i}].parameter_bytes", "negative value")
+        if "weight_grad_bytes" in layer:
+            need = layer["weight_grad_bytes"]
+            if len(need) != len(sizes) or any(not 0 <= w <= a for w, a in zip(need, layer["activation_bytes"])):
+                fail(f"layers[{i}].weight_grad_bytes", "expected one value per batch size in [0, activation_bytes]")
         if "workspace_bytes" in layer:
             workspace = layer["workspace_bytes"]
             if not isinstance(workspace, dict) or set(workspace) != set(WORKSPACE_KEYS):

@@ -61,3 +61,24 @@ def test_batchnorm_keeps_input_and_two_per_channel_statistics(batch):
     p = profile_model(model, (3, 5, 5), [batch], MeasureOptions(warmup=0, repeats=1))
     # input [B,6,5,5] + save_mean [6] + save_invstd [6]; weight and running stats excluded.
     assert p["layers"][1]["activation_bytes"] == [4 * batch * 6 * 5 * 5 + 2 * 4 * 6]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_weight_grad_bytes_of_linear_is_its_input(bias):
+    # W of Linear(in, out) computes dW = dY^T x: of the stash it reads only x [B, in]
+    # (4 B in bytes); dY is the output gradient I hands over (a transient, not a saved
+    # tensor). ReLU and GELU give no parameter a gradient: W reads nothing of their stash.
+    # A LayerNorm's W reads everything it saved (x, mean, rstd: dgamma = dy * x_hat).
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16, bias=bias), torch.nn.ReLU(), torch.nn.LayerNorm(16),
+                                torch.nn.Linear(16, 4, bias=bias), torch.nn.GELU())
+    p = profile_model(model, (8,), BATCHES, MeasureOptions(warmup=0, repeats=1))
+    got = [l["weight_grad_bytes"] for l in p["layers"]]
+    assert got == [
+        [4 * b * 8 for b in BATCHES],             # Linear(8, 16): x [B, 8]
+        [0 for b in BATCHES],                     # ReLU
+        [4 * b * 16 + 2 * 4 * b for b in BATCHES],  # LayerNorm(16): x [B, 16], mean and rstd [B, 1]
+        [4 * b * 16 for b in BATCHES],            # Linear(16, 4): x [B, 16]
+        [0 for b in BATCHES],                     # GELU
+    ]
+    for layer in p["layers"]:
+        assert all(w <= a for w, a in zip(layer["weight_grad_bytes"], layer["activation_bytes"])), layer["name"]
