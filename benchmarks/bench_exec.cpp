@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
       exec::ProfileOptions po;
       po.batch_sizes = {microbatch_size};
       profile = exec::profile_model(exec::load_model(model_path), po);
-      std::printf("profiled %s at micro-batch %g (%s of %d rounds)\n", model_path.c_str(), microbatch_size, po.statistic.c_str(),
+      std::printf("profiled %s at micro-batch %g (%s of %d rounds)\n", model_path.c_str(), microbatch_size, exec::to_string(po.statistic).c_str(),
                   po.repeats);
     } else {
       profile = load_profile(profile_path);

@@ -46,6 +46,7 @@ struct MeasureArgs {
   std::string batch_sizes = "1,2,4,8";
   std::string output = "-";
   std::string dtype = "fp32";
+  std::string statistic = "median";  // parsed into options.statistic when the command runs
   int partitions = 1;
 };
 
@@ -79,7 +80,7 @@ std::shared_ptr<MeasureArgs> add_measure_options(CLI::App* profile) {
   profile->add_option("--repeats", m->options.repeats, "Timed rounds (each times every layer once)")
       ->capture_default_str();
   profile->add_option("--warmup", m->options.warmup, "Untimed rounds before the timed ones")->capture_default_str();
-  profile->add_option("--statistic", m->options.statistic,
+  profile->add_option("--statistic", m->statistic,
                       "What each op keeps of its timings: median | trimmed-mean (the mean less the fastest and slowest "
                       "tenth)")
       ->capture_default_str();
@@ -185,6 +186,7 @@ void add_profile_command(CLI::App& app) {
     if (synth->parsed() || gemm->parsed()) return;
     if (m->model.empty()) throw InputError("profile: give --model MODEL.json to measure, or use `profile synth`");
     m->options.batch_sizes = parse_batch_sizes(m->batch_sizes);
+    m->options.statistic = exec::parse_profile_statistic(m->statistic);
     m->options.backend = backend_spec(m->options.backend, m->dtype, m->partitions);
     m->options.progress = &std::cerr;
     Profile p = exec::profile_model(exec::load_model(m->model), m->options);

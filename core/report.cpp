@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/schedule_io.h"
 
 namespace pipescope {
 
@@ -119,7 +120,7 @@ Json report_to_json(const StepReport& r) {
               {"transient_bytes", s.transient_bytes},
               {"peak_memory_bytes", s.peak_memory_bytes},
               {"fits", s.fits}};
-    if (r.weight_update != "flush") {
+    if (r.weight_update != WeightUpdate::Flush) {
       j["weight_versions"] = s.weight_versions;
       j["weight_version_bytes"] = s.weight_version_bytes;
     }
@@ -145,7 +146,7 @@ Json report_to_json(const StepReport& r) {
               {"fits", r.fits()},
               {"stages", std::move(stages)},
               {"notes", r.notes}};
-  if (r.weight_update != "flush") out["weight_update"] = r.weight_update;
+  if (r.weight_update != WeightUpdate::Flush) out["weight_update"] = to_string(r.weight_update);
   if (r.optimizer_step != "synchronized") out["optimizer_step"] = r.optimizer_step;
   if (r.steps > 1) {
     out["steps"] = r.steps;
@@ -182,7 +183,7 @@ StepReport report_from_json(const JsonReader& r) {
   rep.throughput_samples_per_s = r["throughput_samples_per_s"].as_double(0.0);
   rep.bubble_fraction = r["bubble_fraction"].as_double(-1.0, 1.0);
   rep.simulated_ops = r.has("simulated_ops") ? r["simulated_ops"].as_int(0) : 0;
-  if (r.has("weight_update")) rep.weight_update = r["weight_update"].as_string();
+  if (r.has("weight_update")) rep.weight_update = weight_update_from_json(r["weight_update"]);
   if (r.has("optimizer_step")) rep.optimizer_step = r["optimizer_step"].as_string();
   if (r.has("steps")) {
     rep.steps = static_cast<int>(r["steps"].as_int(1, 1 << 20));
@@ -268,12 +269,12 @@ std::string report_table(const StepReport& r) {
                   "%d steps in %s ms: steady-state step %s ms (%.2f samples/s), start-up %s ms%s\n", r.steps,
                   format_ms(r.total_ns).c_str(), format_ms(r.steady_state_step_ns).c_str(),
                   r.steady_state_throughput_samples_per_s, format_ms(r.startup_ns).c_str(),
-                  r.weight_update != "flush"               ? ", no flush between steps"
+                  r.weight_update != WeightUpdate::Flush   ? ", no flush between steps"
                   : r.optimizer_step == "post-validation" ? ", post-validation: each position steps after its own last op"
                                                           : ", a flush between steps");
     out << buf;
   }
-  const bool versions = r.weight_update != "flush";
+  const bool versions = r.weight_update != WeightUpdate::Flush;
   out << "\nstage  layers        busy ms     bubble   static      peak act.   peak memory"
       << (versions ? "   weight versions" : "") << "\n";
   for (const StageReport& s : r.stages) {

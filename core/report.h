@@ -118,7 +118,7 @@ struct StepReport {
   int64_t memory_limit_bytes = 0;  // 0 = unbounded
   int64_t step_ns = 0;  // one step; over several steps their mean (total_ns / steps)
   double throughput_samples_per_s = 0;
-  std::string weight_update = "flush";  // Schedule::weight_update: flush, stash, double-buffer
+  WeightUpdate weight_update = WeightUpdate::Flush;  // the schedule's; JSON: "flush", "stash", "double-buffer"
   std::string optimizer_step = "synchronized";  // a flushed step's end (core/plan.h): or "post-validation"
   // Several steps (simulate --steps N, or an asynchronous schedule's op lists): when each
   // ended, from the first op's start; the rest follows from them (set_step_ends).

@@ -100,6 +100,14 @@ Json schedule_to_json(const Schedule& schedule) {
   return out;
 }
 
+WeightUpdate weight_update_from_json(const JsonReader& field) {
+  const std::string w = field.as_string();
+  for (WeightUpdate u : {WeightUpdate::Flush, WeightUpdate::Stash, WeightUpdate::DoubleBuffer}) {
+    if (w == to_string(u)) return u;
+  }
+  field.fail("expected \"flush\", \"stash\" (pipedream) or \"double-buffer\" (2bw), got \"" + w + "\"");
+}
+
 Schedule schedule_from_json(const JsonReader& r) {
   r.expect_format("pipescope.schedule");
   Schedule s;
@@ -107,14 +115,7 @@ Schedule schedule_from_json(const JsonReader& r) {
   const int K = static_cast<int>(r["devices"].as_int(1, kMaxDevices));
   s.num_microbatches = static_cast<int>(r["microbatches"].as_int(1, kMaxScheduleOps));
   s.recompute = r["recompute"].as_bool();
-  if (r.has("weight_update")) {
-    const std::string w = r["weight_update"].as_string();
-    bool known = false;
-    for (WeightUpdate u : {WeightUpdate::Flush, WeightUpdate::Stash, WeightUpdate::DoubleBuffer}) {
-      if (w == to_string(u)) s.weight_update = u, known = true;
-    }
-    if (!known) r["weight_update"].fail("expected \"flush\", \"stash\" (pipedream) or \"double-buffer\" (2bw), got \"" + w + "\"");
-  }
+  if (r.has("weight_update")) s.weight_update = weight_update_from_json(r["weight_update"]);
   if (r.has("steps")) s.steps = static_cast<int>(r["steps"].as_int(1, s.num_microbatches));
   JsonReader map = r["stage_device"];
   if (map.size() == 0) map.fail("expected at least one stage");

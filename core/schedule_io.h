@@ -23,6 +23,9 @@ namespace pipescope {
 
 Json schedule_to_json(const Schedule& schedule);
 Schedule schedule_from_json(const JsonReader& reader);
+// A "weight_update" value ("flush", "stash", "double-buffer"), in a schedule file or a
+// report; fails naming the field otherwise.
+WeightUpdate weight_update_from_json(const JsonReader& field);
 
 std::string schedule_to_csv(const Schedule& schedule);
 // `source` names the file in errors; `name` becomes Schedule::name.

@@ -67,7 +67,7 @@ StepReport measurement_header(const Profile& profile, const Plan& plan, const Sc
   rep.microbatch_size = plan.microbatch_size();
   rep.batch_size = plan.batch_size;
   rep.recompute = schedule.recompute;
-  rep.weight_update = to_string(schedule.weight_update);
+  rep.weight_update = schedule.weight_update;
   rep.simulated_ops = static_cast<int64_t>(schedule.num_ops());
   return rep;
 }

@@ -126,14 +126,21 @@ void measure_bytes(Probe& pr, Context ctx) {
 
 }  // namespace
 
+ProfileStatistic parse_profile_statistic(const std::string& name) {
+  if (name == "median") return ProfileStatistic::Median;
+  if (name == "trimmed-mean") return ProfileStatistic::TrimmedMean;
+  throw InputError("--statistic: expected trimmed-mean or median, got \"" + name + "\"");
+}
+
+std::string to_string(ProfileStatistic statistic) {
+  return statistic == ProfileStatistic::Median ? "median" : "trimmed-mean";
+}
+
 Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
   if (o.repeats < 1) throw InputError("--repeats: expected at least 1");
   if (o.warmup < 0) throw InputError("--warmup: expected 0 or more");
-  if (o.statistic != "trimmed-mean" && o.statistic != "median") {
-    throw InputError("--statistic: expected trimmed-mean or median, got \"" + o.statistic + "\"");
-  }
   auto keep = [&](const std::vector<int64_t>& ns) {
-    return o.statistic == "median" ? median_ms(ns) : trimmed_mean_ms(ns);
+    return o.statistic == ProfileStatistic::Median ? median_ms(ns) : trimmed_mean_ms(ns);
   };
   for (double b : o.batch_sizes) {
     if (b != std::floor(b) || b < 1) throw InputError("--batch-sizes: the executor needs whole micro-batch sizes >= 1");

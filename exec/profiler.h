@@ -19,14 +19,18 @@
 
 namespace pipescope::exec {
 
+// What each op keeps of its timings: the median, or the mean less the fastest and
+// slowest tenth (--statistic median | trimmed-mean).
+enum class ProfileStatistic { Median, TrimmedMean };
+ProfileStatistic parse_profile_statistic(const std::string& name);  // throws InputError naming --statistic
+std::string to_string(ProfileStatistic statistic);
+
 struct ProfileOptions {
   std::string backend = "cpu";
   std::vector<double> batch_sizes = {1, 2, 4, 8};
   int warmup = 2;
   int repeats = 20;
-  // What each op keeps of its `repeats` timings: "median" or "trimmed-mean" (the mean
-  // less the fastest and slowest tenth).
-  std::string statistic = "median";
+  ProfileStatistic statistic = ProfileStatistic::Median;  // of each op's `repeats` timings
   int64_t cache_flush_bytes = 8 << 20;  // 0: time with warm caches
   std::ostream* progress = nullptr;     // one line per micro-batch size: time taken, timing spread
 };

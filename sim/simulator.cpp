@@ -398,7 +398,7 @@ class PipelineSim {
     r.recompute = s_.recompute;
     r.memory_limit_bytes = h_.memory_bytes;
     r.microbatches = s_.step_microbatches();
-    r.weight_update = to_string(s_.weight_update);
+    r.weight_update = s_.weight_update;
     if (post_validation_) r.optimizer_step = to_string(OptimizerStep::PostValidation);
     r.simulated_ops = static_cast<int64_t>(s_.num_ops());
     step_end_.back() = end_;  // the last step ends with the run (its last transfer or optimizer step)

@@ -39,6 +39,17 @@
 
 namespace pipescope::gui {
 
+namespace {
+// A view's "open ..." request shows a file dialog in `folder`; the chosen file goes to `open`.
+template <class Sender, class Signal, class Open>
+void open_on_request(MainWindow* w, Sender* sender, Signal signal, const QString& title, const QString& folder, Open open) {
+  QObject::connect(sender, signal, w, [w, title, folder, open] {
+    const QString f = QFileDialog::getOpenFileName(w, title, folder, "JSON (*.json)");
+    if (!f.isEmpty()) open(f);
+  });
+}
+}  // namespace
+
 MainWindow::MainWindow(const AppOptions& options, QWidget* parent) : QMainWindow(parent), options_(options) {
   setWindowTitle("pipescope - pipeline plans");
   setAcceptDrops(true);
@@ -145,14 +156,10 @@ void MainWindow::connect_simulation() {
   connect(what_if_timer_, &QTimer::timeout, this, &MainWindow::simulate);
   connect(controls_, &ControlsPanel::whatIfChanged, what_if_timer_, qOverload<>(&QTimer::start));
   connect_plans();
-  connect(controls_, &ControlsPanel::openProfileRequested, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open profile", profiles_dir(), "JSON (*.json)");
-    if (!f.isEmpty()) open_profile(f);
-  });
-  connect(controls_, &ControlsPanel::openHardwareRequested, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open hardware", profiles_dir(), "JSON (*.json)");
-    if (!f.isEmpty()) open_hardware(f);
-  });
+  open_on_request(this, controls_, &ControlsPanel::openProfileRequested, "Open profile", profiles_dir(),
+                  [this](const QString& f) { open_profile(f); });
+  open_on_request(this, controls_, &ControlsPanel::openHardwareRequested, "Open hardware", profiles_dir(),
+                  [this](const QString& f) { open_hardware(f); });
 }
 
 void MainWindow::connect_sweep() {
@@ -188,14 +195,10 @@ void MainWindow::connect_sweep() {
 }
 
 void MainWindow::connect_compare() {
-  connect(compare_view_, &CompareView::openMeasurementRequested, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open measurement", QString(), "JSON (*.json)");
-    if (!f.isEmpty()) open_measurement(f);
-  });
-  connect(compare_view_, &CompareView::openTraceRequested, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, "Open Chrome trace", QString(), "JSON (*.json)");
-    if (!f.isEmpty()) open_trace(f);
-  });
+  open_on_request(this, compare_view_, &CompareView::openMeasurementRequested, "Open measurement", QString(),
+                  [this](const QString& f) { open_measurement(f); });
+  open_on_request(this, compare_view_, &CompareView::openTraceRequested, "Open Chrome trace", QString(),
+                  [this](const QString& f) { open_trace(f); });
 }
 
 // The files and actions named on the command line (AppOptions).
