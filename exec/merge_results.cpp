@@ -32,9 +32,10 @@ std::string measured_setup(const RunOptions& options, int workers, bool spin_wai
   return note + ")";
 }
 
+// Every replica holds the summed gradients: the worst error of any replica's set of
+// layers against the unpipelined reference, or of a worker's own check.
 double workers_gradient_error(const Profile& profile, const Plan& plan, const std::string& backend,
                               std::vector<WorkerResult>& workers) {
-  // Every replica holds the summed gradients: check each replica's set of layers.
   const ReplicaLayout layout = replica_layout(plan);
   double worst = 0;
   for (int i = 0; i < layout.replicas; ++i) {
@@ -72,105 +73,135 @@ StepReport measurement_header(const Profile& profile, const Plan& plan, const Sc
   return rep;
 }
 
-RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
-                        const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
-  if (schedule.asynchronous() || options.optimizer_step == OptimizerStep::PostValidation) return merge_async_results(profile, plan, schedule, options, std::move(workers), spin_waits);
-  RunResult r;
-  r.spin_waits = spin_waits;
-  const ReplicaLayout layout = replica_layout(plan);
-  const int K = schedule.devices(), R = layout.replicas;
-  const int steps = options.steps, warmup = options.warmup_steps();
-  std::sort(workers.begin(), workers.end(), [](const WorkerResult& a, const WorkerResult& b) { return a.device < b.device; });
-  // Step times of the measured steps, then the median one.
-  std::vector<int64_t> origin(steps, INT64_MAX), end(steps, 0);
+namespace {
+
+// The measured steps (after warm-up) and the median one, which the report shows.
+struct StepPick {
+  std::vector<int64_t> origin, end;  // per step: the earliest start, the latest end
+  std::vector<int> measured;         // the steps after warm-up
+  int pick = 0;                      // the median of them
+};
+
+StepPick pick_median_step(const std::vector<WorkerResult>& workers, int steps, int warmup) {
+  StepPick p;
+  p.origin.assign(steps, INT64_MAX);
+  p.end.assign(steps, 0);
   for (const WorkerResult& w : workers) {
     for (int i = 0; i < steps; ++i) {
-      origin[i] = std::min(origin[i], w.steps.at(i).origin_ns);
-      end[i] = std::max(end[i], step_end(w.steps.at(i)));
+      p.origin[i] = std::min(p.origin[i], w.steps.at(i).origin_ns);
+      p.end[i] = std::max(p.end[i], step_end(w.steps.at(i)));
     }
   }
-  std::vector<int> measured;
-  for (int i = warmup; i < steps; ++i) {
-    measured.push_back(i);
-    r.step_ns.push_back(end[i] - origin[i]);
-  }
-  std::vector<int> order = measured;
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return end[a] - origin[a] < end[b] - origin[b]; });
-  const int pick = order[(order.size() - 1) / 2];
-  const int64_t t0 = origin[pick];
+  for (int i = warmup; i < steps; ++i) p.measured.push_back(i);
+  std::vector<int> order = p.measured;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return p.end[a] - p.origin[a] < p.end[b] - p.origin[b]; });
+  p.pick = order[(order.size() - 1) / 2];
+  return p;
+}
 
-  r.report = measurement_header(profile, plan, schedule);
-  StepReport& rep = r.report;
-  rep.step_ns = end[pick] - t0;
-  rep.throughput_samples_per_s = rep.step_ns > 0 ? static_cast<double>(plan.batch_size) * 1e9 / rep.step_ns : 0;
-  TimelineRecorder timeline(rep.timeline, K);
-  r.losses.assign(steps, 0.0);
-  for (const WorkerResult& w : workers) {
-    for (int i = 0; i < steps; ++i) r.losses[i] += w.steps.at(i).loss;
-  }
-  int64_t total_busy = 0, after_arrival = 0;
-  std::vector<TransferRecord> transfers;
-  std::vector<std::pair<int64_t, int>> allreduces;  // (start, worker) in the reported step
-  for (int p = 0; p < K; ++p) {
+// One flushed run's merge: each position's row from its replicas' records, then the
+// link and all-reduce tracks, then the notes. Times are relative to the picked step's origin.
+class SyncMerge {
+ public:
+  SyncMerge(const Plan& plan, const Schedule& schedule, const ReplicaLayout& layout,
+            const std::vector<WorkerResult>& workers, int pick, int64_t t0, RunResult& r)
+      : plan_(plan), schedule_(schedule), layout_(layout), workers_(workers), pick_(pick), t0_(t0), r_(r),
+        timeline_(r.report.timeline, schedule.devices()) {}
+
+  // Position p's row: the largest of its replicas' numbers; its ops, optimizer step and
+  // memory counter (of the replica with the highest activation peak) on the timeline.
+  StageReport position_row(int p) {
     StageReport st;
     st.index = p;
-    for (int stage : schedule.stages_of(p)) {
-      st.layers.emplace_back(plan.stages[stage].first_layer, plan.stages[stage].end_layer);
+    for (int stage : schedule_.stages_of(p)) {
+      st.layers.emplace_back(plan_.stages[stage].first_layer, plan_.stages[stage].end_layer);
     }
-    st.hardware_devices = plan.stages[p].devices;
-    int memory_replica = 0;  // the replica with the highest activation peak draws the memory counter
+    st.hardware_devices = plan_.stages[p].devices;
+    int memory_replica = 0;
     int64_t last_arrival = 0, summed = 0;  // this position's all-reduce: its last member's start, its end
-    for (int i = 0; i < R; ++i) {
-      const WorkerResult& w = workers.at(layout.worker(p, i));
-      const StepRecord& s = w.steps.at(pick);
-      int64_t busy = 0;
-      for (const OpRecord& o : s.ops) {
-        busy += o.end_ns - o.start_ns;
-        timeline.op(p, i, Op{o.kind, o.stage, o.microbatch}, o.start_ns - t0, o.end_ns - o.start_ns);
-      }
-      for (const TransferRecord& t : s.transfers) {
-        if (t.from_device != t.to_device) transfers.push_back(t);
-      }
-      if (s.allreduce_end_ns > 0) allreduces.emplace_back(s.allreduce_start_ns, w.device);
-      timeline.optimizer(p, i, s.optimizer_start_ns - t0, s.optimizer_ns);
-      st.busy_ns = std::max(st.busy_ns, busy);
-      st.static_bytes = std::max(st.static_bytes, w.static_bytes);
-      st.weight_bytes = std::max(st.weight_bytes, w.weight_bytes);
-      st.gradient_bytes = std::max(st.gradient_bytes, w.gradient_bytes);
-      st.optimizer_bytes = std::max(st.optimizer_bytes, w.optimizer_bytes);
+    for (int i = 0; i < layout_.replicas; ++i) {
+      const WorkerResult& w = workers_.at(layout_.worker(p, i));
+      const StepRecord& s = w.steps.at(pick_);
+      add_replica_events(p, i, w, s, st);
+      take_larger_bytes(w, st);
       for (const StepRecord& any : w.steps) {
         if (any.peak_activation_bytes > st.peak_activation_bytes) memory_replica = i;
         st.peak_activation_bytes = std::max(st.peak_activation_bytes, any.peak_activation_bytes);
         st.peak_memory_bytes = std::max(st.peak_memory_bytes, any.peak_total_bytes);
       }
-      r.optimizer_ns = std::max(r.optimizer_ns, s.optimizer_ns);
-      r.allreduce_ns = std::max(r.allreduce_ns, s.allreduce_end_ns - s.allreduce_start_ns);
+      r_.optimizer_ns = std::max(r_.optimizer_ns, s.optimizer_ns);
+      r_.allreduce_ns = std::max(r_.allreduce_ns, s.allreduce_end_ns - s.allreduce_start_ns);
       last_arrival = std::max(last_arrival, s.allreduce_start_ns);
       summed = std::max(summed, s.allreduce_end_ns);
-      if (w.parameter_hash != workers.at(layout.worker(p, 0)).parameter_hash) r.replicas_identical = false;
+      if (w.parameter_hash != workers_.at(layout_.worker(p, 0)).parameter_hash) r_.replicas_identical = false;
     }
-    for (const MemorySample& m : workers.at(layout.worker(p, memory_replica)).steps.at(pick).memory) {
-      timeline.memory(p, m.time_ns - t0, m.activation_bytes, m.transient_bytes);
+    for (const MemorySample& m : workers_.at(layout_.worker(p, memory_replica)).steps.at(pick_).memory) {
+      timeline_.memory(p, m.time_ns - t0_, m.activation_bytes, m.transient_bytes);
     }
     st.transient_bytes = transient_share(st);
-    after_arrival = std::max(after_arrival, summed - last_arrival);
-    total_busy += st.busy_ns;
-    st.bubble_fraction = bubble_fraction(static_cast<double>(st.busy_ns), 1, static_cast<double>(rep.step_ns));
-    rep.stages.push_back(std::move(st));
+    after_arrival_ = std::max(after_arrival_, summed - last_arrival);
+    st.bubble_fraction = bubble_fraction(static_cast<double>(st.busy_ns), 1, static_cast<double>(r_.report.step_ns));
+    return st;
   }
+
   // Link tracks, then all-reduce tracks, in order of their first event, as the simulator creates them.
-  std::sort(transfers.begin(), transfers.end(),
-            [](const TransferRecord& a, const TransferRecord& b) { return a.start_ns < b.start_ns; });
-  for (const TransferRecord& t : transfers) {
-    timeline.transfer(layout.position(t.from_device), layout.position(t.to_device), t.stage, t.microbatch,
-                      t.start_ns - t0, t.end_ns - t.start_ns, layout.replica(t.from_device));
+  void add_link_and_allreduce_tracks() {
+    std::sort(transfers_.begin(), transfers_.end(),
+              [](const TransferRecord& a, const TransferRecord& b) { return a.start_ns < b.start_ns; });
+    for (const TransferRecord& t : transfers_) {
+      timeline_.transfer(layout_.position(t.from_device), layout_.position(t.to_device), t.stage, t.microbatch,
+                         t.start_ns - t0_, t.end_ns - t.start_ns, layout_.replica(t.from_device));
+    }
+    std::sort(allreduces_.begin(), allreduces_.end());
+    for (auto [start, worker] : allreduces_) {
+      const StepRecord& s = workers_.at(worker).steps.at(pick_);
+      timeline_.allreduce(layout_.position(worker), layout_.replica(worker), start - t0_, s.allreduce_end_ns - start);
+    }
   }
-  std::sort(allreduces.begin(), allreduces.end());
-  for (auto [start, worker] : allreduces) {
-    const StepRecord& s = workers.at(worker).steps.at(pick);
-    timeline.allreduce(layout.position(worker), layout.replica(worker), start - t0, s.allreduce_end_ns - start);
+
+  // The longest wait of a position's all-reduce after its last replica arrived.
+  int64_t after_arrival() const { return after_arrival_; }
+
+ private:
+  void add_replica_events(int p, int i, const WorkerResult& w, const StepRecord& s, StageReport& st) {
+    int64_t busy = 0;
+    for (const OpRecord& o : s.ops) {
+      busy += o.end_ns - o.start_ns;
+      timeline_.op(p, i, Op{o.kind, o.stage, o.microbatch}, o.start_ns - t0_, o.end_ns - o.start_ns);
+    }
+    for (const TransferRecord& t : s.transfers) {
+      if (t.from_device != t.to_device) transfers_.push_back(t);
+    }
+    if (s.allreduce_end_ns > 0) allreduces_.emplace_back(s.allreduce_start_ns, w.device);
+    timeline_.optimizer(p, i, s.optimizer_start_ns - t0_, s.optimizer_ns);
+    st.busy_ns = std::max(st.busy_ns, busy);
   }
-  rep.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(rep.step_ns));
+
+  static void take_larger_bytes(const WorkerResult& w, StageReport& st) {
+    st.static_bytes = std::max(st.static_bytes, w.static_bytes);
+    st.weight_bytes = std::max(st.weight_bytes, w.weight_bytes);
+    st.gradient_bytes = std::max(st.gradient_bytes, w.gradient_bytes);
+    st.optimizer_bytes = std::max(st.optimizer_bytes, w.optimizer_bytes);
+  }
+
+  const Plan& plan_;
+  const Schedule& schedule_;
+  const ReplicaLayout& layout_;
+  const std::vector<WorkerResult>& workers_;
+  const int pick_;
+  const int64_t t0_;
+  RunResult& r_;
+  TimelineRecorder timeline_;
+  std::vector<TransferRecord> transfers_;
+  std::vector<std::pair<int64_t, int>> allreduces_;  // (start, worker) in the reported step
+  int64_t after_arrival_ = 0;
+};
+
+// What was measured and how, for the report's notes.
+void add_sync_notes(RunResult& r, const ReplicaLayout& layout, const RunOptions& options, int K,
+                    int64_t after_arrival) {
+  StepReport& rep = r.report;
+  const int R = layout.replicas, steps = options.steps, warmup = options.warmup_steps();
   rep.notes.push_back(measured_setup(options, K * R, r.spin_waits) + ", median of " +
                       std::to_string(steps - warmup) + " step(s) after " + std::to_string(warmup) + " warm-up");
   if (options.model_time) rep.notes.push_back(model_time_note(options));
@@ -191,8 +222,11 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   rep.notes.push_back("peak memory = largest total the tracker saw (weights, gradients, optimizer state, stashed "
                       "activations and transient buffers, the gradient all-reduce and optimizer step included); "
                       "transient_bytes = its excess over static + peak activations");
-  // How much of a core the ops got: well below 1 means the stages shared cores (K > free
-  // cores, or other load), and measured times will exceed a prediction from a quiet profile.
+}
+
+// How much of a core the ops got: well below 1 means the stages shared cores (K > free
+// cores, or other load), and measured times will exceed a prediction from a quiet profile.
+void add_cpu_share(RunResult& r, const std::vector<WorkerResult>& workers, const std::vector<int>& measured) {
   int64_t cpu = 0, wall = 0;
   for (const WorkerResult& w : workers) {
     for (int i : measured) {
@@ -207,7 +241,45 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   std::snprintf(share_text, sizeof share_text,
                 "ops got %.0f%% of a core on average (thread CPU time / wall time)%s", 100 * r.cpu_share,
                 r.cpu_share < 0.9 ? ": the workers did not have a core each (other load, or more stages than cores), so ops ran slower than on a quiet machine" : "");
-  rep.notes.push_back(share_text);
+  r.report.notes.push_back(share_text);
+}
+
+}  // namespace
+
+RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule& schedule,
+                        const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
+  if (schedule.asynchronous() || options.optimizer_step == OptimizerStep::PostValidation) {
+    return merge_async_results(profile, plan, schedule, options, std::move(workers), spin_waits);
+  }
+  RunResult r;
+  r.spin_waits = spin_waits;
+  const ReplicaLayout layout = replica_layout(plan);
+  const int K = schedule.devices();
+  const int steps = options.steps;
+  std::sort(workers.begin(), workers.end(), [](const WorkerResult& a, const WorkerResult& b) { return a.device < b.device; });
+  const StepPick sp = pick_median_step(workers, steps, options.warmup_steps());
+  for (int i : sp.measured) r.step_ns.push_back(sp.end[i] - sp.origin[i]);
+  const int pick = sp.pick;
+  const int64_t t0 = sp.origin[pick];
+
+  r.report = measurement_header(profile, plan, schedule);
+  StepReport& rep = r.report;
+  rep.step_ns = sp.end[pick] - t0;
+  rep.throughput_samples_per_s = rep.step_ns > 0 ? static_cast<double>(plan.batch_size) * 1e9 / rep.step_ns : 0;
+  r.losses.assign(steps, 0.0);
+  for (const WorkerResult& w : workers) {
+    for (int i = 0; i < steps; ++i) r.losses[i] += w.steps.at(i).loss;
+  }
+  SyncMerge merge(plan, schedule, layout, workers, pick, t0, r);
+  int64_t total_busy = 0;
+  for (int p = 0; p < K; ++p) {
+    rep.stages.push_back(merge.position_row(p));
+    total_busy += rep.stages.back().busy_ns;
+  }
+  merge.add_link_and_allreduce_tracks();
+  rep.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(rep.step_ns));
+  add_sync_notes(r, layout, options, K, merge.after_arrival());
+  add_cpu_share(r, workers, sp.measured);
   char loss_text[64];
   std::snprintf(loss_text, sizeof loss_text, "%.6g", r.losses[pick]);
   rep.notes.push_back(std::string("training loss (mean squared error) in the reported step: ") + loss_text);

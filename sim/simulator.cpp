@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/invariant.h"
 #include "core/op_rules.h"
+#include "sim/sim_steps.h"
 
 namespace pipescope {
 namespace {
@@ -46,28 +47,6 @@ struct CutLink {
   int64_t busy_ns = 0;
   int64_t latency_ns = 0;
 };
-
-// dualpipev's overlapped F&B pairs (Schedule::overlapped_backwards), per flat op: how
-// much shorter the pair's B runs, min(the F stage's fb_overlap_ns, F, B), so the pair
-// takes F + B - overlap and never less than max(F, B). Empty when nothing overlaps.
-std::vector<int64_t> overlap_savings(const Schedule& s, const CostModel& c) {
-  std::vector<int64_t> saved;
-  const bool any = std::any_of(c.stages.begin(), c.stages.end(), [](const StageCost& st) { return st.fb_overlap_ns > 0; });
-  if (s.overlapped_backwards.empty() || !any) return saved;
-  auto key = [](const Op& a, const Op& b) { return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch); };
-  saved.assign(s.num_ops(), 0);
-  std::size_t flat = 0;
-  for (const std::vector<Op>& ops : s.device_ops) {
-    for (std::size_t i = 0; i < ops.size(); ++i, ++flat) {
-      const Op& b = ops[i];
-      if (i == 0 || b.kind != OpKind::Backward || ops[i - 1].kind != OpKind::Forward) continue;
-      if (!std::binary_search(s.overlapped_backwards.begin(), s.overlapped_backwards.end(), b, key)) continue;
-      const StageCost& f = c.stages[ops[i - 1].stage];
-      saved[flat] = std::min({f.fb_overlap_ns, f.forward_ns, c.stages[b.stage].backward_ns});
-    }
-  }
-  return saved;
-}
 
 class PipelineSim {
  public:
@@ -386,6 +365,31 @@ class PipelineSim {
     return true;
   }
 
+  // Position d's row: its layers, busy time and bubble, static and peak bytes.
+  StageReport position_row(int d) const {
+    StageReport st;
+    st.index = d;
+    int64_t params = 0;
+    for (int s : stages_of_[d]) {
+      st.layers.emplace_back(c_.stages[s].first_layer, c_.stages[s].end_layer);
+      params += c_.stages[s].parameter_bytes;
+    }
+    st.hardware_devices = c_.position_devices[d];
+    st.busy_ns = busy_[d];
+    st.bubble_fraction = bubble_fraction(static_cast<double>(busy_[d]), 1, static_cast<double>(end_));
+    st.static_bytes = static_bytes(params, c_.optimizer_state_factor);
+    st.weight_bytes = params;
+    st.gradient_bytes = params;
+    st.optimizer_bytes = st.static_bytes - 2 * params;
+    st.peak_activation_bytes = peak_act_[d];
+    st.peak_memory_bytes = st.static_bytes + peak_total_[d];
+    st.weight_versions = peak_versions_[d];
+    st.weight_version_bytes = (peak_versions_[d] - 1) * params;
+    st.transient_bytes = transient_share(st);
+    st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
+    return st;
+  }
+
   StepReport make_report() {
     StepReport& r = report_;
     r.model = o_.model;
@@ -405,72 +409,11 @@ class PipelineSim {
     set_step_ends(r, step_end_);
     int64_t total_busy = 0;
     for (int d = 0; d < K_; ++d) {
-      StageReport st;
-      st.index = d;
-      int64_t params = 0;
-      for (int s : stages_of_[d]) {
-        st.layers.emplace_back(c_.stages[s].first_layer, c_.stages[s].end_layer);
-        params += c_.stages[s].parameter_bytes;
-      }
-      st.hardware_devices = c_.position_devices[d];
-      st.busy_ns = busy_[d];
+      r.stages.push_back(position_row(d));
       total_busy += busy_[d];
-      st.bubble_fraction = bubble_fraction(static_cast<double>(busy_[d]), 1, static_cast<double>(end_));
-      st.static_bytes = static_bytes(params, c_.optimizer_state_factor);
-      st.weight_bytes = params;
-      st.gradient_bytes = params;
-      st.optimizer_bytes = st.static_bytes - 2 * params;
-      st.peak_activation_bytes = peak_act_[d];
-      st.peak_memory_bytes = st.static_bytes + peak_total_[d];
-      st.weight_versions = peak_versions_[d];
-      st.weight_version_bytes = (peak_versions_[d] - 1) * params;
-      st.transient_bytes = transient_share(st);
-      st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
-      r.stages.push_back(std::move(st));
     }
     r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K_, static_cast<double>(end_));
-    if (!c_.split_measured && s_.has_split_backward()) {
-      r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
-                        "each take half of backward_ms");
-    }
-    if (s_.has_split_backward()) {
-      r.notes.push_back(c_.weight_grad_counted
-                            ? "split backward: I frees what W does not need of a micro-batch's stash (activation_bytes "
-                              "- weight_grad_bytes), W frees the rest (core/op_rules.h)"
-                            : "split backward: the profile has no weight_grad_bytes, so I frees nothing and a "
-                              "micro-batch's whole stash lives until its W (an upper bound: a runtime that frees at "
-                              "I holds less)");
-    }
-    if (!c_.extrapolation_note.empty()) r.notes.push_back(c_.extrapolation_note);
-    if (h_.memory_bytes == 0) r.notes.push_back("no hardware file: communication is free and memory is unbounded");
-    if (s_.asynchronous()) {
-      r.notes.push_back(s_.name + " is asynchronous: steps overlap without a flush and backward passes use stale "
-                        "weights (" + (s_.weight_update == WeightUpdate::Stash
-                                           ? "weight stashing: each micro-batch's backward uses the version its "
-                                             "forward saw; an optimizer step after every micro-batch"
-                                           : "2BW: step t runs on version t-1; W(t+1) = W(t) - lr g(t), one "
-                                             "optimizer step per step") +
-                        "); peak memory counts the extra weight versions (weight_versions)");
-    }
-    if (blocking_) {
-      r.notes.push_back("p2p: blocking (as Megatron-LM without --overlap-p2p-communication): a sender waits until "
-                        "its tensor has arrived and a receive holds the device for the transfer's time");
-    }
-    if (post_validation_) {
-      r.notes.push_back("optimizer step: post-validation (each position steps its optimizer after its own last op of "
-                        "the step and runs on into the next step; the global gradient-norm and finite check runs "
-                        "behind it and would roll a failed step back, which is not simulated)");
-    }
-    if (c_.transients_counted) {
-      r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations + transients "
-                        "(tensors received and sent, the loss gradient, output gradients held from I to W, each "
-                        "layer's workspace from the profile's workspace_bytes, all-reduce buffers; core/op_rules.h)");
-    } else {
-      r.notes.push_back("peak memory = weights + gradients + optimizer state + stashed activations "
-                        "(core/op_rules.h); transients are not counted: the profile has no workspace_bytes (a "
-                        "layer's workspace, tensors received and sent, the loss gradient, output gradients held "
-                        "from I to W, all-reduce buffers)");
-    }
+    add_prediction_notes(r, s_, c_, h_, blocking_, post_validation_);
     return std::move(r);
   }
 
@@ -514,59 +457,6 @@ std::size_t op_offset(const Schedule& schedule, int device) {
   std::size_t n = 0;
   for (int d = 0; d < device; ++d) n += schedule.device_ops[d].size();
   return n;
-}
-
-namespace {
-
-// A flushed step repeated: step t spans [t T, (t + 1) T); the timeline gets every copy.
-void repeat_step(StepReport& r, int steps) {
-  const int64_t T = r.step_ns;
-  std::vector<int64_t> ends;
-  for (int t = 0; t < steps; ++t) ends.push_back((t + 1) * T);
-  Timeline& tl = r.timeline;
-  const std::size_t events = tl.events.size(), samples = tl.memory.size();
-  tl.events.reserve(events * steps);
-  tl.memory.reserve(samples * steps);
-  for (int t = 1; t < steps; ++t) {
-    for (std::size_t i = 0; i < events; ++i) {
-      TimelineEvent e = tl.events[i];
-      e.start_ns += t * T;
-      tl.events.push_back(e);
-    }
-    for (std::size_t i = 0; i < samples; ++i) {
-      MemorySample m = tl.memory[i];
-      m.time_ns += t * T;
-      tl.memory.push_back(m);
-    }
-  }
-  for (StageReport& st : r.stages) st.busy_ns *= steps;  // bubble fractions stay as they are
-  set_step_ends(r, std::move(ends));
-}
-
-}  // namespace
-
-// A flushed schedule's op lists repeated `steps` times without a flush: step t's
-// micro-batch n is t M + n (post-validation runs the steps as one op list).
-static Schedule unroll_steps(const Schedule& s, int steps) {
-  Schedule u = s;
-  const int M = s.microbatches();
-  u.steps = steps;
-  u.num_microbatches = M * steps;
-  u.overlapped_backwards.clear();
-  for (std::size_t d = 0; d < s.device_ops.size(); ++d) {
-    std::vector<Op>& ops = u.device_ops[d];
-    ops.clear();
-    ops.reserve(s.device_ops[d].size() * steps);
-    for (int t = 0; t < steps; ++t) {
-      for (Op op : s.device_ops[d]) ops.push_back({op.kind, op.stage, op.microbatch + t * M});
-    }
-  }
-  for (int t = 0; t < steps; ++t) {
-    for (Op op : s.overlapped_backwards) u.overlapped_backwards.push_back({op.kind, op.stage, op.microbatch + t * M});
-  }
-  std::sort(u.overlapped_backwards.begin(), u.overlapped_backwards.end(),
-            [](const Op& a, const Op& b) { return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch); });
-  return u;
 }
 
 StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hardware& hardware,
