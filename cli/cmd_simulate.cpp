@@ -73,6 +73,7 @@ void add_simulate_command(CLI::App& app) {
     std::string table_extra;
     if (args->distribution.enabled()) {
       JitterSpec spec = args->distribution.spec();
+      spec.p2p = options.p2p;
       if (args->distribution.from_profile()) spec.stage_cv = stage_cv_from_profile(r.profile, costs);
       const StepDistribution d = sample_steps(r.schedule, costs, r.hardware, spec);
       out["distribution"] = distribution_to_json(d, spec);

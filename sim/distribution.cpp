@@ -156,6 +156,7 @@ SampleResult run_sample(const Schedule& s, const CostModel& c, const Hardware& h
   o.op_durations_ns = dur;
   if (j.link_cv > 0) o.send_factors = send;
   o.op_starts_ns = &start;
+  o.p2p = j.p2p;
   StepReport r = simulate(s, c, h, o);
   return {r.ranked_step_ns(), r.bubble_fraction, critical_share(g, start, dur, K)};
 }
@@ -207,6 +208,7 @@ StepDistribution sample_steps(const Schedule& s, const CostModel& c, const Hardw
   out.samples = j.samples;
   SimOptions plain;
   plain.record_timeline = false;
+  plain.p2p = j.p2p;
   out.deterministic_ns = simulate(s, c, h, plain).ranked_step_ns();  // asynchronous: the steady state
 
   std::vector<SampleResult> results(j.samples);

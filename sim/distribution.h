@@ -16,6 +16,7 @@
 #include "core/json_reader.h"
 #include "core/profile.h"
 #include "core/schedule.h"
+#include "sim/simulator.h"
 
 namespace pipescope {
 
@@ -28,6 +29,7 @@ struct JitterSpec {
   double link_cv = 0;               // transfers: lognormal factor on latency + busy time
   uint64_t seed = 0;
   int threads = 0;                  // 0: std::thread::hardware_concurrency()
+  P2p p2p = P2p::Overlapped;        // as SimOptions::p2p (`simulate --p2p`)
 };
 
 struct StepDistribution {

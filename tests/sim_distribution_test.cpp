@@ -84,6 +84,28 @@ TEST(StepDistribution, CvZeroGivesTheDeterministicStepExactly) {
   }
 }
 
+TEST(StepDistribution, SamplesUnderTheP2pModeItIsGiven) {
+  // JitterSpec::p2p is SimOptions::p2p (`simulate --samples --p2p blocking`): with no
+  // jitter every sample is the step simulated in that mode, and blocking transfers on
+  // 1F1B's critical path make it longer than overlapped ones.
+  const Schedule s = make_1f1b(4, 8);
+  const CostModel c = uniform_costs(4, 4, 1000, 2000, 1000, 1 << 20);
+  Hardware h = nvlink(4);
+  h.link = {1.0, 50.0};  // 50 us a hop against ops of 1 and 2 us
+  SimOptions blocking;
+  blocking.record_timeline = false;
+  blocking.p2p = P2p::Blocking;
+  JitterSpec j;
+  j.samples = 3;
+  j.threads = 1;
+  const int64_t overlapped = sample_steps(s, c, h, j).deterministic_ns;
+  j.p2p = P2p::Blocking;
+  const StepDistribution d = sample_steps(s, c, h, j);
+  EXPECT_EQ(d.deterministic_ns, simulate(s, c, h, blocking).step_ns);
+  for (int64_t x : d.step_ns) EXPECT_EQ(x, d.deterministic_ns);
+  EXPECT_GT(d.deterministic_ns, overlapped);
+}
+
 TEST(StepDistribution, AStragglerOnEveryDeviceDoublesAStepWithoutCommunication) {
   // P = 1, slowdown 2, no links: every op takes twice as long, so the step does exactly.
   JitterSpec j;

@@ -100,6 +100,18 @@ QWidget* ControlsPanel::build_what_if() {
   form->addRow("Link latency", latency_);
   form->addRow("Slow device", slow_device_);
   form->addRow("Its speed", slow_speed_);
+  optimizer_step_ = new QComboBox(box);
+  optimizer_step_->addItems({"synchronized", "post-validation"});  // --optimizer-step
+  optimizer_step_->setToolTip("post-validation: each device steps after its own last W and runs on; 3 steps, "
+                              "the steady state");
+  p2p_ = new QComboBox(box);
+  p2p_->addItems({"overlapped", "blocking"});  // --p2p
+  p2p_->setToolTip("blocking: a send or receive holds the device for the transfer (Megatron-LM's default p2p)");
+  form->addRow("Optimizer step", optimizer_step_);
+  form->addRow("Point-to-point", p2p_);
+  for (QComboBox* c : {optimizer_step_, p2p_}) {
+    connect(c, &QComboBox::currentIndexChanged, this, [this] { if (!quiet_) emit whatIfChanged(); });
+  }
   for (QDoubleSpinBox* s : {bandwidth_, latency_, slow_speed_}) {
     connect(s, &QDoubleSpinBox::valueChanged, this, [this] { if (!quiet_) emit whatIfChanged(); });
   }
@@ -113,6 +125,8 @@ WhatIf ControlsPanel::what_if() const {
   w.latency_us = latency_->value() < 0 ? -1 : latency_->value();
   w.slow_device = slow_device_->value();
   w.slow_speed = slow_speed_->value();
+  w.optimizer_step = parse_optimizer_step(optimizer_step_->currentText().toStdString());
+  w.p2p = p2p_->currentIndex() == 1 ? P2p::Blocking : P2p::Overlapped;
   return w;
 }
 
@@ -122,6 +136,8 @@ void ControlsPanel::set_what_if(const WhatIf& w) {
   latency_->setValue(w.latency_us < 0 ? -1 : w.latency_us);
   slow_device_->setValue(w.slow_device);
   slow_speed_->setValue(w.slow_device >= 0 ? w.slow_speed : 0.5);
+  optimizer_step_->setCurrentIndex(w.optimizer_step == OptimizerStep::PostValidation ? 1 : 0);
+  p2p_->setCurrentIndex(w.p2p == P2p::Blocking ? 1 : 0);
   quiet_ = false;
   emit whatIfChanged();
 }

@@ -1,8 +1,9 @@
 // The plan controls: profile and hardware files, K, M, micro-batch size, schedule,
 // chunks, re-materialisation, partitioner and replicas r per stage. Emits changed() on every edit; the
 // main window turns choice() into a PlanInputs and asks the PlanWorker to simulate.
-// Under them, what-if: link bandwidth and latency, one slow device and its speed;
-// these emit whatIfChanged(), which the main window debounces before simulating.
+// Under them, what-if: link bandwidth and latency, one slow device and its speed, the
+// optimizer step and the p2p mode; these emit whatIfChanged(), which the main window
+// debounces before simulating.
 #pragma once
 
 #include <QWidget>
@@ -61,6 +62,8 @@ class ControlsPanel : public QWidget {
   QDoubleSpinBox* latency_;
   QSpinBox* slow_device_;
   QDoubleSpinBox* slow_speed_;
+  QComboBox* optimizer_step_;
+  QComboBox* p2p_;
   bool quiet_ = false;
 };
 

@@ -53,7 +53,12 @@ Evaluation evaluate(const PlanInputs& in) {
   SimOptions options;
   options.model = e.profile->model;
   options.record_timeline = in.record_timeline;
+  options.p2p = in.what_if.p2p;
+  if (!is_asynchronous(e.plan.schedule) && !in.plan) e.plan.optimizer_step = in.what_if.optimizer_step;
+  options.optimizer_step = e.plan.optimizer_step;
+  if (e.plan.optimizer_step == OptimizerStep::PostValidation) options.steps = kAsyncEvaluationSteps;
   e.report = simulate(e.schedule, e.costs, hardware, options);
+  e.p2p = options.p2p;
   return e;
 }
 

@@ -27,7 +27,10 @@ struct PlanInputs {
   // Set: this plan as it is (a candidate of the plans view, partition included);
   // `choice` then only names it. Unset: make_plan(profile, choice).
   std::optional<Plan> plan;
-  WhatIf what_if;  // applied to the hardware (the file's, or ideal) before planning
+  // Applied to the hardware (the file's, or ideal) before planning; its optimizer step
+  // replaces the plan's unless `plan` is set (a candidate keeps the search's), its p2p
+  // mode is simulated.
+  WhatIf what_if;
 };
 
 struct Evaluation {
@@ -37,7 +40,8 @@ struct Evaluation {
   Plan plan;
   CostModel costs;
   Schedule schedule;  // what was simulated (zb-auto: searched on the costs; async: 3 steps)
-  StepReport report;
+  StepReport report;  // post-validation: 3 steps, ranked by report.ranked_step_ns()
+  P2p p2p = P2p::Overlapped;  // how it was simulated (the what-if's; the distribution samples the same)
 };
 
 Evaluation evaluate(const PlanInputs& inputs);

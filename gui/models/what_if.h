@@ -2,11 +2,15 @@
 // controls without editing the hardware file: every link's bandwidth and latency
 // (within and between nodes alike), and one device's speed (0.5 = that device
 // computes at half speed, a straggler). Unset fields keep the file's values, so
-// WhatIf{} changes nothing: apply_what_if(h, {}) == h.
+// WhatIf{} changes nothing: apply_what_if(h, {}) == h. Beside the hardware, the two
+// runtime semantics `simulate` takes as flags: --optimizer-step and --p2p (evaluate()
+// and sample_plan() read them; apply_what_if leaves them alone).
 //   Hardware h = apply_what_if(file, {.bandwidth_gb_per_s = 25, .slow_device = 3, .slow_speed = 0.5});
 #pragma once
 
 #include "core/hardware.h"
+#include "core/plan.h"
+#include "sim/simulator.h"
 
 namespace pipescope::gui {
 
@@ -15,6 +19,10 @@ struct WhatIf {
   double latency_us = -1;         // >= 0: every link's latency; < 0: as the hardware
   int slow_device = -1;           // >= 0: this device's speed is multiplied by slow_speed
   double slow_speed = 1.0;
+  // A flushed schedule's step boundary (post-validation: 3 steps, ranked by their steady
+  // state, as `plan` ranks it) and how point-to-point transfers hold the devices.
+  OptimizerStep optimizer_step = OptimizerStep::Synchronized;
+  P2p p2p = P2p::Overlapped;
   bool active() const { return bandwidth_gb_per_s > 0 || latency_us >= 0 || (slow_device >= 0 && slow_speed != 1.0); }
   bool operator==(const WhatIf&) const = default;
 };

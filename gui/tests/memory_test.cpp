@@ -19,6 +19,8 @@
 #include "gui/models/palette.h"
 #include "gui/models/plan_evaluation.h"
 #include "gui/models/trace_reader.h"
+#include "gui/tests/uniform_plan.h"
+#include "planner/zero_bubble_search.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -95,6 +97,7 @@ class MemoryTest : public QObject {
   void drawn_peak_equals_simulate_json_data();
   void drawn_peak_equals_simulate_json();
   void zb_h1_holds_output_gradients_from_i_to_w();
+  void activation_band_drops_at_i_and_holds_w();
   void no_transients_without_workspace_bytes();
   void chrome_trace_keeps_transients();
   void view_draws_transients_in_their_own_colour();
@@ -171,6 +174,47 @@ void MemoryTest::zb_h1_holds_output_gradients_from_i_to_w() {
   QCOMPARE(oc.stages[1].transient_bytes, 589824LL);
   QCOMPARE(zc.stages[0].transient_bytes, 1572864LL);
   QCOMPARE(zc.stages[1].transient_bytes, 3276800LL);
+}
+
+void MemoryTest::activation_band_drops_at_i_and_holds_w() {
+  // weight_grad_bytes a quarter of each layer's stash: I frees 3/4 of a micro-batch's
+  // stash, W the rest (core/op_rules.h). The chart's activation band then peaks where
+  // the order alone says (peak_stash_bytes: F adds the stash, I frees 3/4, W 1/4), below
+  // the same zb-h1 plan without weight_grad_bytes, and between I and W it holds W's
+  // quarters: some moment holds a stash count that is not whole.
+  auto profile = std::make_shared<Profile>(*uniform_profile(4));
+  for (LayerProfile& l : profile->layers) l.weight_grad_bytes = {262144.0};
+  PlanInputs in;
+  in.profile = profile;
+  in.hardware = nvlink_hardware(2);
+  in.choice.stages = 2;
+  in.choice.microbatches = 8;
+  in.choice.partition = "uniform";
+  in.choice.schedule = ScheduleKind::ZeroBubbleH1;
+  const Evaluation e = evaluate(in);
+  const MemoryCurves c = memory_curves(e.report);
+  const std::vector<int64_t> expected = peak_stash_bytes(e.schedule, e.costs);
+  const int64_t stash = 2 * 1048576;  // two layers a stage
+  bool held_quarters = false;
+  for (int d = 0; d < 2; ++d) {
+    int64_t most = 0;
+    for (const MemoryStep& s : c.stages[d].steps) {
+      most = std::max(most, s.activation_bytes);
+      held_quarters |= s.activation_bytes % stash != 0;
+    }
+    QCOMPARE(most, expected[d]);
+  }
+  QVERIFY(held_quarters);
+  in.profile = uniform_profile(4);  // no weight_grad_bytes: the stash lives until W
+  const MemoryCurves whole = memory_curves(evaluate(in).report);
+  bool higher = false;  // device 0 peaks before its first I either way; device 1 holds whole stashes to W
+  for (int d = 0; d < 2; ++d) {
+    int64_t whole_most = 0;
+    for (const MemoryStep& s : whole.stages[d].steps) whole_most = std::max(whole_most, s.activation_bytes);
+    QVERIFY(whole_most >= expected[d]);
+    higher |= whole_most > expected[d];
+  }
+  QVERIFY(higher);
 }
 
 void MemoryTest::no_transients_without_workspace_bytes() {

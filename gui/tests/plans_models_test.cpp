@@ -20,6 +20,7 @@
 #include "gui/models/plans_model.h"
 #include "gui/models/plot_scale.h"
 #include "gui/models/schedule_names.h"
+#include "gui/models/step_distribution.h"
 #include "gui/models/timeline_model.h"
 #include "gui/models/timeline_rows.h"
 #include "gui/models/what_if.h"
@@ -95,6 +96,7 @@ class PlansModelsTest : public QObject {
   void busy_fraction_matches_the_closed_form();
   void what_if_changes_the_hardware();
   void slow_device_doubles_a_one_stage_step();
+  void what_if_takes_the_optimizer_step_and_p2p();
   void plot_scale_and_ticks();
   void every_schedule_has_its_own_colour();
   void memory_axis_zooms_to_the_points();
@@ -368,6 +370,32 @@ void PlansModelsTest::slow_device_doubles_a_one_stage_step() {
   in.what_if.slow_device = 0;
   in.what_if.slow_speed = 0.5;
   QCOMPARE(evaluate(in).report.step_ns, int64_t{768000000});
+}
+
+void PlansModelsTest::what_if_takes_the_optimizer_step_and_p2p() {
+  // The CLI's --optimizer-step and --p2p as what-if: blocking p2p charges each transfer
+  // to its devices, so the GPT plan (transfers on its critical path) gets slower, and the
+  // distribution samples the same mode (its jitter-free step is the evaluation's);
+  // post-validation simulates 3 steps and is never slower than synchronized.
+  PlanInputs in = gpt_inputs(8);
+  in.record_timeline = false;
+  const Evaluation overlapped = evaluate(in);
+  QCOMPARE(overlapped.report.steps, 1);
+  in.what_if.p2p = P2p::Blocking;
+  const Evaluation blocking = evaluate(in);
+  QVERIFY(blocking.report.step_ns > overlapped.report.step_ns);
+  QVERIFY(!in.what_if.active());  // the hardware itself is unchanged
+  JitterSpec j;
+  j.samples = 4;
+  j.threads = 1;
+  const StepHistogram h = sample_plan(blocking, hardware_for(in, blocking.plan), j, 4);
+  QCOMPARE(h.deterministic_ms, static_cast<double>(blocking.report.step_ns) / 1e6);
+  in.what_if.p2p = P2p::Overlapped;
+  in.what_if.optimizer_step = OptimizerStep::PostValidation;
+  const Evaluation post = evaluate(in);
+  QCOMPARE(post.plan.optimizer_step, OptimizerStep::PostValidation);
+  QCOMPARE(post.report.steps, 3);
+  QVERIFY(post.report.ranked_step_ns() <= overlapped.report.step_ns);
 }
 
 void PlansModelsTest::plot_scale_and_ticks() {
