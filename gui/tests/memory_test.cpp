@@ -189,7 +189,7 @@ void MemoryTest::activation_band_drops_at_i_and_holds_w() {
   in.hardware = nvlink_hardware(2);
   in.choice.stages = 2;
   in.choice.microbatches = 8;
-  in.choice.partition = "uniform";
+  in.choice.partition = PartitionKind::Uniform;
   in.choice.schedule = ScheduleKind::ZeroBubbleH1;
   const Evaluation e = evaluate(in);
   const MemoryCurves c = memory_curves(e.report);
