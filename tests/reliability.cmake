@@ -5,7 +5,7 @@ add_executable(reliability_tests
   reliability_regressions_test.cpp
   reliability_cli_test.cpp
   reliability_determinism_test.cpp)
-target_link_libraries(reliability_tests PRIVATE pipescope_planner pipescope_sim pipescope_core GTest::gtest_main)
+target_link_libraries(reliability_tests PRIVATE pipescope_planner pipescope_sim pipescope_interop pipescope_core GTest::gtest_main)
 target_compile_definitions(reliability_tests PRIVATE
   PIPESCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
   PIPESCOPE_BINARY="$<TARGET_FILE:pipescope>")
