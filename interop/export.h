@@ -7,9 +7,11 @@
 //   std::cout << r.text;            // flags, one per line
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/json_reader.h"
 #include "core/plan.h"
 #include "core/profile.h"
@@ -42,7 +44,7 @@ struct PlanShape {
   int64_t sequence = 0;                   // from the layer specs; 0 when unknown
   std::string schedule;                   // pipescope's name: "1f1b", "interleaved", ...
   bool recompute = false;
-  std::string dtype;
+  std::optional<Dtype> dtype;              // the profile's, when it names one of Dtype's
   P2p p2p = P2p::Overlapped;              // the plan's (core/p2p.h; absent: overlapped)
   std::vector<std::pair<int, int>> ranges;  // per stage, model order: layers [first, end)
   std::vector<int> stage_position;          // per stage: its pipeline rank

@@ -55,8 +55,8 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
   Json config = {{"train_batch_size", s.global_batch},
                  {"train_micro_batch_size_per_gpu", s.microbatch_size},
                  {"gradient_accumulation_steps", s.microbatches}};
-  if (s.dtype == "bf16") config["bf16"] = {{"enabled", true}};
-  if (s.dtype == "fp16") config["fp16"] = {{"enabled", true}};
+  if (s.dtype == Dtype::Bf16) config["bf16"] = {{"enabled", true}};
+  if (s.dtype == Dtype::Fp16) config["fp16"] = {{"enabled", true}};
 
   std::ostringstream py;
   py << "\"\"\"DeepSpeed pipeline setup for " << plan_name << ", written by `pipescope export --to deepspeed`.\n"

@@ -132,8 +132,8 @@ ExportResult export_megatron(const PlanShape& s) {
   if (s.sequence > 0) f.emplace_back("--seq-length", std::to_string(s.sequence));
   f.emplace_back("--micro-batch-size", std::to_string(s.microbatch_size));
   f.emplace_back("--global-batch-size", std::to_string(s.global_batch));
-  if (s.dtype == "bf16") f.emplace_back("--bf16", "");
-  if (s.dtype == "fp16") f.emplace_back("--fp16", "");
+  if (s.dtype == Dtype::Bf16) f.emplace_back("--bf16", "");
+  if (s.dtype == Dtype::Fp16) f.emplace_back("--fp16", "");
   std::string cut = "even";
   int most = 0;
   for (int c : s.decoder_layers) most = std::max(most, c);
