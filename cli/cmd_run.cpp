@@ -36,6 +36,7 @@ StepReport simulate_plan(const ResolvedPlan& r, const CostModel& costs, const ex
 struct RunArgs {
   PlanOptions plan;
   exec::RunOptions run;
+  std::string transport = "threads", wait = "auto", pin = "auto";  // parsed into run in the callback
   std::string optimizer = "adam";
   float lr = 1e-3f;
   std::string fault;
@@ -103,14 +104,14 @@ void add_run_command(CLI::App& app) {
   a->plan.add_to(cmd);
   cmd->add_option("--backend", a->run.backend, "Backend to run on: " + backend_list())->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "fp32 | bf16 (bf16: cuda only; fp32 arithmetic)")->capture_default_str();
-  cmd->add_option("--transport", a->run.transport,
+  cmd->add_option("--transport", a->transport,
                   "threads (one thread per stage replica) | mpi (one rank per stage replica: mpirun -np K*r pipescope run ...)")
       ->capture_default_str();
-  cmd->add_option("--wait", a->run.wait,
+  cmd->add_option("--wait", a->wait,
                   "How a worker (one per stage replica) waits for its input: spin (keep the core busy) | block (sleep "
                   "until woken) | auto (spin when every worker on this machine has a core of its own)")
       ->capture_default_str();
-  cmd->add_option("--pin", a->run.pin,
+  cmd->add_option("--pin", a->pin,
                   "threads transport: on (pin worker d's thread to core d) | off | auto (pin when every worker has a "
                   "core of its own); under MPI use mpirun's --bind-to")
       ->capture_default_str();
@@ -146,10 +147,13 @@ void add_run_command(CLI::App& app) {
     }
     a->gates.check(a->json, !a->plan.hardware_path.empty(), {{"--output", a->output_path}, {"--trace", a->trace_path}});
     a->run.backend = backend_spec(a->run.backend, a->dtype, 1);
-    a->run.optimizer.kind = a->optimizer;
     a->run.optimizer.lr = a->lr;
-    const bool mpi = a->run.transport == "mpi";
+    const bool mpi = a->transport == "mpi";
     try {
+      a->run.transport = exec::parse_transport(a->transport);
+      a->run.wait = exec::parse_wait_mode(a->wait);
+      a->run.pin = exec::parse_pin_mode(a->pin);
+      a->run.optimizer.kind = exec::parse_optimizer_kind(a->optimizer);
       if (!a->fault.empty()) a->run.fault = exec::parse_fault(a->fault);
       a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);

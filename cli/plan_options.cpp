@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/atomic_file.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "exec/backend.h"
 #include "core/cost_model.h"
@@ -204,16 +205,19 @@ std::string backend_list() {
 }
 
 std::string backend_spec(const std::string& backend, const std::string& dtype, int partitions) {
-  if (dtype != "fp32" && dtype != "bf16") throw InputError("--dtype: expected fp32 or bf16, got \"" + dtype + "\"");
+  const std::optional<Dtype> format = dtype_from_name(dtype);
+  if (format != Dtype::Fp32 && format != Dtype::Bf16) {
+    throw InputError("--dtype: expected fp32 or bf16, got \"" + dtype + "\"");
+  }
   if (partitions < 1) throw InputError("--sm-partition: expected K >= 1, got " + std::to_string(partitions));
   const bool cuda = exec::is_cuda_backend(backend);
   if (!cuda) {
-    if (dtype != "fp32") throw InputError("--dtype " + dtype + ": the " + backend + " backend stores fp32 only (use --backend cuda)");
+    if (format != Dtype::Fp32) throw InputError("--dtype " + dtype + ": the " + backend + " backend stores fp32 only (use --backend cuda)");
     if (partitions != 1) throw InputError("--sm-partition: only the cuda backend has SM partitions");
     return backend;
   }
   std::string spec = backend;
-  if (dtype != "fp32") spec += ":" + dtype;
+  if (format != Dtype::Fp32) spec += ":" + dtype;
   if (partitions > 1) spec += ":part=" + std::to_string(partitions);
   return spec;
 }

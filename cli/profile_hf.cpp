@@ -6,6 +6,7 @@
 
 #include "cli/plan_options.h"
 #include "core/data_dir.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace pipescope::cli {
@@ -42,7 +43,9 @@ std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t seq
   if (!name.empty()) model.name = name;
   HfProfileOptions o;
   o.sequence = sequence;
-  o.dtype = dtype;
+  const std::optional<Dtype> format = dtype_from_name(dtype);
+  if (!format) throw InputError("--dtype: expected bf16, fp16 or fp32, got \"" + dtype + "\"");
+  o.dtype = *format;
   o.tensor_parallel = tensor_parallel;
   o.efficiency = efficiency;
   o.selective_recompute = !full_activations;

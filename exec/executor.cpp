@@ -43,15 +43,11 @@ void check_async_runnable(const Schedule& schedule, const RunOptions& options, c
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
                     const RunOptions& options) {
   make_backend(options.backend);
-  options.spin_waits(1);  // refuses an unknown --wait or --pin before anything runs
-  options.pin_threads(1);
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
   if (options.warmup_steps() >= options.steps) {
     throw InputError("--warmup: expected fewer warm-up steps than --steps (" + std::to_string(options.steps) + ")");
   }
   if (!(options.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
-  const std::string& optimizer = options.optimizer.kind;
-  if (optimizer != "sgd" && optimizer != "adam") throw InputError("--optimizer: expected sgd or adam, got \"" + optimizer + "\"");
   if (!(options.optimizer.lr >= 0) || !std::isfinite(options.optimizer.lr)) {
     throw InputError("--lr: expected a finite learning rate >= 0, got " + std::to_string(options.optimizer.lr));
   }
@@ -62,7 +58,7 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
   }
   if (schedule.asynchronous()) check_async_runnable(schedule, options, layout);
   const bool post_validation = options.optimizer_step == OptimizerStep::PostValidation && !schedule.asynchronous();
-  if (post_validation && (options.transport != "threads" || options.backend != "cpu" || layout.replicas > 1)) {
+  if (post_validation && (options.transport != Transport::Threads || options.backend != "cpu" || layout.replicas > 1)) {
     throw InputError("--optimizer-step: post-validation runs on the cpu backend's threads transport without "
                      "replicated stages (its global gradient check is an in-process board)");
   }
@@ -70,7 +66,7 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
     throw InputError("--warmup: post-validation runs its steps back to back as one op list, so no step can be left "
                      "out as a warm-up (its steady-state step leaves out the first)");
   }
-  if (options.model_time && (options.transport != "threads" || layout.replicas > 1)) {
+  if (options.model_time && (options.transport != Transport::Threads || layout.replicas > 1)) {
     throw InputError("model time runs on the threads transport without replicated stages");
   }
   if (static_cast<int>(plan.stages.size()) != schedule.stages()) {
@@ -90,9 +86,8 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
 
 RunResult run_plan(const Profile& profile, const Plan& plan, const Schedule& schedule,
                    const RunOptions& options) {
-  if (options.transport == "threads") return run_threads(profile, plan, schedule, options);
-  if (options.transport == "mpi") return run_mpi(profile, plan, schedule, options);
-  throw InputError("--transport: expected threads or mpi, got \"" + options.transport + "\"");
+  if (options.transport == Transport::Mpi) return run_mpi(profile, plan, schedule, options);
+  return run_threads(profile, plan, schedule, options);
 }
 
 RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& schedule,

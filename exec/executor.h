@@ -45,7 +45,7 @@ struct RunResult {
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
                     const RunOptions& options);
 
-// Dispatches on options.transport ("threads" or "mpi"). Throws RunError when a worker fails.
+// Dispatches on options.transport (threads or mpi). Throws RunError when a worker fails.
 RunResult run_plan(const Profile& profile, const Plan& plan, const Schedule& schedule,
                    const RunOptions& options);
 RunResult run_threads(const Profile& profile, const Plan& plan, const Schedule& schedule,

@@ -26,9 +26,9 @@ int64_t step_end(const StepRecord& s) {
 std::string measured_setup(const RunOptions& options, int workers, bool spin_waits) {
   std::string note = "measured: " + options.backend + " backend";
   if (options.backend == "cpu") note += " (OpenBLAS " + blas_kernels() + " kernels)";
-  note += ", " + options.transport + " transport (";
+  note += ", " + to_string(options.transport) + " transport (";
   note += spin_waits ? "waits spin" : "waits block";
-  if (options.transport == "threads") note += options.pin_threads(workers) ? ", threads pinned" : ", threads unpinned";
+  if (options.transport == Transport::Threads) note += options.pin_threads(workers) ? ", threads pinned" : ", threads unpinned";
   return note + ")";
 }
 

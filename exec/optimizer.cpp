@@ -5,12 +5,17 @@
 
 namespace pipescope::exec {
 
+std::string to_string(OptimizerKind kind) { return kind == OptimizerKind::Sgd ? "sgd" : "adam"; }
+
+OptimizerKind parse_optimizer_kind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::Sgd;
+  if (name == "adam") return OptimizerKind::Adam;
+  throw InputError("--optimizer: expected sgd or adam, got \"" + name + "\"");
+}
+
 Optimizer::Optimizer(Context ctx, std::vector<Parameter*> params, const OptimizerSettings& settings)
     : ctx_(ctx), params_(std::move(params)), settings_(settings) {
-  if (settings_.kind != "sgd" && settings_.kind != "adam") {
-    throw InputError("--optimizer: expected sgd or adam, got \"" + settings_.kind + "\"");
-  }
-  if (settings_.kind == "adam") {
+  if (settings_.kind == OptimizerKind::Adam) {
     for (Parameter* p : params_) {
       m_.push_back(Tensor::zeros(ctx, p->value.rows, p->value.cols, Category::OptimizerState));
       v_.push_back(Tensor::zeros(ctx, p->value.rows, p->value.cols, Category::OptimizerState));
@@ -23,7 +28,7 @@ void Optimizer::step() {
   Backend& be = ctx_.backend;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i];
-    if (settings_.kind == "sgd") {
+    if (settings_.kind == OptimizerKind::Sgd) {
       be.sgd_step(p.value.data(), p.grad.data(), settings_.lr, p.value.numel());
     } else {
       AdamSettings a;

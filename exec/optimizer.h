@@ -2,9 +2,10 @@
 // gradients have been accumulated: SGD (no state) or Adam (two moments per parameter,
 // charged as Category::OptimizerState from construction on, so a stage's static bytes
 // are constant over a run). step() also zeroes the gradients for the next step.
-//   Optimizer opt(ctx, params, {.kind = "adam", .lr = 1e-3f});  opt.step();
+//   Optimizer opt(ctx, params, {.kind = OptimizerKind::Adam, .lr = 1e-3f});  opt.step();
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,12 @@
 
 namespace pipescope::exec {
 
+enum class OptimizerKind : uint8_t { Sgd, Adam };
+std::string to_string(OptimizerKind kind);                 // "sgd", "adam"
+OptimizerKind parse_optimizer_kind(const std::string& name);  // throws InputError naming --optimizer
+
 struct OptimizerSettings {
-  std::string kind = "adam";  // sgd | adam
+  OptimizerKind kind = OptimizerKind::Adam;
   float lr = 1e-3f;
 };
 

@@ -35,18 +35,54 @@ void pin_current_thread(int i) {
   pthread_setaffinity_np(pthread_self(), sizeof one, &one);  // best effort: a refusal leaves placement to the OS
 }
 
+std::string to_string(Transport transport) { return transport == Transport::Mpi ? "mpi" : "threads"; }
+
+Transport parse_transport(const std::string& name) {
+  if (name == "threads") return Transport::Threads;
+  if (name == "mpi") return Transport::Mpi;
+  throw InputError("--transport: expected threads or mpi, got \"" + name + "\"");
+}
+
+std::string to_string(WaitMode wait) {
+  switch (wait) {
+    case WaitMode::Spin: return "spin";
+    case WaitMode::Block: return "block";
+    case WaitMode::Auto: break;
+  }
+  return "auto";
+}
+
+WaitMode parse_wait_mode(const std::string& name) {
+  if (name == "auto") return WaitMode::Auto;
+  if (name == "spin") return WaitMode::Spin;
+  if (name == "block") return WaitMode::Block;
+  throw InputError("--wait: expected auto, spin or block, got \"" + name + "\"");
+}
+
+std::string to_string(PinMode pin) {
+  switch (pin) {
+    case PinMode::On: return "on";
+    case PinMode::Off: return "off";
+    case PinMode::Auto: break;
+  }
+  return "auto";
+}
+
+PinMode parse_pin_mode(const std::string& name) {
+  if (name == "auto") return PinMode::Auto;
+  if (name == "on") return PinMode::On;
+  if (name == "off") return PinMode::Off;
+  throw InputError("--pin: expected auto, on or off, got \"" + name + "\"");
+}
+
 bool RunOptions::pin_threads(int devices_here) const {
-  if (pin == "on") return true;
-  if (pin == "off") return false;
-  if (pin == "auto") return devices_here <= usable_cores();
-  throw InputError("--pin: expected auto, on or off, got \"" + pin + "\"");
+  if (pin == PinMode::Auto) return devices_here <= usable_cores();
+  return pin == PinMode::On;
 }
 
 bool RunOptions::spin_waits(int devices_here) const {
-  if (wait == "spin") return true;
-  if (wait == "block") return false;
-  if (wait == "auto") return devices_here <= usable_cores();
-  throw InputError("--wait: expected auto, spin or block, got \"" + wait + "\"");
+  if (wait == WaitMode::Auto) return devices_here <= usable_cores();
+  return wait == WaitMode::Spin;
 }
 
 FaultSpec parse_fault(const std::string& text) {

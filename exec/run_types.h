@@ -46,6 +46,25 @@ int usable_cores();
 // Pins the calling thread to the i-th (mod count) core of the process's affinity mask.
 void pin_current_thread(int i);
 
+// The run's settings that come in as flags (cli/cmd_run.cpp parses them once; the
+// string forms live only in parse_* and to_string).
+enum class Transport : uint8_t { Threads, Mpi };
+std::string to_string(Transport transport);            // "threads", "mpi"
+Transport parse_transport(const std::string& name);  // throws InputError naming --transport
+// How a stage waits for a message or a barrier: Spin polls and keeps its core busy,
+// Block sleeps until woken, Auto spins when every device on this machine has a core of
+// its own. On a virtual machine an idle core may be handed to another tenant and comes
+// back with cold caches, which slows the next op; spinning avoids that.
+enum class WaitMode : uint8_t { Auto, Spin, Block };
+std::string to_string(WaitMode wait);             // "auto", "spin", "block"
+WaitMode parse_wait_mode(const std::string& name);  // throws InputError naming --wait
+// Threads transport: On pins device d's thread to the d-th core this process may use
+// (round robin), Off leaves placement to the OS, Auto pins when every device has a core
+// of its own (a thread that migrates leaves its warm caches behind).
+enum class PinMode : uint8_t { Auto, On, Off };
+std::string to_string(PinMode pin);             // "auto", "on", "off"
+PinMode parse_pin_mode(const std::string& name);  // throws InputError naming --pin
+
 struct RunOptions {
   std::string backend = "cpu";
   int steps = 3;
@@ -58,16 +77,9 @@ struct RunOptions {
   bool keep_parameters = false;  // tests: bring every layer's parameters back (threads transport only)
   double timeout_s = 20.0;      // longest wait for a message or a barrier
   std::optional<FaultSpec> fault;
-  std::string transport = "threads";
-  // How a stage waits for a message or a barrier: "spin" polls and keeps its core busy,
-  // "block" sleeps until woken, "auto" spins when every device on this machine has a
-  // core of its own. On a virtual machine an idle core may be handed to another tenant
-  // and comes back with cold caches, which slows the next op; spinning avoids that.
-  std::string wait = "auto";
-  // threads transport: "on" pins device d's thread to the d-th core this process may use
-  // (round robin), "off" leaves placement to the OS, "auto" pins when every device has a
-  // core of its own (a thread that migrates leaves its warm caches behind).
-  std::string pin = "auto";
+  Transport transport = Transport::Threads;
+  WaitMode wait = WaitMode::Auto;
+  PinMode pin = PinMode::Auto;  // threads transport only
 
   // Where a flushed step ends (core/plan.h). Post-validation runs the steps as one op
   // list on the threads transport: each worker steps its optimizer right after its own
@@ -88,10 +100,9 @@ struct RunOptions {
   std::optional<PoisonGradient> poison_gradient;
 
   int warmup_steps() const { return warmup >= 0 ? warmup : (steps > 1 ? 1 : 0); }
-  // Whether waits spin, given how many devices run on this machine; throws InputError
-  // for an unknown `wait`.
+  // Whether waits spin, given how many devices run on this machine.
   bool spin_waits(int devices_here) const;
-  // Whether worker threads are pinned (see `pin`); throws InputError for an unknown `pin`.
+  // Whether worker threads are pinned (see PinMode).
   bool pin_threads(int devices_here) const;
 };
 

@@ -7,9 +7,11 @@
 //   std::cout << r.text;            // flags, one per line
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/json_reader.h"
 #include "core/plan.h"
 #include "core/profile.h"
@@ -40,9 +42,10 @@ struct PlanShape {
   int64_t global_batch = 1;               // N samples per step
   int64_t microbatch_size = 1;            // N / (M r): samples per micro-batch per replica
   int64_t sequence = 0;                   // from the layer specs; 0 when unknown
-  std::string schedule;                   // pipescope's name: "1f1b", "interleaved", ...
+  std::optional<ScheduleKind> schedule;   // nullopt: a schedule file (no framework class runs it)
+  std::string schedule_name;              // as printed: to_string(schedule), or "file:NAME"
   bool recompute = false;
-  std::string dtype;
+  std::optional<Dtype> dtype;              // the profile's, when it names one of Dtype's
   P2p p2p = P2p::Overlapped;              // the plan's (core/p2p.h; absent: overlapped)
   std::vector<std::pair<int, int>> ranges;  // per stage, model order: layers [first, end)
   std::vector<int> stage_position;          // per stage: its pipeline rank

@@ -39,9 +39,9 @@ std::string py_ints(const std::vector<int>& v) {
 }  // namespace
 
 ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) {
-  if (s.positions > 1 && (s.schedule != "1f1b" || s.chunks != 1)) {
+  if (s.positions > 1 && (s.schedule != ScheduleKind::OneFOneB || s.chunks != 1)) {
     throw InputError("", "schedule", "DeepSpeed's PipelineEngine runs only its 1F1B TrainSchedule with one stage per rank, not \"" +
-                                     s.schedule + "\"" + (s.chunks > 1 ? " with " + std::to_string(s.chunks) + " chunks" : "") +
+                                     s.schedule_name + "\"" + (s.chunks > 1 ? " with " + std::to_string(s.chunks) + " chunks" : "") +
                                      "; plan with --schedules 1f1b to export to DeepSpeed");
   }
   std::vector<int> parts;
@@ -55,8 +55,8 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
   Json config = {{"train_batch_size", s.global_batch},
                  {"train_micro_batch_size_per_gpu", s.microbatch_size},
                  {"gradient_accumulation_steps", s.microbatches}};
-  if (s.dtype == "bf16") config["bf16"] = {{"enabled", true}};
-  if (s.dtype == "fp16") config["fp16"] = {{"enabled", true}};
+  if (s.dtype == Dtype::Bf16) config["bf16"] = {{"enabled", true}};
+  if (s.dtype == Dtype::Fp16) config["fp16"] = {{"enabled", true}};
 
   std::ostringstream py;
   py << "\"\"\"DeepSpeed pipeline setup for " << plan_name << ", written by `pipescope export --to deepspeed`.\n"

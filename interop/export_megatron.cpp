@@ -109,11 +109,11 @@ std::string shell_word(const std::string& value) {
 
 void check_schedule(const PlanShape& s) {
   if (s.positions == 1) return;  // no pipeline: the schedule does not matter
-  if (s.schedule == "1f1b" && s.chunks == 1) return;
-  if (s.schedule == "interleaved" && s.chunks > 1) return;
-  std::string why = s.schedule == "gpipe"
+  if (s.schedule == ScheduleKind::OneFOneB && s.chunks == 1) return;
+  if (s.schedule == ScheduleKind::Interleaved && s.chunks > 1) return;
+  std::string why = s.schedule == ScheduleKind::GPipe
                         ? "Megatron-LM has no GPipe schedule (it runs 1F1B: the same bubble, less activation memory)"
-                        : std::string(kMegatronVersion) + " has no \"" + s.schedule + "\" pipeline schedule (it runs 1f1b and interleaved)";
+                        : std::string(kMegatronVersion) + " has no \"" + s.schedule_name + "\" pipeline schedule (it runs 1f1b and interleaved)";
   throw InputError("", "schedule", why + "; plan with --schedules 1f1b,interleaved to export to Megatron-LM");
 }
 
@@ -132,8 +132,8 @@ ExportResult export_megatron(const PlanShape& s) {
   if (s.sequence > 0) f.emplace_back("--seq-length", std::to_string(s.sequence));
   f.emplace_back("--micro-batch-size", std::to_string(s.microbatch_size));
   f.emplace_back("--global-batch-size", std::to_string(s.global_batch));
-  if (s.dtype == "bf16") f.emplace_back("--bf16", "");
-  if (s.dtype == "fp16") f.emplace_back("--fp16", "");
+  if (s.dtype == Dtype::Bf16) f.emplace_back("--bf16", "");
+  if (s.dtype == Dtype::Fp16) f.emplace_back("--fp16", "");
   std::string cut = "even";
   int most = 0;
   for (int c : s.decoder_layers) most = std::max(most, c);
@@ -167,7 +167,7 @@ ExportResult export_megatron(const PlanShape& s) {
        << "# " << s.world_size() << " GPUs = tensor " << s.tensor_parallel << " x pipeline " << s.positions << " x data "
        << s.replicas << "; Megatron derives data-parallel size " << s.replicas
        << " = WORLD_SIZE / (tensor x pipeline); launch with WORLD_SIZE=" << s.world_size() << "\n"
-       << "# schedule " << s.schedule << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
+       << "# schedule " << s.schedule_name << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
   if (s.positions > 1 && !interleaved && s.p2p == P2p::Overlapped) {
     text << "# p2p: Megatron-LM overlaps p2p with compute only in the interleaved schedule; its 1f1b sends and "
             "receives block (predict that with --p2p blocking)\n";

@@ -60,9 +60,10 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   s.positions = plan.pipeline_devices();
   s.microbatches = plan.microbatches;
   s.global_batch = plan.batch_size;
-  s.schedule = plan.schedule_file.empty() ? to_string(plan.schedule) : "file:" + plan.schedule_name();  // a file has no torch class
+  if (plan.schedule_file.empty()) s.schedule = plan.schedule;  // a file has no torch class
+  s.schedule_name = plan.schedule_file.empty() ? to_string(plan.schedule) : "file:" + plan.schedule_name();
   s.recompute = plan.recompute;
-  s.dtype = profile.dtype;
+  s.dtype = dtype_from_name(profile.dtype);
   s.tensor_parallel = static_cast<int>(spec_int(profile, "tensor_parallel", 1));
   s.sequence = spec_int(profile, "sequence", 0);
   for (const LayerProfile& l : profile.layers) {

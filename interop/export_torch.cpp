@@ -15,23 +15,23 @@ namespace pipescope {
 
 namespace {
 
-// One row per pipescope schedule name. Extend here when pipescope builds a new
+// One row per pipescope schedule. Extend here when pipescope builds a new
 // schedule: its torch class, whether the class takes one stage (PipelineScheduleSingle)
 // or a list (PipelineScheduleMulti), and the stage placement the class assumes.
 struct TorchSchedule {
-  const char* pipescope;
+  ScheduleKind kind;  // the pipescope schedule the class runs
   const char* torch_class;
   bool single_stage;
   const char* placement;  // "loop" (stage s on rank s % K) or "v"
   bool needs_m_ge_stages;  // the constructor refuses fewer micro-batches than stages
 };
 constexpr TorchSchedule kTorchSchedules[] = {
-    {"gpipe", "ScheduleGPipe", true, "loop", false},
-    {"1f1b", "Schedule1F1B", true, "loop", true},
-    {"interleaved", "ScheduleInterleaved1F1B", false, "loop", false},
-    {"zb-h1", "ScheduleInterleavedZeroBubble", false, "loop", false},  // ZB1P; one stage per rank = ZB-H1
-    {"zb-v", "ScheduleZBVZeroBubble", false, "v", false},              // exactly two stages per rank
-    {"dualpipev", "ScheduleDualPipeV", false, "v", true},
+    {ScheduleKind::GPipe, "ScheduleGPipe", true, "loop", false},
+    {ScheduleKind::OneFOneB, "Schedule1F1B", true, "loop", true},
+    {ScheduleKind::Interleaved, "ScheduleInterleaved1F1B", false, "loop", false},
+    {ScheduleKind::ZeroBubbleH1, "ScheduleInterleavedZeroBubble", false, "loop", false},  // ZB1P; one stage per rank = ZB-H1
+    {ScheduleKind::ZeroBubbleV, "ScheduleZBVZeroBubble", false, "v", false},              // exactly two stages per rank
+    {ScheduleKind::DualPipeV, "ScheduleDualPipeV", false, "v", true},
 };
 
 int expected_rank(const char* placement, int stage, int K) {
@@ -109,7 +109,7 @@ std::string schedule_code(const TorchSchedule* row) {
 ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool csv) {
   const TorchSchedule* row = nullptr;
   for (const TorchSchedule& r : kTorchSchedules) {
-    if (s.schedule == r.pipescope) row = &r;
+    if (s.schedule == r.kind) row = &r;
   }
   if (row != nullptr && !csv) check_class(*row, s);
   if (csv) row = nullptr;  // replay pipescope's op order
@@ -131,7 +131,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
      << "N_MICROBATCHES = " << s.microbatches << "\n"
      << "MICROBATCH_SIZE = " << s.microbatch_size << "  # samples per micro-batch per replica; step batch = "
      << s.global_batch << "\n"
-     << "SCHEDULE_CLASS = \"" << runtime << "\"  # pipescope schedule \"" << s.schedule << "\"\n"
+     << "SCHEDULE_CLASS = \"" << runtime << "\"  # pipescope schedule \"" << s.schedule_name << "\"\n"
      << "SPLIT_POINTS = " << py_list(splits) << "  # first module of stages 1.." << s.stages() - 1 << "\n"
      << "STAGE_RANKS = " << py_ints(s.stage_position) << "  # pipeline rank of each stage\n"
      << "RECOMPUTE = " << (s.recompute ? "True" : "False") << "  # keep only each stage's input for backward\n";

@@ -49,12 +49,6 @@ std::string find_gpu_file(const std::string& name_or_path, const std::vector<std
 
 namespace {
 
-int dtype_size(const std::string& dtype) {
-  if (dtype == "bf16" || dtype == "fp16") return 2;
-  if (dtype == "fp32") return 4;
-  throw InputError("--dtype: expected bf16, fp16 or fp32, got \"" + dtype + "\"");
-}
-
 void check_divides(int t, int64_t n, const std::string& what) {
   if (n % t != 0) {
     throw InputError("--tensor-parallel " + std::to_string(t) + " does not divide " + what + " (" + std::to_string(n) + ")");
@@ -174,9 +168,11 @@ Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOpt
   check_divides(t, m.ffn, "intermediate_size");
   if (!(o.efficiency > 0 && o.efficiency <= 1)) throw InputError("--efficiency: expected a value in (0, 1]");
   if (o.sequence < 1 || o.sequence > (int64_t{1} << 22)) throw InputError("--seq: expected 1 to 4194304");
-  auto peak = gpu.peak_tflops.find(o.dtype);
-  const int d = dtype_size(o.dtype);
-  if (peak == gpu.peak_tflops.end()) throw InputError(gpu.node.source + ": gpu.peak_dense_tflops: no entry for \"" + o.dtype + "\"");
+  auto peak = gpu.peak_tflops.find(to_string(o.dtype));
+  const int d = dtype_bytes(o.dtype);
+  if (peak == gpu.peak_tflops.end()) {
+    throw InputError(gpu.node.source + ": gpu.peak_dense_tflops: no entry for \"" + to_string(o.dtype) + "\"");
+  }
   const LayerContext c{m, o, gpu, t, d, peak->second * 1e12 * o.efficiency / 1e3, gpu.hbm_gb_per_s * 1e6 * o.efficiency,
                        count_parameters(m),
                        {{"family", m.family}, {"hidden", m.hidden}, {"sequence", o.sequence}, {"tensor_parallel", t}}};
@@ -185,7 +181,7 @@ Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOpt
   p.device_name = gpu_model_name(gpu.node) + (t > 1 ? " (tensor-parallel group of " + std::to_string(t) + ")" : "");
   p.device_memory_bytes = gpu.node.memory_bytes;
   p.backend = "analytic";
-  p.dtype = o.dtype;
+  p.dtype = to_string(o.dtype);
   p.batch_sizes = o.batch_sizes;
   p.layers.push_back(embedding_layer(c));
   const LayerFlops f = decoder_layer_flops(m, o.sequence);

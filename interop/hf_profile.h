@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/hardware.h"
 #include "interop/hf_config.h"
 #include "core/profile.h"
@@ -34,7 +35,7 @@ std::string find_gpu_file(const std::string& name_or_path, const std::vector<std
 
 struct HfProfileOptions {
   int64_t sequence = 4096;
-  std::string dtype = "bf16";       // bf16 | fp16 | fp32 (fp32: IEEE, no TF32)
+  Dtype dtype = Dtype::Bf16;        // fp32: IEEE, no TF32
   int tensor_parallel = 1;          // t GPUs per pipescope device
   double efficiency = 0.45;         // achieved / peak FLOP/s (and HBM bandwidth)
   bool selective_recompute = true;  // attention probabilities not kept (flash attention)

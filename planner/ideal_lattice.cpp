@@ -65,6 +65,31 @@ struct Adjacency {
   std::vector<std::vector<int>> pred, succ;
 };
 
+Adjacency adjacency_of(int n, const std::vector<std::pair<int, int>>& edges) {
+  Adjacency g{std::vector<std::vector<int>>(n), std::vector<std::vector<int>>(n)};
+  for (auto [a, b] : edges) {
+    g.pred[b].push_back(a);
+    g.succ[a].push_back(b);
+  }
+  return g;
+}
+
+// One random key per vertex: an ideal's hash is the xor of its members' keys.
+std::vector<uint64_t> zobrist_keys(int n) {
+  std::vector<uint64_t> keys(n);
+  for (int v = 0; v < n; ++v) keys[v] = splitmix(static_cast<uint64_t>(v) + 1);
+  return keys;
+}
+
+// The addable vertices of the empty ideal: those without predecessors (a bitset).
+std::vector<uint64_t> sources(const Adjacency& g, int words) {
+  std::vector<uint64_t> can(static_cast<std::size_t>(words), 0);
+  for (int v = 0; v < static_cast<int>(g.pred.size()); ++v) {
+    if (g.pred[v].empty()) can[v >> 6] |= uint64_t{1} << (v & 63);
+  }
+  return can;
+}
+
 // The predecessors of v whose every successor lies in ideal d or is v: the vertices
 // that adding v to d closes (all their consumers are then in).
 void closed_by(const Adjacency& g, int v, const uint64_t* d, std::vector<int>& closed) {
@@ -111,13 +136,8 @@ std::vector<int> IdealLattice::members(int ideal) const {
 
 IdealLattice build_ideal_lattice(int n, const std::vector<std::pair<int, int>>& edges, std::size_t max_ideals,
                                  int window) {
-  Adjacency g{std::vector<std::vector<int>>(n), std::vector<std::vector<int>>(n)};
-  for (auto [a, b] : edges) {
-    g.pred[b].push_back(a);
-    g.succ[a].push_back(b);
-  }
-  std::vector<uint64_t> zobrist(n);
-  for (int v = 0; v < n; ++v) zobrist[v] = splitmix(static_cast<uint64_t>(v) + 1);
+  const Adjacency g = adjacency_of(n, edges);
+  const std::vector<uint64_t> zobrist = zobrist_keys(n);
   const int words = std::max(1, (n + 63) / 64);
   const int step = window > 1 ? window / 2 : 0;
   IdealLattice out;
@@ -137,10 +157,7 @@ IdealLattice build_ideal_lattice(int n, const std::vector<std::pair<int, int>>& 
   };
   Level level(words);
   Extra extra;
-  std::vector<uint64_t> set(static_cast<std::size_t>(words), 0), can(static_cast<std::size_t>(words), 0);
-  for (int v = 0; v < n; ++v) {
-    if (g.pred[v].empty()) can[v >> 6] |= uint64_t{1} << (v & 63);
-  }
+  std::vector<uint64_t> set(static_cast<std::size_t>(words), 0), can = sources(g, words);
   bool fresh = false;
   level.find_or_add(set.data(), 0, fresh);
   extra.addable = can;

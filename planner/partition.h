@@ -39,6 +39,40 @@ struct MinMaxResult {
   LayerRanges ranges;           // empty when no partition is feasible
 };
 
+namespace min_max_detail {
+
+// The dynamic programme's first cap on stage costs: the larger of the average and the
+// largest single-layer bound, with a little slack; -1 when some layer fits no stage.
+template <class Bound>
+int64_t starting_cap(int L, int S, const Bound& bound) {
+  int64_t total = 0, largest = 0;
+  for (int l = 0; l < L; ++l) {
+    int64_t cheapest = kInfeasible;
+    for (int s = std::max(0, l - (L - S)); s <= std::min(l, S - 1); ++s) cheapest = std::min(cheapest, bound(s, l, l + 1));
+    if (cheapest == kInfeasible) return -1;
+    total = (total > kInfeasible - cheapest) ? kInfeasible : total + cheapest;
+    largest = std::max(largest, cheapest);
+  }
+  const int64_t cap = std::max(total / S, largest);
+  return cap > kInfeasible / 2 ? kInfeasible : cap + cap / 16 + 1;
+}
+
+// The stages' layer ranges, read back from the last stage's end: arg[s * (L + 1) + j]
+// is where stage s starts when it ends at layer j.
+inline LayerRanges trace_cuts(int L, int S, const std::vector<int>& arg) {
+  const std::size_t W = static_cast<std::size_t>(L) + 1;
+  LayerRanges ranges(static_cast<std::size_t>(S));
+  int j = L;
+  for (int s = S - 1; s >= 0; --s) {
+    const int i = arg[static_cast<std::size_t>(s) * W + static_cast<std::size_t>(j)];
+    ranges[static_cast<std::size_t>(s)] = {i, j};
+    j = i;
+  }
+  return ranges;
+}
+
+}  // namespace min_max_detail
+
 // Exact minimum over all contiguous partitions of [0, L) into S stages of the largest
 // cost(s, i, j) (stage s holds layers [i, j); kInfeasible = the stage is not allowed).
 // `bound(s, i, j)` must be <= cost(s, i, j) and must not decrease as i decreases (a
@@ -49,17 +83,8 @@ struct MinMaxResult {
 template <class Cost, class Bound>
 MinMaxResult min_max_partition(int L, int S, const Cost& cost, const Bound& bound) {
   check_stage_count(L, S);
-  // Starting cap: the larger of the average and the largest single-layer bound.
-  int64_t total = 0, largest = 0;
-  for (int l = 0; l < L; ++l) {
-    int64_t cheapest = kInfeasible;
-    for (int s = std::max(0, l - (L - S)); s <= std::min(l, S - 1); ++s) cheapest = std::min(cheapest, bound(s, l, l + 1));
-    if (cheapest == kInfeasible) return {};
-    total = (total > kInfeasible - cheapest) ? kInfeasible : total + cheapest;
-    largest = std::max(largest, cheapest);
-  }
-  int64_t cap = std::max(total / S, largest);
-  cap = cap > kInfeasible / 2 ? kInfeasible : cap + cap / 16 + 1;
+  int64_t cap = min_max_detail::starting_cap(L, S, bound);
+  if (cap < 0) return {};
   const std::size_t W = static_cast<std::size_t>(L) + 1;
   std::vector<int64_t> best(static_cast<std::size_t>(S) * W, kInfeasible);
   std::vector<int> arg(static_cast<std::size_t>(S) * W, -1);
@@ -116,16 +141,7 @@ MinMaxResult min_max_partition(int L, int S, const Cost& cost, const Bound& boun
     const int64_t answer = best[static_cast<std::size_t>(S - 1) * W + L];
     if (answer != kInfeasible || !capped || cap == kInfeasible) {
       if (answer == kInfeasible) return {};
-      MinMaxResult out;
-      out.value = answer;
-      out.ranges.resize(static_cast<std::size_t>(S));
-      int j = L;
-      for (int s = S - 1; s >= 0; --s) {
-        const int i = arg[static_cast<std::size_t>(s) * W + j];
-        out.ranges[static_cast<std::size_t>(s)] = {i, j};
-        j = i;
-      }
-      return out;
+      return {answer, min_max_detail::trace_cuts(L, S, arg)};
     }
     cap = cap > kInfeasible / 2 ? kInfeasible : cap + cap / 4 + 1;
   }

@@ -200,7 +200,7 @@ TEST(AsyncExec, TwoBwEqualsTheDelayedUpdateRule) {
         const Plan plan = async_plan(profile, ScheduleKind::PipeDream2BW, K, M, rc);
         const Schedule s = schedule_for(plan, steps);
         RunOptions o;
-        o.optimizer = {"sgd", lr};
+        o.optimizer = {OptimizerKind::Sgd, lr};
         o.keep_parameters = true;
         RunResult r = run_async(profile, plan, s, o);
         std::map<int, std::vector<std::vector<float>>> got;
@@ -288,7 +288,7 @@ TEST(AsyncExec, PipeDreamEqualsWeightStashingInOneProcess) {
         const Plan plan = async_plan(profile, ScheduleKind::PipeDream, K, M, rc);
         const Schedule s = schedule_for(plan, 2);
         RunOptions o;
-        o.optimizer = {"sgd", lr};
+        o.optimizer = {OptimizerKind::Sgd, lr};
         o.keep_parameters = true;
         RunResult r = run_async(profile, plan, s, o);
         std::map<int, std::vector<std::vector<float>>> got;

@@ -31,7 +31,7 @@ void expect_fault_stops_everyone_with(const std::string& wait, ScheduleKind kind
   o.steps = 3;
   o.timeout_s = 60;
   o.fault = fault;
-  o.wait = wait;
+  o.wait = parse_wait_mode(wait);
   try {
     run_threads(profile, plan, schedule, o);
     FAIL() << "the injected fault did not fail the run";
@@ -90,7 +90,7 @@ TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
     SCOPED_TRACE(std::string("--wait ") + wait);
     RunOptions o;
     o.timeout_s = 2;
-    o.wait = wait;
+    o.wait = parse_wait_mode(wait);
     o.fault = FaultSpec{0, OpKind::Forward, 1, 0, false, true, 1};
     try {
       run_threads(profile, plan, schedule, o);
@@ -106,15 +106,17 @@ TEST(ExecFaults, LostMessageInOneReplicaEndsEveryWait) {
 }
 
 TEST(ExecFaults, UnknownWaitOrPinModeIsAnInputError) {
+  EXPECT_THROW(parse_wait_mode("nap"), InputError);
+  EXPECT_THROW(parse_pin_mode("sometimes"), InputError);
+  EXPECT_THROW(parse_transport("carrier-pigeon"), InputError);
+  for (WaitMode w : {WaitMode::Auto, WaitMode::Spin, WaitMode::Block}) EXPECT_EQ(parse_wait_mode(to_string(w)), w);
+  for (PinMode p : {PinMode::Auto, PinMode::On, PinMode::Off}) EXPECT_EQ(parse_pin_mode(to_string(p)), p);
+  for (Transport t : {Transport::Threads, Transport::Mpi}) EXPECT_EQ(parse_transport(to_string(t)), t);
   RunOptions o;
-  o.wait = "nap";
-  EXPECT_THROW(o.spin_waits(1), InputError);
-  o.wait = "auto";  // spins exactly when every device has a core of its own
+  o.wait = WaitMode::Auto;  // spins exactly when every device has a core of its own
   EXPECT_TRUE(o.spin_waits(usable_cores()));
   EXPECT_FALSE(o.spin_waits(usable_cores() + 1));
-  o.pin = "sometimes";
-  EXPECT_THROW(o.pin_threads(1), InputError);
-  o.pin = "auto";  // pins exactly when every device has a core of its own
+  o.pin = PinMode::Auto;  // pins exactly when every device has a core of its own
   EXPECT_TRUE(o.pin_threads(usable_cores()));
   EXPECT_FALSE(o.pin_threads(usable_cores() + 1));
 }

@@ -67,7 +67,7 @@ TEST(ExecPipeline, GradientsEqualOneProcessForEverySchedule) {
     RunOptions o;
     o.steps = 1;
     o.check_gradients = true;
-    o.wait = checked % 2 ? "spin" : "block";  // the wait mode must not change the arithmetic
+    o.wait = checked % 2 ? WaitMode::Spin : WaitMode::Block;  // the wait mode must not change the arithmetic
     RunResult r = run_threads(profile, plan, schedule, o);
     EXPECT_GE(r.max_gradient_error, 0.0) << name(c);
     EXPECT_LT(r.max_gradient_error, 1e-5) << name(c);
@@ -184,7 +184,7 @@ TEST(ExecPipeline, SgdAndAdamStepsLowerTheLoss) {
   Case c{ScheduleKind::ZeroBubbleH1, 2, 4, true};
   Plan plan = plan_for(profile, c, 2);
   Schedule schedule = schedule_for(plan);
-  for (auto [kind, lr] : {std::pair<std::string, float>{"sgd", 0.5f}, {"adam", 1e-2f}}) {
+  for (auto [kind, lr] : {std::pair<OptimizerKind, float>{OptimizerKind::Sgd, 0.5f}, {OptimizerKind::Adam, 1e-2f}}) {
     RunOptions o;
     o.steps = 20;
     o.optimizer.kind = kind;
@@ -193,8 +193,8 @@ TEST(ExecPipeline, SgdAndAdamStepsLowerTheLoss) {
     ASSERT_EQ(r.losses.size(), 20u);
     // Same data every step: training must fit it. Targets are uniform in [-1, 1] (mean
     // square 1/3), so the first loss is at least about 1/3; twenty steps cut it clearly.
-    EXPECT_GT(r.losses[0], 0.1) << kind;
-    EXPECT_LT(r.losses[19], 0.8 * r.losses[0]) << kind << ": " << r.losses[0] << " -> " << r.losses[19];
+    EXPECT_GT(r.losses[0], 0.1) << to_string(kind);
+    EXPECT_LT(r.losses[19], 0.8 * r.losses[0]) << to_string(kind) << ": " << r.losses[0] << " -> " << r.losses[19];
     EXPECT_EQ(r.step_ns.size(), 19u);
   }
 }

@@ -211,7 +211,7 @@ TEST(ExecPostValidation, RefusesWhatItCannotRun) {
   o.warmup = 1;
   EXPECT_THROW(check_runnable(profile, plan, s, o), InputError);
   o.warmup = -1;
-  o.transport = "mpi";
+  o.transport = Transport::Mpi;
   EXPECT_THROW(check_runnable(profile, plan, s, o), InputError);
 }
 

@@ -55,7 +55,7 @@ RunResult run_one_step(const Profile& profile, const Plan& plan, const std::stri
   RunOptions o;
   o.steps = 1;
   o.check_gradients = check;
-  o.wait = wait;
+  o.wait = parse_wait_mode(wait);
   return run_threads(profile, plan, schedule, o);
 }
 

@@ -291,9 +291,11 @@ TEST(HfProfile, RefusesWhatItCannotSplit) {
   o.tensor_parallel = 3;  // does not divide 32 heads
   EXPECT_THROW(make_hf_profile(m, g, o), InputError);
   o.tensor_parallel = 1;
-  o.dtype = "fp8";
+  o.dtype = Dtype::Fp16;
+  g.peak_tflops.erase("fp16");  // a GPU file without a dense fp16 peak
   EXPECT_THROW(make_hf_profile(m, g, o), InputError);
-  o.dtype = "bf16";
+  EXPECT_FALSE(dtype_from_name("fp8"));  // the CLI refuses it naming --dtype
+  o.dtype = Dtype::Bf16;
   o.efficiency = 1.5;
   EXPECT_THROW(make_hf_profile(m, g, o), InputError);
 }

@@ -66,7 +66,7 @@ Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
                      ", K = " + std::to_string(K));
   }
   Schedule s;
-  s.name = "dualpipev";
+  s.name = to_string(ScheduleKind::DualPipeV);
   s.num_microbatches = M;
   s.stage_device = stage_device_map(ScheduleKind::DualPipeV, K, 2);
   for (int d = 0; d < K; ++d) {

@@ -34,7 +34,7 @@ Schedule make_zb_h2(int devices, int microbatches, bool recompute) {
     p.max_alive[d] = std::min(2 * devices - 1, microbatches);
     p.max_warmup[d] = std::min(2 * (devices - d) - 1, microbatches);
   }
-  return finish(list_schedule(p, "zb-h2"), recompute);
+  return finish(list_schedule(p, to_string(ScheduleKind::ZeroBubbleH2)), recompute);
 }
 
 // ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", section 6; PyTorch's
@@ -48,7 +48,7 @@ Schedule make_zb_v(int devices, int microbatches, bool recompute) {
   check_schedule_spec({ScheduleKind::ZeroBubbleV, devices, microbatches, 2, recompute});
   const int K = devices, M = microbatches, n = std::max(2 * K - 1, M);
   Schedule s;
-  s.name = "zb-v";
+  s.name = to_string(ScheduleKind::ZeroBubbleV);
   s.num_microbatches = M;
   s.stage_device = stage_device_map(ScheduleKind::ZeroBubbleV, K, 2);
   for (int d = 0; d < K; ++d) {
@@ -94,7 +94,7 @@ Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool
     p.max_alive[d] = std::min(cap, microbatches);
     p.max_warmup[d] = std::min({cap, 2 * (devices - d) - 1, microbatches});
   }
-  Schedule s = list_schedule(p, "zb-auto");
+  Schedule s = list_schedule(p, to_string(ScheduleKind::ZeroBubbleAuto));
   return finish(std::move(s), recompute);
 }
 
