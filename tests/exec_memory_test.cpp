@@ -16,6 +16,7 @@
 #include "exec/executor.h"
 #include "exec/profiler.h"
 #include "exec_test_models.h"
+#include "tests/test_support.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"
 #include "random_schedules.h"
@@ -130,13 +131,7 @@ TEST(ExactMemory, IFreesWhatWDoesNotNeed) {
     const Schedule s = schedule_for(plan);
     expect_memory_equal(predict(profile, plan, s), run_once(profile, plan, s).report, to_string(kind) + " with weight_grad_bytes");
   }
-  using K = OpKind;
-  Schedule one;
-  one.num_microbatches = 3;
-  one.stage_device = {0};
-  one.device_ops = {{{K::Forward, 0, 0}, {K::BackwardInput, 0, 0}, {K::Forward, 0, 1}, {K::BackwardInput, 0, 1},
-                     {K::Forward, 0, 2}, {K::BackwardInput, 0, 2}, {K::BackwardWeight, 0, 0},
-                     {K::BackwardWeight, 0, 1}, {K::BackwardWeight, 0, 2}}};
+  Schedule one = testing::deferred_weight_order();
   Plan plan;
   plan.microbatches = 3;
   plan.batch_size = 6;

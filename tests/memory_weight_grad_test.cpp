@@ -159,13 +159,7 @@ TEST(MemoryWeightGrad, PlannerStageModelMatchesTheSimulator) {
   for (int st = 0; st < 4; ++st) {
     EXPECT_EQ(m_with.memory_bytes(st, 2 * st, 2 * st + 2), r.stages[st].peak_memory_bytes) << "stage " << st;
   }
-  using K = OpKind;
-  Schedule one;
-  one.num_microbatches = 3;
-  one.stage_device = {0};
-  one.device_ops = {{{K::Forward, 0, 0}, {K::BackwardInput, 0, 0}, {K::Forward, 0, 1}, {K::BackwardInput, 0, 1},
-                     {K::Forward, 0, 2}, {K::BackwardInput, 0, 2}, {K::BackwardWeight, 0, 0},
-                     {K::BackwardWeight, 0, 1}, {K::BackwardWeight, 0, 2}}};
+  Schedule one = testing::deferred_weight_order();
   Hardware hw1 = Hardware::ideal(1);
   hw1.memory_bytes = int64_t{1} << 40;
   Plan p1;

@@ -69,4 +69,17 @@ inline std::string replaced(std::string text, const std::string& from, const std
   return at == std::string::npos ? text : text.replace(at, from.size(), to);
 }
 
+// One stage on one device, M = 3, every W deferred past the last I:
+// F0 I0 F1 I1 F2 I2 W0 W1 W2 (the order that holds every micro-batch's W bytes at once).
+inline Schedule deferred_weight_order() {
+  using K = OpKind;
+  Schedule one;
+  one.num_microbatches = 3;
+  one.stage_device = {0};
+  one.device_ops = {{{K::Forward, 0, 0}, {K::BackwardInput, 0, 0}, {K::Forward, 0, 1}, {K::BackwardInput, 0, 1},
+                     {K::Forward, 0, 2}, {K::BackwardInput, 0, 2}, {K::BackwardWeight, 0, 0},
+                     {K::BackwardWeight, 0, 1}, {K::BackwardWeight, 0, 2}}};
+  return one;
+}
+
 }  // namespace pipescope::testing
