@@ -23,11 +23,11 @@
 #include <iostream>
 #include <map>
 
-#include "exec/blas_kernels.h"
+#include "exec/backends/blas_kernels.h"
 #include "core/cost_model.h"
 #include "core/error.h"
-#include "exec/executor.h"
-#include "exec/profiler.h"
+#include "exec/runtime/executor.h"
+#include "exec/profiler/profiler.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
 

@@ -8,7 +8,7 @@
 // its source device, which happen in that device's op order at non-decreasing times;
 // so walking each device's ops in order, and parking a device whose next input has not
 // been computed yet until the op that sends it runs, gives the same times, peaks and
-// link queues as replaying events in global time order (tests/sim_longest_path_test.cpp
+// link queues as replaying events in global time order (tests/sim/sim_longest_path_test.cpp
 // holds it to the longest path through the op graph). The timeline comes out device by
 // device: each track's events, and each device's memory samples, are in time order;
 // the tracks are interleaved as the walk went (readers that want one order sort).

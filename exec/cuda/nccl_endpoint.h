@@ -24,7 +24,7 @@
 
 #include "core/schedule.h"
 #include "exec/cuda/caching_allocator.h"
-#include "exec/transport.h"
+#include "exec/transport/transport.h"
 
 namespace pipescope::exec::cuda {
 

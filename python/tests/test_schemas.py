@@ -144,7 +144,7 @@ def test_every_output_validates(tmp_path):
 def test_every_output_of_the_ci_tests_validates(tmp_path):
     """Runs the C++ CI suite (every command, every printing flag, every gate) with its
     scratch folder here, then validates every pipescope file it left: the outputs the
-    commands wrote and every stdout that was one JSON object (tests/ci_util.h)."""
+    commands wrote and every stdout that was one JSON object (tests/ci/ci_util.h)."""
     binary = os.environ.get("PIPESCOPE_CI_TESTS", os.path.join(ROOT, "build", "bin", "ci_tests"))
     if not os.path.exists(binary):
         pytest.skip(f"{binary} not built")
