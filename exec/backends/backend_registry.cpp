@@ -39,7 +39,7 @@ std::unique_ptr<Hub> make_hub(const std::string& backend, const Schedule& schedu
   if (is_cuda_backend(backend)) return make_cuda_hub(schedule);
 #endif
   (void)backend;
-  return std::make_unique<ThreadHub>(schedule.devices(), spin);
+  return std::make_unique<ThreadHub>(schedule.positions(), spin);
 }
 
 std::unique_ptr<Endpoint> make_rank_endpoint(const std::string& backend, Endpoint& control,

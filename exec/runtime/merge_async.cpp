@@ -24,9 +24,9 @@ int64_t async_step_end(const StepRecord& s) {
 }
 
 // Position p's row and its timeline tracks, from one worker's records of every step.
-StageReport async_stage(const Plan& plan, const Schedule& schedule, int p, const WorkerResult& w, int64_t t0,
+PositionReport async_stage(const Plan& plan, const Schedule& schedule, int p, const WorkerResult& w, int64_t t0,
                         TimelineRecorder& timeline) {
-  StageReport st;
+  PositionReport st;
   st.index = p;
   for (int stage : schedule.stages_of(p)) st.layers.emplace_back(plan.stages[stage].first_layer, plan.stages[stage].end_layer);
   st.hardware_devices = plan.stages[p].devices;
@@ -59,7 +59,7 @@ StageReport async_stage(const Plan& plan, const Schedule& schedule, int p, const
 // What was measured and how, for the report's notes.
 void add_async_notes(RunResult& r, const Schedule& schedule, const RunOptions& options) {
   StepReport& rep = r.report;
-  const int K = schedule.devices(), T = static_cast<int>(r.step_ns.size());
+  const int K = schedule.positions(), T = static_cast<int>(r.step_ns.size());
   const bool post_validation = !schedule.asynchronous();
   rep.notes.push_back(measured_setup(options, K, r.spin_waits) + ", " + std::to_string(T) +
                       " step(s) run once as one op list without a flush (" +
@@ -100,7 +100,7 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
                               const RunOptions& options, std::vector<WorkerResult> workers, bool spin_waits) {
   RunResult r;
   r.spin_waits = spin_waits;
-  const int K = schedule.devices();
+  const int K = schedule.positions();
   const int T = schedule.asynchronous() ? schedule.steps : options.steps;
   std::sort(workers.begin(), workers.end(), [](const WorkerResult& a, const WorkerResult& b) { return a.device < b.device; });
   if (static_cast<int>(workers.size()) != K) throw RunError("asynchronous run: expected one worker per position");
@@ -127,7 +127,7 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
   std::vector<TransferRecord> transfers;
   for (int p = 0; p < K; ++p) {
     const WorkerResult& w = workers[p];
-    StageReport st = async_stage(plan, schedule, p, w, t0, timeline);
+    PositionReport st = async_stage(plan, schedule, p, w, t0, timeline);
     st.bubble_fraction = bubble_fraction(static_cast<double>(st.busy_ns), 1, static_cast<double>(rep.total_ns));
     total_busy += st.busy_ns;
     for (int t = 0; t < T; ++t) {
@@ -139,7 +139,7 @@ RunResult merge_async_results(const Profile& profile, const Plan& plan, const Sc
       }
       for (const OpRecord& o : s.ops) cpu += o.cpu_ns, wall += o.end_ns - o.start_ns;
     }
-    rep.stages.push_back(std::move(st));
+    rep.positions.push_back(std::move(st));
   }
   std::sort(transfers.begin(), transfers.end(),
             [](const TransferRecord& a, const TransferRecord& b) { return a.start_ns < b.start_ns; });

@@ -62,8 +62,8 @@ StepReport measurement_header(const Profile& profile, const Plan& plan, const Sc
   rep.kind = "measurement";
   rep.model = profile.model;
   rep.schedule = schedule.name;
-  rep.devices = schedule.devices();
-  rep.chunks = std::max(1, schedule.stages() / schedule.devices());
+  rep.num_positions = schedule.positions();
+  rep.chunks = std::max(1, schedule.stages() / schedule.positions());
   rep.microbatches = schedule.step_microbatches();
   rep.microbatch_size = plan.microbatch_size();
   rep.batch_size = plan.batch_size;
@@ -106,12 +106,12 @@ class SyncMerge {
   SyncMerge(const Plan& plan, const Schedule& schedule, const ReplicaLayout& layout,
             const std::vector<WorkerResult>& workers, int pick, int64_t t0, RunResult& r)
       : plan_(plan), schedule_(schedule), layout_(layout), workers_(workers), pick_(pick), t0_(t0), r_(r),
-        timeline_(r.report.timeline, schedule.devices()) {}
+        timeline_(r.report.timeline, schedule.positions()) {}
 
   // Position p's row: the largest of its replicas' numbers; its ops, optimizer step and
   // memory counter (of the replica with the highest activation peak) on the timeline.
-  StageReport position_row(int p) {
-    StageReport st;
+  PositionReport position_row(int p) {
+    PositionReport st;
     st.index = p;
     for (int stage : schedule_.stages_of(p)) {
       st.layers.emplace_back(plan_.stages[stage].first_layer, plan_.stages[stage].end_layer);
@@ -163,7 +163,7 @@ class SyncMerge {
   int64_t after_arrival() const { return after_arrival_; }
 
  private:
-  void add_replica_events(int p, int i, const WorkerResult& w, const StepRecord& s, StageReport& st) {
+  void add_replica_events(int p, int i, const WorkerResult& w, const StepRecord& s, PositionReport& st) {
     int64_t busy = 0;
     for (const OpRecord& o : s.ops) {
       busy += o.end_ns - o.start_ns;
@@ -177,7 +177,7 @@ class SyncMerge {
     st.busy_ns = std::max(st.busy_ns, busy);
   }
 
-  static void take_larger_bytes(const WorkerResult& w, StageReport& st) {
+  static void take_larger_bytes(const WorkerResult& w, PositionReport& st) {
     st.static_bytes = std::max(st.static_bytes, w.static_bytes);
     st.weight_bytes = std::max(st.weight_bytes, w.weight_bytes);
     st.gradient_bytes = std::max(st.gradient_bytes, w.gradient_bytes);
@@ -254,7 +254,7 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   RunResult r;
   r.spin_waits = spin_waits;
   const ReplicaLayout layout = replica_layout(plan);
-  const int K = schedule.devices();
+  const int K = schedule.positions();
   const int steps = options.steps;
   std::sort(workers.begin(), workers.end(), [](const WorkerResult& a, const WorkerResult& b) { return a.device < b.device; });
   const StepPick sp = pick_median_step(workers, steps, options.warmup_steps());
@@ -273,8 +273,8 @@ RunResult merge_results(const Profile& profile, const Plan& plan, const Schedule
   SyncMerge merge(plan, schedule, layout, workers, pick, t0, r);
   int64_t total_busy = 0;
   for (int p = 0; p < K; ++p) {
-    rep.stages.push_back(merge.position_row(p));
-    total_busy += rep.stages.back().busy_ns;
+    rep.positions.push_back(merge.position_row(p));
+    total_busy += rep.positions.back().busy_ns;
   }
   merge.add_link_and_allreduce_tracks();
   rep.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(rep.step_ns));

@@ -22,7 +22,7 @@ ModelClock::ModelClock(const Profile& profile, const Plan& plan, const Schedule&
   cut_busy_.assign(std::max(S, 1), 0);
   cut_latency_.assign(std::max(S, 1), 0);
   for (int cut = 1; cut < S; ++cut) {
-    const int from = schedule.stage_device[cut - 1], to = schedule.stage_device[cut];
+    const int from = schedule.stage_position[cut - 1], to = schedule.stage_position[cut];
     const Link& link = hardware.link_between(costs_.position_device[from], costs_.position_device[to]);
     cut_busy_[cut] = link.busy_ns(costs_.stages[cut - 1].send_bytes);
     cut_latency_[cut] = link.latency_ns();
@@ -40,7 +40,7 @@ int64_t ModelClock::optimizer_ns(int position) const {
 }
 
 std::pair<int64_t, int64_t> ModelClock::send(const Message& msg, int microbatch, int64_t now) {
-  const int from = schedule_.stage_device[msg.from_stage], to = schedule_.stage_device[msg.to_stage];
+  const int from = schedule_.stage_position[msg.from_stage], to = schedule_.stage_position[msg.to_stage];
   std::lock_guard<std::mutex> lock(mu_);
   int64_t start = now, at = now;
   if (from != to) {
@@ -62,7 +62,7 @@ int64_t ModelClock::receive(const Op& op, const Message& msg, int64_t now) {
   }
   const int64_t at = it->second.front();
   it->second.pop_front();
-  const bool remote = schedule_.stage_device[msg.from_stage] != schedule_.stage_device[op.stage];
+  const bool remote = schedule_.stage_position[msg.from_stage] != schedule_.stage_position[op.stage];
   const int64_t block = blocking() && remote ? cut_busy_[msg.cut()] + cut_latency_[msg.cut()] : 0;
   return std::max(now + block, at);
 }

@@ -50,17 +50,17 @@ struct StageWorker::StageState {
 StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
     : setup_(setup),
       layout_(replica_layout(setup.plan)),
-      position_(layout_.position(setup.device)),
-      replica_(layout_.replica(setup.device)),
+      position_(layout_.position(setup.worker)),
+      replica_(layout_.replica(setup.worker)),
       endpoint_(endpoint),
-      backend_(make_backend(setup.options.backend, setup.device, layout_.workers())) {
+      backend_(make_backend(setup.options.backend, setup.worker, layout_.workers())) {
   const Plan& plan = setup_.plan;
   const Schedule& sched = setup_.schedule;
   microbatch_size_ = layout_.rows_per_replica();
   Context ctx{*backend_, tracker_};
   stages_.resize(sched.stages());
   for (int s = 0; s < sched.stages(); ++s) {
-    if (sched.stage_device[s] != position_) continue;
+    if (sched.stage_position[s] != position_) continue;
     auto st = std::make_unique<StageState>();
     st->first_layer = plan.stages[s].first_layer;
     st->layers = build_stage_layers(setup_.profile, plan.stages[s].first_layer, plan.stages[s].end_layer, ctx);
@@ -76,7 +76,7 @@ StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
     stages_[s] = std::move(st);
   }
   if (!sched.asynchronous()) optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
-  result_.device = setup_.device;
+  result_.device = setup_.worker;
   result_.static_bytes = tracker_.current_total();
   result_.weight_bytes = tracker_.current(Category::Parameters);
   result_.gradient_bytes = tracker_.current(Category::Gradients);
@@ -113,7 +113,7 @@ Tensor StageWorker::upload_input(int m) {
 
 std::string StageWorker::where(int stage) const {
   return "stage " + std::to_string(stage) + (layout_.replicas > 1 ? " replica " + std::to_string(replica_) : "") +
-         " (device " + std::to_string(setup_.device) + ")";
+         " (device " + std::to_string(setup_.worker) + ")";
 }
 
 std::string StageWorker::replica_of() const {
@@ -140,7 +140,7 @@ void StageWorker::allreduce_gradients(StepRecord& record) {
     backend_->download(flat.data() + at, p->grad.data(), p->grad.numel());
     at += static_cast<std::size_t>(p->grad.numel());
   }
-  endpoint_.allreduce_sum(flat, layout_.group_of(setup_.device), deadline());
+  endpoint_.allreduce_sum(flat, layout_.group_of(setup_.worker), deadline());
   at = 0;
   for (Parameter* p : parameters_) {
     backend_->upload(p->grad.data(), flat.data() + at, p->grad.numel());
@@ -192,7 +192,7 @@ WorkerResult StageWorker::run() {
     std::string place = current_.stage >= 0
                             ? where(current_.stage) + " failed at " + to_string(current_.kind) + " of micro-batch " +
                                   std::to_string(current_.microbatch) + " in step " + std::to_string(step_)
-                            : "device " + std::to_string(setup_.device) + replica_of() + " failed in step " +
+                            : "device " + std::to_string(setup_.worker) + replica_of() + " failed in step " +
                                   std::to_string(step_);
     std::string message = place + ": " + what;
     endpoint_.report_failure(message);
@@ -211,7 +211,7 @@ void StageWorker::run_steps() {
     if (setup_.model_clock) clock_ = setup_.model_clock->reached(step);
     record.origin_ns = now();
     tracker_.reset_peaks();
-    for (const Op& op : setup_.schedule.device_ops[position_]) {
+    for (const Op& op : setup_.schedule.position_ops[position_]) {
       current_ = op;
       run_op(op, step, record);
     }
@@ -255,7 +255,7 @@ Endpoint::Validation StageWorker::local_validation() const {
 void StageWorker::run_step_ops(int step, StepRecord& record) {
   const int M = setup_.schedule.microbatches();
   const std::size_t ops0 = record.ops.size(), transfers0 = record.transfers.size();
-  for (const Op& op : setup_.schedule.device_ops[position_]) {
+  for (const Op& op : setup_.schedule.position_ops[position_]) {
     current_ = op;
     run_op(op, step, record);
   }
@@ -340,7 +340,7 @@ void StageWorker::run_async() {
   const int64_t origin = now();
   for (StepRecord& r : records) r.origin_ns = origin;
   tracker_.reset_peaks();
-  for (const Op& op : sched.device_ops[position_]) {
+  for (const Op& op : sched.position_ops[position_]) {
     current_ = op;
     step_ = sched.step_of(op.microbatch);
     run_op(op, step_, records[step_]);
@@ -416,7 +416,7 @@ Tensor StageWorker::op_input(const Op& op) {
     const int64_t rows = microbatch_size_ * sequence_;
     const int64_t cols = in->kind == MessageKind::Activation ? st.layers.front()->in_features()
                                                              : st.layers.back()->out_features();
-    Tensor x = endpoint_.recv(layout_.worker(sched.stage_device[in->from_stage], replica_),
+    Tensor x = endpoint_.recv(layout_.worker(sched.stage_position[in->from_stage], replica_),
                               {in->kind, op.stage, op.microbatch}, rows, cols, ctx, deadline());
     if (setup_.model_clock) clock_ = setup_.model_clock->receive(op, *in, clock_);
     return x;
@@ -514,14 +514,14 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   if (op_frees(op.kind)) st.micro[op.microbatch] = MicroState{};
   record.ops.push_back({op.kind, op.stage, op.microbatch, t0, t1, c1 - c0, version});
   if (auto msg = op_sends(op, sched.stages()); msg && !drop_output) {
-    const int to = layout_.worker(sched.stage_device[msg->to_stage], replica_);
+    const int to = layout_.worker(sched.stage_position[msg->to_stage], replica_);
     int64_t s0 = now(), s1 = 0;
     if (ModelClock* model = setup_.model_clock) {  // stamped before the send, which publishes it
       std::tie(s0, s1) = model->send(*msg, op.microbatch, clock_);
       if (model->blocking()) clock_ = std::max(clock_, s1);  // the sender waits for its tensor to arrive
     }
     endpoint_.send(to, MessageKey{msg->kind, msg->to_stage, op.microbatch}, out);
-    record.transfers.push_back({setup_.device, to, msg->to_stage, op.microbatch, s0, setup_.model_clock ? s1 : now()});
+    record.transfers.push_back({setup_.worker, to, msg->to_stage, op.microbatch, s0, setup_.model_clock ? s1 : now()});
   }
   out = Tensor{};  // sent: what the op leaves held is what remains
   sample_memory(record, t0, act0);

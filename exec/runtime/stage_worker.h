@@ -55,7 +55,7 @@ struct WorkerSetup {
   const Plan& plan;
   const Schedule& schedule;
   const RunOptions& options;
-  int device;  // the worker: replica device % r of position device / r
+  int worker;  // the worker index w: replica w % r of position w / r
   ModelClock* model_clock = nullptr;  // deterministic time (shared by the run's workers); null: the steady clock
 };
 

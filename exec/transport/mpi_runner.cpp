@@ -60,7 +60,7 @@ class MpiEndpoint : public Endpoint {
   MpiEndpoint& operator=(const MpiEndpoint&) = delete;
 
   int device() const override { return rank_; }
-  int devices() const override { return size_; }
+  int positions() const override { return size_; }
 
   void send(int to, const MessageKey& key, const Tensor& t) override {
     auto copy = std::make_unique<std::vector<float>>(t.to_host());
@@ -235,7 +235,7 @@ RunResult run_mpi(const Profile& profile, const Plan& plan, const Schedule& sche
     const std::string replicas =
         layout.replicas > 1 ? " x " + std::to_string(layout.replicas) + " replicas" : "";
     throw InputError("--transport mpi: started with " + std::to_string(size) + " rank(s) but the plan has " +
-                     std::to_string(schedule.devices()) + " pipeline stages" + replicas + " (use mpirun -np " +
+                     std::to_string(schedule.positions()) + " pipeline stages" + replicas + " (use mpirun -np " +
                      std::to_string(layout.workers()) + ")");
   }
   check_runnable(profile, plan, schedule, options);

@@ -36,7 +36,7 @@ class ThreadEndpoint : public Endpoint {
  public:
   ThreadEndpoint(ThreadHub& hub, int device) : hub_(hub), device_(device) {}
   int device() const override { return device_; }
-  int devices() const override { return hub_.devices_; }
+  int positions() const override { return hub_.devices_; }
 
   void send(int to, const MessageKey& key, const Tensor& t) override {
     ThreadHub::Message m{t.rows, t.cols, t.to_host()};

@@ -40,7 +40,7 @@ class Endpoint {
  public:
   virtual ~Endpoint() = default;
   virtual int device() const = 0;
-  virtual int devices() const = 0;
+  virtual int positions() const = 0;
   virtual void send(int to_device, const MessageKey& key, const Tensor& tensor) = 0;
   // Receives into a new tensor of the given shape, allocated in `ctx`.
   virtual Tensor recv(int from_device, const MessageKey& key, int64_t rows, int64_t cols,

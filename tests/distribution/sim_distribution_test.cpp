@@ -50,7 +50,7 @@ TEST(SimSeam, PerOpDurationsEqualToTheCostModelGiveTheSameStep) {
     std::vector<int64_t> dur, starts;
     for (int d = 0; d < K; ++d) {
       EXPECT_EQ(op_offset(s, d), dur.size());
-      for (const Op& op : s.device_ops[d]) dur.push_back(op_duration_ns(op.kind, c.stages[op.stage]));
+      for (const Op& op : s.position_ops[d]) dur.push_back(op_duration_ns(op.kind, c.stages[op.stage]));
     }
     SimOptions seam = plain;
     seam.op_durations_ns = dur;
@@ -59,7 +59,7 @@ TEST(SimSeam, PerOpDurationsEqualToTheCostModelGiveTheSameStep) {
     EXPECT_EQ(got.step_ns, want.step_ns) << s.name << " K=" << K << " M=" << M;
     ASSERT_EQ(starts.size(), dur.size());
     for (int d = 0; d < K; ++d) {  // a device runs one op at a time, in order
-      for (std::size_t i = op_offset(s, d) + 1; i < op_offset(s, d) + s.device_ops[d].size(); ++i) {
+      for (std::size_t i = op_offset(s, d) + 1; i < op_offset(s, d) + s.position_ops[d].size(); ++i) {
         EXPECT_GE(starts[i], starts[i - 1] + dur[i - 1]);
       }
     }

@@ -54,13 +54,13 @@ RunResult run_async(const Profile& profile, const Plan& plan, const Schedule& s)
 
 // (a) The versions each op ran on, per worker, in the order the worker ran them.
 void expect_stashed_versions(const Schedule& s, const RunResult& r, const std::string& label) {
-  ASSERT_EQ(static_cast<int>(r.workers.size()), s.devices()) << label;
+  ASSERT_EQ(static_cast<int>(r.workers.size()), s.positions()) << label;
   int checked = 0;
   for (const WorkerResult& w : r.workers) {
     std::vector<OpRecord> ops;
     for (const StepRecord& step : w.steps) ops.insert(ops.end(), step.ops.begin(), step.ops.end());
     std::stable_sort(ops.begin(), ops.end(), [](const OpRecord& a, const OpRecord& b) { return a.start_ns < b.start_ns; });
-    ASSERT_EQ(ops.size(), s.device_ops[w.device].size()) << label;
+    ASSERT_EQ(ops.size(), s.position_ops[w.device].size()) << label;
     std::map<std::pair<int, int>, int> forward_version;  // (stage, micro-batch) -> its F's version
     int updates = 0;  // pipedream: one per B done so far on this (one-stage) device
     for (const OpRecord& o : ops) {
@@ -235,9 +235,9 @@ std::map<int, std::vector<std::vector<float>>> reference_pipedream(const Profile
     }
   }
   std::vector<std::vector<int>> version(S, std::vector<int>(N, -1));  // v_s(n)
-  for (int d = 0; d < s.devices(); ++d) {
+  for (int d = 0; d < s.positions(); ++d) {
     std::vector<int> done(S, 0);
-    for (const Op& op : s.device_ops[d]) {
+    for (const Op& op : s.position_ops[d]) {
       if (op.kind == OpKind::Forward) version[op.stage][op.microbatch] = done[op.stage];
       if (op.kind == OpKind::Backward) ++done[op.stage];
     }
@@ -319,9 +319,9 @@ TEST(AsyncExec, TrackedMemoryEqualsThePredictionVersionsIncluded) {
         const StepReport p = simulate(s, build_cost_model(profile, plan, hw), hw);
         const StepReport m = run_async(profile, plan, s).report;
         const std::string label = to_string(kind) + " K=" + std::to_string(K) + (rc ? " recompute" : "");
-        ASSERT_EQ(p.stages.size(), m.stages.size()) << label;
-        for (std::size_t d = 0; d < p.stages.size(); ++d) {
-          const StageReport &a = p.stages[d], &b = m.stages[d];
+        ASSERT_EQ(p.positions.size(), m.positions.size()) << label;
+        for (std::size_t d = 0; d < p.positions.size(); ++d) {
+          const PositionReport &a = p.positions[d], &b = m.positions[d];
           const std::string where = label + ", position " + std::to_string(d);
           EXPECT_EQ(b.peak_memory_bytes, a.peak_memory_bytes) << where;
           EXPECT_EQ(b.weight_versions, a.weight_versions) << where;
@@ -337,12 +337,12 @@ TEST(AsyncExec, TrackedMemoryEqualsThePredictionVersionsIncluded) {
         // Both memory curves (every step's samples) reach the peak: static + activations +
         // transients + kept versions at one instant.
         for (const StepReport* r : {&p, &m}) {
-          std::vector<int64_t> top(r->stages.size(), 0);
+          std::vector<int64_t> top(r->positions.size(), 0);
           for (const MemorySample& x : r->timeline.memory) {
-            top.at(x.device) = std::max(top[x.device], x.activation_bytes + x.transient_bytes + x.weight_version_bytes);
+            top.at(x.position) = std::max(top[x.position], x.activation_bytes + x.transient_bytes + x.weight_version_bytes);
           }
           for (std::size_t d = 0; d < top.size(); ++d) {
-            EXPECT_EQ(r->stages[d].static_bytes + top[d], r->stages[d].peak_memory_bytes) << label << ", " << r->kind;
+            EXPECT_EQ(r->positions[d].static_bytes + top[d], r->positions[d].peak_memory_bytes) << label << ", " << r->kind;
           }
         }
         // The report has the simulator's step structure, so compare shows the steady state on both sides.

@@ -176,7 +176,7 @@ TEST(ExecPipeline, MeasurementHasThePredictionsKeysAndTracks) {
   EXPECT_EQ(ops, schedule.num_ops());
   StepReport back = report_from_json(JsonReader::from_text(mj.dump(), "m.json"));
   EXPECT_EQ(back.kind, "measurement");
-  EXPECT_EQ(back.stages[1].peak_activation_bytes, m.report.stages[1].peak_activation_bytes);
+  EXPECT_EQ(back.positions[1].peak_activation_bytes, m.report.positions[1].peak_activation_bytes);
 }
 
 TEST(ExecPipeline, SgdAndAdamStepsLowerTheLoss) {

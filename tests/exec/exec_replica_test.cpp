@@ -161,7 +161,7 @@ TEST(ExecReplicas, MeasurementHasThePredictionsTracksAndCountsTheAllReduce) {
   EXPECT_EQ(allreduces, 4);                  // one per worker: K x r
   EXPECT_EQ(ops, 2 * schedule.num_ops());    // every replica runs its position's ops
   EXPECT_GT(m.allreduce_ns, 0);
-  EXPECT_EQ(m.report.stages[1].hardware_devices, (std::vector<int>{2, 3}));
+  EXPECT_EQ(m.report.positions[1].hardware_devices, (std::vector<int>{2, 3}));
 }
 
 TEST(ExecReplicas, UnevenReplicationIsRefused) {

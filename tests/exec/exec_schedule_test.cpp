@@ -30,7 +30,7 @@ Plan plan_for(const Profile& profile, const Schedule& s, int microbatch_size) {
   plan.microbatches = s.microbatches();
   plan.batch_size = static_cast<int64_t>(microbatch_size) * s.microbatches();
   plan.recompute = s.recompute;
-  plan.chunks = s.stages() / s.devices();
+  plan.chunks = s.stages() / s.positions();
   const int per = profile.num_layers() / s.stages();
   LayerRanges ranges;
   for (int st = 0; st < s.stages(); ++st) ranges.emplace_back(st * per, st + 1 == s.stages() ? profile.num_layers() : (st + 1) * per);
@@ -47,7 +47,7 @@ void expect_exact(const Profile& profile, const Schedule& s, const std::string& 
   const RunResult r = run_threads(profile, plan, s, o);
   EXPECT_GE(r.max_gradient_error, 0.0) << label;
   EXPECT_LT(r.max_gradient_error, 1e-5) << label;
-  const Hardware hw = Hardware::ideal(s.devices());
+  const Hardware hw = Hardware::ideal(s.positions());
   const StepReport predicted = simulate(s, build_cost_model(profile, plan, hw), hw);
   test::expect_activation_peaks_equal(predicted, r.report, label);
 }
@@ -95,7 +95,7 @@ TEST(ExecSchedule, RandomOrdersRunWithExactGradientsAndPeaks) {
     expect_exact(profile, s, "random order seed " + std::to_string(seed));
     ++ran;
     bool whole = false, split = false;
-    for (const auto& ops : s.device_ops) {
+    for (const auto& ops : s.position_ops) {
       for (const Op& op : ops) whole |= op.kind == OpKind::Backward, split |= op.kind == OpKind::BackwardWeight;
     }
     split_and_whole += whole && split;

@@ -30,10 +30,10 @@ Profile measured_profile() { return test::tiny_gpt_measured_profile(); }
 // Every memory number of every position, predicted against tracked; returns how many
 // positions held transients (so that the property is not vacuous).
 int expect_memory_equal(const StepReport& p, const StepReport& m, const std::string& label) {
-  EXPECT_EQ(p.stages.size(), m.stages.size()) << label;
+  EXPECT_EQ(p.positions.size(), m.positions.size()) << label;
   int with_transients = 0;
-  for (std::size_t d = 0; d < std::min(p.stages.size(), m.stages.size()); ++d) {
-    const StageReport &a = p.stages[d], &b = m.stages[d];
+  for (std::size_t d = 0; d < std::min(p.positions.size(), m.positions.size()); ++d) {
+    const PositionReport &a = p.positions[d], &b = m.positions[d];
     const std::string where = label + ", position " + std::to_string(d);
     EXPECT_EQ(b.peak_memory_bytes, a.peak_memory_bytes) << where << " (tracked - predicted = "
                                                          << b.peak_memory_bytes - a.peak_memory_bytes << ")";
@@ -48,14 +48,14 @@ int expect_memory_equal(const StepReport& p, const StepReport& m, const std::str
   // The memory curves (timeline samples) reach the same peak: static + activations + transients
   // (+ the kept weight versions of pipedream and 2bw).
   for (const StepReport* r : {&p, &m}) {
-    std::vector<int64_t> top(r->stages.size(), 0);
+    std::vector<int64_t> top(r->positions.size(), 0);
     for (const MemorySample& x : r->timeline.memory) {
-      if (x.device < static_cast<int>(top.size())) {
-        top[x.device] = std::max(top[x.device], x.activation_bytes + x.transient_bytes + x.weight_version_bytes);
+      if (x.position < static_cast<int>(top.size())) {
+        top[x.position] = std::max(top[x.position], x.activation_bytes + x.transient_bytes + x.weight_version_bytes);
       }
     }
     for (std::size_t d = 0; d < top.size(); ++d) {
-      EXPECT_EQ(r->stages[d].static_bytes + top[d], r->stages[d].peak_memory_bytes)
+      EXPECT_EQ(r->positions[d].static_bytes + top[d], r->positions[d].peak_memory_bytes)
           << label << ", " << r->kind << " curve of position " << d;
     }
   }
@@ -139,8 +139,8 @@ TEST(ExactMemory, IFreesWhatWDoesNotNeed) {
   int64_t S = 0, need = 0;
   for (int l = 0; l < profile.num_layers(); ++l) S += profile.activation_bytes(l, 2), need += profile.weight_grad_bytes(l, 2);
   const StepReport freed = predict(profile, plan, one);
-  EXPECT_EQ(freed.stages[0].peak_activation_bytes, S + 2 * need);
-  EXPECT_EQ(predict(whole_stash, plan, one).stages[0].peak_activation_bytes, 3 * S);
+  EXPECT_EQ(freed.positions[0].peak_activation_bytes, S + 2 * need);
+  EXPECT_EQ(predict(whole_stash, plan, one).positions[0].peak_activation_bytes, 3 * S);
   EXPECT_LT(need, S);
   expect_memory_equal(freed, run_once(profile, plan, one).report, "F I F I F I W W W with weight_grad_bytes");
 }
@@ -210,7 +210,7 @@ TEST(ExactMemory, ReplicatedPositionsCountTheAllReduceBuffer) {
   one.partition = PartitionKind::Uniform;
   const Plan plan = make_plan(profile, one).plan;
   const StepReport p = predict(profile, plan, schedule_for(plan));
-  EXPECT_EQ(p.stages[0].peak_memory_bytes, p.stages[0].static_bytes + p.stages[0].gradient_bytes)
+  EXPECT_EQ(p.positions[0].peak_memory_bytes, p.positions[0].static_bytes + p.positions[0].gradient_bytes)
       << "the all-reduce's flat copy of the gradients is the peak";
 }
 
@@ -220,7 +220,7 @@ Plan plan_for(const Profile& profile, const Schedule& s) {
   plan.microbatches = s.microbatches();
   plan.batch_size = 2 * static_cast<int64_t>(s.microbatches());
   plan.recompute = s.recompute;
-  plan.chunks = s.stages() / s.devices();
+  plan.chunks = s.stages() / s.positions();
   const int per = profile.num_layers() / s.stages();
   LayerRanges ranges;
   for (int st = 0; st < s.stages(); ++st) ranges.emplace_back(st * per, (st + 1) * per);
@@ -278,9 +278,9 @@ TEST(ExactMemory, RandomSplitOrdersFreeAtI) {
     expect_memory_equal(predicted, run_once(profile, plan, s).report, label);
     const StepReport kept = predict(whole, plan, s);
     bool below = false;
-    for (std::size_t d = 0; d < predicted.stages.size(); ++d) {
-      EXPECT_LE(predicted.stages[d].peak_activation_bytes, kept.stages[d].peak_activation_bytes) << label;
-      below = below || predicted.stages[d].peak_activation_bytes < kept.stages[d].peak_activation_bytes;
+    for (std::size_t d = 0; d < predicted.positions.size(); ++d) {
+      EXPECT_LE(predicted.positions[d].peak_activation_bytes, kept.positions[d].peak_activation_bytes) << label;
+      below = below || predicted.positions[d].peak_activation_bytes < kept.positions[d].peak_activation_bytes;
     }
     lower += below;
     ++runs;
@@ -334,7 +334,7 @@ TEST(ExactMemory, PlannerStageModelCountsTheSameTransients) {
           const std::vector<int64_t> model = m.stage_memory(ranges);
           const StepReport p = predict(profile, plan, s);
           for (int st = 0; st < K; ++st) {
-            EXPECT_EQ(model[st], p.stages[st].peak_memory_bytes)
+            EXPECT_EQ(model[st], p.positions[st].peak_memory_bytes)
                 << to_string(kind) << " K=" << K << " r=" << r << (rc ? " recompute" : "") << " stage " << st;
             ++checked;
           }
@@ -356,7 +356,7 @@ TEST(ExactMemory, WithoutWorkspaceTheNotesSayTransientsAreNotCounted) {
   choice.partition = PartitionKind::Uniform;
   const Plan plan = make_plan(profile, choice).plan;
   const StepReport p = predict(profile, plan, schedule_for(plan));
-  for (const StageReport& st : p.stages) {
+  for (const PositionReport& st : p.positions) {
     EXPECT_EQ(st.transient_bytes, 0);
     EXPECT_EQ(st.peak_memory_bytes, st.static_bytes + st.peak_activation_bytes);
   }

@@ -129,19 +129,19 @@ TEST(MegatronCrossCheck, WeightAndOptimizerBytesPerStage) {
   const double first = 18 * (kBlockParams / p + V * h);  // 7,291,127,808
   const double other = 18 * (kBlockParams / p);          // 5,436,721,152
   const double total = 18 * (kBlockParams + 2 * V * h);  // untied: embedding and output layer
-  print("first stage weight + optimizer bytes", r.stages[0].static_bytes, first);
-  print("middle stage weight + optimizer bytes", r.stages[1].static_bytes, other);
+  print("first stage weight + optimizer bytes", r.positions[0].static_bytes, first);
+  print("middle stage weight + optimizer bytes", r.positions[1].static_bytes, other);
   EXPECT_EQ(first, 7291127808.0);
   EXPECT_EQ(other, 5436721152.0);
   // pipescope keeps the final LayerNorm on the last stage (in the head layer); the
   // formula gives each shard a p-th of it: 18 x 2 h / p = 18,432 bytes.
   EXPECT_EQ(18 * 2 * h / p, 18432);
-  EXPECT_EQ(r.stages[0].static_bytes, first - 18432);
-  EXPECT_EQ(r.stages[1].static_bytes, other - 18432);
-  EXPECT_EQ(r.stages[2].static_bytes, other - 18432);
-  EXPECT_EQ(r.stages[3].static_bytes, other - 18432 + 18 * (2 * h + V * h));  // + final LayerNorm, output layer
+  EXPECT_EQ(r.positions[0].static_bytes, first - 18432);
+  EXPECT_EQ(r.positions[1].static_bytes, other - 18432);
+  EXPECT_EQ(r.positions[2].static_bytes, other - 18432);
+  EXPECT_EQ(r.positions[3].static_bytes, other - 18432 + 18 * (2 * h + V * h));  // + final LayerNorm, output layer
   int64_t sum = 0;
-  for (const StageReport& st : r.stages) {
+  for (const PositionReport& st : r.positions) {
     EXPECT_EQ(st.weight_bytes + st.gradient_bytes + st.optimizer_bytes, st.static_bytes);
     EXPECT_EQ(st.optimizer_bytes, 7 * st.weight_bytes);
     sum += st.static_bytes;
@@ -154,13 +154,13 @@ TEST(MegatronCrossCheck, FirstStageActivationsUnder1F1B) {
   // M >= p: the first stage holds p micro-batches of its L/p layers and the embedding.
   const StepReport r = predict(gpt(), make_1f1b(p, 8), 8);
   const double megatron = L * kLayerActivations + p * kEmbeddingActivations;
-  print("first stage activation bytes, 1F1B, M = 8", r.stages[0].peak_activation_bytes, megatron);
+  print("first stage activation bytes, 1F1B, M = 8", r.positions[0].peak_activation_bytes, megatron);
   EXPECT_EQ(megatron, 3439394816.0);
-  EXPECT_EQ(r.stages[0].peak_activation_bytes, megatron);
+  EXPECT_EQ(r.positions[0].peak_activation_bytes, megatron);
   // M < p: the formula's min(1, M / p); the first stage holds M micro-batches.
   const StepReport few = predict(gpt(), make_1f1b(p, 2), 2);
-  print("first stage activation bytes, 1F1B, M = 2", few.stages[0].peak_activation_bytes, megatron * 2 / p);
-  EXPECT_EQ(few.stages[0].peak_activation_bytes, megatron * 2 / p);
+  print("first stage activation bytes, 1F1B, M = 2", few.positions[0].peak_activation_bytes, megatron * 2 / p);
+  EXPECT_EQ(few.positions[0].peak_activation_bytes, megatron * 2 / p);
 }
 
 TEST(MegatronCrossCheck, FirstPositionActivationsUnderInterleaving) {
@@ -169,22 +169,22 @@ TEST(MegatronCrossCheck, FirstPositionActivationsUnderInterleaving) {
   const StepReport r = predict(gpt(), make_interleaved(p, M, v), M);
   const double factor = 1.0 + (p - 1.0) / (p * v);  // 11/8
   const double megatron = factor * (L * kLayerActivations + p * kEmbeddingActivations);
-  print("first position activation bytes, interleaved", r.stages[0].peak_activation_bytes, megatron);
+  print("first position activation bytes, interleaved", r.positions[0].peak_activation_bytes, megatron);
   EXPECT_EQ(megatron, 4729167872.0);
   // The layers: 11 micro-batch-chunks of L/(p v) layers each = factor x L layers, as the
   // formula. The embedding: position 0 warms up with 2 (p - 1) + (v - 1) p = 10 forwards
   // (chunk 0: 0-5, chunk 1: 0-3), then alternates F, B: F chunk 0 mb 6, B chunk 1 mb 0,
   // F chunk 0 mb 7; at that peak the first chunk (the embedding's) holds all 8
   // micro-batches and chunk 1 holds 3, where the formula gives the embedding 5.5.
-  EXPECT_EQ(r.stages[0].peak_activation_bytes, factor * L * kLayerActivations + 8 * kEmbeddingActivations);
-  EXPECT_EQ(r.stages[0].peak_activation_bytes - megatron, (8 - factor * p) * kEmbeddingActivations);
-  EXPECT_EQ(r.stages[0].peak_activation_bytes - megatron, 10526720);  // 2.5 x (8 s b + s b h)
+  EXPECT_EQ(r.positions[0].peak_activation_bytes, factor * L * kLayerActivations + 8 * kEmbeddingActivations);
+  EXPECT_EQ(r.positions[0].peak_activation_bytes - megatron, (8 - factor * p) * kEmbeddingActivations);
+  EXPECT_EQ(r.positions[0].peak_activation_bytes - megatron, 10526720);  // 2.5 x (8 s b + s b h)
   // Without the embedding's activations the first position holds exactly the formula's
   // factor x L layers (and so does the formula with them taken out).
   Profile no_embedding = gpt();
   for (double& bytes : no_embedding.layers[0].activation_bytes) bytes = 0;
   const StepReport layers_only = predict(no_embedding, make_interleaved(p, M, v), M);
-  EXPECT_EQ(layers_only.stages[0].peak_activation_bytes, factor * L * kLayerActivations);  // 4,706,009,088
+  EXPECT_EQ(layers_only.positions[0].peak_activation_bytes, factor * L * kLayerActivations);  // 4,706,009,088
 }
 
 }  // namespace

@@ -56,8 +56,8 @@ using testing::profile_error;
 StepReport simulate_one_device(const Profile& profile, const std::vector<Op>& ops, int M) {
   Schedule s;
   s.num_microbatches = M;
-  s.stage_device = {0};
-  s.device_ops = {ops};
+  s.stage_position = {0};
+  s.position_ops = {ops};
   validate_schedule(s);
   Plan plan;
   plan.microbatches = M;
@@ -77,20 +77,20 @@ TEST(MemoryWeightGrad, SimulatorFreesAtIAndHoldsForW) {
   Profile p = parse(kProfile);
   ASSERT_TRUE(p.has_weight_grad_bytes());
   const StepReport with = simulate_one_device(p, split, 2);
-  EXPECT_EQ(with.stages[0].peak_activation_bytes, 130);
+  EXPECT_EQ(with.positions[0].peak_activation_bytes, 130);
   // Static bytes: 8 x (1 + 1 + 2 Adam moments) = 32; no transients without workspace_bytes.
-  EXPECT_EQ(with.stages[0].peak_memory_bytes, 32 + 130);
+  EXPECT_EQ(with.positions[0].peak_memory_bytes, 32 + 130);
   bool noted = false;
   for (const std::string& n : with.notes) noted |= n.find("activation_bytes - weight_grad_bytes") != std::string::npos;
   EXPECT_TRUE(noted);
   p.layers[0].weight_grad_bytes.clear();
   const StepReport without = simulate_one_device(p, split, 2);
-  EXPECT_EQ(without.stages[0].peak_activation_bytes, 200);
+  EXPECT_EQ(without.positions[0].peak_activation_bytes, 200);
   noted = false;
   for (const std::string& n : without.notes) noted |= n.find("no weight_grad_bytes") != std::string::npos;
   EXPECT_TRUE(noted);
   const std::vector<Op> whole = {{K::Forward, 0, 0}, {K::Backward, 0, 0}, {K::Forward, 0, 1}, {K::Backward, 0, 1}};
-  EXPECT_EQ(simulate_one_device(parse(kProfile), whole, 2).stages[0].peak_activation_bytes, 100);
+  EXPECT_EQ(simulate_one_device(parse(kProfile), whole, 2).positions[0].peak_activation_bytes, 100);
 }
 
 // Interpolated like activation_bytes: at micro-batch size 1.5, 45 of 150 (I frees 105).
@@ -157,7 +157,7 @@ TEST(MemoryWeightGrad, PlannerStageModelMatchesTheSimulator) {
   const StepReport r = simulate(s, build_cost_model(with, plan, hw), hw);
   const StageModel m_with(with, hw, s, {});
   for (int st = 0; st < 4; ++st) {
-    EXPECT_EQ(m_with.memory_bytes(st, 2 * st, 2 * st + 2), r.stages[st].peak_memory_bytes) << "stage " << st;
+    EXPECT_EQ(m_with.memory_bytes(st, 2 * st, 2 * st + 2), r.positions[st].peak_memory_bytes) << "stage " << st;
   }
   Schedule one = testing::deferred_weight_order();
   Hardware hw1 = Hardware::ideal(1);
@@ -171,8 +171,8 @@ TEST(MemoryWeightGrad, PlannerStageModelMatchesTheSimulator) {
   for (LayerProfile& l : with2.layers) l.weight_grad_bytes = {static_cast<double>(1 << 18)};
   const int64_t stat = static_bytes(2 * u.parameter_bytes, 2.0);
   const StepReport r1 = simulate(one, build_cost_model(with2, p1, hw1), hw1);
-  EXPECT_EQ(r1.stages[0].peak_activation_bytes, 3 << 20);
-  EXPECT_EQ(r1.stages[0].peak_memory_bytes, stat + (3 << 20));
+  EXPECT_EQ(r1.positions[0].peak_activation_bytes, 3 << 20);
+  EXPECT_EQ(r1.positions[0].peak_memory_bytes, stat + (3 << 20));
   EXPECT_EQ(StageModel(with2, hw1, one, {}).memory_bytes(0, 0, 2), stat + (3 << 20));
   EXPECT_EQ(StageModel(make_uniform_profile(u), hw1, one, {}).memory_bytes(0, 0, 2), stat + (6 << 20));
 }

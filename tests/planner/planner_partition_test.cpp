@@ -158,7 +158,7 @@ TEST(OptimalPartition, PredictedStageMemoryEqualsTheSimulatorsPeakByteForByte) {
     const StepReport report = simulate(in.schedule, build_cost_model(in.profile, plan, in.hardware), in.hardware,
                                        {.record_timeline = false, .model = ""});
     const std::vector<int64_t> predicted = m.stage_memory(ranges);
-    for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.stages[s].peak_memory_bytes) << "stage " << s;
+    for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.positions[s].peak_memory_bytes) << "stage " << s;
   }
 }
 

@@ -93,9 +93,9 @@ TEST(ReliabilityLimits, LargestValuesWithinTheLimitsGiveTheExactAnswer) {
   Plan plan = plan_for(p, 2, 4);
   CostModel costs = build_cost_model(p, plan, Hardware::ideal(2));
   StepReport r = simulate(make_1f1b(2, 4), costs, Hardware::ideal(2));
-  EXPECT_EQ(r.stages[0].static_bytes, int64_t{1} << 52);
-  EXPECT_EQ(r.stages[0].peak_activation_bytes, int64_t{1} << 51);
-  EXPECT_EQ(r.stages[0].peak_memory_bytes, (int64_t{1} << 52) + (int64_t{1} << 51));
+  EXPECT_EQ(r.positions[0].static_bytes, int64_t{1} << 52);
+  EXPECT_EQ(r.positions[0].peak_activation_bytes, int64_t{1} << 51);
+  EXPECT_EQ(r.positions[0].peak_memory_bytes, (int64_t{1} << 52) + (int64_t{1} << 51));
 }
 
 TEST(ReliabilityLimits, AbsurdStageAndMicrobatchCountsAreRefusedBeforeAnyAllocation) {

@@ -30,7 +30,7 @@ StepReport run(const Schedule& s, const CostModel& c, int steps = 1) {
   SimOptions o;
   o.record_timeline = false;
   o.steps = steps;
-  return simulate(s, c, Hardware::ideal(s.devices()), o);
+  return simulate(s, c, Hardware::ideal(s.positions()), o);
 }
 
 // Stage s runs F in f[s] and B in b[s] ns; everything else as uniform_costs.
@@ -53,14 +53,14 @@ TEST(AsyncSchedule, OpListsAre1F1BOverAllStepsWithoutAFlush) {
       for (int steps : {1, 2, 3}) {
         const Schedule ref = make_1f1b(K, M * steps);
         const Schedule pd = make_pipedream(K, M, steps);
-        EXPECT_EQ(pd.device_ops, ref.device_ops) << "K=" << K << " M=" << M << " steps=" << steps;
+        EXPECT_EQ(pd.position_ops, ref.position_ops) << "K=" << K << " M=" << M << " steps=" << steps;
         EXPECT_EQ(pd.weight_update, WeightUpdate::Stash);
         EXPECT_EQ(pd.steps, steps);
         EXPECT_EQ(pd.step_microbatches(), M);
         EXPECT_NO_THROW(validate_schedule(pd));
         if (M >= K) {
           const Schedule bw = make_2bw(K, M, steps);
-          EXPECT_EQ(bw.device_ops, ref.device_ops);
+          EXPECT_EQ(bw.position_ops, ref.position_ops);
           EXPECT_EQ(bw.weight_update, WeightUpdate::DoubleBuffer);
           EXPECT_NO_THROW(validate_schedule(bw));
         }
@@ -87,7 +87,7 @@ TEST(AsyncSchedule, ValidatorNamesAVersionA2BWOrderDoesNotHaveYet) {
   std::vector<Op> gpipe;
   for (int m = 0; m < 6; ++m) gpipe.push_back({OpKind::Forward, 0, m});
   for (int m = 0; m < 6; ++m) gpipe.push_back({OpKind::Backward, 0, m});
-  s.device_ops[0] = gpipe;
+  s.position_ops[0] = gpipe;
   try {
     validate_schedule(s, "x.json");
     FAIL() << "expected an InputError";
@@ -105,7 +105,7 @@ TEST(AsyncSchedule, WeightVersionsFollowTheRules) {
   WeightVersions v(pd);
   std::vector<int> forward_version(8, -1);
   int most = 1;
-  for (const Op& op : pd.device_ops[0]) {
+  for (const Op& op : pd.position_ops[0]) {
     const int used = v.use(op);
     if (op.kind == OpKind::Forward) forward_version[op.microbatch] = used;
     EXPECT_EQ(used, forward_version[op.microbatch]) << "weight stashing: B uses F's version";
@@ -117,7 +117,7 @@ TEST(AsyncSchedule, WeightVersionsFollowTheRules) {
   // 2BW, K = 2, M = 2, 3 steps: step t runs on version max(t - 1, 0); one update per step.
   const Schedule bw = make_2bw(2, 2, 3);
   WeightVersions w(bw);
-  for (const Op& op : bw.device_ops[0]) {
+  for (const Op& op : bw.position_ops[0]) {
     EXPECT_EQ(w.use(op), std::max(op.microbatch / 2 - 1, 0)) << "micro-batch " << op.microbatch;
     w.finish(op);
     EXPECT_LE(1 + w.kept_copies(), 2);
@@ -190,12 +190,12 @@ TEST(AsyncSchedule, PeakMemoryAddsTheWeightVersions) {
     const StepReport pd = run(make_pipedream(K, M, 3), c);
     const StepReport bw = run(make_2bw(K, M, 3), c);
     for (int s = 0; s < K; ++s) {
-      const int64_t params = sync.stages[s].weight_bytes;
-      EXPECT_EQ(pd.stages[s].weight_versions, K - s) << "K=" << K << " s=" << s;
-      EXPECT_EQ(pd.stages[s].peak_memory_bytes, sync.stages[s].peak_memory_bytes + (K - s - 1) * params);
-      EXPECT_EQ(bw.stages[s].weight_versions, 2);
-      EXPECT_EQ(bw.stages[s].peak_memory_bytes, sync.stages[s].peak_memory_bytes + params);
-      EXPECT_EQ(pd.stages[s].peak_activation_bytes, sync.stages[s].peak_activation_bytes);
+      const int64_t params = sync.positions[s].weight_bytes;
+      EXPECT_EQ(pd.positions[s].weight_versions, K - s) << "K=" << K << " s=" << s;
+      EXPECT_EQ(pd.positions[s].peak_memory_bytes, sync.positions[s].peak_memory_bytes + (K - s - 1) * params);
+      EXPECT_EQ(bw.positions[s].weight_versions, 2);
+      EXPECT_EQ(bw.positions[s].peak_memory_bytes, sync.positions[s].peak_memory_bytes + params);
+      EXPECT_EQ(pd.positions[s].peak_activation_bytes, sync.positions[s].peak_activation_bytes);
     }
   }
 }
@@ -313,7 +313,7 @@ TEST(AsyncScheduleFile, BadWeightUpdateAndStepsNameTheField) {
   for (const char* kind : {"F", "B"}) {
     for (int m = 0; m < 6; ++m) gpipe.push_back({{"kind", kind}, {"stage", 0}, {"microbatch", m}});
   }
-  j["device_ops"][0] = gpipe;
+  j["position_ops"][0] = gpipe;
   EXPECT_NE(error(j).find("bad.json: schedule: device 0, op 4: F(stage 0, micro-batch 4) of step 2 needs weight version 1"),
             std::string::npos)
       << error(j);

@@ -54,11 +54,11 @@ PlannedSchedule setup_for(const Schedule& s, std::mt19937_64& rng) {
   u.plan.microbatches = s.microbatches();
   u.plan.batch_size = s.microbatches();
   u.plan.recompute = s.recompute;
-  u.plan.chunks = s.stages() / s.devices();
+  u.plan.chunks = s.stages() / s.positions();
   LayerRanges ranges;
   for (int st = 0; st < s.stages(); ++st) ranges.emplace_back(2 * st, 2 * st + 2);
   place_stages(u.plan, s, ranges, 1);
-  u.hardware = Hardware::ideal(s.devices());
+  u.hardware = Hardware::ideal(s.positions());
   u.hardware.link = {0.0, static_cast<double>(rng() % 50)};
   u.costs = build_cost_model(u.profile, u.plan, u.hardware);
   return u;
@@ -76,7 +76,7 @@ TEST(ScheduleData, RandomOrdersAndMapsSimulateToTheLongestPath) {
     shape.recompute = rng() % 3 == 0;
     const Schedule s = random_schedule(rng, shape);
     ASSERT_NO_THROW(validate_schedule(s)) << "seed " << seed;
-    if (s.stages() % s.devices() != 0) continue;  // a plan needs as many stages per device
+    if (s.stages() % s.positions() != 0) continue;  // a plan needs as many stages per device
     const PlannedSchedule u = setup_for(s, rng);
     const StepReport r = simulate(s, u.costs, u.hardware, {});
     EXPECT_EQ(r.step_ns, longest_path(s, u.costs, u.hardware)) << "seed " << seed;
@@ -99,9 +99,9 @@ TEST(ScheduleData, VShapeSimulatesToTheLongestPathAndKeepsEveryStagesMemory) {
     // Device d's report lists its two stages, d and 2K-1-d.
     const int K = shape.devices;
     for (int d = 0; d < K; ++d) {
-      ASSERT_EQ(r.stages[d].layers.size(), 2u);
-      EXPECT_EQ(r.stages[d].layers[0].first, 2 * d);
-      EXPECT_EQ(r.stages[d].layers[1].first, 2 * (2 * K - 1 - d));
+      ASSERT_EQ(r.positions[d].layers.size(), 2u);
+      EXPECT_EQ(r.positions[d].layers[0].first, 2 * d);
+      EXPECT_EQ(r.positions[d].layers[1].first, 2 * (2 * K - 1 - d));
     }
   }
 }
@@ -120,10 +120,10 @@ TEST(ScheduleData, PeakActivationsFollowTheOpRules) {
     const Schedule s = random_schedule(rng, shape);
     const PlannedSchedule u = setup_for(s, rng);
     const StepReport r = simulate(s, u.costs, u.hardware, {});
-    for (int d = 0; d < s.devices(); ++d) {
+    for (int d = 0; d < s.positions(); ++d) {
       std::vector<int64_t> held(static_cast<std::size_t>(s.stages() * s.microbatches()), 0);
       int64_t now = 0, peak = 0;
-      for (const Op& op : s.device_ops[d]) {
+      for (const Op& op : s.position_ops[d]) {
         const StageCost& c = u.costs.stages[op.stage];
         // Written out here rather than through op_charge_bytes: F stashes activations (or
         // the input under re-materialisation), R re-creates the activations.
@@ -134,7 +134,7 @@ TEST(ScheduleData, PeakActivationsFollowTheOpRules) {
         peak = std::max(peak, now);
         if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardWeight) now -= mine, mine = 0;
       }
-      EXPECT_EQ(r.stages[d].peak_activation_bytes, peak) << "seed " << seed << " device " << d;
+      EXPECT_EQ(r.positions[d].peak_activation_bytes, peak) << "seed " << seed << " device " << d;
     }
   }
 }
@@ -169,8 +169,8 @@ TEST(ScheduleData, RefusesBadOrdersNamingTheOps) {
     // Device 0: F0 F1 B0 B1. Put device 0's B0 before its F1 and device 1's F1 first:
     // device 1 waits for F1 of stage 0, which device 0 runs only after B0, which waits
     // for device 1's B0, which comes after F1 on device 1: a cycle of both devices.
-    s.device_ops[0] = {{OpKind::Forward, 0, 0}, {OpKind::Backward, 0, 0}, {OpKind::Forward, 0, 1}, {OpKind::Backward, 0, 1}};
-    s.device_ops[1] = {{OpKind::Forward, 1, 1}, {OpKind::Forward, 1, 0}, {OpKind::Backward, 1, 0}, {OpKind::Backward, 1, 1}};
+    s.position_ops[0] = {{OpKind::Forward, 0, 0}, {OpKind::Backward, 0, 0}, {OpKind::Forward, 0, 1}, {OpKind::Backward, 0, 1}};
+    s.position_ops[1] = {{OpKind::Forward, 1, 1}, {OpKind::Forward, 1, 0}, {OpKind::Backward, 1, 0}, {OpKind::Backward, 1, 1}};
     const std::string e = refusal(s);
     EXPECT_NE(e.find("bad.json: schedule cannot make progress"), std::string::npos) << e;
     EXPECT_NE(e.find("device 0 at B(stage 0, micro-batch 0) waits for stage 1 on device 1"), std::string::npos) << e;
@@ -179,41 +179,41 @@ TEST(ScheduleData, RefusesBadOrdersNamingTheOps) {
   }
   {  // a missing op
     Schedule s = two_devices();
-    s.device_ops[1].pop_back();
+    s.position_ops[1].pop_back();
     EXPECT_NE(refusal(s).find("B(stage 1, micro-batch 1) is missing"), std::string::npos) << refusal(s);
   }
   {  // a duplicated op
     Schedule s = two_devices();
-    s.device_ops[0].push_back(s.device_ops[0].front());
+    s.position_ops[0].push_back(s.position_ops[0].front());
     EXPECT_NE(refusal(s).find("device 0, op 4: F(stage 0, micro-batch 0) appears twice"), std::string::npos)
         << refusal(s);
   }
   {  // an op on the wrong device
     Schedule s = two_devices();
-    s.device_ops[0][0].stage = 1;
+    s.position_ops[0][0].stage = 1;
     EXPECT_NE(refusal(s).find("runs on device 0 but stage 1 lives on device 1"), std::string::npos) << refusal(s);
   }
   {  // a W without its I, and B mixed with I/W
     Schedule s = make_zb_h1(2, 2);
-    for (auto& ops : s.device_ops) {
+    for (auto& ops : s.position_ops) {
       std::erase_if(ops, [](const Op& op) { return op.kind == OpKind::BackwardInput && op.stage == 0 && op.microbatch == 1; });
     }
     EXPECT_NE(refusal(s).find("W(stage 0, micro-batch 1) has no I before it"), std::string::npos) << refusal(s);
-    for (auto& op : s.device_ops[0]) {
+    for (auto& op : s.position_ops[0]) {
       if (op.kind == OpKind::BackwardWeight && op.microbatch == 1) op.kind = OpKind::Backward;
     }
     EXPECT_NO_THROW(validate_schedule(s));  // stage 0, micro-batch 1 now runs a whole B: valid
   }
   {  // a W placed before its I on the same device can never run
     Schedule s = make_zb_h1(1, 1);
-    std::swap(s.device_ops[0][1], s.device_ops[0][2]);  // F I W -> F W I
+    std::swap(s.position_ops[0][1], s.position_ops[0][2]);  // F I W -> F W I
     EXPECT_NE(refusal(s).find("device 0 at W(stage 0, micro-batch 0) waits for stage 0 on device 0"),
               std::string::npos)
         << refusal(s);
   }
   {  // a device with no stage
     Schedule s = two_devices();
-    s.device_ops.push_back({});
+    s.position_ops.push_back({});
     EXPECT_NE(refusal(s).find("device 2 holds no stage"), std::string::npos) << refusal(s);
   }
 }

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/schedule_io.h"
+#include "tests/support/cli_run.h"
 
 using namespace pipescope;
 
@@ -19,9 +20,9 @@ const std::string kData = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/sched
 
 void expect_same_ops(const Schedule& a, const Schedule& b) {
   EXPECT_EQ(a.num_microbatches, b.num_microbatches);
-  EXPECT_EQ(a.stage_device, b.stage_device);
-  ASSERT_EQ(a.devices(), b.devices());
-  for (int d = 0; d < a.devices(); ++d) EXPECT_EQ(a.device_ops[d], b.device_ops[d]) << "device " << d;
+  EXPECT_EQ(a.stage_position, b.stage_position);
+  ASSERT_EQ(a.positions(), b.positions());
+  for (int d = 0; d < a.positions(); ++d) EXPECT_EQ(a.position_ops[d], b.position_ops[d]) << "device " << d;
 }
 
 // A random built-in schedule: K 1..8, M 1..24 (a multiple of K for interleaved, with
@@ -30,22 +31,22 @@ ScheduleSpec random_spec(std::mt19937_64& rng, bool allow_recompute) {
   ScheduleSpec spec;
   const auto& kinds = schedule_kinds();
   spec.kind = kinds[rng() % kinds.size()];
-  spec.devices = 1 + static_cast<int>(rng() % 8);
+  spec.positions = 1 + static_cast<int>(rng() % 8);
   spec.microbatches = 1 + static_cast<int>(rng() % 24);
   if (spec.kind == ScheduleKind::Interleaved) {
     spec.chunks = 1 + static_cast<int>(rng() % 4);
-    spec.microbatches = spec.devices * (1 + static_cast<int>(rng() % std::max(1, 24 / spec.devices)));
+    spec.microbatches = spec.positions * (1 + static_cast<int>(rng() % std::max(1, 24 / spec.positions)));
   }
   if (required_chunks(spec.kind) == 2) spec.chunks = 2;  // V-shapes
-  if (spec.kind == ScheduleKind::DualPipeV) spec.microbatches = std::max(spec.microbatches, 2 * spec.devices);
-  if (spec.kind == ScheduleKind::PipeDream2BW) spec.microbatches = std::max(spec.microbatches, spec.devices);
+  if (spec.kind == ScheduleKind::DualPipeV) spec.microbatches = std::max(spec.microbatches, 2 * spec.positions);
+  if (spec.kind == ScheduleKind::PipeDream2BW) spec.microbatches = std::max(spec.microbatches, spec.positions);
   if (is_asynchronous(spec.kind)) spec.steps = 1 + static_cast<int>(rng() % 3);
   spec.recompute = allow_recompute && rng() % 2 == 1;
   return spec;
 }
 
 std::string describe(const ScheduleSpec& s) {
-  return to_string(s.kind) + " K=" + std::to_string(s.devices) + " M=" + std::to_string(s.microbatches) +
+  return to_string(s.kind) + " K=" + std::to_string(s.positions) + " M=" + std::to_string(s.microbatches) +
          " v=" + std::to_string(s.chunks) + (s.recompute ? " recompute" : "");
 }
 
@@ -124,7 +125,7 @@ TEST(ScheduleCsv, WriterRefusesRecompute) {
   std::string msg = error_of([] { schedule_to_csv(make_1f1b(2, 2, true)); });
   EXPECT_NE(msg.find("re-materialisation"), std::string::npos) << msg;
   Schedule s = make_1f1b(2, 2);
-  s.device_ops[1].insert(s.device_ops[1].begin() + 1, Op{OpKind::Recompute, 1, 0});
+  s.position_ops[1].insert(s.position_ops[1].begin() + 1, Op{OpKind::Recompute, 1, 0});
   msg = error_of([&] { schedule_to_csv(s); });
   EXPECT_NE(msg.find("device 1, op 1: R (recompute) cannot be expressed"), std::string::npos) << msg;
 }
@@ -134,10 +135,10 @@ TEST(ScheduleCsv, PyTorchZeroBubbleComputeArtifactReads) {
   // 4 x 8 x 3 = 96 ops, 48 per rank.
   Schedule s = load_schedule_file(kData + "zb1p_2rank_2stagep_compute.csv");
   EXPECT_EQ(s.name, "zb1p_2rank_2stagep_compute");
-  EXPECT_EQ(s.stage_device, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(s.stage_position, (std::vector<int>{0, 1, 0, 1}));
   EXPECT_EQ(s.microbatches(), 8);
-  EXPECT_EQ(s.device_ops[0].size(), 48u);
-  EXPECT_EQ(s.device_ops[1].size(), 48u);
+  EXPECT_EQ(s.position_ops[0].size(), 48u);
+  EXPECT_EQ(s.position_ops[1].size(), 48u);
   EXPECT_TRUE(s.has_split_backward());
   // Written back, the rows are PyTorch's less its idle (empty) cells.
   std::ifstream in(kData + "zb1p_2rank_2stagep_compute.csv");
@@ -152,22 +153,22 @@ TEST(ScheduleCsv, PyTorchZeroBubbleComputeArtifactReads) {
 TEST(ScheduleCsv, PyTorchComputeCommsArtifactReadsIgnoringCommunication) {
   // Stages 0 and 2 (rank 0) use B, stages 1 and 3 (rank 1) I + W: 2x8x2 + 2x8x3 = 80 ops.
   Schedule s = load_schedule_file(kData + "zb1p_2rank_2stagep_comms.csv");
-  EXPECT_EQ(s.stage_device, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(s.stage_position, (std::vector<int>{0, 1, 0, 1}));
   EXPECT_EQ(s.microbatches(), 8);
   EXPECT_EQ(s.num_ops(), 80u);
-  EXPECT_EQ(s.device_ops[0][0], (Op{OpKind::Forward, 0, 0}));
-  EXPECT_EQ(s.device_ops[0][1], (Op{OpKind::Forward, 0, 1}));  // after 0SEND_F0 and 2RECV_F0
+  EXPECT_EQ(s.position_ops[0][0], (Op{OpKind::Forward, 0, 0}));
+  EXPECT_EQ(s.position_ops[0][1], (Op{OpKind::Forward, 0, 1}));  // after 0SEND_F0 and 2RECV_F0
 }
 
 TEST(ScheduleCsv, PyTorchDualPipeVArtifactReadsWithOverlapsBackToBack) {
   // 4 ranks, 8 stages in a V (rank d holds d and 7 - d), 10 micro-batches: 182 compute ops.
   Schedule s = load_schedule_file(kData + "dualpipev_4rank_10mb.csv");
-  EXPECT_EQ(s.stage_device, (std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0}));
+  EXPECT_EQ(s.stage_position, (std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0}));
   EXPECT_EQ(s.microbatches(), 10);
   EXPECT_EQ(s.num_ops(), 182u);
   // Cell 17 of rank 0 is (0F7;7B3)OVERLAP_F_B: after 17 single cells, F then B.
-  EXPECT_EQ(s.device_ops[0][17], (Op{OpKind::Forward, 0, 7}));
-  EXPECT_EQ(s.device_ops[0][18], (Op{OpKind::Backward, 7, 3}));
+  EXPECT_EQ(s.position_ops[0][17], (Op{OpKind::Forward, 0, 7}));
+  EXPECT_EQ(s.position_ops[0][18], (Op{OpKind::Backward, 7, 3}));
   Schedule back = schedule_from_csv(schedule_to_csv(s), "dualpipev.csv");
   expect_same_ops(s, back);
 }
@@ -175,7 +176,7 @@ TEST(ScheduleCsv, PyTorchDualPipeVArtifactReadsWithOverlapsBackToBack) {
 TEST(ScheduleCsv, HandWrittenVShapeMapsStagesByRow) {
   Schedule s = load_schedule_file(kData + "vshape.csv");
   EXPECT_EQ(s.name, "vshape");
-  EXPECT_EQ(s.stage_device, (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(s.stage_position, (std::vector<int>{0, 1, 1, 0}));
   EXPECT_EQ(s.microbatches(), 2);
   EXPECT_EQ(s.stages_of(0), (std::vector<int>{0, 3}));
 }
@@ -276,29 +277,30 @@ TEST(ScheduleJson, RefusesWrongFormatAndVersion) {
   EXPECT_NE(json_error(j.dump()).find("v.json: format: expected \"pipescope.schedule\", got \"pipescope.plan\""),
             std::string::npos);
   j = Json::parse(good);
-  j["version"] = 2;
-  EXPECT_NE(json_error(j.dump()).find("v.json: version: expected an integer <= 1, got 2"), std::string::npos);
+  j["version"] = 3;  // versions 1 and 2 are read
+  EXPECT_NE(json_error(j.dump()).find("v.json: version: expected an integer <= 2, got 3"), std::string::npos);
 }
 
 TEST(ScheduleJson, RefusesKindNotAnOpLetter) {
   Json j = schedule_to_json(make_zb_h1(2, 4));
-  j["device_ops"][1][3]["kind"] = "X";
-  EXPECT_EQ(json_error(j.dump()), "v.json: device_ops[1][3].kind: expected one of F, B, I, W, R, got \"X\"");
-  j["device_ops"][1][3]["kind"] = 3;
-  EXPECT_EQ(json_error(j.dump()), "v.json: device_ops[1][3].kind: expected a string, got number");
+  j["position_ops"][1][3]["kind"] = "X";
+  EXPECT_EQ(json_error(j.dump()), "v.json: position_ops[1][3].kind: expected one of F, B, I, W, R, got \"X\"");
+  j["position_ops"][1][3]["kind"] = 3;
+  EXPECT_EQ(json_error(j.dump()), "v.json: position_ops[1][3].kind: expected a string, got number");
 }
 
 TEST(ScheduleJson, RefusesFieldsOutOfRange) {
   Json good = schedule_to_json(make_1f1b(2, 2));
   Json j = good;
-  j["device_ops"][0][1]["stage"] = 2;
-  EXPECT_EQ(json_error(j.dump()), "v.json: device_ops[0][1].stage: expected an integer <= 1, got 2");
+  j["position_ops"][0][1]["stage"] = 2;
+  EXPECT_EQ(json_error(j.dump()), "v.json: position_ops[0][1].stage: expected an integer <= 1, got 2");
   j = good;
-  j["stage_device"][1] = 5;
-  EXPECT_EQ(json_error(j.dump()), "v.json: stage_device[1]: expected an integer <= 1, got 5");
+  j["stage_position"][1] = 5;
+  EXPECT_EQ(json_error(j.dump()), "v.json: stage_position[1]: expected an integer <= 1, got 5");
   j = good;
-  j["devices"] = 3;
-  EXPECT_NE(json_error(j.dump()).find("v.json: device_ops: expected 3 op lists"), std::string::npos);
+  j["positions"] = 3;
+  EXPECT_EQ(json_error(j.dump()),
+            "v.json: position_ops: expected 3 op lists (one per position, as \"positions\" says), got 2");
   j = good;
   j["microbatches"] = 40000000;  // 2 stages x 4e7 micro-batches, 8 ops listed: refused at once
   EXPECT_NE(json_error(j.dump()).find("v.json: schedule: F(stage 0, micro-batch 2) is missing"), std::string::npos);
@@ -307,7 +309,7 @@ TEST(ScheduleJson, RefusesFieldsOutOfRange) {
 TEST(ScheduleJson, ValidatorErrorsNameTheFile) {
   Json good = schedule_to_json(make_zb_h1(2, 2));
   Json j = good;
-  j["device_ops"][0].erase(j["device_ops"][0].size() - 1);  // drop device 0's last op
+  j["position_ops"][0].erase(j["position_ops"][0].size() - 1);  // drop position 0's last op
   std::string msg = json_error(j.dump());
   EXPECT_EQ(msg.rfind("v.json: schedule: ", 0), 0u) << msg;
   EXPECT_NE(msg.find("is missing"), std::string::npos) << msg;
@@ -318,6 +320,84 @@ TEST(ScheduleJson, ValidatorErrorsNameTheFile) {
   msg = json_error(j.dump());
   EXPECT_NE(msg.find("v.json: schedule cannot make progress"), std::string::npos) << msg;
   EXPECT_EQ(schedule_from_json(JsonReader::from_text(good.dump(), "v.json")).name, "zb-h1");
+}
+
+// Version 1's keys for a file schedule_to_json wrote (version 2).
+Json as_version_1(Json j) {
+  j["version"] = 1;
+  for (auto [v2, v1] : {std::pair{"positions", "devices"}, std::pair{"stage_position", "stage_device"},
+                        std::pair{"position_ops", "device_ops"}}) {
+    j[v1] = j[v2];
+    j.erase(v2);
+  }
+  return j;
+}
+
+TEST(ScheduleJson, WritesVersion2WhoseKeysSayPositions) {
+  // 1F1B on K = 2, M = 2: two positions, stage s on position s, 4 ops each.
+  Json j = schedule_to_json(make_1f1b(2, 2));
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["positions"], 2);
+  EXPECT_EQ(j["stage_position"], Json::array({0, 1}));
+  ASSERT_EQ(j["position_ops"].size(), 2u);
+  EXPECT_EQ(j["position_ops"][1].size(), 4u);
+  for (const char* v1 : {"devices", "stage_device", "device_ops"}) EXPECT_FALSE(j.contains(v1)) << v1;
+}
+
+TEST(ScheduleJson, Version1FilesReadToTheSameSchedule) {
+  // Every built-in, written as version 2 and renamed to version 1's keys, reads back
+  // op for op: the two versions differ only in three key names.
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 100; ++trial) {
+    ScheduleSpec spec = random_spec(rng, true);
+    SCOPED_TRACE("seed 7, " + describe(spec));
+    Schedule s = make_schedule(spec);
+    Schedule v1 = schedule_from_json(JsonReader::from_text(as_version_1(schedule_to_json(s)).dump(), "v1.json"));
+    expect_same_ops(v1, s);
+    EXPECT_EQ(v1.recompute, s.recompute);
+    EXPECT_EQ(v1.weight_update, s.weight_update);
+    EXPECT_EQ(v1.steps, s.steps);
+  }
+}
+
+TEST(ScheduleJson, RefusesVersion1KeysInVersion2) {
+  const Json good = schedule_to_json(make_1f1b(2, 2));
+  for (auto [v2, v1] : {std::pair{"positions", "devices"}, std::pair{"stage_position", "stage_device"},
+                        std::pair{"position_ops", "device_ops"}}) {
+    Json j = good;
+    j[v1] = j[v2];  // a half-converted file: both names
+    std::string expected = std::string("v.json: ") + v1;
+    expected += ": version 2 calls this \"";
+    expected += v2;
+    expected += "\" (\"";
+    expected += v1;
+    expected += "\" is version 1's name)";
+    EXPECT_EQ(json_error(j.dump()), expected);
+  }
+  Json j = good;  // a version 1 file with version 2's keys lacks its own
+  j["version"] = 1;
+  EXPECT_NE(json_error(j.dump()).find("v.json: devices"), std::string::npos) << json_error(j.dump());
+}
+
+TEST(ScheduleFile, BadVersionsExitTwoNamingTheField) {
+  // Through the command: an InputError is exit code 2, its message names file and key.
+  const std::string dir = ::testing::TempDir();
+  Json j = schedule_to_json(make_1f1b(2, 2));
+  j["devices"] = 2;
+  std::ofstream(dir + "/half.json") << j.dump();
+  j = schedule_to_json(make_1f1b(2, 2));
+  j["version"] = 9;
+  std::ofstream(dir + "/v9.json") << j.dump();
+  std::ofstream(dir + "/v1.json") << as_version_1(schedule_to_json(make_1f1b(2, 2))).dump();
+  pipescope::testing::CliResult r = pipescope::testing::run_cli("schedule --schedule-file " + dir + "/half.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("half.json: devices: version 2 calls this \"positions\""), std::string::npos) << r.out;
+  r = pipescope::testing::run_cli("schedule --schedule-file " + dir + "/v9.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("v9.json: version: expected an integer <= 2, got 9"), std::string::npos) << r.out;
+  r = pipescope::testing::run_cli("schedule --schedule-file " + dir + "/v1.json --format json");  // converts to version 2
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"position_ops\""), std::string::npos) << r.out;
 }
 
 TEST(ScheduleFile, DetectsTheFormatAndRefusesBadFiles) {

@@ -37,14 +37,14 @@ TEST(Schedule, EveryGeneratorIsValidOverRandomShapes) {
 TEST(Schedule, OneFOneBWarmupIsMegatrons) {
   // Stage s runs min(K - s - 1, M) forwards before its first backward, then one more F.
   Schedule s = make_1f1b(4, 8);
-  for (int d = 0; d < 4; ++d) EXPECT_EQ(count_leading(s.device_ops[d], OpKind::Forward), 4 - d);
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(count_leading(s.position_ops[d], OpKind::Forward), 4 - d);
   Schedule few = make_1f1b(4, 2);
-  EXPECT_EQ(count_leading(few.device_ops[0], OpKind::Forward), 2);
+  EXPECT_EQ(count_leading(few.position_ops[0], OpKind::Forward), 2);
 }
 
 TEST(Schedule, GPipeRunsAllForwardsThenAllBackwardsInOrder) {
   Schedule s = make_gpipe(3, 4);
-  for (const auto& ops : s.device_ops) {
+  for (const auto& ops : s.position_ops) {
     for (int m = 0; m < 4; ++m) {
       EXPECT_EQ(ops[m].kind, OpKind::Forward);
       EXPECT_EQ(ops[m].microbatch, m);
@@ -63,12 +63,12 @@ TEST(Schedule, InterleavedRefusesMNotMultipleOfK) {
   }
   Schedule s = make_interleaved(2, 4, 3);
   EXPECT_EQ(s.stages(), 6);
-  EXPECT_EQ(s.stage_device[5], 1);  // stage s lives on device s % K
+  EXPECT_EQ(s.stage_position[5], 1);  // stage s lives on device s % K
 }
 
 TEST(Schedule, RecomputeComesRightBeforeEachBackward) {
   Schedule s = make_1f1b(3, 5, true);
-  for (const auto& ops : s.device_ops) {
+  for (const auto& ops : s.position_ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].kind == OpKind::Backward) {
         ASSERT_GT(i, 0u);
@@ -81,14 +81,14 @@ TEST(Schedule, RecomputeComesRightBeforeEachBackward) {
 TEST(Schedule, ValidatorRejectsMissingDuplicatedAndDeadlockedOps) {
   Schedule s = make_1f1b(2, 2);
   Schedule missing = s;
-  missing.device_ops[1].pop_back();
+  missing.position_ops[1].pop_back();
   EXPECT_THROW(validate_schedule(missing), InputError);
   Schedule dup = s;
-  dup.device_ops[0].push_back(dup.device_ops[0][0]);
+  dup.position_ops[0].push_back(dup.position_ops[0][0]);
   EXPECT_THROW(validate_schedule(dup), InputError);
   // Device 0 runs B(0,0) before F(0,0): it waits on a gradient that needs its own forward.
   Schedule dead = s;
-  std::swap(dead.device_ops[0].front(), dead.device_ops[0].back());
+  std::swap(dead.position_ops[0].front(), dead.position_ops[0].back());
   try {
     validate_schedule(dead);
     FAIL();
@@ -103,7 +103,7 @@ TEST(Schedule, ZeroBubbleKeepsAtMostKMicrobatchesAlivePerStage) {
       Schedule s = make_zb_h1(K, M);
       for (int d = 0; d < K; ++d) {
         int alive = 0, peak = 0;
-        for (const Op& op : s.device_ops[d]) {
+        for (const Op& op : s.position_ops[d]) {
           if (op.kind == OpKind::Forward) peak = std::max(peak, ++alive);
           if (op.kind == OpKind::BackwardWeight) --alive;
         }

@@ -16,7 +16,7 @@ namespace {
 StepReport run(const Schedule& s, const CostModel& c, bool timeline = false) {
   SimOptions o;
   o.record_timeline = timeline;
-  return simulate(s, c, Hardware::ideal(s.devices()), o);
+  return simulate(s, c, Hardware::ideal(s.positions()), o);
 }
 }  // namespace
 
@@ -62,7 +62,7 @@ TEST(SimOracle, ZeroBubbleH1CutsTheBubbleToAThirdWithEqualFBW) {
       StepReport one = run(make_1f1b(K, M), c);
       EXPECT_LT(zb.bubble_fraction, one.bubble_fraction);
       // Activation memory: no stage above 1F1B's first stage.
-      EXPECT_LE(zb.stages[K - 1].peak_activation_bytes, one.stages[0].peak_activation_bytes);
+      EXPECT_LE(zb.positions[K - 1].peak_activation_bytes, one.positions[0].peak_activation_bytes);
     }
   }
 }
@@ -76,8 +76,8 @@ TEST(SimOracle, ActivationsInFlightAreMinKMinusSAndMFor1F1BAndMForGPipe) {
     StepReport one = run(make_1f1b(K, M), c);
     StepReport gp = run(make_gpipe(K, M), c);
     for (int s = 0; s < K; ++s) {
-      EXPECT_EQ(one.stages[s].peak_activation_bytes, std::min(K - s, M) * act) << "trial " << trial;
-      EXPECT_EQ(gp.stages[s].peak_activation_bytes, M * act) << "trial " << trial;
+      EXPECT_EQ(one.positions[s].peak_activation_bytes, std::min(K - s, M) * act) << "trial " << trial;
+      EXPECT_EQ(gp.positions[s].peak_activation_bytes, M * act) << "trial " << trial;
     }
   }
 }
@@ -94,10 +94,10 @@ TEST(SimOracle, RecomputeFollowsGPipesActivationBound) {
   StepReport plain = run(make_gpipe(K, M), c);
   StepReport rc = run(make_gpipe(K, M, true), c);
   for (int s = 1; s < K; ++s) {
-    EXPECT_EQ(plain.stages[s].peak_activation_bytes, M * act);
-    EXPECT_EQ(rc.stages[s].peak_activation_bytes, M * input + act);
+    EXPECT_EQ(plain.positions[s].peak_activation_bytes, M * act);
+    EXPECT_EQ(rc.positions[s].peak_activation_bytes, M * input + act);
   }
-  EXPECT_EQ(rc.stages[0].peak_activation_bytes, act);  // stage 0's input is the data
+  EXPECT_EQ(rc.positions[0].peak_activation_bytes, act);  // stage 0's input is the data
   EXPECT_EQ(rc.step_ns, M * (2 * tf + tb) + (K - 1) * (tf + tb));
 }
 

@@ -51,7 +51,7 @@ StepReport run(const Schedule& s, const CostModel& c, OptimizerStep step, int st
   SimOptions o;
   o.optimizer_step = step;
   o.steps = steps;
-  return simulate(s, c, Hardware::ideal(s.devices()), o);
+  return simulate(s, c, Hardware::ideal(s.positions()), o);
 }
 
 TEST(PostValidation, OneFOneBUniformGainsNothing) {

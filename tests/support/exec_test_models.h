@@ -83,10 +83,10 @@ inline Profile profile_with_specs(const exec::ModelFile& m) {
 // (and is not vacuously 0).
 inline void expect_activation_peaks_equal(const StepReport& predicted, const StepReport& measured,
                                           const std::string& label) {
-  ASSERT_EQ(predicted.stages.size(), measured.stages.size()) << label;
-  for (std::size_t d = 0; d < predicted.stages.size(); ++d) {
-    EXPECT_GT(predicted.stages[d].peak_activation_bytes, 0) << label;
-    EXPECT_EQ(measured.stages[d].peak_activation_bytes, predicted.stages[d].peak_activation_bytes)
+  ASSERT_EQ(predicted.positions.size(), measured.positions.size()) << label;
+  for (std::size_t d = 0; d < predicted.positions.size(); ++d) {
+    EXPECT_GT(predicted.positions[d].peak_activation_bytes, 0) << label;
+    EXPECT_EQ(measured.positions[d].peak_activation_bytes, predicted.positions[d].peak_activation_bytes)
         << label << ", position " << d;
   }
 }

@@ -38,8 +38,8 @@ inline int64_t longest_path(const Schedule& s, const CostModel& c, const Hardwar
   std::map<std::tuple<int, int, int>, int> node;  // (kind, stage, mb) -> vertex
   std::vector<int64_t> dur;
   std::vector<int> dev;
-  for (int d = 0; d < s.devices(); ++d) {
-    for (const Op& op : s.device_ops[d]) {
+  for (int d = 0; d < s.positions(); ++d) {
+    for (const Op& op : s.position_ops[d]) {
       node[{static_cast<int>(op.kind), op.stage, op.microbatch}] = static_cast<int>(dur.size());
       dur.push_back(op_duration(op, c));
       dev.push_back(d);
@@ -55,8 +55,8 @@ inline int64_t longest_path(const Schedule& s, const CostModel& c, const Hardwar
     auto it = node.find({static_cast<int>(k), st, m});
     return it == node.end() ? -1 : it->second;
   };
-  for (int d = 0; d < s.devices(); ++d) {
-    const auto& ops = s.device_ops[d];
+  for (int d = 0; d < s.positions(); ++d) {
+    const auto& ops = s.position_ops[d];
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       int v = find(op.kind, op.stage, op.microbatch);

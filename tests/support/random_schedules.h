@@ -41,8 +41,8 @@ inline Schedule random_schedule(std::mt19937_64& rng, const RandomScheduleShape&
   if (map.empty()) {
     for (int st = 0; st < S; ++st) map.push_back(st < K ? st : static_cast<int>(rng() % K));
   }
-  s.stage_device = map;
-  s.device_ops.resize(K);
+  s.stage_position = map;
+  s.position_ops.resize(K);
   // Every op of the step, then a random topological order of them.
   std::vector<Op> todo;
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -67,7 +67,7 @@ inline Schedule random_schedule(std::mt19937_64& rng, const RandomScheduleShape&
     const std::size_t pick = ready[rng() % ready.size()];
     const Op op = todo[pick];
     todo.erase(todo.begin() + static_cast<std::ptrdiff_t>(pick));
-    s.device_ops[map[op.stage]].push_back(op);
+    s.position_ops[map[op.stage]].push_back(op);
     done.mark(product_of(op.kind), op.stage, op.microbatch);
   }
   return s;

@@ -75,8 +75,8 @@ inline Schedule deferred_weight_order() {
   using K = OpKind;
   Schedule one;
   one.num_microbatches = 3;
-  one.stage_device = {0};
-  one.device_ops = {{{K::Forward, 0, 0}, {K::BackwardInput, 0, 0}, {K::Forward, 0, 1}, {K::BackwardInput, 0, 1},
+  one.stage_position = {0};
+  one.position_ops = {{{K::Forward, 0, 0}, {K::BackwardInput, 0, 0}, {K::Forward, 0, 1}, {K::BackwardInput, 0, 1},
                      {K::Forward, 0, 2}, {K::BackwardInput, 0, 2}, {K::BackwardWeight, 0, 0},
                      {K::BackwardWeight, 0, 1}, {K::BackwardWeight, 0, 2}}};
   return one;

@@ -83,11 +83,11 @@ CostModel chunk_costs(const Schedule& s, int64_t f, int64_t b, int64_t overlap) 
     x.send_bytes = 1;
     c.stages.push_back(x);
   }
-  for (int d = 0; d < s.devices(); ++d) {
+  for (int d = 0; d < s.positions(); ++d) {
     c.position_device.push_back(d);
     c.position_devices.push_back({d});
   }
-  c.stage_position = s.stage_device;
+  c.stage_position = s.stage_position;
   return c;
 }
 
@@ -103,7 +103,7 @@ TEST(FbOverlap, EachMarkedPairSavesMinOfOverlapFAndBOnItsDevice) {
     const StepReport r = simulate(s, chunk_costs(s, F, B, overlap), Hardware::ideal(K));
     for (int d = 0; d < K; ++d) {
       const int pairs = 2 * M - 3 * K + d + 1 - (d == K - 1);
-      EXPECT_EQ(plain.stages[d].busy_ns - r.stages[d].busy_ns, pairs * std::min({overlap, F, B}))
+      EXPECT_EQ(plain.positions[d].busy_ns - r.positions[d].busy_ns, pairs * std::min({overlap, F, B}))
           << "device " << d << ", overlap " << overlap;
     }
     EXPECT_LT(r.step_ns, plain.step_ns);

@@ -39,7 +39,7 @@ struct Times {
 
 // Costs of `s` with T_F, T_B, T_W per whole stage; each of v chunks takes 1/v.
 CostModel costs(const Schedule& s, Times t, int64_t activation = 1000) {
-  const int v = s.stages() / s.devices();
+  const int v = s.stages() / s.positions();
   CostModel c;
   for (int st = 0; st < s.stages(); ++st) {
     StageCost x;
@@ -54,11 +54,11 @@ CostModel costs(const Schedule& s, Times t, int64_t activation = 1000) {
     x.send_bytes = 1;
     c.stages.push_back(x);
   }
-  for (int d = 0; d < s.devices(); ++d) {
+  for (int d = 0; d < s.positions(); ++d) {
     c.position_device.push_back(d);
     c.position_devices.push_back({d});
   }
-  c.stage_position = s.stage_device;
+  c.stage_position = s.stage_position;
   return c;
 }
 
@@ -70,7 +70,7 @@ StepReport sim(const Schedule& s, const CostModel& c, const Hardware& h) {
 
 int64_t bubble(const Schedule& s, Times t) {
   const int M = s.microbatches();
-  return longest_span(sim(s, costs(s, t), Hardware::ideal(s.devices()))) - M * (t.f + t.b + t.w);
+  return longest_span(sim(s, costs(s, t), Hardware::ideal(s.positions()))) - M * (t.f + t.b + t.w);
 }
 
 Schedule make(ScheduleKind kind, int K, int M) { return make_schedule({kind, K, M, required_chunks(kind) == 2 ? 2 : 1}); }
@@ -134,7 +134,7 @@ TEST(ZeroBubble, PeakActivationsAreThePapers) {
       const Times t{1000, 1000, 1000};
       auto peaks = [&](const Schedule& s) {
         std::vector<int64_t> out;
-        for (const StageReport& st : sim(s, costs(s, t), Hardware::ideal(K)).stages) out.push_back(st.peak_activation_bytes);
+        for (const PositionReport& st : sim(s, costs(s, t), Hardware::ideal(K)).positions) out.push_back(st.peak_activation_bytes);
         return out;
       };
       for (int64_t p : peaks(make(ScheduleKind::ZeroBubbleH2, K, M))) EXPECT_EQ(p, std::min(2 * K - 1, M) * 1000);
@@ -206,7 +206,7 @@ TEST(ZeroBubble, ZbAutoUnderAByteBudgetIsNeverWorseThanTheHandcraftedOnes) {
       const StepReport p = sim(s, c, h);
       for (int d = 0; d < K; ++d) {
         EXPECT_LE(report.peak_stash_bytes[d], 1000 * stashes) << at << " device " << d;
-        EXPECT_EQ(report.peak_stash_bytes[d], p.stages[d].peak_activation_bytes) << at << " device " << d;
+        EXPECT_EQ(report.peak_stash_bytes[d], p.positions[d].peak_activation_bytes) << at << " device " << d;
       }
       EXPECT_LE(longest_span(p), longest_span(sim(reference, c, h))) << at << " budget " << stashes << " stashes";
       EXPECT_LE(report.cap_bound_ns, longest_span(p)) << at;
@@ -295,7 +295,7 @@ TEST(ZeroBubble, PlansGiveVShapesTwoChunksAndZbAutoItsCap) {
   };
   const Plan v = plan_from_json(JsonReader::from_text(plan_json(R"({"kind": "zb-v"})"), "plan.json"));
   EXPECT_EQ(v.chunks, 2);
-  EXPECT_EQ(schedule_for(v).stage_device, (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(schedule_for(v).stage_position, (std::vector<int>{0, 1, 1, 0}));
   auto error = [&](const std::string& schedule) {
     try {
       plan_from_json(JsonReader::from_text(plan_json(schedule), "plan.json"));
