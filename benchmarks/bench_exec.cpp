@@ -94,7 +94,6 @@ int main(int argc, char** argv) {
   int K = 2, M = 8, steps = 6;
   double microbatch_size = 4;
   bool torch = false, post_validation = false;
-  std::string transport = "threads";
   app.add_option("--profile", profile_path, "Executable profile (default: profile --model now)");
   app.add_option("--model", model_path, "Model file")->capture_default_str();
   app.add_option("-K,--stages", K, "Pipeline stages")->capture_default_str();

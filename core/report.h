@@ -18,7 +18,9 @@ namespace pipescope {
 // One slice of a timeline: an op on a device track, or a transfer on a link track.
 struct TimelineEvent {
   int track = 0;
-  std::string category;  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce, optimizer
+  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce, optimizer.
+  // A string, not an enum: it is the Chrome trace's "cat" vocabulary that trace and report files carry.
+  std::string category;
   int stage = -1;
   int microbatch = -1;
   int64_t start_ns = 0;

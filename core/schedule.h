@@ -86,8 +86,8 @@ struct Schedule {
   bool recompute = false;                      // F keeps only the stage input; R(s,m) re-runs it
   WeightUpdate weight_update = WeightUpdate::Flush;
   int steps = 1;                               // training steps the op lists hold (> 1 only without a flush)
-  std::vector<int> stage_position;               // model stage -> device (pipeline position)
-  std::vector<std::vector<Op>> position_ops;     // per device, in execution order
+  std::vector<int> stage_position;             // model stage -> pipeline position
+  std::vector<std::vector<Op>> position_ops;   // per position, in execution order
   // dualpipev: the B ops that run overlapped with the F just before them on their device
   // (DualPipe's F&B pairs), sorted by (stage, micro-batch). The simulator charges such a
   // pair F + B - overlap (core/cost_model.h's fb_overlap_ns); a mark whose B does not
@@ -149,8 +149,8 @@ void check_schedule_spec(const ScheduleSpec& spec);
 // (B or I) of (s,m) on its device.
 Schedule with_recompute(Schedule schedule);
 
-// The stage -> device map generator `kind` uses for K devices and v chunks.
-std::vector<int> stage_position_map(ScheduleKind kind, int devices, int chunks);
+// The stage -> position map generator `kind` uses for K positions and v chunks.
+std::vector<int> stage_position_map(ScheduleKind kind, int positions, int chunks);
 
 // Throws InputError when an op is missing, duplicated, on the wrong device, a W comes
 // without its I, B and I/W are mixed for one (stage, micro-batch), or the order cannot

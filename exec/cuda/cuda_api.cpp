@@ -45,7 +45,7 @@ CudaBackendSpec parse_cuda_backend_spec(const std::string& spec) {
     const std::string item = rest.substr(0, rest.find(':'));
     rest.erase(0, item.size());
     if (item == "fp32" || item == "bf16") {
-      out.dtype = item;
+      out.dtype = *dtype_from_name(item);
     } else if (item.rfind("part=", 0) == 0) {
       try {
         std::size_t used = 0;
@@ -101,7 +101,7 @@ std::string cuda_placement_note(const std::string& spec_text, int devices) {
     where = std::to_string(devices) + " SM partitions of one " + gpu +
             " (green contexts, K stages as K virtual devices), device-to-device copies between them";
   }
-  return "cuda (" + spec.dtype + "): " + where;
+  return "cuda (" + to_string(spec.dtype) + "): " + where;
 }
 
 std::unique_ptr<Hub> make_cuda_hub(const Schedule& schedule) { return std::make_unique<cuda::CudaHub>(schedule); }

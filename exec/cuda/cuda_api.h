@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
 #include "exec/backends/backend.h"
 #include "exec/transport/transport.h"
 
@@ -28,8 +29,8 @@ struct CudaStatus {
 CudaStatus cuda_status();
 
 struct CudaBackendSpec {
-  std::string dtype = "fp32";  // fp32 | bf16
-  int partitions = 0;          // 0: decide from the placement; K: SM partition of 1/K
+  Dtype dtype = Dtype::Fp32;  // Fp32 or Bf16 (the spec's text is parsed here, at the edge)
+  int partitions = 0;         // 0: decide from the placement; K: SM partition of 1/K
 };
 // Throws InputError on a malformed spec ("cuda:fp16", "cuda:part=0").
 CudaBackendSpec parse_cuda_backend_spec(const std::string& spec);

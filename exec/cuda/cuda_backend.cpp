@@ -46,7 +46,7 @@ template <class F> void CudaBackend::dispatch(F&& f) {
 }
 
 CudaBackend::CudaBackend(const CudaBackendSpec& spec, int gpu, int part, int parts)
-    : bf16_(spec.dtype == "bf16"), gpu_(gpu) {
+    : bf16_(spec.dtype == Dtype::Bf16), gpu_(gpu) {
   PS_CUDA_CHECK(cudaSetDevice(gpu));
   if (parts > 1) {
     partition_ = std::make_unique<GreenPartition>(gpu, part, parts);

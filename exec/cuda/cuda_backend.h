@@ -7,7 +7,7 @@
 // handle is the address. Work is queued on the stream; now_ns() records a CUDA event,
 // waits for it, and maps GPU time onto the host's steady clock, so op times are the
 // GPU's. Use a backend from the thread that created it.
-//   CudaBackend be({.dtype = "bf16"}, 0, 0, 1);  float* x = be.allocate(n);
+//   CudaBackend be({.dtype = Dtype::Bf16}, 0, 0, 1);  float* x = be.allocate(n);
 #pragma once
 
 #include <cublas_v2.h>

@@ -29,11 +29,11 @@ TEST(CudaApi, StatusNamesTheReasonWhenThereIsNoDevice) {
 }
 
 TEST(CudaApi, SpecsParse) {
-  EXPECT_EQ(parse_cuda_backend_spec("cuda").dtype, "fp32");
+  EXPECT_EQ(parse_cuda_backend_spec("cuda").dtype, Dtype::Fp32);
   EXPECT_EQ(parse_cuda_backend_spec("cuda").partitions, 0);
-  EXPECT_EQ(parse_cuda_backend_spec("cuda:bf16").dtype, "bf16");
+  EXPECT_EQ(parse_cuda_backend_spec("cuda:bf16").dtype, Dtype::Bf16);
   const CudaBackendSpec s = parse_cuda_backend_spec("cuda:bf16:part=4");
-  EXPECT_EQ(s.dtype, "bf16");
+  EXPECT_EQ(s.dtype, Dtype::Bf16);
   EXPECT_EQ(s.partitions, 4);
   EXPECT_EQ(parse_cuda_backend_spec("cuda:part=2:fp32").partitions, 2);
 }
