@@ -64,6 +64,7 @@ Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hard
   const ZeroBubbleLimits limits = zero_bubble_limits(plan, costs, hardware);
   ZeroBubbleSearchOptions o;
   o.activation_budget_bytes = limits.budget_bytes;
+  o.p2p = p2p_of(plan, hardware);
   Schedule s = search_zero_bubble(costs, hardware, limits.max_inflight, plan.microbatches, nullptr, o);
   return plan.recompute ? with_recompute(std::move(s)) : s;
 }
@@ -158,7 +159,7 @@ class Search {
   // `budget` simulations at most: a count, not a clock, so the result never depends on the machine.
   Search(const CostModel& c, const Hardware& h, int cap, int M, const ZeroBubbleSearchOptions& o)
       : c_(c), h_(h), cap_(cap), M_(M), budget_(std::max(1, o.max_evaluations)),
-        order_budget_(std::max(0, o.max_order_evaluations)), bytes_(o.activation_budget_bytes) {
+        order_budget_(std::max(0, o.max_order_evaluations)), bytes_(o.activation_budget_bytes), p2p_(o.p2p) {
     K_ = static_cast<int>(c.position_device.size());
     base_ = ListPolicy::unit(stage_position_map(ScheduleKind::ZeroBubbleAuto, K_, 1), M);
     for (int s = 0; s < K_; ++s) {
@@ -193,6 +194,7 @@ class Search {
     SimOptions o;
     o.record_timeline = false;
     o.op_starts_ns = &starts;
+    o.p2p = p2p_;
     StepReport r;
     try {
       r = simulate(s, c_, h_, o);
@@ -326,6 +328,7 @@ class Search {
   int budget_;
   const int order_budget_;
   const std::vector<int64_t> bytes_;  // per device: the byte budget (empty: none)
+  const P2p p2p_;                     // how each candidate's transfers meet compute
   int K_ = 0;
   ListPolicy base_, best_policy_;
   Schedule best_;

@@ -421,3 +421,37 @@ TEST(ZeroBubble, PlanGivesZbAutoTheMemorysByteBudget) {
   EXPECT_LT(budgeted.peak_bytes, wide.peak_bytes);
   EXPECT_EQ(budgeted.step_ns, wide.step_ns);
 }
+
+namespace pipescope {
+namespace {
+
+// Under blocking p2p (Megatron-LM without --overlap-p2p-communication) every candidate
+// is simulated blocking: the searched order's reported step is its blocking step to the
+// nanosecond, and never longer than the handcrafted zb-h1 and zb-h2 (candidates of step
+// 1) simulated the same way. Links of 300 ns and 700 ns latency with 1 GB/s (the 1000-
+// byte tensor is busy for 1000 ns) make blocking cost something on every hop.
+TEST(ZeroBubble, ZbAutoSearchesUnderTheP2pItRunsWith) {
+  for (int K : {2, 4}) {
+    for (int64_t latency_ns : {300, 700}) {
+      const int M = 2 * K;
+      CostModel c = costs(make_zb_h1(K, M), {1000, 1000, 800});
+      for (StageCost& st : c.stages) st.send_bytes = 1000;
+      Hardware h = Hardware::ideal(K);
+      h.link = {1.0, static_cast<double>(latency_ns) / 1000.0};
+      ZeroBubbleSearchOptions o;
+      o.p2p = P2p::Blocking;
+      ZeroBubbleSearchReport report;
+      const Schedule s = search_zero_bubble(c, h, 2 * K, M, &report, o);
+      SimOptions blocking;
+      blocking.p2p = P2p::Blocking;
+      const std::string at = "K=" + std::to_string(K) + " latency " + std::to_string(latency_ns);
+      EXPECT_EQ(report.step_ns, simulate(s, c, h, blocking).step_ns) << at;
+      for (const Schedule& reference : {make_zb_h1(K, M), make_zb_h2(K, M)}) {
+        EXPECT_LE(report.span_ns, longest_span(simulate(reference, c, h, blocking))) << at << " vs " << reference.name;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipescope
