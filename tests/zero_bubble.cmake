@@ -14,3 +14,6 @@ add_dependencies(cli_zero_bubble_plan_test pipescope)
 # zb-auto on the zero-bubble paper's settings against its Table 5 (experiments/zero_bubble_paper_data.h).
 pipescope_test(zero_bubble_paper_test zero_bubble_paper_test.cpp)
 target_link_libraries(zero_bubble_paper_test PRIVATE pipescope_zero_bubble_paper)
+# The controllable-memory V-shapes (v-min, v-half, v-zb) and PyTorch's looped-bfs and
+# interleaved-zb: validity, peaks, bubbles against their forms.
+pipescope_test(schedule_v_shape_test schedule_v_shape_test.cpp)

@@ -59,6 +59,13 @@ Schedule make_schedule(const ScheduleSpec& spec) {
     case ScheduleKind::DualPipeV: return make_dualpipev(spec.devices, spec.microbatches, spec.recompute);
     case ScheduleKind::ZeroBubbleAuto:
       return make_zb_auto_unit(spec.devices, spec.microbatches, spec.max_inflight, spec.recompute);
+    case ScheduleKind::LoopedBFS:
+      return make_looped_bfs(spec.devices, spec.microbatches, spec.chunks, spec.recompute);
+    case ScheduleKind::InterleavedZeroBubble:
+      return make_interleaved_zb(spec.devices, spec.microbatches, spec.chunks, spec.recompute);
+    case ScheduleKind::VMin: return make_v_min(spec.devices, spec.microbatches, spec.recompute);
+    case ScheduleKind::VHalf: return make_v_half(spec.devices, spec.microbatches, spec.recompute);
+    case ScheduleKind::VZeroBubble: return make_v_zb(spec.devices, spec.microbatches, spec.recompute);
     case ScheduleKind::PipeDream: return make_pipedream(spec.devices, spec.microbatches, spec.steps, spec.recompute);
     case ScheduleKind::PipeDream2BW: return make_2bw(spec.devices, spec.microbatches, spec.steps, spec.recompute);
   }
