@@ -17,3 +17,5 @@ target_link_libraries(zero_bubble_paper_test PRIVATE pipescope_zero_bubble_paper
 # The controllable-memory V-shapes (v-min, v-half, v-zb) and PyTorch's looped-bfs and
 # interleaved-zb: validity, peaks, bubbles against their forms.
 pipescope_test(schedule_v_shape_test schedule_v_shape_test.cpp)
+# plan's explanation when memory binds: the V-shapes' peak and bubble against 1F1B.
+pipescope_test(planner_memory_tradeoff_test planner_memory_tradeoff_test.cpp)

@@ -36,7 +36,7 @@ QColor schedule_color(ScheduleKind kind) {
     case ScheduleKind::DualPipeV: return QColor(127, 127, 127);
     case ScheduleKind::ZeroBubbleAuto: return QColor(188, 189, 34);
     case ScheduleKind::LoopedBFS: return QColor(152, 223, 138);
-    case ScheduleKind::InterleavedZeroBubble: return QColor(197, 176, 213);
+    case ScheduleKind::InterleavedZeroBubble: return QColor(90, 60, 160);
     case ScheduleKind::VMin: return QColor(247, 182, 210);
     case ScheduleKind::VHalf: return QColor(219, 219, 141);
     case ScheduleKind::VZeroBubble: return QColor(158, 218, 229);
