@@ -24,7 +24,7 @@ Schedule make_looped_bfs(int devices, int microbatches, int chunks, bool recompu
   Schedule s = empty_schedule(spec);
   const int K = devices, M = microbatches, v = chunks;
   for (int d = 0; d < K; ++d) {
-    auto& ops = s.device_ops[d];
+    auto& ops = s.position_ops[d];
     ops.reserve(2 * static_cast<std::size_t>(M) * v);
     for (int c = 0; c < v; ++c) {
       for (int m = 0; m < M; ++m) ops.push_back({OpKind::Forward, c * K + d, m});
@@ -93,7 +93,7 @@ Schedule make_interleaved_zb(int devices, int microbatches, int chunks, bool rec
                      ", K = " + std::to_string(K) + ", rounds = " + std::to_string(rounds));
   }
   Schedule s = empty_schedule(spec);
-  for (int d = 0; d < K; ++d) s.device_ops[d] = ZeroBubbleRank(K, d, M, chunks, M / rounds).ops(M);
+  for (int d = 0; d < K; ++d) s.position_ops[d] = ZeroBubbleRank(K, d, M, chunks, M / rounds).ops(M);
   add_recompute(s);
   return s;
 }

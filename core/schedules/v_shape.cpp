@@ -87,7 +87,7 @@ Schedule make_v_block(ScheduleKind kind, int devices, int microbatches, bool rec
       for (int m = 0; m < M; ++m) timed.emplace_back(rows[d][t] + int64_t{kSlots} * m, t, m);
     }
     std::sort(timed.begin(), timed.end());
-    auto& ops = s.device_ops[d];
+    auto& ops = s.position_ops[d];
     ops.reserve(timed.size());
     for (const auto& [slot, t, m] : timed) {
       ops.push_back({kKinds[t], kChunk[t] == 0 ? d : 2 * K - 1 - d, m});
