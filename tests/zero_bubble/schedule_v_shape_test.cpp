@@ -80,7 +80,7 @@ TEST(VShape, PeakActivationsAreThePapers) {
       const std::string at = "K=" + std::to_string(K) + " M=" + std::to_string(M);
       auto peak = [&](ScheduleKind kind) {
         int64_t most = 0;
-        for (const StageReport& st : sim(make(kind, K, M), 1000).stages) most = std::max(most, st.peak_activation_bytes);
+        for (const PositionReport& st : sim(make(kind, K, M), 1000).positions) most = std::max(most, st.peak_activation_bytes);
         return most;
       };
       EXPECT_EQ(peak(ScheduleKind::VMin), (K + 4) / 3 * kA) << at;
