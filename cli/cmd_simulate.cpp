@@ -107,7 +107,7 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--stages,-K", args->stages, "Pipeline stages K (devices)");
   cmd->add_option("--microbatches,-M", args->microbatches, "Micro-batches M");
   cmd->add_option("--schedule", args->schedule, schedule_kind_names())->capture_default_str();
-  cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved; zb-v and dualpipev take 2)")->capture_default_str();
+  cmd->add_option("--chunks", args->chunks, "Model chunks per device (interleaved, looped-bfs, interleaved-zb; the V-shapes take 2)")->capture_default_str();
   cmd->add_option("--max-inflight", args->max_inflight, "zb-auto: micro-batches alive per stage (unit times here)");
   cmd->add_flag("--recompute", args->recompute, "Insert re-materialisation (R) before each backward");
   cmd->add_option("--steps", args->steps, "pipedream, 2bw: steps the op lists hold without a flush")->capture_default_str();

@@ -39,7 +39,7 @@ void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--schedule-file", schedule_file,
                   "A schedule file instead of --schedule: pipescope.schedule JSON or PyTorch pipelining CSV "
                   "(K, M and the stage -> device map come from it; docs/schedules-as-data.md, Schedule files)");
-  cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved; zb-v and dualpipev take 2)")->capture_default_str();
+  cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved, looped-bfs, interleaved-zb; the V-shapes take 2)")->capture_default_str();
   cmd->add_option("--max-inflight", max_inflight,
                   "zb-auto: micro-batches alive per stage at once (max pending backward; default: the byte budget "
                   "the device memory leaves, or K without a memory size)");

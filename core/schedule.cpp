@@ -23,6 +23,11 @@ std::string to_string(ScheduleKind kind) {
     case ScheduleKind::ZeroBubbleV: return "zb-v";
     case ScheduleKind::DualPipeV: return "dualpipev";
     case ScheduleKind::ZeroBubbleAuto: return "zb-auto";
+    case ScheduleKind::LoopedBFS: return "looped-bfs";
+    case ScheduleKind::InterleavedZeroBubble: return "interleaved-zb";
+    case ScheduleKind::VMin: return "v-min";
+    case ScheduleKind::VHalf: return "v-half";
+    case ScheduleKind::VZeroBubble: return "v-zb";
     case ScheduleKind::PipeDream: return "pipedream";
     case ScheduleKind::PipeDream2BW: return "2bw";
   }
@@ -44,7 +49,10 @@ const std::vector<ScheduleKind>& schedule_kinds() {
                                                   ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1,
                                                   ScheduleKind::ZeroBubbleH2, ScheduleKind::ZeroBubbleV,
                                                   ScheduleKind::DualPipeV, ScheduleKind::ZeroBubbleAuto,
-                                                  ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW};
+                                                  ScheduleKind::LoopedBFS, ScheduleKind::InterleavedZeroBubble,
+                                                  ScheduleKind::VMin, ScheduleKind::VHalf,
+                                                  ScheduleKind::VZeroBubble, ScheduleKind::PipeDream,
+                                                  ScheduleKind::PipeDream2BW};
   return kinds;
 }
 
@@ -136,8 +144,17 @@ std::vector<int> stage_position_map(ScheduleKind kind, int devices, int chunks) 
 }
 
 int required_chunks(ScheduleKind kind) {
-  if (kind == ScheduleKind::Interleaved) return 0;
-  return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV ? 2 : 1;
+  switch (kind) {
+    case ScheduleKind::Interleaved:
+    case ScheduleKind::LoopedBFS:
+    case ScheduleKind::InterleavedZeroBubble: return 0;
+    case ScheduleKind::ZeroBubbleV:
+    case ScheduleKind::DualPipeV:
+    case ScheduleKind::VMin:
+    case ScheduleKind::VHalf:
+    case ScheduleKind::VZeroBubble: return 2;
+    default: return 1;
+  }
 }
 
 std::size_t Schedule::num_ops() const {
@@ -169,14 +186,15 @@ void check_schedule_spec(const ScheduleSpec& spec) {
   }
   const int need = required_chunks(spec.kind);
   if (need == 1 && spec.chunks != 1) {
-    throw InputError("chunks: only the interleaved schedule takes more than 1 chunk per device");
+    throw InputError("chunks: only interleaved, looped-bfs and interleaved-zb take more than 1 chunk per device");
   }
   if (need == 2 && spec.chunks != 2) {
     throw InputError("chunks: " + to_string(spec.kind) + " holds 2 chunks per device (V-shape), got " +
                      std::to_string(spec.chunks));
   }
   int64_t per_pair = spec.kind == ScheduleKind::GPipe || spec.kind == ScheduleKind::OneFOneB ||
-                             spec.kind == ScheduleKind::Interleaved || is_asynchronous(spec.kind)
+                             spec.kind == ScheduleKind::Interleaved || spec.kind == ScheduleKind::LoopedBFS ||
+                             is_asynchronous(spec.kind)
                          ? 2
                          : 3;
   if (spec.recompute) ++per_pair;

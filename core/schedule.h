@@ -27,6 +27,11 @@ enum class ScheduleKind {
   ZeroBubbleV,     // zb-v: V-shape, 2 chunks per device, 1F1B's activation memory
   DualPipeV,       // dualpipev: DeepSeek's V-shape, M >= 2K
   ZeroBubbleAuto,  // zb-auto: a searched order under a cap of alive micro-batches
+  LoopedBFS,       // looped-bfs: breadth-first over v chunks per position (PyTorch's ScheduleLoopedBFS)
+  InterleavedZeroBubble,  // interleaved-zb: ZB1P over v chunks (PyTorch's ScheduleInterleavedZeroBubble)
+  VMin,            // v-min: V-shape, about K/3 micro-batches' activations (controllable memory)
+  VHalf,           // v-half: V-shape, about K/2
+  VZeroBubble,     // v-zb: V-shape, K (1F1B's), the building block of the controllable-memory paper
   PipeDream,       // pipedream: 1F1B across steps without a flush, weight stashing (asynchronous)
   PipeDream2BW,    // 2bw: PipeDream-2BW, two weight versions, updates one step late (asynchronous)
 };
@@ -125,6 +130,15 @@ Schedule make_interleaved(int devices, int microbatches, int chunks, bool recomp
 Schedule make_zb_h1(int devices, int microbatches, bool recompute = false);
 Schedule make_zb_h2(int devices, int microbatches, bool recompute = false);
 Schedule make_zb_v(int devices, int microbatches, bool recompute = false);
+// core/schedules/looped.cpp: PyTorch's ScheduleLoopedBFS and ScheduleInterleavedZeroBubble
+// (v chunks per position, stage c K + d on position d); interleaved-zb needs M a multiple
+// of max(1, M / K).
+Schedule make_looped_bfs(int devices, int microbatches, int chunks, bool recompute = false);
+Schedule make_interleaved_zb(int devices, int microbatches, int chunks, bool recompute = false);
+// core/schedules/v_shape.cpp: the controllable-memory V-shapes (Qi et al., NeurIPS 2024).
+Schedule make_v_min(int devices, int microbatches, bool recompute = false);
+Schedule make_v_half(int devices, int microbatches, bool recompute = false);
+Schedule make_v_zb(int devices, int microbatches, bool recompute = false);
 // core/schedules/dualpipe.cpp: DeepSeek's DualPipeV.
 Schedule make_dualpipev(int devices, int microbatches, bool recompute = false);
 // zb-auto's constructive order with unit times (F = I = W, free hops); the planner's
@@ -139,7 +153,7 @@ Schedule make_2bw(int devices, int microbatches, int steps, bool recompute = fal
 // fills the pipeline, the second is steady, the last drains (core/report.h set_step_ends).
 inline constexpr int kAsyncEvaluationSteps = 3;
 // Model chunks per device that `kind` needs: 2 for the V-shapes, 0 when any number
-// (interleaved), else 1.
+// (interleaved, looped-bfs, interleaved-zb), else 1.
 int required_chunks(ScheduleKind kind);
 
 // Throws InputError when the spec is out of range (K, M, chunks, too many ops).

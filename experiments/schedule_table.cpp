@@ -87,7 +87,7 @@ std::vector<TableRow> schedule_table(const TableSetting& t) {
         continue;
       }
       const int v = required_chunks(kind) == 0 ? 2 : required_chunks(kind);
-      rows.push_back(evaluate(kind == ScheduleKind::Interleaved ? name + " v=2" : name,
+      rows.push_back(evaluate(required_chunks(kind) == 0 ? name + " v=2" : name,
                               make_schedule({kind, K, M, v}), t));
     } catch (const InputError& e) {
       TableRow row;

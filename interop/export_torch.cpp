@@ -24,6 +24,7 @@ struct TorchSchedule {
   bool single_stage;
   const char* placement;  // "loop" (stage s on rank s % K) or "v"
   bool needs_m_ge_stages;  // the constructor refuses fewer micro-batches than stages
+  bool needs_rounds = true;  // a "loop" class that refuses M not a multiple of max(1, M / K)
 };
 constexpr TorchSchedule kTorchSchedules[] = {
     {ScheduleKind::GPipe, "ScheduleGPipe", true, "loop", false},
@@ -32,6 +33,8 @@ constexpr TorchSchedule kTorchSchedules[] = {
     {ScheduleKind::ZeroBubbleH1, "ScheduleInterleavedZeroBubble", false, "loop", false},  // ZB1P; one stage per rank = ZB-H1
     {ScheduleKind::ZeroBubbleV, "ScheduleZBVZeroBubble", false, "v", false},              // exactly two stages per rank
     {ScheduleKind::DualPipeV, "ScheduleDualPipeV", false, "v", true},
+    {ScheduleKind::LoopedBFS, "ScheduleLoopedBFS", false, "loop", false, false},  // any M
+    {ScheduleKind::InterleavedZeroBubble, "ScheduleInterleavedZeroBubble", false, "loop", false},
 };
 
 int expected_rank(const char* placement, int stage, int K) {
@@ -72,7 +75,7 @@ void check_class(const TorchSchedule& row, const PlanShape& s) {
                                              std::to_string(s.stages()) + "), the plan has " + std::to_string(s.microbatches));
   }
   const int rounds = std::max(1, s.microbatches / s.positions);
-  if (!row.single_stage && std::string(row.placement) == "loop" && s.microbatches % rounds != 0) {
+  if (!row.single_stage && std::string(row.placement) == "loop" && row.needs_rounds && s.microbatches % rounds != 0) {
     throw InputError("", "microbatches", std::string(row.torch_class) + " needs the micro-batches (" +
                                              std::to_string(s.microbatches) + ") to be a multiple of its rounds max(1, M / K) = " +
                                              std::to_string(rounds));

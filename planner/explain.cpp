@@ -2,6 +2,7 @@
 // the best plan differing in each choice, and faster plans that do not fit), and every
 // candidate as JSON and CSV. Numbers come straight from the simulated candidates.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -33,6 +34,40 @@ std::string contrast(const Candidate& w, const Candidate& c) {
   out << c.label() << ": " << ms(c.objective_ns) << " (" << slower_by(w, c) << "), bubble " << percent(c.bubble_fraction)
       << " vs " << percent(w.bubble_fraction) << ", busiest device " << ms(c.slowest_stage_ns) << " vs "
       << ms(w.slowest_stage_ns) << " per micro-batch, peak " << format_bytes(static_cast<double>(c.peak_bytes));
+  return out.str();
+}
+
+// When memory binds (some candidate does not fit): what each controllable-memory V-shape
+// saves and costs against 1F1B on the winner's K, M, replicas and re-materialisation,
+// peak bytes against bubble; the plans are the simulated candidates themselves.
+std::string memory_tradeoff(const SearchResult& r) {
+  const Candidate& w = winner(r);
+  auto same_shape = [&](const Candidate& c, ScheduleKind kind) {
+    return c.schedule == kind && !c.pruned && c.stages == w.stages && c.microbatches == w.microbatches &&
+           c.replicas == w.replicas && c.recompute == w.recompute;
+  };
+  auto find = [&](ScheduleKind kind) -> const Candidate* {
+    for (const Candidate& c : r.candidates) {
+      if (same_shape(c, kind)) return &c;
+    }
+    return nullptr;
+  };
+  const Candidate* base = find(ScheduleKind::OneFOneB);
+  if (base == nullptr) return {};
+  std::ostringstream out;
+  out << "Memory binds; against 1f1b at K=" << w.stages << " M=" << w.microbatches << " (peak "
+      << format_bytes(static_cast<double>(base->peak_bytes)) << ", bubble " << percent(base->bubble_fraction) << "):";
+  int listed = 0;
+  for (ScheduleKind kind : {ScheduleKind::VMin, ScheduleKind::VHalf, ScheduleKind::VZeroBubble}) {
+    const Candidate* c = find(kind);
+    if (c == nullptr) continue;
+    const double saved = static_cast<double>(base->peak_bytes - c->peak_bytes);
+    out << (listed++ ? "; " : " ") << to_string(kind) << (saved >= 0 ? " saves " : " adds ")
+        << format_bytes(std::abs(saved)) << " of peak for a bubble of " << percent(c->bubble_fraction)
+        << (c->fits ? "" : " (does not fit)");
+  }
+  if (listed == 0) return {};
+  out << ".";
   return out.str();
 }
 
@@ -113,6 +148,9 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
         break;
       }
     }
+  }
+  if (std::any_of(cs.begin(), cs.end(), [](const Candidate& c) { return !c.pruned && !c.fits; })) {  // memory binds
+    if (const std::string line = memory_tradeoff(r); !line.empty()) lines.push_back(line);
   }
   int faster_misfits = 0;
   const Candidate* fastest_misfit = nullptr;

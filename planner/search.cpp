@@ -100,6 +100,18 @@ std::vector<int64_t> divisors(int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// The M each multi-chunk generator takes: interleaved Megatron's multiple of K,
+// interleaved-zb PyTorch's multiple of max(1, M / K), looped-bfs any.
+bool accepts_microbatches(ScheduleKind kind, int K, int64_t M) {
+  if (kind == ScheduleKind::Interleaved) return M % K == 0;
+  if (kind == ScheduleKind::InterleavedZeroBubble) return M % std::max<int64_t>(1, M / K) == 0;
+  return true;
+}
+
+}  // namespace
+
 std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
   check_request(q);
   const int L = q.profile.num_layers();
@@ -123,10 +135,10 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
           chunk_options.clear();
           if (2 * K <= L && (kind != ScheduleKind::DualPipeV || M >= 2 * K)) chunk_options.push_back(2);
         }
-        if (kind == ScheduleKind::Interleaved) {
+        if (required_chunks(kind) == 0) {  // interleaved, looped-bfs, interleaved-zb: the --chunks list
           chunk_options.clear();
           for (int v : q.interleaved_chunks) {
-            if (K >= 2 && v >= 2 && M % K == 0 && K * v <= L) chunk_options.push_back(v);
+            if (K >= 2 && v >= 2 && K * v <= L && accepts_microbatches(kind, K, M)) chunk_options.push_back(v);
           }
         }
         for (int v : chunk_options) {

@@ -170,7 +170,8 @@ def _define():
     plan_props = dict(fmt_props("plan"),
         profile=string("profile path, relative to the plan file"),
         batch_size=integer(1, 2**40), microbatches=integer(1, 2**30, "must divide batch_size"),
-        schedule=obj({"kind": string("gpipe, 1f1b, interleaved, zb-h1, ..."), "chunks": integer(1, 64),
+        schedule=obj({"kind": string("gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipev, zb-auto, looped-bfs, "
+                                          "interleaved-zb, v-min, v-half, v-zb, pipedream, 2bw"), "chunks": integer(1, 64),
                       "max_inflight": integer(1, 2**20, "zb-auto: micro-batches alive per position"),
                       "activation_budget_bytes": integer(1, 2**62, "zb-auto: stash bytes each position may hold at "
                                                          "once (absent: what the device memory leaves)")}, ["kind"]),

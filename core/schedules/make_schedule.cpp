@@ -59,6 +59,13 @@ Schedule make_schedule(const ScheduleSpec& spec) {
     case ScheduleKind::DualPipeV: return make_dualpipev(spec.positions, spec.microbatches, spec.recompute);
     case ScheduleKind::ZeroBubbleAuto:
       return make_zb_auto_unit(spec.positions, spec.microbatches, spec.max_inflight, spec.recompute);
+    case ScheduleKind::LoopedBFS:
+      return make_looped_bfs(spec.positions, spec.microbatches, spec.chunks, spec.recompute);
+    case ScheduleKind::InterleavedZeroBubble:
+      return make_interleaved_zb(spec.positions, spec.microbatches, spec.chunks, spec.recompute);
+    case ScheduleKind::VMin: return make_v_min(spec.positions, spec.microbatches, spec.recompute);
+    case ScheduleKind::VHalf: return make_v_half(spec.positions, spec.microbatches, spec.recompute);
+    case ScheduleKind::VZeroBubble: return make_v_zb(spec.positions, spec.microbatches, spec.recompute);
     case ScheduleKind::PipeDream: return make_pipedream(spec.positions, spec.microbatches, spec.steps, spec.recompute);
     case ScheduleKind::PipeDream2BW: return make_2bw(spec.positions, spec.microbatches, spec.steps, spec.recompute);
   }

@@ -159,7 +159,7 @@ ScheduleKind ControlsPanel::selected_schedule() const {
   return parse_schedule_kind(schedule_->currentData().toString().toStdString());
 }
 
-void ControlsPanel::update_enabled() { chunks_->setEnabled(selected_schedule() == ScheduleKind::Interleaved); }
+void ControlsPanel::update_enabled() { chunks_->setEnabled(required_chunks(selected_schedule()) == 0); }
 
 void ControlsPanel::set_from(const AppOptions& o) {
   quiet_ = true;
@@ -181,7 +181,7 @@ PlanChoice ControlsPanel::choice() const {
   c.microbatches = microbatches_->value();
   c.microbatch_size = microbatch_size_->value();
   c.schedule = selected_schedule();
-  c.chunks = c.schedule == ScheduleKind::Interleaved ? chunks_->value() : 1;
+  c.chunks = required_chunks(c.schedule) == 0 ? chunks_->value() : 1;  // interleaved, looped-bfs, interleaved-zb
   c.recompute = recompute_->isChecked();
   c.partition = parse_partition_kind(partition_->currentText().toStdString());
   c.replicas = replicas_->value();

@@ -35,6 +35,11 @@ QColor schedule_color(ScheduleKind kind) {
     case ScheduleKind::ZeroBubbleV: return QColor(227, 119, 194);
     case ScheduleKind::DualPipeV: return QColor(127, 127, 127);
     case ScheduleKind::ZeroBubbleAuto: return QColor(188, 189, 34);
+    case ScheduleKind::LoopedBFS: return QColor(152, 223, 138);
+    case ScheduleKind::InterleavedZeroBubble: return QColor(90, 60, 160);
+    case ScheduleKind::VMin: return QColor(247, 182, 210);
+    case ScheduleKind::VHalf: return QColor(219, 219, 141);
+    case ScheduleKind::VZeroBubble: return QColor(158, 218, 229);
     case ScheduleKind::PipeDream: return QColor(23, 190, 207);
     case ScheduleKind::PipeDream2BW: return QColor(0, 0, 139);
   }

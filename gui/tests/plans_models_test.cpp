@@ -414,9 +414,9 @@ void PlansModelsTest::plot_scale_and_ticks() {
 
 void PlansModelsTest::every_schedule_has_its_own_colour() {
   // gpipe and 2bw once shared a colour (a 9-colour cycle over 10 schedules): every pair
-  // of schedules, and each against the does-not-fit red, is now at least 60 apart in RGB.
+  // of the 15 schedules, and each against the does-not-fit red, is now at least 60 apart in RGB.
   const std::vector<ScheduleKind>& kinds = pipescope::schedule_kinds();
-  QCOMPARE(static_cast<int>(kinds.size()), 10);
+  QCOMPARE(static_cast<int>(kinds.size()), 15);
   auto distance = [](const QColor& a, const QColor& b) {
     return std::hypot(a.red() - b.red(), a.green() - b.green(), a.blue() - b.blue());
   };

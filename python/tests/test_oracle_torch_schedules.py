@@ -13,7 +13,9 @@ group: a schedule class reads only `stage_index`, `num_stages`, `group_size`, `g
      (v = 1, 2 stages per rank; M a multiple of K, pipescope's rule), zb-h1 =
      ScheduleInterleavedZeroBubble with one stage per rank (ZB1P), zb-v =
      ScheduleZBVZeroBubble, dualpipev = ScheduleDualPipeV (its F&B pairs as
-     "(aFm;bBn)OVERLAP_F_B" cells, which pipescope writes the same way).
+     "(aFm;bBn)OVERLAP_F_B" cells, which pipescope writes the same way), looped-bfs =
+     ScheduleLoopedBFS and interleaved-zb = ScheduleInterleavedZeroBubble (v = 1, 2 stages
+     per rank; also M = 1 and K - 1; interleaved-zb refuses the M torch refuses).
    For the single-stage classes (GPipe, 1F1B) `pipeline_order` is only a description; the
    order they run is `_step_microbatches`, recorded here through the fake stage's
    forward_one_chunk / backward_one_chunk and compared too. For the runtime classes the
@@ -23,8 +25,8 @@ group: a schedule class reads only `stage_index`, `num_stages`, `group_size`, `g
    last rank's forwards from 1 (F1 .. FM instead of F0 .. F(M-1): `forward_mb` starts at 0
    and is incremented before its first use when the rank has no warm-up forwards). The
    order it runs (_step_microbatches) is F0 .. F(M-1) and equals pipescope's.
-2. Schedules pipescope has no generator for (ScheduleLoopedBFS at 1 and 2 stages per rank,
-   ScheduleInterleavedZeroBubble at 2 stages per rank), written by PyTorch's own
+2. ScheduleLoopedBFS at 1 and 2 stages per rank and ScheduleInterleavedZeroBubble at 2 stages
+   per rank (which pipescope also generates, above), written by PyTorch's own
    `_dump_csv(format="compute_only")`, are read by pipescope op for op (`schedule
    --schedule-file`) and simulated (`simulate --schedule-file --json`, exit 0, one JSON
    object with a positive step time and a bubble in [0, 1)).
@@ -258,6 +260,34 @@ def test_zb_v_equals_schedule_zbv_zero_bubble(K):
         assert multi_case(S.ScheduleZBVZeroBubble, K, M, 2, "v") == pipescope_csv("zb-v", K, M, 2), (K, M)
 
 
+@pytest.mark.parametrize("v", [1, 2])
+@pytest.mark.parametrize("K", RANKS)
+def test_looped_bfs_equals_schedule_looped_bfs(K, v):
+    # Breadth-first takes any M; every M of the grid, and M < K, are the same order.
+    for M in sorted({1, max(1, K - 1), *microbatch_grid(K)}):
+        assert multi_case(S.ScheduleLoopedBFS, K, M, v, "loop") == pipescope_csv("looped-bfs", K, M, v), (K, M, v)
+
+
+@pytest.mark.parametrize("v", [1, 2])
+@pytest.mark.parametrize("K", RANKS)
+def test_interleaved_zb_equals_schedule_interleaved_zero_bubble(K, v):
+    # Both run max(1, M // K) rounds and refuse M that is not a multiple of them: the orders
+    # are the same where torch builds one, and pipescope exits 2 (naming microbatches) where
+    # torch raises ValueError.
+    compared = 0
+    for M in sorted({1, max(1, K - 1), *microbatch_grid(K)}):
+        if not torch_accepts_rounds(K, M):
+            with pytest.raises(ValueError):
+                S.ScheduleInterleavedZeroBubble(looped_stages(K, v, 0), M)
+            r = run("schedule", "--schedule", "interleaved-zb", "--stages", K, "--microbatches", M, "--chunks", v, ok=False)
+            assert r.returncode == 2 and "microbatches" in r.stderr, r.stderr
+            continue
+        ours = pipescope_csv("interleaved-zb", K, M, v)
+        assert multi_case(S.ScheduleInterleavedZeroBubble, K, M, v, "loop") == ours, (K, M, v)
+        compared += 1
+    assert compared >= 4
+
+
 @pytest.mark.parametrize("K", RANKS)
 def test_dualpipev_equals_schedule_dualpipev(K):
     # Both need M >= 2K; the F&B pairs are the same cells, "(aFm;bBn)OVERLAP_F_B".
@@ -304,7 +334,8 @@ def test_pipescope_reads_and_simulates_torch_only_schedules(cls, v, K, tmp_path)
 
 GENERATORS = [("gpipe", 1, "loop"), ("1f1b", 1, "loop"), ("interleaved", 2, "loop"), ("interleaved", 3, "loop"),
               ("zb-h1", 1, "loop"), ("zb-h2", 1, "loop"), ("zb-auto", 1, "loop"), ("zb-v", 2, "v"),
-              ("dualpipev", 2, "v")]
+              ("dualpipev", 2, "v"), ("looped-bfs", 2, "loop"), ("interleaved-zb", 2, "loop"), ("v-min", 2, "v"),
+              ("v-half", 2, "v"), ("v-zb", 2, "v")]
 
 
 @pytest.mark.parametrize("name,v,shape", GENERATORS, ids=lambda x: str(x))
@@ -355,7 +386,9 @@ def test_torch_dualpipev_csv_simulates_as_pipescope_generator(K, tmp_path):
 EXPORT_ROWS = [("gpipe", S.ScheduleGPipe, 1, "single"), ("1f1b", S.Schedule1F1B, 1, "single"),
                ("interleaved", S.ScheduleInterleaved1F1B, 2, "loop"),
                ("zb-h1", S.ScheduleInterleavedZeroBubble, 1, "loop"),
-               ("zb-v", S.ScheduleZBVZeroBubble, 2, "v"), ("dualpipev", S.ScheduleDualPipeV, 2, "v")]
+               ("zb-v", S.ScheduleZBVZeroBubble, 2, "v"), ("dualpipev", S.ScheduleDualPipeV, 2, "v"),
+               ("looped-bfs", S.ScheduleLoopedBFS, 2, "loop"),
+               ("interleaved-zb", S.ScheduleInterleavedZeroBubble, 2, "loop")]
 
 
 def torch_accepts(cls, K, M, v, shape):

@@ -106,8 +106,8 @@ TEST(ExecSchedule, RandomOrdersRunWithExactGradientsAndPeaks) {
 }
 
 TEST(ExecSchedule, NewZeroBubbleSchedulesRunWithExactGradientsAndPeaks) {
-  // zb-h1, zb-h2, zb-v, dualpipev (mixed B and I/W per op) and zb-auto (searched on the
-  // measured profile's costs) over the tiny GPT's 8 layers: K x v stages divide 8. The
+  // zb-h1, zb-h2, zb-v, dualpipev (mixed B and I/W per op), zb-auto (searched on the
+  // measured profile's costs), looped-bfs, interleaved-zb, v-min, v-half and v-zb over the tiny GPT's 8 layers: K x v stages divide 8. The
   // measured profile has weight_grad_bytes, so each I frees for real (exec/layers/layer.h).
   const Profile profile = measured_profile();
   struct Case {
@@ -120,9 +120,16 @@ TEST(ExecSchedule, NewZeroBubbleSchedulesRunWithExactGradientsAndPeaks) {
                         Case{ScheduleKind::ZeroBubbleH2, 2, 5, false}, Case{ScheduleKind::ZeroBubbleH2, 4, 3, true},
                         Case{ScheduleKind::ZeroBubbleV, 2, 4, false}, Case{ScheduleKind::ZeroBubbleV, 4, 2, true},
                         Case{ScheduleKind::DualPipeV, 2, 4, false}, Case{ScheduleKind::DualPipeV, 4, 8, false},
-                        Case{ScheduleKind::DualPipeV, 2, 5, true}, Case{ScheduleKind::ZeroBubbleAuto, 4, 6, false}}) {
+                        Case{ScheduleKind::DualPipeV, 2, 5, true}, Case{ScheduleKind::ZeroBubbleAuto, 4, 6, false},
+                        Case{ScheduleKind::LoopedBFS, 2, 3, false}, Case{ScheduleKind::LoopedBFS, 4, 4, true},
+                        Case{ScheduleKind::InterleavedZeroBubble, 2, 4, false},
+                        Case{ScheduleKind::InterleavedZeroBubble, 4, 8, true}, Case{ScheduleKind::VMin, 2, 4, false},
+                        Case{ScheduleKind::VMin, 4, 6, true}, Case{ScheduleKind::VHalf, 4, 5, false},
+                        Case{ScheduleKind::VHalf, 2, 3, true}, Case{ScheduleKind::VZeroBubble, 4, 8, false},
+                        Case{ScheduleKind::VZeroBubble, 2, 2, true}}) {
     const std::string label = to_string(c.kind) + " K=" + std::to_string(c.K) + " M=" + std::to_string(c.M);
-    Schedule s = make_schedule({c.kind, c.K, c.M, required_chunks(c.kind) == 2 ? 2 : 1, c.recompute});
+    // 2 chunks for the V-shapes and for looped-bfs / interleaved-zb (any number).
+    Schedule s = make_schedule({c.kind, c.K, c.M, required_chunks(c.kind) == 1 ? 1 : 2, c.recompute});
     if (c.kind == ScheduleKind::ZeroBubbleAuto) {
       const Plan plan = plan_for(profile, s, 2);
       const Hardware hw = Hardware::ideal(c.K);

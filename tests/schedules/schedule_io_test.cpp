@@ -25,17 +25,17 @@ void expect_same_ops(const Schedule& a, const Schedule& b) {
   for (int d = 0; d < a.positions(); ++d) EXPECT_EQ(a.position_ops[d], b.position_ops[d]) << "device " << d;
 }
 
-// A random built-in schedule: K 1..8, M 1..24 (a multiple of K for interleaved, with
-// 1..4 chunks), re-materialisation when `recompute` allows it.
+// A random built-in schedule: K 1..8, M 1..24 (a multiple of K for interleaved and
+// interleaved-zb; 1..4 chunks for those and looped-bfs), re-materialisation when `recompute` allows it.
 ScheduleSpec random_spec(std::mt19937_64& rng, bool allow_recompute) {
   ScheduleSpec spec;
   const auto& kinds = schedule_kinds();
   spec.kind = kinds[rng() % kinds.size()];
   spec.positions = 1 + static_cast<int>(rng() % 8);
   spec.microbatches = 1 + static_cast<int>(rng() % 24);
-  if (spec.kind == ScheduleKind::Interleaved) {
-    spec.chunks = 1 + static_cast<int>(rng() % 4);
-    spec.microbatches = spec.positions * (1 + static_cast<int>(rng() % std::max(1, 24 / spec.positions)));
+  if (required_chunks(spec.kind) == 0) spec.chunks = 1 + static_cast<int>(rng() % 4);  // interleaved, looped-bfs, interleaved-zb
+  if (spec.kind == ScheduleKind::Interleaved || spec.kind == ScheduleKind::InterleavedZeroBubble) {
+    spec.microbatches = spec.positions * (1 + static_cast<int>(rng() % std::max(1, 24 / spec.positions)));  // both take M = rK
   }
   if (required_chunks(spec.kind) == 2) spec.chunks = 2;  // V-shapes
   if (spec.kind == ScheduleKind::DualPipeV) spec.microbatches = std::max(spec.microbatches, 2 * spec.positions);

@@ -45,6 +45,33 @@ inline CostModel uniform_costs(int stages, int devices, int64_t forward_ns, int6
   return c;
 }
 
+// The costs of schedule `s` with T_F, T_I (input gradient), T_W and `activation` bytes per
+// whole stage, each of its v = stages / positions chunks taking 1/v of each; R costs F,
+// B = I + W, one byte sent per hop, position d on device d.
+inline CostModel chunked_costs(const Schedule& s, int64_t forward_ns, int64_t input_ns, int64_t weight_ns,
+                               int64_t activation_bytes) {
+  const int v = s.stages() / s.positions();
+  CostModel c;
+  for (int st = 0; st < s.stages(); ++st) {
+    StageCost x;
+    x.first_layer = st;
+    x.end_layer = st + 1;
+    x.forward_ns = x.recompute_ns = forward_ns / v;
+    x.backward_input_ns = input_ns / v;
+    x.backward_weight_ns = weight_ns / v;
+    x.backward_ns = x.backward_input_ns + x.backward_weight_ns;
+    x.activation_bytes = activation_bytes / v;
+    x.send_bytes = 1;
+    c.stages.push_back(x);
+  }
+  for (int d = 0; d < s.positions(); ++d) {
+    c.position_device.push_back(d);
+    c.position_devices.push_back({d});
+  }
+  c.stage_position = s.stage_position;
+  return c;
+}
+
 inline std::string seed_note(uint64_t seed) { return "seed " + std::to_string(seed); }
 
 // A profile read from inline JSON text; its errors name the file p.json.

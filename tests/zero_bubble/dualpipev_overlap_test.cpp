@@ -69,25 +69,9 @@ TEST(FbOverlap, TheCostModelSumsTheStagesLayers) {
 
 // Uniform chunks: F and B (= I + W, each half) per chunk, `overlap` per pair.
 CostModel chunk_costs(const Schedule& s, int64_t f, int64_t b, int64_t overlap) {
-  CostModel c;
-  for (int st = 0; st < s.stages(); ++st) {
-    StageCost x;
-    x.first_layer = st;
-    x.end_layer = st + 1;
-    x.forward_ns = x.recompute_ns = f;
-    x.backward_ns = b;
-    x.backward_input_ns = b / 2;
-    x.backward_weight_ns = b - b / 2;
-    x.fb_overlap_ns = overlap;
-    x.activation_bytes = 1;
-    x.send_bytes = 1;
-    c.stages.push_back(x);
-  }
-  for (int d = 0; d < s.positions(); ++d) {
-    c.position_device.push_back(d);
-    c.position_devices.push_back({d});
-  }
-  c.stage_position = s.stage_position;
+  const int v = s.stages() / s.positions();
+  CostModel c = pipescope::testing::chunked_costs(s, f * v, (b / 2) * v, (b - b / 2) * v, v);
+  for (StageCost& x : c.stages) x.fb_overlap_ns = overlap;
   return c;
 }
 

@@ -28,6 +28,7 @@
 #include "planner/zero_bubble_search.h"
 #include "sim/simulator.h"
 #include "sim/stage_span.h"
+#include "tests/support/test_support.h"
 
 using namespace pipescope;
 
@@ -39,27 +40,7 @@ struct Times {
 
 // Costs of `s` with T_F, T_B, T_W per whole stage; each of v chunks takes 1/v.
 CostModel costs(const Schedule& s, Times t, int64_t activation = 1000) {
-  const int v = s.stages() / s.positions();
-  CostModel c;
-  for (int st = 0; st < s.stages(); ++st) {
-    StageCost x;
-    x.first_layer = st;
-    x.end_layer = st + 1;
-    x.forward_ns = t.f / v;
-    x.backward_input_ns = t.b / v;
-    x.backward_weight_ns = t.w / v;
-    x.backward_ns = x.backward_input_ns + x.backward_weight_ns;
-    x.recompute_ns = x.forward_ns;
-    x.activation_bytes = activation / v;
-    x.send_bytes = 1;
-    c.stages.push_back(x);
-  }
-  for (int d = 0; d < s.positions(); ++d) {
-    c.position_device.push_back(d);
-    c.position_devices.push_back({d});
-  }
-  c.stage_position = s.stage_position;
-  return c;
+  return pipescope::testing::chunked_costs(s, t.f, t.b, t.w, activation);
 }
 
 StepReport sim(const Schedule& s, const CostModel& c, const Hardware& h) {
