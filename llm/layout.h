@@ -1,0 +1,91 @@
+// The LLM-scale vocabulary: a decoder-only transformer's shape and how one training
+// job lays it out over GPUs. Words and flags are Megatron-LM's:
+//   t  --tensor-model-parallel-size      sp --sequence-parallel (needs t > 1 to matter)
+//   cp --context-parallel-size           ep --expert-model-parallel-size (MoE layers)
+//   d  data-parallel size (what is left) p  --pipeline-model-parallel-size
+//   v  virtual stages (model chunks) per pipeline rank (--num-layers-per-virtual-pipeline-stage)
+// Invariant: a layout that passed validate_layout has t * cp * d * p == gpus, t divides
+// the attention heads and the KV heads' groups as Megatron requires, ep divides the
+// experts and d * cp, cp splits the sequence into 2 * cp chunks, and the layers fill the
+// p * v chunks (evenly, or as layers_per_chunk says). Code in llm/ may assume it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipescope {
+
+// A GPT / Llama / Mixtral-shaped decoder: what theoretical_memory_usage.py and
+// Korthikanti et al. (2022) take as inputs.
+struct TransformerShape {
+  std::string name;
+  int layers = 0;              // L, --num-layers
+  int hidden = 0;              // h, --hidden-size
+  int heads = 0;               // a, --num-attention-heads
+  int kv_heads = 0;            // --num-query-groups (GQA); 0 or == heads: multi-head attention
+  int ffn_hidden = 0;          // --ffn-hidden-size (0: 4 h, or 8/3 h rounded as Megatron does for SwiGLU)
+  bool swiglu = false;         // --swiglu: three FFN matrices instead of two
+  bool bias_linear = true;     // false: --disable-bias-linear
+  int vocabulary = 0;          // V, padded as Megatron pads (--make-vocab-size-divisible-by x t)
+  int sequence = 0;            // s, --seq-length
+  bool tied_embeddings = true; // false: --untie-embeddings-and-output-weights
+  // Mixture of experts (experts == 0: dense).
+  int experts = 0;             // --num-experts
+  int moe_topk = 0;            // --moe-router-topk
+  int moe_ffn_hidden = 0;      // --moe-ffn-hidden-size (0: ffn_hidden)
+  int moe_layer_frequency = 1; // every k-th layer is an MoE layer (--moe-layer-freq)
+  int shared_expert_ffn_hidden = 0;  // --moe-shared-expert-intermediate-size (0: none)
+};
+
+// How the data-parallel group shards what it replicates.
+enum class Sharding : uint8_t {
+  None,                  // every data-parallel rank keeps everything
+  DistributedOptimizer,  // ZeRO-1: optimizer state / d (Megatron --use-distributed-optimizer)
+  Zero2,                 // + gradients / d (DeepSpeed ZeRO stage 2)
+  Zero3,                 // + parameters / d (DeepSpeed ZeRO-3, torch FSDP FULL_SHARD)
+};
+std::string to_string(Sharding sharding);  // "none", "distributed-optimizer", "zero-2", "zero-3"
+std::optional<Sharding> sharding_from_name(const std::string& name);  // also "zero-1"
+
+// Megatron's --recompute-granularity (full recomputes each layer from its input).
+enum class Recompute : uint8_t { None, Selective, Full };
+std::string to_string(Recompute recompute);  // "none", "selective", "full"
+std::optional<Recompute> recompute_from_name(const std::string& name);
+
+// Bytes kept per parameter: the weights as the model holds them, the gradients as
+// they are accumulated and reduced, and the optimizer's state (Adam: master weights,
+// m and v). Megatron's --bf16 default is 2 + 4 + 12 = 18.
+struct Precision {
+  int parameter_bytes = 2;
+  int gradient_bytes = 4;
+  int optimizer_bytes = 12;
+  int per_parameter() const { return parameter_bytes + gradient_bytes + optimizer_bytes; }
+};
+enum class PrecisionRecipe : uint8_t { Bf16Mixed, Fp32, Fp8Params };
+std::string to_string(PrecisionRecipe recipe);  // "bf16-mixed", "fp32", "fp8-params"
+std::optional<PrecisionRecipe> precision_recipe_from_name(const std::string& name);
+Precision precision_of(PrecisionRecipe recipe);
+
+struct ParallelLayout {
+  int t = 1;
+  bool sequence_parallel = false;
+  int cp = 1;
+  int ep = 1;
+  int d = 1;
+  int p = 1;
+  int v = 1;
+  Sharding sharding = Sharding::None;
+  Recompute recompute = Recompute::None;
+  int micro_batch = 1;                 // b, --micro-batch-size
+  int microbatches = 1;                // M per pipeline per step: global batch = b * M * d
+  std::vector<int> layers_per_chunk;   // empty: L / (p v) each; else p * v entries, in pipeline order
+  PrecisionRecipe precision = PrecisionRecipe::Bf16Mixed;
+  std::string order = "tp-cp-ep-dp-pp";  // Megatron's --rank order: the first groups share a node
+
+  int gpus() const { return t * cp * d * p; }
+  int global_batch() const { return micro_batch * microbatches * d; }
+};
+
+}  // namespace pipescope
