@@ -38,6 +38,15 @@ std::vector<int64_t> offload_all_bytes(const Schedule& s, const CostModel& c, co
   return bytes;
 }
 
+std::string offload_note(const Offload& offload) {
+  std::string note = "offload " + to_string(offload.policy) + ": each F's stash";
+  note += offload.fraction.empty() ? "" : " (its offload fraction)";
+  note += " goes to host memory on the device's host link after the F and comes back before its B, I or R, "
+          "started by the op before that one; it leaves device memory once on the host";
+  if (offload.policy == OffloadPolicy::Selective) note += "; only stashes whose round trip delays nothing are sent";
+  return note;
+}
+
 namespace {
 
 // One device's offload candidates and the ops that need them back, in its op order.

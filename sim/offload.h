@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/cost_model.h"
@@ -42,6 +43,9 @@ std::vector<int64_t> offload_all_bytes(const Schedule& s, const CostModel& c, co
 // each op's start and end in the run without offload (flat op order); the others get 0.
 std::vector<int64_t> choose_offloads(const Schedule& s, const HostLink& link, std::span<const int64_t> all,
                                      std::span<const int64_t> op_starts, std::span<const int64_t> op_ends);
+
+// The prediction's note on what offload charged (the rules above, in one sentence).
+std::string offload_note(const Offload& offload);
 
 // The host tracks of every device and what each holds on the host. The simulator books
 // offloads and reloads in its walk (a device's bookings come in its op order).

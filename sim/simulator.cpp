@@ -436,6 +436,7 @@ class PipelineSim {
     add_prediction_notes(r, s_, c_, h_, blocking_, post_validation_);
     if (offload_) {
       r.offload = to_string(o_.offload.policy);
+      r.notes.push_back(offload_note(o_.offload));
       offload_->write_host_memory(recorder_ ? &r.timeline : nullptr);
     }
     return std::move(r);

@@ -23,30 +23,29 @@ const std::string kGpt = "--profile " + kSrc + "/profiles/gpt-13b-h200.json --ha
                          "/profiles/gpus/h200.json --stages 8 --microbatches 32 --microbatch-size 1 --schedule gpipe";
 const std::string kToy = "--profile " + kSrc + "/profiles/toy-uniform.json --stages 4 --microbatches 8";
 
+// `pipescope ARGS` exits 2 and says `message`.
+void expect_refused(const std::string& args, const std::string& message) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+}
+
 TEST(OffloadCli, BadFlagsExitTwoNamingTheFlag) {
-  const auto without = run_cli("simulate " + kToy + " --offload all");
-  EXPECT_EQ(without.code, 2) << without.out;
-  EXPECT_NE(without.out.find("--offload all: the hardware file (none given) has no \"host_link\""), std::string::npos)
-      << without.out;
-  const auto high = run_cli("simulate " + kGpt + " --offload all --offload-fraction 1.5");
-  EXPECT_EQ(high.code, 2);
-  EXPECT_NE(high.out.find("--offload-fraction: fraction[0] expected in [0, 1], got 1.5"), std::string::npos) << high.out;
-  const auto length = run_cli("simulate " + kGpt + " --offload all --offload-fraction 1,0.5");
-  EXPECT_EQ(length.code, 2);
-  EXPECT_NE(length.out.find("--offload-fraction: expected one fraction or 8 (one per stage), got 2"), std::string::npos)
-      << length.out;
-  const auto alone = run_cli("simulate " + kGpt + " --offload-fraction 0.5");
-  EXPECT_EQ(alone.code, 2);
-  EXPECT_NE(alone.out.find("--offload-fraction: give --offload all or selective with it"), std::string::npos) << alone.out;
-  const auto policy = run_cli("simulate " + kGpt + " --offload most");
-  EXPECT_EQ(policy.code, 2) << policy.out;
-  EXPECT_NE(policy.out.find("--offload"), std::string::npos) << policy.out;
-  const auto run = run_cli("run " + kToy + " --hardware " + kSrc + "/profiles/gpus/h200.json --offload selective");
-  EXPECT_EQ(run.code, 2) << run.out;
-  EXPECT_NE(run.out.find("--offload selective: the executor does not offload activations yet"), std::string::npos) << run.out;
-  const auto search = run_cli("plan --profile " + kSrc + "/profiles/toy-uniform.json --devices 4 --batch 8 --offload all");
-  EXPECT_EQ(search.code, 2) << search.out;
-  EXPECT_NE(search.out.find("has no \"host_link\""), std::string::npos) << search.out;
+  expect_refused("simulate " + kToy + " --offload all",
+                 "--offload all: the hardware file (none given) has no \"host_link\"");
+  expect_refused("simulate " + kGpt + " --offload all --offload-fraction 1.5",
+                 "--offload-fraction: fraction[0] expected in [0, 1], got 1.5");
+  expect_refused("simulate " + kGpt + " --offload all --offload-fraction 1,0.5",
+                 "--offload-fraction: expected one fraction or 8 (one per stage), got 2");
+  expect_refused("simulate " + kGpt + " --offload-fraction 0.5", "--offload-fraction: give --offload all or selective with it");
+  expect_refused("simulate " + kGpt + " --offload most", "--offload");
+  expect_refused("run " + kToy + " --hardware " + kSrc + "/profiles/gpus/h200.json --offload selective",
+                 "--offload selective: the executor does not offload activations yet");
+  expect_refused("plan --profile " + kSrc + "/profiles/toy-uniform.json --devices 4 --batch 8 --offload all",
+                 "has no \"host_link\"");
+  expect_refused("plan --profile " + kSrc + "/profiles/toy-uniform.json --hardware " + kSrc +
+                     "/profiles/gpus/h200.json --devices 4 --batch 8 --offload all --offload-fraction 1,1",
+                 "--offload-fraction: the search tries several stage counts; give one fraction for every stage");
 }
 
 TEST(OffloadCli, SelectiveKeepsTheStepAndSaysWhatItSent) {

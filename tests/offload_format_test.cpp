@@ -8,20 +8,13 @@
 #include "core/hardware.h"
 #include "core/offload.h"
 #include "core/plan.h"
+#include "tests/input_error.h"
 #include "tests/test_support.h"
 
 namespace pipescope {
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::input_error_of;
 
 const char* kHardware = R"({"format": "pipescope.hardware", "version": 1, "name": "h",
   "devices": 2, "memory_bytes": 1000,
@@ -52,14 +45,14 @@ TEST(HostLink, ReadAndWrittenBack) {
 }
 
 TEST(HostLink, BadInputNamesTheField) {
-  EXPECT_EQ(error_of([] { read_hardware(testing::replaced(kHardware, "\"to_device\"", "\"to_dev\"")); }),
+  EXPECT_EQ(input_error_of([] { read_hardware(testing::replaced(kHardware, "\"to_device\"", "\"to_dev\"")); }),
             "h.json: host_link.to_device: missing required field");
-  EXPECT_NE(error_of([] { read_hardware(testing::replaced(kHardware, "55.0", "0")); }).find("h.json: host_link.to_host.bandwidth_gb_per_s:"),
+  EXPECT_NE(input_error_of([] { read_hardware(testing::replaced(kHardware, "55.0", "0")); }).find("h.json: host_link.to_host.bandwidth_gb_per_s:"),
             std::string::npos);
-  EXPECT_NE(error_of([] { read_hardware(testing::replaced(kHardware, "\"latency_us\": 3.0", "\"latency_us\": -1")); })
+  EXPECT_NE(input_error_of([] { read_hardware(testing::replaced(kHardware, "\"latency_us\": 3.0", "\"latency_us\": -1")); })
                 .find("h.json: host_link.to_device.latency_us:"),
             std::string::npos);
-  EXPECT_NE(error_of([] { read_hardware(testing::replaced(kHardware, "{\"bandwidth_gb_per_s\": 55.0, \"latency_us\": 2.0}", "[]")); })
+  EXPECT_NE(input_error_of([] { read_hardware(testing::replaced(kHardware, "{\"bandwidth_gb_per_s\": 55.0, \"latency_us\": 2.0}", "[]")); })
                 .find("h.json: host_link.to_host"),
             std::string::npos);
 }
@@ -83,38 +76,38 @@ TEST(OffloadPlan, ReadAndWrittenBack) {
 }
 
 TEST(OffloadPlan, BadInputNamesTheField) {
-  EXPECT_EQ(error_of([] { read_plan(testing::replaced(kPlan, "\"all\"", "\"most\"")); }),
+  EXPECT_EQ(input_error_of([] { read_plan(testing::replaced(kPlan, "\"all\"", "\"most\"")); }),
             "plan.json: offload.policy: expected \"none\", \"all\" or \"selective\", got \"most\"");
-  EXPECT_NE(error_of([] { read_plan(testing::replaced(kPlan, "\"fraction\": 0.5", "\"fraction\": 1.5")); }).find("plan.json: offload.fraction:"),
+  EXPECT_NE(input_error_of([] { read_plan(testing::replaced(kPlan, "\"fraction\": 0.5", "\"fraction\": 1.5")); }).find("plan.json: offload.fraction:"),
             std::string::npos);
-  EXPECT_NE(error_of([] { read_plan(testing::replaced(kPlan, "\"fraction\": 0.5", "\"fraction\": [0.5, -1]")); }).find("plan.json: offload.fraction"),
+  EXPECT_NE(input_error_of([] { read_plan(testing::replaced(kPlan, "\"fraction\": 0.5", "\"fraction\": [0.5, -1]")); }).find("plan.json: offload.fraction"),
             std::string::npos);
   // Two stages: a list of 3 is the wrong length.
-  EXPECT_EQ(error_of([] { read_plan(testing::replaced(kPlan, "\"fraction\": 0.5", "\"fraction\": [1, 1, 1]")); }),
+  EXPECT_EQ(input_error_of([] { read_plan(testing::replaced(kPlan, "\"fraction\": 0.5", "\"fraction\": [1, 1, 1]")); }),
             "plan.json: offload.fraction: expected one fraction or 2 (one per stage), got 3");
 }
 
 TEST(OffloadChecks, FlagsNameWhatIsWrong) {
-  EXPECT_EQ(error_of([] { parse_offload_policy("some"); }), "--offload: expected none, all or selective, got \"some\"");
+  EXPECT_EQ(input_error_of([] { parse_offload_policy("some"); }), "--offload: expected none, all or selective, got \"some\"");
   EXPECT_EQ(parse_offload_fraction("0.5"), std::vector<double>{0.5});
   EXPECT_EQ(parse_offload_fraction("1,0.5,0"), (std::vector<double>{1, 0.5, 0}));
-  EXPECT_NE(error_of([] { parse_offload_fraction("half"); }).find("--offload-fraction: expected a number in [0, 1]"),
+  EXPECT_NE(input_error_of([] { parse_offload_fraction("half"); }).find("--offload-fraction: expected a number in [0, 1]"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_offload_fraction("1,,0"); }).find("--offload-fraction:"), std::string::npos);
+  EXPECT_NE(input_error_of([] { parse_offload_fraction("1,,0"); }).find("--offload-fraction:"), std::string::npos);
   const Hardware with = read_hardware(kHardware);
   const Hardware without = Hardware::ideal(2);
   Offload o{OffloadPolicy::All, {1.5}};
-  EXPECT_EQ(error_of([&] { check_offload(o, 2, with, "--offload-fraction"); }),
+  EXPECT_EQ(input_error_of([&] { check_offload(o, 2, with, "--offload-fraction"); }),
             "--offload-fraction: fraction[0] expected in [0, 1], got 1.5");
   o.fraction = {1, 1, 1};
-  EXPECT_EQ(error_of([&] { check_offload(o, 2, with, "--offload-fraction"); }),
+  EXPECT_EQ(input_error_of([&] { check_offload(o, 2, with, "--offload-fraction"); }),
             "--offload-fraction: expected one fraction or 2 (one per stage), got 3");
   o.fraction = {};
-  EXPECT_EQ(error_of([&] { check_offload(o, 2, with, "--offload"); }), "");
-  EXPECT_NE(error_of([&] { check_offload(o, 2, without, "--offload"); }).find("--offload all: the hardware file (none given) has no \"host_link\""),
+  EXPECT_EQ(input_error_of([&] { check_offload(o, 2, with, "--offload"); }), "");
+  EXPECT_NE(input_error_of([&] { check_offload(o, 2, without, "--offload"); }).find("--offload all: the hardware file (none given) has no \"host_link\""),
             std::string::npos);
   o.policy = OffloadPolicy::None;  // none needs no host link
-  EXPECT_EQ(error_of([&] { check_offload(o, 2, without, "--offload"); }), "");
+  EXPECT_EQ(input_error_of([&] { check_offload(o, 2, without, "--offload"); }), "");
 }
 
 }  // namespace
