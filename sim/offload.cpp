@@ -13,7 +13,7 @@ std::vector<int64_t> reload_needs(const Schedule& s) {
   const int M = s.microbatches();
   std::vector<int64_t> need;
   std::vector<uint8_t> after_forward(static_cast<std::size_t>(s.stages()) * M, 0);
-  for (const std::vector<Op>& ops : s.device_ops) {
+  for (const std::vector<Op>& ops : s.position_ops) {
     for (const Op& op : ops) {
       const std::size_t slot = static_cast<std::size_t>(op.stage) * M + op.microbatch;
       if (op.kind == OpKind::Forward) {
@@ -89,7 +89,7 @@ std::vector<int64_t> choose_offloads(const Schedule& s, const HostLink& link, st
   std::vector<uint8_t> chosen(all.size(), 0);
   std::vector<int64_t> on_host(all.size(), 0);
   std::size_t flat = 0;
-  for (const std::vector<Op>& ops : s.device_ops) {
+  for (const std::vector<Op>& ops : s.position_ops) {
     DeviceOffloads dev;
     for (std::size_t i = 0; i < ops.size(); ++i, ++flat) {
       const std::size_t slot = static_cast<std::size_t>(ops[i].stage) * s.microbatches() + ops[i].microbatch;
@@ -162,8 +162,8 @@ void HostTraffic::write_host_memory(Timeline* timeline) const {
 OffloadWalk::OffloadWalk(const Schedule& s, const HostLink& link, std::vector<int64_t> offload_bytes,
                          const std::vector<std::size_t>& first_op, DeviceBytes bytes, TimelineRecorder* recorder)
     : s_(s), M_(s.microbatches()), bytes_(std::move(offload_bytes)), need_(reload_needs(s)), first_op_(first_op),
-      b_(bytes), recorder_(recorder), host_(link, s.devices(), bytes_.size(), M_, recorder),
-      delay_(static_cast<std::size_t>(s.devices()), 0) {}
+      b_(bytes), recorder_(recorder), host_(link, s.positions(), bytes_.size(), M_, recorder),
+      delay_(static_cast<std::size_t>(s.positions()), 0) {}
 
 void OffloadWalk::settle(int d, int64_t t) {
   const std::size_t dd = static_cast<std::size_t>(d);
@@ -202,7 +202,7 @@ int64_t OffloadWalk::before_op(int d, std::size_t flat, int64_t start) {
   settle(d, start);
   const bool last = flat + 1 == first_op_[static_cast<std::size_t>(d) + 1];
   const int64_t next = last ? -1 : need_[flat + 1];
-  const Op& op = s_.device_ops[static_cast<std::size_t>(d)][flat - first_op_[static_cast<std::size_t>(d)]];
+  const Op& op = s_.position_ops[static_cast<std::size_t>(d)][flat - first_op_[static_cast<std::size_t>(d)]];
   const int64_t own_slot = static_cast<int64_t>(op.stage) * M_ + op.microbatch;
   const bool after_own_forward = op.kind == OpKind::Forward && next == own_slot;  // booked by after_forward
   if (next >= 0 && !after_own_forward && host_.offloaded(static_cast<std::size_t>(next))) {
@@ -212,7 +212,7 @@ int64_t OffloadWalk::before_op(int d, std::size_t flat, int64_t start) {
 }
 
 void OffloadWalk::after_forward(int d, std::size_t flat, int64_t start, int64_t end) {
-  const Op& op = s_.device_ops[static_cast<std::size_t>(d)][flat - first_op_[static_cast<std::size_t>(d)]];
+  const Op& op = s_.position_ops[static_cast<std::size_t>(d)][flat - first_op_[static_cast<std::size_t>(d)]];
   const std::size_t slot = static_cast<std::size_t>(op.stage) * M_ + op.microbatch;
   if (bytes_[slot] <= 0) return;
   host_.offload(d, op.stage, op.microbatch, bytes_[slot], end);
@@ -221,7 +221,7 @@ void OffloadWalk::after_forward(int d, std::size_t flat, int64_t start, int64_t 
   if (!last && need_[flat + 1] == static_cast<int64_t>(slot)) start_reload(d, slot, start);
 }
 
-void OffloadWalk::fill(StageReport& st) const {
+void OffloadWalk::fill(PositionReport& st) const {
   st.offloaded_bytes = host_.sent(st.index);
   st.host_peak_bytes = host_.host_peak(st.index);
   st.offload_delay_ns = delay_[static_cast<std::size_t>(st.index)];

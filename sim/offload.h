@@ -122,7 +122,7 @@ class OffloadWalk {
   void settle(int d, int64_t t);
   void after_forward(int d, std::size_t flat, int64_t start, int64_t end);
   // The position's offloaded bytes, host peak and delay.
-  void fill(StageReport& st) const;
+  void fill(PositionReport& st) const;
   void write_host_memory(Timeline* timeline) const { host_.write_host_memory(timeline); }
 
  private:
