@@ -41,6 +41,7 @@ struct SearchArgs {
   bool allow_async = false;
   std::string optimizer_step = "synchronized";
   std::string p2p;
+  std::string offload, offload_fraction;
   DistributionOptions distribution;
 };
 
@@ -60,6 +61,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->check(CLI::IsMember({"synchronized", "post-validation"}))
       ->capture_default_str();
   add_p2p_option(cmd, a.p2p);
+  add_offload_options(cmd, a.offload, a.offload_fraction);
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
@@ -117,6 +119,11 @@ SearchRequest make_request(const SearchArgs& a) {
   q.max_stages = a.max_stages;
   q.optimizer_step = parse_optimizer_step(a.optimizer_step);
   if (!a.p2p.empty()) q.p2p = parse_p2p(a.p2p);
+  q.offload = offload_with_flags({}, a.offload, a.offload_fraction);
+  if (q.offload.fraction.size() > 1) {
+    throw InputError("--offload-fraction: the search tries several stage counts; give one fraction for every stage");
+  }
+  check_offload(q.offload, 1, q.hardware, "--offload", "--offload-fraction");
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = parse_partition_kind(a.partition);
   q.threads = a.threads;

@@ -157,6 +157,10 @@ void add_run_command(CLI::App& app) {
       if (!a->fault.empty()) a->run.fault = exec::parse_fault(a->fault);
       a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);
+      if (r.plan.offload.active()) {
+        throw InputError("--offload " + to_string(r.plan.offload.policy) + ": the executor does not offload "
+                         "activations yet (simulate predicts it); run with --offload none");
+      }
       a->run.optimizer_step = r.plan.optimizer_step;
       a->run.p2p = r.p2p;
       if (a->clock == "model") a->run.model_time = r.hardware;

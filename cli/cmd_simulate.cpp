@@ -62,6 +62,7 @@ void add_simulate_command(CLI::App& app) {
     options.steps = args->plan.steps;
     options.optimizer_step = r.plan.optimizer_step;
     options.p2p = r.p2p;
+    options.offload = r.plan.offload;
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
     if (!r.layer_order.empty()) {
       report.notes.push_back("the optimal cut of this graph profile is contiguous in another topological order of its "

@@ -23,6 +23,26 @@ void add_p2p_option(CLI::App* cmd, std::string& p2p) {
       ->check(CLI::IsMember({"overlapped", "blocking"}));
 }
 
+void add_offload_options(CLI::App* cmd, std::string& offload, std::string& fraction) {
+  cmd->add_option("--offload", offload,
+                  "Activation offload to host memory (PipeOffload): none | all (every stash, --offload-fraction of "
+                  "it, reloaded before its B) | selective (only stashes whose offload and reload fit before their B: "
+                  "no step time lost); needs \"host_link\" in the hardware file; default: the plan file's, else none")
+      ->check(CLI::IsMember({"none", "all", "selective"}));
+  cmd->add_option("--offload-fraction", fraction,
+                  "The share of each stash offloaded, in [0, 1]: one value, or one per stage comma-separated "
+                  "(default 1)");
+}
+
+Offload offload_with_flags(Offload base, const std::string& offload, const std::string& fraction) {
+  if (!offload.empty()) base.policy = parse_offload_policy(offload);
+  if (!fraction.empty()) {
+    if (!base.active()) throw InputError("--offload-fraction: give --offload all or selective with it");
+    base.fraction = parse_offload_fraction(fraction);
+  }
+  return base;
+}
+
 void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--plan", plan_path, "Plan file (pipescope.plan); replaces the flags below");
   cmd->add_option("--profile", profile_path,
@@ -57,6 +77,7 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "runtime; with --steps N >= 3 the steady-state step shows it)")
       ->check(CLI::IsMember({"synchronized", "post-validation"}));
   add_p2p_option(cmd, p2p);
+  add_offload_options(cmd, offload, offload_fraction);
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
@@ -181,6 +202,11 @@ ResolvedPlan resolve(const PlanOptions& o) {
   apply_step_flags(o, r.plan);
   if (!o.p2p.empty()) r.plan.p2p = parse_p2p(o.p2p);
   r.p2p = p2p_of(r.plan, r.hardware);
+  r.plan.offload = offload_with_flags(r.plan.offload, o.offload, o.offload_fraction);
+  const std::string field = o.plan_path + ": offload";
+  check_offload(r.plan.offload, static_cast<int>(r.plan.stages.size()), r.hardware,
+                o.offload.empty() && !o.plan_path.empty() ? field : "--offload",
+                o.offload_fraction.empty() && !o.plan_path.empty() ? field + ".fraction" : "--offload-fraction");
   r.schedule = schedule_for(r.plan, o.steps);
   if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs
     r.schedule = schedule_for_costs(r.plan, build_cost_model(r.profile, r.plan, r.hardware), r.hardware);

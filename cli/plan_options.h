@@ -32,6 +32,8 @@ struct PlanOptions {
   bool activation_budget_given = false;
   std::string optimizer_step;  // --optimizer-step (empty: the plan file's, else synchronized)
   std::string p2p;             // --p2p (empty: the plan file's, else the hardware file's, else overlapped)
+  std::string offload;         // --offload (empty: the plan file's, else none)
+  std::string offload_fraction;  // --offload-fraction (empty: the plan file's, else 1)
   double microbatch_size = 0;
   bool recompute = false;
   std::string partition = "optimal";
@@ -52,6 +54,13 @@ struct ResolvedPlan {
 // --p2p overlapped|blocking, the same for every command that takes it (core/p2p.h);
 // `p2p` stays empty when the flag is not given.
 void add_p2p_option(CLI::App* cmd, std::string& p2p);
+
+// --offload none|all|selective and --offload-fraction F or F0,F1,... (core/offload.h), the
+// same for every command that takes them; both stay empty when not given.
+void add_offload_options(CLI::App* cmd, std::string& offload, std::string& fraction);
+// `base` (a plan file's offload, or none) with the flags applied; throws InputError for a
+// fraction without a policy that offloads.
+Offload offload_with_flags(Offload base, const std::string& offload, const std::string& fraction);
 
 ResolvedPlan resolve(const PlanOptions& options);
 

@@ -95,6 +95,10 @@ Hardware hardware_from_json(const JsonReader& r) {
     }
   }
   if (r.has("p2p")) h.p2p = p2p_from_json(r["p2p"]);
+  if (r.has("host_link")) {
+    const JsonReader host = r["host_link"];
+    h.host_link = HostLink{link_from_json(host["to_host"]), link_from_json(host["to_device"])};
+  }
   return h;
 }
 
@@ -111,6 +115,9 @@ Json hardware_to_json(const Hardware& h) {
   }
   if (!h.speed.empty()) out["speed"] = h.speed;
   if (h.p2p) out["p2p"] = to_string(*h.p2p);
+  if (h.host_link) {
+    out["host_link"] = {{"to_host", link_to_json(h.host_link->to_host)}, {"to_device", link_to_json(h.host_link->to_device)}};
+  }
   return out;
 }
 

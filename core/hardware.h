@@ -3,6 +3,8 @@
 // A transfer of b bytes over a link takes latency + b / bandwidth; the directed link
 // is busy for the b / bandwidth part only. Devices d and e share a node when
 // d / devices_per_node == e / devices_per_node; otherwise `inter_node` joins them.
+// `host_link` (optional) joins each device to host memory, one link each way per device
+// (activation offload, core/offload.h); the two directions are independent.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,13 @@ struct Link {
   int64_t latency_ns() const;
 };
 
+// A device's own link to host memory: to_host (device -> host, an offload) and to_device
+// (host -> device, a reload). Every device has its own pair (PCIe x16 or NVLink-C2C).
+struct HostLink {
+  Link to_host;
+  Link to_device;
+};
+
 struct Hardware {
   std::string name;
   int devices = 1;
@@ -32,6 +41,7 @@ struct Hardware {
   Link inter_node;
   std::vector<double> speed;     // empty: all 1.0
   std::optional<P2p> p2p;        // "p2p": how the runtime's transfers meet compute (absent: unsaid)
+  std::optional<HostLink> host_link;  // "host_link": per device, to host memory and back (absent: none)
   std::string source;
 
   double device_speed(int device) const;

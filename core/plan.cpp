@@ -186,6 +186,14 @@ Plan plan_from_json(const JsonReader& r) {
   std::vector<JsonReader> items = stages.items();
   for (const JsonReader& s : items) p.stages.push_back(read_stage(s));
   check_stages(items, p);
+  if (r.has("offload")) {
+    p.offload = offload_from_json(r["offload"]);
+    const std::size_t n = p.offload.fraction.size();
+    if (n > 1 && n != p.stages.size()) {
+      r["offload"]["fraction"].fail("expected one fraction or " + std::to_string(p.stages.size()) +
+                                    " (one per stage), got " + std::to_string(n));
+    }
+  }
   return p;
 }
 
@@ -239,6 +247,7 @@ Json plan_to_json(const Plan& p) {
               {"stages", std::move(stages)}};
   if (p.optimizer_step != OptimizerStep::Synchronized) out["optimizer_step"] = to_string(p.optimizer_step);  // default: absent
   if (p.p2p) out["p2p"] = to_string(*p.p2p);
+  if (p.offload.active()) out["offload"] = offload_to_json(p.offload);
   return out;
 }
 

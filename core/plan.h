@@ -16,6 +16,7 @@
 
 #include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/offload.h"
 #include "core/p2p.h"
 #include "core/schedule.h"
 
@@ -58,6 +59,7 @@ struct Plan {
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   OptimizerStep optimizer_step = OptimizerStep::Synchronized;  // plan file: "optimizer_step"
   std::optional<P2p> p2p;  // plan file: "p2p" (absent: the hardware's, else overlapped; core/p2p.h)
+  Offload offload;         // plan file: "offload" (absent: none; core/offload.h)
   std::vector<PlanStage> stages;
   std::string source;
 

@@ -30,6 +30,10 @@ std::string allreduce_track(int device, int replica) {
   return "allreduce " + std::to_string(device) + (replica > 0 ? " replica " + std::to_string(replica) : "");
 }
 
+std::string host_track(int device, bool to_host) {
+  return to_host ? "host " + std::to_string(device) + "->" : "host ->" + std::to_string(device);
+}
+
 TimelineRecorder::TimelineRecorder(Timeline& timeline, int devices) : t_(timeline), devices_(devices) {
   for (int d = 0; d < devices; ++d) t_.tracks.push_back(device_track(d));
   if (devices <= 256) link_track_.assign(static_cast<std::size_t>(devices) * devices, -1);
@@ -67,6 +71,16 @@ void TimelineRecorder::optimizer(int device, int replica, int64_t start_ns, int6
 void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes,
                               int64_t weight_version_bytes) {
   t_.memory.push_back({device, time_ns, activation_bytes, transient_bytes, weight_version_bytes});
+}
+
+void TimelineRecorder::host_transfer(int device, bool to_host, int stage, int mb, int64_t start_ns,
+                                     int64_t duration_ns) {
+  t_.events.push_back({t_.track_for(host_track(device, to_host)), to_host ? "offload" : "reload", stage, mb, start_ns,
+                       duration_ns});
+}
+
+void TimelineRecorder::host_memory(int device, int64_t time_ns, int64_t host_bytes) {
+  t_.host_memory.push_back({device, time_ns, host_bytes});
 }
 
 void set_step_ends(StepReport& r, std::vector<int64_t> ends) {
@@ -120,6 +134,11 @@ Json report_to_json(const StepReport& r) {
               {"transient_bytes", s.transient_bytes},
               {"peak_memory_bytes", s.peak_memory_bytes},
               {"fits", s.fits}};
+    if (r.offload != "none") {
+      j["offloaded_bytes"] = s.offloaded_bytes;
+      j["host_peak_bytes"] = s.host_peak_bytes;
+      j["offload_delay_ms"] = ns_to_ms(s.offload_delay_ns);
+    }
     if (r.weight_update != WeightUpdate::Flush) {
       j["weight_versions"] = s.weight_versions;
       j["weight_version_bytes"] = s.weight_version_bytes;
@@ -148,6 +167,7 @@ Json report_to_json(const StepReport& r) {
               {"notes", r.notes}};
   if (r.weight_update != WeightUpdate::Flush) out["weight_update"] = to_string(r.weight_update);
   if (r.optimizer_step != "synchronized") out["optimizer_step"] = r.optimizer_step;
+  if (r.offload != "none") out["offload"] = r.offload;
   if (r.steps > 1) {
     out["steps"] = r.steps;
     out["total_time_ms"] = ns_to_ms(r.total_ns);
@@ -185,6 +205,7 @@ StepReport report_from_json(const JsonReader& r) {
   rep.simulated_ops = r.has("simulated_ops") ? r["simulated_ops"].as_int(0) : 0;
   if (r.has("weight_update")) rep.weight_update = weight_update_from_json(r["weight_update"]);
   if (r.has("optimizer_step")) rep.optimizer_step = r["optimizer_step"].as_string();
+  if (r.has("offload")) rep.offload = r["offload"].as_string();
   if (r.has("steps")) {
     rep.steps = static_cast<int>(r["steps"].as_int(1, 1 << 20));
     rep.total_ns = ms_to_ns_exact(r["total_time_ms"].as_double(0.0, 1e12));
@@ -224,6 +245,9 @@ StepReport report_from_json(const JsonReader& r) {
     st.weight_version_bytes = optional_bytes("weight_version_bytes");
     st.weight_versions = s.has("weight_versions") ? static_cast<int>(s["weight_versions"].as_int(1, 1 << 30)) : 1;
     st.fits = s.has("fits") ? s["fits"].as_bool() : true;
+    st.offloaded_bytes = optional_bytes("offloaded_bytes");
+    st.host_peak_bytes = optional_bytes("host_peak_bytes");
+    if (s.has("offload_delay_ms")) st.offload_delay_ns = ms_to_ns_exact(s["offload_delay_ms"].as_double(0.0, 1e12));
     rep.positions.push_back(std::move(st));
   }
   if (r.has("notes")) {
@@ -303,6 +327,14 @@ std::string report_table(const StepReport& r) {
     out << "device memory " << format_bytes(static_cast<double>(r.memory_limit_bytes))
         << (r.fits() ? ": every stage fits\n" : ": some stages do not fit\n");
   }
+  if (r.offload != "none") {
+    for (const PositionReport& s : r.positions) {
+      out << "offload " << r.offload << ": position " << s.index << " sent "
+          << format_bytes(static_cast<double>(s.offloaded_bytes)) << " to host, host peak "
+          << format_bytes(static_cast<double>(s.host_peak_bytes)) << ", reloads late by " << format_ms(s.offload_delay_ns)
+          << " ms\n";
+    }
+  }
   for (const std::string& n : r.notes) out << "note: " << n << "\n";
   return out.str();
 }
@@ -345,6 +377,13 @@ std::string chrome_trace(const StepReport& r) {
          {"name", "activation bytes, device " + std::to_string(m.position)},
          {"ts", static_cast<double>(m.time_ns) / 1e3},
          {"args", {{"bytes", m.activation_bytes}, {"transient_bytes", m.transient_bytes}}}});
+  }
+  for (const HostSample& h : r.timeline.host_memory) {
+    add({{"ph", "C"},
+         {"pid", 0},
+         {"name", "host bytes, device " + std::to_string(h.position)},
+         {"ts", static_cast<double>(h.time_ns) / 1e3},
+         {"args", {{"bytes", h.host_bytes}}}});
   }
   out += "]}\n";
   return out;

@@ -39,18 +39,29 @@ struct MemorySample {
   int64_t weight_version_bytes = 0;
 };
 
+// What a device has offloaded to host memory at a moment (core/offload.h): a sample at
+// each offload's arrival on the host and each reload's end, in time order per device.
+struct HostSample {
+  int position = 0;  // pipeline position
+  int64_t time_ns = 0;
+  int64_t host_bytes = 0;
+};
+
 struct Timeline {
   std::vector<std::string> tracks;  // "device 0", ..., then "link 0->1", ...
   std::vector<TimelineEvent> events;
   std::vector<MemorySample> memory;
+  std::vector<HostSample> host_memory;  // empty without offload
   int track_for(const std::string& name);  // finds or appends
 };
 
 // Track names, made here only: "device 1", "device 1 replica 2", "link 0->1",
-// "allreduce 1" (replica > 0 adds " replica i" to a device or all-reduce track).
+// "allreduce 1" (replica > 0 adds " replica i" to a device or all-reduce track), and a
+// device's two host tracks "host 1->" (offloads, device to host) and "host ->1" (reloads).
 std::string device_track(int device, int replica = 0);
 std::string link_track(int from_device, int to_device, int replica = 0);
 std::string allreduce_track(int device, int replica = 0);
+std::string host_track(int device, bool to_host);
 
 // The one observer of a step's timeline: the simulator and the executor's merge feed it
 // op, transfer, all-reduce and memory events; it owns the track numbering. Devices
@@ -67,6 +78,9 @@ class TimelineRecorder {
   void optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns);
   void memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes = 0,
               int64_t weight_version_bytes = 0);
+  // An offload (to_host) or a reload of (stage, micro-batch)'s stash on the device's host track.
+  void host_transfer(int device, bool to_host, int stage, int microbatch, int64_t start_ns, int64_t duration_ns);
+  void host_memory(int device, int64_t time_ns, int64_t host_bytes);
 
  private:
   Timeline& t_;
@@ -91,6 +105,12 @@ struct PositionReport {
   int64_t transient_bytes = 0;
   int64_t peak_memory_bytes = 0;  // static + weight versions + peak activations + transient_bytes
   bool fits = true;
+  // Activation offload (core/offload.h; all 0 without): stash bytes sent to the host over
+  // the step, the most held there at once, and how long reloads that ended late held up
+  // the ops that needed them (added up over those ops).
+  int64_t offloaded_bytes = 0;
+  int64_t host_peak_bytes = 0;
+  int64_t offload_delay_ns = 0;
 };
 
 // The two derived numbers every producer of a report (simulator, executor, planner)
@@ -122,6 +142,7 @@ struct StepReport {
   double throughput_samples_per_s = 0;
   WeightUpdate weight_update = WeightUpdate::Flush;  // the schedule's; JSON: "flush", "stash", "double-buffer"
   std::string optimizer_step = "synchronized";  // a flushed step's end (core/plan.h): or "post-validation"
+  std::string offload = "none";  // activation offload policy (core/offload.h): or "all", "selective"
   // Several steps (simulate --steps N, or an asynchronous schedule's op lists): when each
   // ended, from the first op's start; the rest follows from them (set_step_ends).
   int steps = 1;

@@ -71,6 +71,7 @@ void run(const uint8_t* h, std::string_view rest) {
   validate_schedule(schedule);
   SimOptions options;
   options.model = profile.model;
+  options.offload = plan.offload;  // checked against the hardware's host_link (InputError without)
   StepReport report = simulate(schedule, costs, hardware, options);
   (void)report_to_json(report).dump(2);
   (void)report_table(report);

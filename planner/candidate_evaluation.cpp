@@ -113,6 +113,7 @@ static SimOptions search_sim_options(const Plan& plan, const Hardware& hardware)
   SimOptions options;
   options.record_timeline = false;
   options.p2p = p2p_of(plan, hardware);
+  options.offload = plan.offload;
   options.optimizer_step = plan.optimizer_step;
   if (plan.optimizer_step == OptimizerStep::PostValidation) options.steps = kAsyncEvaluationSteps;
   return options;
@@ -127,6 +128,7 @@ CandidateEvaluation::CandidateEvaluation(const SearchRequest& request, const Pro
   plan.optimizer_state_factor = q.optimizer_state_factor;
   if (!is_asynchronous(c.schedule)) plan.optimizer_step = q.optimizer_step;
   plan.p2p = q.p2p;
+  plan.offload = q.offload;
   plan.stages.assign(static_cast<std::size_t>(c.stages * c.chunks), PlanStage{});
   schedule = schedule_for(plan, kAsyncEvaluationSteps);  // asynchronous kinds: several steps, no flush
   spec.microbatch_size = plan.microbatch_size();

@@ -63,6 +63,9 @@ struct SearchRequest {
   // How transfers meet compute (core/p2p.h): written into every candidate's plan; absent:
   // the hardware's, else overlapped.
   std::optional<P2p> p2p;
+  // Activation offload (core/offload.h): written into every candidate's plan and simulated
+  // with it (one fraction for every stage: candidates differ in their stage counts).
+  Offload offload;
   int threads = 0;               // 0: one per core
   Objective objective = Objective::Step;
   JitterSpec jitter;             // samples each fitting candidate unless objective is Step

@@ -152,7 +152,11 @@ def _define():
         speed=array(number(1e-6), "optional: one compute speed factor per device (2.0 = twice as fast)"),
         p2p={"enum": ["overlapped", "blocking"],
              "description": "optional: how the runtime's point-to-point transfers meet compute (blocking: Megatron-LM's "
-                            "batched isend/irecv waited on; absent: a plan's p2p, else overlapped)"})
+                            "batched isend/irecv waited on; absent: a plan's p2p, else overlapped)"},
+        host_link=obj({"to_host": dict(link, description="device -> host (an offload)"),
+                       "to_device": dict(link, description="host -> device (a reload)")}, ["to_host", "to_device"],
+                      "optional: each device's own link to host memory, one per direction (activation offload: "
+                      "PCIe, NVLink-C2C)"))
     s["required"] = ["format", "version", "name", "devices", "memory_bytes", "link"]
     write("hardware", s)
 
@@ -182,6 +186,12 @@ def _define():
         p2p={"enum": ["overlapped", "blocking"],
              "description": "optional: how point-to-point transfers meet compute (absent: the hardware file's, else "
                             "overlapped); --p2p overrides it"},
+        offload=obj({"policy": {"enum": ["none", "all", "selective"]},
+                     "fraction": {"oneOf": [number(0, 1), array(number(0, 1), None, 1)],
+                                  "description": "optional, default 1: the share of each stash offloaded, one value "
+                                                 "or one per stage"}}, ["policy"],
+                    "optional: activation offload to host memory (needs the hardware's host_link); --offload "
+                    "overrides it"),
         optimizer=obj({"state_bytes_per_parameter_byte": number(0, 64)}, ["state_bytes_per_parameter_byte"]),
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
                           "devices": array(integer(0), "hardware device ids (0..devices-1 of the hardware file), one per replica; more than one: replicated. Not pipeline positions: a stage's position is its index in stages (mod K)", 1)},
@@ -247,6 +257,9 @@ def _define():
                      "static_bytes": integer(0), "peak_activation_bytes": integer(0), "peak_memory_bytes": integer(0),
                      "weight_versions": integer(1, desc="asynchronous schedules: most weight versions held at once"),
                      "weight_version_bytes": integer(0, desc="asynchronous schedules: the extra versions' bytes"),
+                     "offloaded_bytes": integer(0, desc="offload: stash bytes sent to the host over the step"),
+                     "host_peak_bytes": integer(0, desc="offload: the most held on the host at once"),
+                     "offload_delay_ms": number(0, 1e12, "offload: how long late reloads held up the ops that needed them"),
                      "fits": {"type": "boolean"}},
                     ["index", "busy_ms", "bubble_fraction", "peak_activation_bytes", "peak_memory_bytes"])
         # The reader takes chunk_layers when present, else layers.
@@ -259,6 +272,7 @@ def _define():
             step_time_ms=number(0, 1e12), throughput_samples_per_s=number(0), bubble_fraction=number(-1, 1),
             simulated_ops=integer(0),
             weight_update=string("asynchronous schedules: stash (pipedream) or double-buffer (2bw); absent: flush"),
+            offload={"enum": ["all", "selective"], "description": "activation offload policy; absent: none"},
             optimizer_step={"enum": ["post-validation"],
                             "description": "a flushed schedule simulated with post-validation; absent: synchronized"},
             steps=integer(2, desc="several steps (simulate --steps N, or an asynchronous run): the keys below come with it"),

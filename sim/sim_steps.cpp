@@ -38,7 +38,7 @@ void repeat_step(StepReport& r, int steps) {
   std::vector<int64_t> ends;
   for (int t = 0; t < steps; ++t) ends.push_back((t + 1) * T);
   Timeline& tl = r.timeline;
-  const std::size_t events = tl.events.size(), samples = tl.memory.size();
+  const std::size_t events = tl.events.size(), samples = tl.memory.size(), hosts = tl.host_memory.size();
   tl.events.reserve(events * steps);
   tl.memory.reserve(samples * steps);
   for (int t = 1; t < steps; ++t) {
@@ -51,6 +51,11 @@ void repeat_step(StepReport& r, int steps) {
       MemorySample m = tl.memory[i];
       m.time_ns += t * T;
       tl.memory.push_back(m);
+    }
+    for (std::size_t i = 0; i < hosts; ++i) {
+      HostSample h = tl.host_memory[i];
+      h.time_ns += t * T;
+      tl.host_memory.push_back(h);
     }
   }
   for (PositionReport& st : r.positions) st.busy_ns *= steps;  // bubble fractions stay as they are

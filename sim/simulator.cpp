@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/invariant.h"
 #include "core/op_rules.h"
+#include "sim/offload.h"
 #include "sim/sim_steps.h"
 
 namespace pipescope {
@@ -54,7 +55,9 @@ struct CutLink {
 
 class PipelineSim {
  public:
-  PipelineSim(const Schedule& s, const CostModel& c, const Hardware& h, const SimOptions& o)
+  // `offload_bytes`: per (stage, micro-batch) slot, the bytes its F offloads (empty: none).
+  PipelineSim(const Schedule& s, const CostModel& c, const Hardware& h, const SimOptions& o,
+              std::vector<int64_t> offload_bytes = {})
       : s_(s), c_(c), h_(h), o_(o), K_(s.positions()), S_(s.stages()), M_(s.microbatches()) {
     if (static_cast<int>(c.stages.size()) != S_) {
       throw InputError("the plan has " + std::to_string(c.stages.size()) +
@@ -125,10 +128,15 @@ class PipelineSim {
     check_per_op_option(o_.send_factors.size(), "send_factors");
     saved_ = overlap_savings(s, c);
     if (o_.op_starts_ns) o_.op_starts_ns->assign(first_op_[K_], -1);
+    if (o_.op_ends_ns) o_.op_ends_ns->assign(first_op_[K_], -1);
     if (o_.record_timeline) {
       recorder_.emplace(report_.timeline, K_);
       report_.timeline.events.reserve(2 * s.num_ops());  // ops, and about one transfer per op
       report_.timeline.memory.reserve(2 * s.num_ops());  // one sample at each op's start and end
+    }
+    if (!offload_bytes.empty()) {
+      const DeviceBytes bytes{held_, held_total_, current_act_, peak_act_, current_total_, version_bytes_};
+      offload_.emplace(s, *h.host_link, std::move(offload_bytes), first_op_, bytes, recorder_ ? &*recorder_ : nullptr);
     }
   }
 
@@ -216,12 +224,14 @@ class PipelineSim {
         }
         start = std::max(start + rule.receive_block_ns, at);
       }
+      if (offload_) start = offload_->before_op(d, first + i, start);
       int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
       if (!saved_.empty()) dur -= std::min(dur, saved_[first + i]);  // an overlapped F&B pair's B
       PS_INVARIANT(dur >= 0, "simulated time went backwards (an op of negative duration)");
       now_ = start;
       busy_[d] += dur;
       if (o_.op_starts_ns) (*o_.op_starts_ns)[first + i] = start;
+      if (o_.op_ends_ns) (*o_.op_ends_ns)[first + i] = start + dur;
       const std::size_t slot = idx(op.stage, op.microbatch);
       charge(d, slot, rule.charge_bytes);
       // Stash and transients together: the op's peak over what the device holds (op_rules.h).
@@ -234,12 +244,14 @@ class PipelineSim {
       }
       if (!versions_.empty()) versions_[op.stage]->use(op);
       now_ = free_at = start + dur;
+      if (offload_) offload_->settle(d, now_);
       if (rule.frees) {
         release(d, slot);
       } else if (rule.release_bytes > 0) {
         release(d, slot, rule.release_bytes);
       }
       hold(d, op, rule);
+      if (offload_ && op.kind == OpKind::Forward) offload_->after_forward(d, first + i, start, now_);
       if (rule.sends) {
         const int64_t sent = send(*rule.sends, op.microbatch, first + i);
         if (blocking_) free_at = std::max(free_at, sent);  // the sender waits for its tensor to arrive
@@ -394,6 +406,7 @@ class PipelineSim {
     st.weight_version_bytes = (peak_versions_[d] - 1) * params;
     st.transient_bytes = transient_share(st);
     st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
+    if (offload_) offload_->fill(st);
     return st;
   }
 
@@ -421,6 +434,11 @@ class PipelineSim {
     }
     r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K_, static_cast<double>(end_));
     add_prediction_notes(r, s_, c_, h_, blocking_, post_validation_);
+    if (offload_) {
+      r.offload = to_string(o_.offload.policy);
+      r.notes.push_back(offload_note(o_.offload));
+      offload_->write_host_memory(recorder_ ? &r.timeline : nullptr);
+    }
     return std::move(r);
   }
 
@@ -456,6 +474,7 @@ class PipelineSim {
   std::vector<int64_t> step_end_;       // per step: when its last op (and update) ended
   StepReport report_;
   std::optional<TimelineRecorder> recorder_;
+  std::optional<OffloadWalk> offload_;  // activation offload (sim/offload.h); none without
 };
 
 }  // namespace
@@ -466,13 +485,36 @@ std::size_t op_offset(const Schedule& schedule, int device) {
   return n;
 }
 
+namespace {
+
+// One run, with the plan's offload (sim/offload.h): selective first runs without it to
+// learn each op's start and end, then chooses the stashes that delay nothing.
+StepReport run_sim(const Schedule& s, const CostModel& c, const Hardware& h, const SimOptions& o) {
+  if (!o.offload.active()) return PipelineSim(s, c, h, o).run();
+  check_offload(o.offload, s.stages(), h, "--offload");
+  std::vector<int64_t> bytes = offload_all_bytes(s, c, o.offload);
+  if (o.offload.policy == OffloadPolicy::Selective) {
+    std::vector<int64_t> starts, ends;
+    SimOptions plain = o;
+    plain.offload = {};
+    plain.record_timeline = false;
+    plain.op_starts_ns = &starts;
+    plain.op_ends_ns = &ends;
+    PipelineSim(s, c, h, plain).run();
+    bytes = choose_offloads(s, *h.host_link, bytes, starts, ends);
+  }
+  return PipelineSim(s, c, h, o, std::move(bytes)).run();
+}
+
+}  // namespace
+
 StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hardware& hardware,
                     const SimOptions& options) {
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
   if (options.optimizer_step == OptimizerStep::PostValidation && !schedule.asynchronous() && options.steps > 1) {
-    return PipelineSim(unroll_steps(schedule, options.steps), costs, hardware, options).run();
+    return run_sim(unroll_steps(schedule, options.steps), costs, hardware, options);
   }
-  StepReport r = PipelineSim(schedule, costs, hardware, options).run();
+  StepReport r = run_sim(schedule, costs, hardware, options);
   if (!schedule.asynchronous() && options.steps > 1) repeat_step(r, options.steps);
   return r;
 }

@@ -11,6 +11,7 @@
 
 #include "core/cost_model.h"
 #include "core/hardware.h"
+#include "core/offload.h"
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/schedule.h"
@@ -35,8 +36,10 @@ struct SimOptions {
   // Optional: a factor on the transfer each op sends (latency and busy time). Empty, or
   // one entry per op.
   std::span<const double> send_factors{};
-  // Optional output: filled with each op's start time in ns (one entry per op).
+  // Optional output: filled with each op's start time in ns (one entry per op) ...
   std::vector<int64_t>* op_starts_ns = nullptr;
+  // ... and its end (start + duration).
+  std::vector<int64_t>* op_ends_ns = nullptr;
   // A flushed schedule's step repeated `steps` times, back to back (a flush separates
   // them: each starts when the last ended); the report gets each step's end and the
   // timeline every step. Asynchronous schedules hold their steps in their op lists
@@ -48,6 +51,9 @@ struct SimOptions {
   // n of step t numbered t M + n in the timeline). Asynchronous schedules ignore it.
   OptimizerStep optimizer_step = OptimizerStep::Synchronized;
   P2p p2p = P2p::Overlapped;
+  // Activation offload to host memory (core/offload.h; the rules: sim/offload.h). Active
+  // only with the hardware's host_link (else InputError naming --offload).
+  Offload offload{};
 };
 
 // Where device d's ops begin in the per-op arrays of SimOptions.

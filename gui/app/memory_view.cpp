@@ -19,6 +19,7 @@ constexpr int kGap = 14;
 constexpr int kChartTitle = 18;
 const QColor kStatic(176, 190, 197);
 const QColor kVersions(120, 138, 150);  // extra weight versions: a darker shade of the static band
+const QColor kHost(30, 90, 200);     // what is on the host under offload: a dotted line
 
 // The area between two step functions of a curve, lo(step) <= hi(step), from t = 0 to
 // tend: the upper edge left to right, then the lower edge back. An edge gets points only
@@ -159,6 +160,18 @@ void MemoryView::paint_stage_bands(QPainter& p, int s, double ymax, double tend)
                          [&](const MemoryStep& m) { return c.static_bytes + m.above_static(); }),
                transient_color());
   }
+  // What is on the host (offload): a dotted step line from the chart's floor.
+  if (c.host.size() > 1) {
+    QPolygonF line;
+    for (std::size_t i = 0; i < c.host.size(); ++i) {
+      const double y = Y(static_cast<double>(c.host[i].host_bytes));
+      if (i > 0) line << QPointF(X(static_cast<double>(c.host[i].time_ns)), line.back().y());
+      line << QPointF(X(static_cast<double>(c.host[i].time_ns)), y);
+    }
+    line << QPointF(X(tend), line.back().y());
+    p.setPen(QPen(kHost, 1.5, Qt::DotLine));
+    p.drawPolyline(line);
+  }
   // Capacity line.
   if (curves_.capacity_bytes > 0 && curves_.capacity_bytes <= ymax) {
     QPen pen(QColor(40, 40, 40), 1.5, Qt::DashLine);
@@ -241,6 +254,14 @@ void MemoryView::paint_legend(QPainter& p) {
       swatch(transient_color(), "transients (in flight, workspace)");
     } else {
       swatch(QColor(), "transients not counted", false, true);
+    }
+    if (curves_.has_host()) {
+      p.setPen(QPen(kHost, 1.5, Qt::DotLine));
+      p.drawLine(x, y + 8, x + 18, y + 8);
+      p.setPen(palette().color(QPalette::Text));
+      const QString label = "on the host (offload)";
+      p.drawText(x + 22, y, p.fontMetrics().horizontalAdvance(label) + 4, 16, Qt::AlignVCenter, label);
+      x += 42 + p.fontMetrics().horizontalAdvance(label);
     }
   }
   swatch(does_not_fit_color(), "does not fit");

@@ -26,6 +26,10 @@ bool MemoryCurves::has_weight_versions() const {
   });
 }
 
+bool MemoryCurves::has_host() const {
+  return std::any_of(stages.begin(), stages.end(), [](const StageMemoryCurve& s) { return s.host_peak_bytes > 0; });
+}
+
 MemoryCurves memory_curves(const StepReport& report) {
   MemoryCurves out;
   out.capacity_bytes = report.memory_limit_bytes;
@@ -37,6 +41,7 @@ MemoryCurves memory_curves(const StepReport& report) {
     c.peak_bytes = st.peak_memory_bytes;
     c.transient_bytes = st.transient_bytes;
     c.fits = st.fits;
+    c.host_peak_bytes = st.host_peak_bytes;
     c.steps.push_back({});
     out.stages.push_back(std::move(c));
   }
@@ -48,6 +53,16 @@ MemoryCurves memory_curves(const StepReport& report) {
       steps.back() = step;
     } else {
       steps.push_back(step);
+    }
+  }
+  for (const HostSample& h : report.timeline.host_memory) {
+    if (h.position < 0 || h.position >= static_cast<int>(out.stages.size())) continue;
+    auto& host = out.stages[h.position].host;
+    if (host.empty()) host.push_back({});
+    if (host.back().time_ns == h.time_ns) {
+      host.back().host_bytes = h.host_bytes;  // the last of one instant holds (as above)
+    } else {
+      host.push_back({h.time_ns, h.host_bytes});
     }
   }
   return out;

@@ -5,6 +5,8 @@
 // buffers) from the simulator's memory samples. The curves are step functions; when
 // several samples share a time the last one holds. Invariant: the largest
 // static + activation + transient value of a curve equals PositionReport.peak_memory_bytes.
+// Under activation offload (core/offload.h) a second curve per stage holds what is on the
+// host (the timeline's host samples); its largest value is PositionReport.host_peak_bytes.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,12 @@ struct MemoryStep {
   bool operator==(const MemoryStep&) const = default;
 };
 
+struct HostStep {
+  int64_t time_ns = 0;
+  int64_t host_bytes = 0;  // offloaded stash on the host from time_ns on
+  bool operator==(const HostStep&) const = default;
+};
+
 struct StageMemoryCurve {
   int stage = 0;                // pipeline position (device row)
   int64_t static_bytes = 0;
@@ -31,6 +39,8 @@ struct StageMemoryCurve {
   int64_t transient_bytes = 0;  // the transients' share of the peak (PositionReport.transient_bytes)
   bool fits = true;
   int64_t peak_transient_bytes() const;  // the largest transient value of any step
+  std::vector<HostStep> host;   // offload: on the host over time (empty: nothing offloaded)
+  int64_t host_peak_bytes = 0;  // PositionReport.host_peak_bytes
 };
 
 struct MemoryCurves {
@@ -40,6 +50,7 @@ struct MemoryCurves {
   int64_t max_bytes() const;    // highest of the peaks and the capacity, for a shared y axis
   bool has_transients() const;  // some stage holds transients at some moment
   bool has_weight_versions() const;  // some stage holds an extra weight version (pipedream, 2bw)
+  bool has_host() const;        // some stage offloads to host memory
 };
 
 MemoryCurves memory_curves(const StepReport& report);

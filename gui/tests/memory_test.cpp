@@ -21,6 +21,7 @@
 #include "gui/models/trace_reader.h"
 #include "gui/tests/uniform_plan.h"
 #include "planner/zero_bubble_search.h"
+#include "sim/simulator.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -101,6 +102,7 @@ class MemoryTest : public QObject {
   void no_transients_without_workspace_bytes();
   void chrome_trace_keeps_transients();
   void view_draws_transients_in_their_own_colour();
+  void host_curve_holds_what_the_offload_sent();
 };
 
 void MemoryTest::drawn_peak_equals_simulate_json_data() {
@@ -266,6 +268,34 @@ void MemoryTest::view_draws_transients_in_their_own_colour() {
   v.set_curves(memory_curves(evaluate(in).report));
   image = v.grab().toImage();
   for (int s = 0; s < 2; ++s) QCOMPARE(count_pixels(image, v.stage_rect(s), transient_color()), 0);
+}
+
+void MemoryTest::host_curve_holds_what_the_offload_sent() {
+  // gpt-tiny-cpu, 1F1B, K = 2, M = 4, every stash offloaded over a 1 GB/s host link: the
+  // chart's host curve of each stage peaks at the prediction's host_peak_bytes, starts and
+  // ends at 0 (every stash is reloaded by its B), and the legend gets the host's entry.
+  const Evaluation e = evaluate(tiny_inputs(ScheduleKind::OneFOneB));
+  Hardware h = Hardware::ideal(2);
+  h.host_link = HostLink{{1.0, 0}, {1.0, 0}};
+  SimOptions o;
+  o.offload = {OffloadPolicy::All, {}};
+  const StepReport r = simulate(e.schedule, e.costs, h, o);
+  const MemoryCurves c = memory_curves(r);
+  QVERIFY(c.has_host());
+  QVERIFY(!memory_curves(e.report).has_host());
+  for (const StageMemoryCurve& s : c.stages) {
+    QVERIFY(r.positions[s.stage].host_peak_bytes > 0);
+    int64_t most = 0;
+    for (const HostStep& step : s.host) most = std::max(most, step.host_bytes);
+    QCOMPARE(most, r.positions[s.stage].host_peak_bytes);
+    QCOMPARE(s.host_peak_bytes, most);
+    QCOMPARE(s.host.front().host_bytes, 0LL);
+    QCOMPARE(s.host.back().host_bytes, 0LL);
+  }
+  MemoryView v;
+  v.resize(1000, 320);
+  v.set_curves(c);
+  QVERIFY(!v.grab().toImage().isNull());
 }
 
 QTEST_MAIN(MemoryTest)

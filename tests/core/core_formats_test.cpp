@@ -3,12 +3,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/atomic_file.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/hardware.h"
 #include "core/plan.h"
+#include "tests/support/input_error.h"
 
 using namespace pipescope;
 
@@ -16,12 +18,7 @@ namespace {
 
 template <typename F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return pipescope::testing::input_error_of(std::forward<F>(f));
 }
 
 const char* kHardware = R"({"format": "pipescope.hardware", "version": 1, "name": "h",

@@ -1,0 +1,91 @@
+// `--offload` and `--offload-fraction` on simulate, plan, sweep and run (cli/plan_options.h),
+// and a plan file's "offload": bad input exits 2 naming the flag or field and what was
+// expected; --json prints one object with the offload's numbers. GPipe, K = 8, M = 32 of
+// gpt-13b on the H200 file (PCIe Gen5, 64 GB/s each way): selective with a quarter of each
+// stash offloads and reloads every micro-batch of position 0 without losing a nanosecond
+// (sim/offload.h's rule), so the step is exactly the one without offload.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cli_run.h"
+
+namespace pipescope {
+namespace {
+
+using testing::run_cli;
+
+const std::string kSrc = PIPESCOPE_SOURCE_DIR;
+const std::string kGpt = "--profile " + kSrc + "/profiles/gpt-13b-h200.json --hardware " + kSrc +
+                         "/profiles/gpus/h200.json --stages 8 --microbatches 32 --microbatch-size 1 --schedule gpipe";
+const std::string kToy = "--profile " + kSrc + "/profiles/toy-uniform.json --stages 4 --microbatches 8";
+
+// `pipescope ARGS` exits 2 and says `message`.
+void expect_refused(const std::string& args, const std::string& message) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+}
+
+TEST(OffloadCli, BadFlagsExitTwoNamingTheFlag) {
+  expect_refused("simulate " + kToy + " --offload all",
+                 "--offload all: the hardware file (none given) has no \"host_link\"");
+  expect_refused("simulate " + kGpt + " --offload all --offload-fraction 1.5",
+                 "--offload-fraction: fraction[0] expected in [0, 1], got 1.5");
+  expect_refused("simulate " + kGpt + " --offload all --offload-fraction 1,0.5",
+                 "--offload-fraction: expected one fraction or 8 (one per stage), got 2");
+  expect_refused("simulate " + kGpt + " --offload-fraction 0.5", "--offload-fraction: give --offload all or selective with it");
+  expect_refused("simulate " + kGpt + " --offload most", "--offload");
+  expect_refused("run " + kToy + " --hardware " + kSrc + "/profiles/gpus/h200.json --offload selective",
+                 "--offload selective: the executor does not offload activations yet");
+  expect_refused("plan --profile " + kSrc + "/profiles/toy-uniform.json --devices 4 --batch 8 --offload all",
+                 "has no \"host_link\"");
+  expect_refused("plan --profile " + kSrc + "/profiles/toy-uniform.json --hardware " + kSrc +
+                     "/profiles/gpus/h200.json --devices 4 --batch 8 --offload all --offload-fraction 1,1",
+                 "--offload-fraction: the search tries several stage counts; give one fraction for every stage");
+}
+
+TEST(OffloadCli, SelectiveKeepsTheStepAndSaysWhatItSent) {
+  const auto none = run_cli("simulate " + kGpt + " --json");
+  const auto sel = run_cli("simulate " + kGpt + " --offload selective --offload-fraction 0.25 --json");
+  ASSERT_EQ(none.code, 0) << none.out;
+  ASSERT_EQ(sel.code, 0) << sel.out;
+  const nlohmann::json a = nlohmann::json::parse(none.out), b = nlohmann::json::parse(sel.out);
+  EXPECT_EQ(b["offload"], "selective");
+  EXPECT_FALSE(a.contains("offload"));
+  EXPECT_EQ(b["step_time_ms"], a["step_time_ms"]);
+  // Position 0 sends a quarter of each of its 32 stashes; its peak drops by what is on the
+  // host at the end of GPipe's forwards.
+  const int64_t stash = a["stages"][0]["peak_activation_bytes"].get<int64_t>() / 32;
+  EXPECT_NEAR(b["stages"][0]["offloaded_bytes"].get<double>(), 32.0 * stash / 4, 32.0);
+  EXPECT_LT(b["stages"][0]["peak_activation_bytes"].get<int64_t>(), a["stages"][0]["peak_activation_bytes"].get<int64_t>());
+  for (const auto& st : b["stages"]) EXPECT_EQ(st["offload_delay_ms"], 0.0);
+}
+
+TEST(OffloadCli, PlanFilesCarryTheOffload) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "pipescope_offload_cli";
+  std::filesystem::create_directories(dir);
+  const std::string plan = (dir / "plan.json").string();
+  const auto made = run_cli("plan --profile " + kSrc + "/profiles/gpt-13b-h200.json --hardware " + kSrc +
+                            "/profiles/gpus/h200.json --devices 8 --batch 32 --schedules gpipe,1f1b --offload selective "
+                            "--offload-fraction 0.25 -o " + plan);
+  ASSERT_EQ(made.code, 0) << made.out;
+  std::ifstream in(plan);
+  const nlohmann::json p = nlohmann::json::parse(in);
+  EXPECT_EQ(p["offload"]["policy"], "selective");
+  EXPECT_EQ(p["offload"]["fraction"], 0.25);
+  const auto sim = run_cli("simulate --plan " + plan + " --hardware " + kSrc + "/profiles/gpus/h200.json --json");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  EXPECT_EQ(nlohmann::json::parse(sim.out)["offload"], "selective");
+  // The same plan on hardware without a host link: the plan file's field is named.
+  const auto bare = run_cli("simulate --plan " + plan + " --hardware " + kSrc + "/profiles/h200-8x-nvlink.json");
+  EXPECT_EQ(bare.code, 2);
+  EXPECT_NE(bare.out.find(plan + ": offload selective: the hardware file"), std::string::npos) << bare.out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pipescope
