@@ -124,7 +124,7 @@ StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const
   st.pipeline_ns = report.step_ns;
   st.bubble = report.bubble_fraction;
   st.schedule = to_string(pipe.plan.schedule);
-  st.layers_per_chunk = pipe.plan.stages[0].end_layer - pipe.plan.stages[0].first_layer - 1;
+  st.layers_per_chunk = chunk_layers(shape, l)[0];
   // Per pipeline rank: its parameters, its optimizer step, one micro-batch's F and B.
   std::vector<int64_t> params(static_cast<std::size_t>(l.p), 0), fwd(params), bwd(params), opt(params);
   for (std::size_t s = 0; s < costs.stages.size(); ++s) {
