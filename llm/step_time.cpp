@@ -70,7 +70,7 @@ std::vector<LayerTime> transformer_layers(const TransformerShape& shape, const P
 }  // namespace
 
 int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters) {
-  return memory_ns(gpu, 46.0 * static_cast<double>(parameters));
+  return memory_ns(gpu, 42.0 * static_cast<double>(parameters));
 }
 
 LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {

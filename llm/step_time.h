@@ -58,9 +58,10 @@ struct LlmPipeline {
 };
 LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
 
-// One Adam step of Megatron's mixed precision on `parameters` parameters: fp32 main
-// gradient, master weight and both moments read and written, the bf16 copy written, the
-// gradient zeroed and read once more for the norm: 38 bytes each, memory-bound.
+// One optimizer step of Megatron's bf16 mixed precision on `parameters` parameters,
+// memory-bound at 42 bytes each: the fp32 main gradient read for the norm (4), Adam
+// reading gradient, master weight, m and v (16) and writing master, m and v (12), the
+// master copied into the bf16 weights (4 + 2), the gradient buffer zeroed (4).
 int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters);
 
 }  // namespace pipescope

@@ -34,6 +34,14 @@ TransformerShape gpt(int layers, int hidden, int heads, int sequence) {
   return s;
 }
 
+// Korthikanti et al.'s 22B layer: h 6144, a 64, s 2048, at t 8 and b 4.
+TransformerShape gpt_22b() { return gpt(48, 6144, 64, 2048); }
+ParallelLayout t8_b4() {
+  ParallelLayout l;
+  l.t = 8, l.micro_batch = 4;
+  return l;
+}
+
 std::string error_of(const GpuModel& g, const ParallelLayout& l, Group group) {
   try {
     group_link(g, l, group);
@@ -112,9 +120,8 @@ TEST(LlmLayerTime, FlopsAreTheClosedFormOverRandomShapes) {
 
 TEST(LlmLayerTime, RecomputeAddsTheForwardOrTheAttentionCore) {
   const GpuModel g = a100();
-  const TransformerShape shape = gpt(48, 6144, 64, 2048);
-  ParallelLayout l;
-  l.t = 8, l.micro_batch = 4;
+  const TransformerShape shape = gpt_22b();
+  ParallelLayout l = t8_b4();
   const LayerTime none = transformer_layer_time(shape, l, g);
   l.recompute = Recompute::Full;
   const LayerTime full = transformer_layer_time(shape, l, g);
@@ -132,9 +139,8 @@ TEST(LlmLayerTime, RecomputeAddsTheForwardOrTheAttentionCore) {
 
 TEST(LlmLayerTime, SequenceParallelSplitsTheTokenWiseOpsAndKeepsTheBytes) {
   const GpuModel g = a100();
-  const TransformerShape shape = gpt(48, 6144, 64, 2048);
-  ParallelLayout l;
-  l.t = 8, l.micro_batch = 4;
+  const TransformerShape shape = gpt_22b();
+  ParallelLayout l = t8_b4();
   const LayerTime tp = transformer_layer_time(shape, l, g);
   l.sequence_parallel = true;
   const LayerTime sp = transformer_layer_time(shape, l, g);
@@ -148,6 +154,27 @@ TEST(LlmLayerTime, SequenceParallelSplitsTheTokenWiseOpsAndKeepsTheBytes) {
   EXPECT_EQ(tp.forward_comm_ns, 2 * allreduce_group_ns(link, bytes));
   EXPECT_EQ(sp.forward_comm_ns, 4 * allgather_group_ns(link, bytes));
   EXPECT_EQ(sp.forward_gemm_ns, tp.forward_gemm_ns);
+}
+
+TEST(LlmLayerTime, ExpertParallelAddsTwoAllToAllsEachWay) {
+  const GpuModel g = a100();
+  TransformerShape shape = gpt(8, 4096, 32, 4096);
+  shape.experts = 8, shape.moe_topk = 2;
+  ParallelLayout l;
+  l.t = 2, l.d = 4, l.ep = 4, l.micro_batch = 1;
+  const LayerTime moe = transformer_layer_time(shape, l, g, true);
+  l.ep = 1;
+  const LayerTime local = transformer_layer_time(shape, l, g, true);
+  l.ep = 4;
+  // Dispatch and combine of s b topk tokens of h bf16 over the ep group (ranks 2 apart).
+  const int64_t a2a = alltoall_group_ns(group_link(g, l, Group::Ep), 4096LL * 2 * 4096 * 2);
+  EXPECT_EQ(moe.forward_comm_ns - local.forward_comm_ns, 2 * a2a);
+  EXPECT_EQ(moe.backward_comm_exposed_ns - local.backward_comm_exposed_ns, 2 * a2a);
+  // The routed MLP runs topk experts' GEMMs per token: 2 x the dense MLP's FLOPs here.
+  const LayerTime dense = transformer_layer_time(shape, l, g, false);
+  const double b = 1, s = 4096, h = 4096;
+  const double mlp = 3.0 * 16.0 * b * s * h * h / 2;  // per GPU at t = 2
+  EXPECT_NEAR(moe.model_flops - dense.model_flops, mlp + 3.0 * 2 * s * 8 * h, 1.0);
 }
 
 TEST(LlmStepTime, OneRankStepIsTheSumOfItsLayers) {
