@@ -11,7 +11,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/report.h"
-#include "exec/model.h"
+#include "exec/layers/model.h"
 
 namespace pipescope::cli {
 

@@ -8,7 +8,7 @@
 // its source device, which happen in that device's op order at non-decreasing times;
 // so walking each device's ops in order, and parking a device whose next input has not
 // been computed yet until the op that sends it runs, gives the same times, peaks and
-// link queues as replaying events in global time order (tests/sim_longest_path_test.cpp
+// link queues as replaying events in global time order (tests/sim/sim_longest_path_test.cpp
 // holds it to the longest path through the op graph). The timeline comes out device by
 // device: each track's events, and each device's memory samples, are in time order;
 // the tracks are interleaved as the walk went (readers that want one order sort).
@@ -39,6 +39,10 @@ struct OpRule {
   int64_t duration_ns = 0;
   int64_t release_bytes = 0;  // op_release_bytes: what I frees of the stash
   int64_t receive_block_ns = 0;  // blocking p2p: a receive from another device holds the device this long
+  int64_t charge_bytes = 0;   // op_charge_bytes: what the op adds to its micro-batch's stash
+  int64_t peak_bytes = 0;     // StageMemory: the op's peak over what the device holds
+  int64_t held_bytes = 0;     // StageMemory: what it leaves held (unless it frees)
+  bool frees = false;         // op_frees: its end frees the (stage, micro-batch)'s stash
   std::optional<Message> receives, sends;
 };
 
@@ -51,7 +55,7 @@ struct CutLink {
 class PipelineSim {
  public:
   PipelineSim(const Schedule& s, const CostModel& c, const Hardware& h, const SimOptions& o)
-      : s_(s), c_(c), h_(h), o_(o), K_(s.devices()), S_(s.stages()), M_(s.microbatches()) {
+      : s_(s), c_(c), h_(h), o_(o), K_(s.positions()), S_(s.stages()), M_(s.microbatches()) {
     if (static_cast<int>(c.stages.size()) != S_) {
       throw InputError("the plan has " + std::to_string(c.stages.size()) +
                        " stages but the schedule has " + std::to_string(S_));
@@ -61,9 +65,9 @@ class PipelineSim {
                        " pipeline positions but the schedule has " + std::to_string(K_));
     }
     for (int st = 0; st < S_ && !c.stage_position.empty(); ++st) {
-      if (c.stage_position[st] != s.stage_device[st]) {
+      if (c.stage_position[st] != s.stage_position[st]) {
         throw InputError("stage " + std::to_string(st) + " is on position " + std::to_string(c.stage_position[st]) +
-                         " in the plan but on device " + std::to_string(s.stage_device[st]) + " in the schedule");
+                         " in the plan but on device " + std::to_string(s.stage_position[st]) + " in the schedule");
       }
     }
     if (s.asynchronous()) {
@@ -95,7 +99,7 @@ class PipelineSim {
     prev_link_.resize(K_);
     cut_link_.resize(std::max(S_, 1));
     for (int cut = 1; cut < S_; ++cut) {
-      const int from = s.stage_device[cut - 1], to = s.stage_device[cut];
+      const int from = s.stage_position[cut - 1], to = s.stage_position[cut];
       const Link& link = h_.link_between(c_.position_device[from], c_.position_device[to]);
       cut_link_[cut] = {link.busy_ns(c_.stages[cut - 1].send_bytes), link.latency_ns()};
     }
@@ -104,16 +108,19 @@ class PipelineSim {
       for (int st = 0; st < S_; ++st) {
         const Op op{static_cast<OpKind>(k), st, 0};
         OpRule& rule = rules_[rule_index(op)];
-        rule = {op_duration_ns(op.kind, c_.stages[st]), op_release_bytes(op.kind, c_.stages[st]), 0,
+        const StageCost& cost = c_.stages[st];
+        const OpMemory& memory = cost.memory[s.recompute].of(op.kind);
+        rule = {op_duration_ns(op.kind, cost), op_release_bytes(op.kind, cost), 0,
+                op_charge_bytes(op.kind, cost, s.recompute), memory.peak, memory.held, op_frees(op.kind),
                 op_receives(op, S_), op_sends(op, S_)};
-        if (blocking_ && rule.receives && s.stage_device[rule.receives->from_stage] != s.stage_device[st]) {
+        if (blocking_ && rule.receives && s.stage_position[rule.receives->from_stage] != s.stage_position[st]) {
           const CutLink& l = cut_link_[rule.receives->cut()];
           rule.receive_block_ns = l.busy_ns + l.latency_ns;
         }
       }
     }
     first_op_.assign(K_ + 1, 0);
-    for (int d = 0; d < K_; ++d) first_op_[d + 1] = first_op_[d] + s.device_ops[d].size();
+    for (int d = 0; d < K_; ++d) first_op_[d + 1] = first_op_[d] + s.position_ops[d].size();
     check_per_op_option(o_.op_durations_ns.size(), "op_durations_ns");
     check_per_op_option(o_.send_factors.size(), "send_factors");
     saved_ = overlap_savings(s, c);
@@ -134,7 +141,7 @@ class PipelineSim {
       run_device(d);
     }
     for (int d = 0; d < K_; ++d) {
-      if (cursor_[d] != s_.device_ops[d].size()) {
+      if (cursor_[d] != s_.position_ops[d].size()) {
         throw InputError("schedule cannot make progress: device " + std::to_string(d) +
                          " is stuck at op " + std::to_string(cursor_[d]));
       }
@@ -178,9 +185,9 @@ class PipelineSim {
   }
 
   // What the op leaves held for its (stage, micro-batch), or frees: the total's side of charge/release.
-  void hold(int d, const Op& op) {
+  void hold(int d, const Op& op, const OpRule& rule) {
     const std::size_t i = idx(op.stage, op.microbatch);
-    const int64_t change = op_frees(op.kind) ? -held_total_[i] : c_.stages[op.stage].memory[s_.recompute].of(op.kind).held;
+    const int64_t change = rule.frees ? -held_total_[i] : rule.held_bytes;
     held_total_[i] += change;
     current_total_[d] += change;
     if (recorder_) {
@@ -193,7 +200,7 @@ class PipelineSim {
   // Runs device d's ops in order until it finishes or its next op's input is not yet
   // known; then it is parked until a send to it wakes it.
   void run_device(int d) {
-    const std::vector<Op>& ops = s_.device_ops[d];
+    const std::vector<Op>& ops = s_.position_ops[d];
     const std::size_t first = first_op_[d];
     std::size_t i = cursor_[d];
     int64_t free_at = free_at_[d];
@@ -209,16 +216,16 @@ class PipelineSim {
         }
         start = std::max(start + rule.receive_block_ns, at);
       }
-      const StageCost& cost = c_.stages[op.stage];
       int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
       if (!saved_.empty()) dur -= std::min(dur, saved_[first + i]);  // an overlapped F&B pair's B
       PS_INVARIANT(dur >= 0, "simulated time went backwards (an op of negative duration)");
       now_ = start;
       busy_[d] += dur;
       if (o_.op_starts_ns) (*o_.op_starts_ns)[first + i] = start;
-      charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
+      const std::size_t slot = idx(op.stage, op.microbatch);
+      charge(d, slot, rule.charge_bytes);
       // Stash and transients together: the op's peak over what the device holds (op_rules.h).
-      const int64_t op_peak = cost.memory[s_.recompute].of(op.kind).peak;
+      const int64_t op_peak = rule.peak_bytes;
       peak_total_[d] = std::max(peak_total_[d], current_total_[d] + op_peak);
       if (recorder_) {
         recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d] - version_bytes_[d],
@@ -227,12 +234,12 @@ class PipelineSim {
       }
       if (!versions_.empty()) versions_[op.stage]->use(op);
       now_ = free_at = start + dur;
-      if (op_frees(op.kind)) {
-        release(d, idx(op.stage, op.microbatch));
+      if (rule.frees) {
+        release(d, slot);
       } else if (rule.release_bytes > 0) {
-        release(d, idx(op.stage, op.microbatch), rule.release_bytes);
+        release(d, slot, rule.release_bytes);
       }
-      hold(d, op);
+      hold(d, op, rule);
       if (rule.sends) {
         const int64_t sent = send(*rule.sends, op.microbatch, first + i);
         if (blocking_) free_at = std::max(free_at, sent);  // the sender waits for its tensor to arrive
@@ -309,7 +316,7 @@ class PipelineSim {
   // `flat` is the sending op's index (for its link jitter factor). Returns when the
   // tensor has arrived (now, on the same device).
   int64_t send(const Message& msg, int mb, std::size_t flat) {
-    const int from = s_.stage_device[msg.from_stage], to = s_.stage_device[msg.to_stage];
+    const int from = s_.stage_position[msg.from_stage], to = s_.stage_position[msg.to_stage];
     if (from == to) {  // same device: the tensor is already there
       arrival(msg.kind, msg.to_stage, mb) = now_;
       return now_;
@@ -366,8 +373,8 @@ class PipelineSim {
   }
 
   // Position d's row: its layers, busy time and bubble, static and peak bytes.
-  StageReport position_row(int d) const {
-    StageReport st;
+  PositionReport position_row(int d) const {
+    PositionReport st;
     st.index = d;
     int64_t params = 0;
     for (int s : stages_of_[d]) {
@@ -394,7 +401,7 @@ class PipelineSim {
     StepReport& r = report_;
     r.model = o_.model;
     r.schedule = s_.name;
-    r.devices = K_;
+    r.num_positions = K_;
     r.chunks = std::max(1, S_ / K_);
     r.microbatches = M_;
     r.microbatch_size = c_.microbatch_size;
@@ -409,7 +416,7 @@ class PipelineSim {
     set_step_ends(r, step_end_);
     int64_t total_busy = 0;
     for (int d = 0; d < K_; ++d) {
-      r.stages.push_back(position_row(d));
+      r.positions.push_back(position_row(d));
       total_busy += busy_[d];
     }
     r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K_, static_cast<double>(end_));
@@ -425,8 +432,8 @@ class PipelineSim {
   const bool post_validation_ = o_.optimizer_step == OptimizerStep::PostValidation && !s_.asynchronous();
   const bool blocking_ = o_.p2p == P2p::Blocking;
   const std::vector<std::vector<int>> stages_of_ = [this] {
-    std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.devices()));
-    for (int st = 0; st < s_.stages(); ++st) out[s_.stage_device[st]].push_back(st);
+    std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.positions()));
+    for (int st = 0; st < s_.stages(); ++st) out[s_.stage_position[st]].push_back(st);
     return out;
   }();
   std::vector<std::size_t> first_op_;  // device d's ops are [first_op_[d], first_op_[d + 1]) in per-op arrays
@@ -455,7 +462,7 @@ class PipelineSim {
 
 std::size_t op_offset(const Schedule& schedule, int device) {
   std::size_t n = 0;
-  for (int d = 0; d < device; ++d) n += schedule.device_ops[d].size();
+  for (int d = 0; d < device; ++d) n += schedule.position_ops[d].size();
   return n;
 }
 
