@@ -186,6 +186,10 @@ int64_t allreduce_ns(const Link& ring, int64_t gradient_bytes, int replicas) {
   return ring.busy_ns(ring_allreduce_bytes(gradient_bytes, replicas)) + ring_allreduce_hops(replicas) * ring.latency_ns();
 }
 
+int64_t allgather_ns(const Link& ring, int64_t bytes, int devices) {
+  return ring.busy_ns(ring_allgather_bytes(bytes, devices)) + ring_allgather_hops(devices) * ring.latency_ns();
+}
+
 double slowest_speed(const Hardware& hardware, const std::vector<int>& devices) {
   double speed = 1e300;
   for (int d : devices) speed = std::min(speed, hardware.device_speed(d));

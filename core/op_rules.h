@@ -207,6 +207,12 @@ inline int64_t ring_allreduce_bytes(int64_t bytes, int r) { return r > 1 ? 2 * s
 inline double ring_allreduce_bytes(double bytes, int r) { return r > 1 ? 2.0 * (r - 1) / r * bytes : 0.0; }
 // A ring all-reduce of `gradient_bytes` over `replicas` devices joined by `ring`.
 int64_t allreduce_ns(const Link& ring, int64_t gradient_bytes, int replicas);
+// Its halves: a ring all-gather (or reduce-scatter) of a `bytes` buffer over r devices
+// sends (r - 1) / r of it from each device in r - 1 hops; an all-reduce is one of each.
+inline int ring_allgather_hops(int r) { return r > 1 ? r - 1 : 0; }
+inline int64_t ring_allgather_bytes(int64_t bytes, int r) { return r > 1 ? static_cast<int64_t>(r - 1) * bytes / r : 0; }
+// A ring all-gather (or reduce-scatter) of `bytes` over `devices` devices joined by `ring`.
+int64_t allgather_ns(const Link& ring, int64_t bytes, int devices);
 // A replicated stage runs at the pace of its slowest device.
 double slowest_speed(const Hardware& hardware, const std::vector<int>& devices);
 

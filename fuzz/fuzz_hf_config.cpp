@@ -1,9 +1,11 @@
-// Fuzz target: gpu_spec_from_json and hf_model_from_json on arbitrary bytes, then the counts, the FLOPs and the
+// Fuzz target: gpu_spec_from_json, gpu_model_from_json (llm/'s GEMM curve, timing a few
+// shapes by it) and hf_model_from_json on arbitrary bytes, then the counts, the FLOPs and the
 // analytic profile of whatever it accepts; the profile must read back. Only InputError
 // may leave (fuzz_readers.h's rule).
 #include <cstdlib>
 
 #include "interop/hf_profile.h"
+#include "llm/gpu_model.h"
 #include "fuzz/fuzz_readers.h"
 
 using namespace pipescope;
@@ -12,6 +14,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size > fuzz::kMaxInput) return -1;
   try {  // the same bytes as a GPU file (pipescope.hardware + "gpu")
     (void)gpu_spec_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz-gpu"));
+  } catch (const InputError&) {
+  }
+  try {  // the same bytes as llm/'s GPU model: every accepted curve times any shape
+    const GpuModel g = gpu_model_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz-gpu"));
+    for (const GemmShape& shape : {GemmShape{1, 1, 1}, GemmShape{8192, 2304, 6144}, GemmShape{2048, 2048, 96, 32}}) {
+      const double e = gemm_efficiency(g, shape);
+      if (!(e > 0 && e <= 1) || gemm_ns(g, shape) < 0) std::abort();
+    }
   } catch (const InputError&) {
   }
   try {

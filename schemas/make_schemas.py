@@ -96,6 +96,55 @@ def write(name, schema):
 WORKSPACE_KEYS = ("input", "forward", "forward_no_grad", "backward_input", "backward_weight", "held_for_weight")
 
 
+def _gpu_section():
+    """The "gpu" section of a GPU hardware file (profiles/gpus/*.json): interop/hf_profile.h and llm/gpu_model.h."""
+    eff = lambda what: number(0.001, 1, what)
+    gemm = obj({"sms": integer(1, 100000, "streaming multiprocessors (compute units)"),
+                "tile": dict(array(integer(1, 4096), None, 2, 2), description="[m, n] output tile of the GEMM kernels"),
+                "max_efficiency": eff("achieved / peak FLOP/s of a large, wave-aligned bf16 GEMM"),
+                "k_half": number(0, 1e6, "optional: the inner dimension at which the k term halves the efficiency "
+                                 "(efficiency x k / (k + k_half)); absent: no k term")},
+               ["sms", "tile", "max_efficiency"],
+               "optional (llm/gpu_model.h): the GEMM efficiency curve max_efficiency x waves(m, n) x k / (k + k_half); "
+               "absent: a flat 0.45 of peak for GEMMs and of HBM bandwidth for memory-bound ops")
+    g = obj({"peak_dense_tflops": {"type": "object", "additionalProperties": number(0.001, 1e7),
+                                   "description": "dense TFLOP/s per dtype (fp32, tf32, bf16, fp16); llm/ reads bf16"},
+             "hbm_gb_per_s": number(0.001, 1e9), "collective_gb_per_s": number(0.001, 1e9,
+             "optional: what one GPU's ring collective reaches inside the node (absent: the link's bandwidth)"),
+             "gemm": gemm,
+             "memory_efficiency": eff("with gemm: achieved / peak HBM bandwidth of fused elementwise ops and the optimizer"),
+             "collective_efficiency": eff("with gemm: NCCL bus bandwidth / link bandwidth"),
+             "sources": {"type": "object", "additionalProperties": string(), "description": "where each figure comes from"}},
+            ["peak_dense_tflops", "hbm_gb_per_s"], "optional: one GPU model's speed (GPU files)")
+    g["dependentRequired"] = {"gemm": ["memory_efficiency", "collective_efficiency"]}
+    return g
+
+
+def _define_llm_time():
+    """What `pipescope llm-time --json` prints (cli/cmd_llm_time.cpp)."""
+    ms = number(0, 1e15)
+    layer = obj({k: ms for k in ("forward_ms", "backward_input_ms", "backward_weight_ms", "recompute_ms", "forward_gemm_ms",
+                                 "forward_elementwise_ms", "forward_comm_ms", "backward_comm_exposed_ms")}
+                | {"parameters": integer(0, desc="on one GPU")},
+                ["forward_ms", "backward_input_ms", "backward_weight_ms", "parameters"],
+                "one micro-batch on one GPU; backward_input_ms includes recompute_ms and the exposed backward communication")
+    layout = obj({"t": integer(1), "sequence_parallel": {"type": "boolean"}, "cp": integer(1), "ep": integer(1),
+                  "d": integer(1), "p": integer(1), "v": integer(1), "micro_batch": integer(1), "microbatches": integer(1),
+                  "global_batch": integer(1), "recompute": {"enum": ["none", "selective", "full"]},
+                  "sharding": string(), "order": string(), "gpus": integer(1)},
+                 ["t", "sequence_parallel", "cp", "ep", "d", "p", "v", "micro_batch", "microbatches", "global_batch",
+                  "recompute", "gpus"])
+    s = head("llm_time", "pipescope llm_time v1",
+             "What `pipescope llm-time --json` prints: a Megatron-LM job's iteration time (docs/llm-scale.md).")
+    s["properties"] = dict(fmt_props("llm_time"), gpu=string("the --gpu given"), layout=layout,
+        schedule={"enum": ["1f1b", "interleaved"]}, layer=layer, embedding=layer, head=layer,
+        pipeline_ms=dict(ms, description="the simulated flushed pipeline, optimizer step included"),
+        optimizer_ms=ms, dp_exposed_ms=ms, embedding_sync_ms=ms, step_ms=ms, bubble_fraction=number(-1, 1),
+        mfu=number(0, 1, "model FLOPs (no recompute) / (step x GPUs x peak bf16)"), model_tflop_per_step=number(0))
+    s["required"] = ["format", "version", "layout", "schedule", "layer", "embedding", "head", "pipeline_ms", "step_ms", "mfu"]
+    write("llm_time", s)
+
+
 def _define():
     NOTE = (" Keys not named here are allowed and ignored by pipescope's readers. The readers check more "
             "than a schema can say (strictly increasing batch_sizes, contiguous stages, ...): a file this "
@@ -156,9 +205,11 @@ def _define():
         host_link=obj({"to_host": dict(link, description="device -> host (an offload)"),
                        "to_device": dict(link, description="host -> device (a reload)")}, ["to_host", "to_device"],
                       "optional: each device's own link to host memory, one per direction (activation offload: "
-                      "PCIe, NVLink-C2C)"))
+                      "PCIe, NVLink-C2C)"),
+        gpu=_gpu_section())
     s["required"] = ["format", "version", "name", "devices", "memory_bytes", "link"]
     write("hardware", s)
+    _define_llm_time()
 
     # ---- model
     spec = obj({"type": string("linear {in, out}, gelu {features}, layernorm {features}, mlp_block {hidden, ffn}, "

@@ -298,3 +298,22 @@ def test_pipescope_torch_profile_validates(tmp_path):
     document = load_json(out)
     assert "edges" in document, "the example has skip connections"
     assert errors(document) == []
+
+
+def test_llm_time_json_validates_and_gpu_files_carry_their_curve():
+    """`pipescope llm-time --json` against schemas/llm_time.schema.json; every GPU file
+    (with its gpu.gemm curve) against the hardware schema's "gpu" section."""
+    r = pipescope("llm-time", "--gpu", "a100-80gb", "--num-layers", "8", "--hidden-size", "2048",
+                  "--num-attention-heads", "16", "--seq-length", "2048", "--vocab-size", "51200",
+                  "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "2",
+                  "--num-layers-per-virtual-pipeline-stage", "2", "--sequence-parallel",
+                  "--recompute-granularity", "selective", "--gpus", "32", "--use-distributed-optimizer",
+                  "--global-batch-size", "32", "--json")
+    assert r.returncode == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert document["format"] == "pipescope.llm_time"
+    assert errors(document) == []
+    for path in sorted(glob.glob(os.path.join(ROOT, "profiles", "gpus", "*.json"))):
+        document = load_json(path)
+        assert "gemm" in document["gpu"], path
+        assert errors(document) == [], path

@@ -1,0 +1,126 @@
+// Group placement and collective costs (llm/collectives.h). The ring formulas are
+// core/op_rules.h's (allreduce_ns, allgather_ns); this file only picks the link.
+#include "llm/collectives.h"
+
+#include <algorithm>
+#include <array>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/op_rules.h"
+
+namespace pipescope {
+
+namespace {
+
+int size_of(const ParallelLayout& l, Group g) {
+  switch (g) {
+    case Group::Tp: return l.t;
+    case Group::Cp: return l.cp;
+    case Group::Ep: return l.ep;
+    case Group::Dp: return l.d;
+    case Group::Pp: return l.p;
+  }
+  return 1;
+}
+
+Group group_named(const std::string& name, const std::string& order) {
+  for (Group g : {Group::Tp, Group::Cp, Group::Ep, Group::Dp, Group::Pp}) {
+    if (to_string(g) == name) return g;
+  }
+  throw InputError("order: \"" + order + "\": unknown group \"" + name + "\" (expected a permutation of tp, cp, ep, dp, pp)");
+}
+
+// The stride of `group`: the sizes of the groups before it in the order (ep excluded).
+int stride_of(const ParallelLayout& l, Group group) {
+  std::istringstream in(l.order);
+  std::string name;
+  std::array<int, 5> seen{};
+  int stride = 1, found = -1;
+  while (std::getline(in, name, '-')) {
+    const Group g = group_named(name, l.order);
+    if (++seen[static_cast<std::size_t>(g)] > 1) {
+      throw InputError("order: \"" + l.order + "\": group \"" + name + "\" named twice");
+    }
+    if (g == group) found = stride;
+    if (g != Group::Ep) stride *= size_of(l, g);
+  }
+  for (int n : seen) {
+    if (n != 1) throw InputError("order: \"" + l.order + "\": expected a permutation of tp, cp, ep, dp, pp");
+  }
+  return found;
+}
+
+Link scaled(const Link& link, double factor, double bandwidth_cap) {
+  Link out = link;
+  out.bandwidth_gb_per_s = std::min(link.bandwidth_gb_per_s * factor, bandwidth_cap);
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(Group group) {
+  switch (group) {
+    case Group::Tp: return "tp";
+    case Group::Cp: return "cp";
+    case Group::Ep: return "ep";
+    case Group::Dp: return "dp";
+    case Group::Pp: return "pp";
+  }
+  return "tp";
+}
+
+GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group) {
+  GroupLink g;
+  g.size = size_of(layout, group);
+  g.stride = stride_of(layout, group);
+  const int node = gpu.gpus_per_node();
+  g.per_node = g.stride >= node ? 1 : std::min(g.size, std::max(1, node / g.stride));
+  g.crosses_nodes = g.per_node < g.size;
+  const double eff = gpu.collective_efficiency;
+  const Link& nvlink = gpu.node.link;
+  const double in_node = gpu.collective_gb_per_s > 0 ? gpu.collective_gb_per_s : nvlink.bandwidth_gb_per_s;
+  if (!g.crosses_nodes) {
+    Link ring = nvlink;
+    ring.bandwidth_gb_per_s = in_node;
+    g.ring = scaled(ring, eff, in_node * eff);
+    g.p2p = nvlink;
+  } else {
+    const Link& port = gpu.node.inter_node;
+    g.ring = scaled(port, g.per_node * eff, in_node * eff);
+    g.p2p = port;
+  }
+  return g;
+}
+
+int64_t allreduce_group_ns(const GroupLink& g, int64_t bytes) { return allreduce_ns(g.ring, bytes, g.size); }
+
+int64_t allgather_group_ns(const GroupLink& g, int64_t bytes) { return allgather_ns(g.ring, bytes, g.size); }
+
+int64_t reduce_scatter_group_ns(const GroupLink& g, int64_t bytes) { return allgather_ns(g.ring, bytes, g.size); }
+
+int64_t alltoall_group_ns(const GroupLink& g, int64_t bytes) {
+  if (g.size < 2) return 0;
+  return g.ring.busy_ns(ring_allgather_bytes(bytes, g.size)) + ring_allgather_hops(g.size) * g.ring.latency_ns();
+}
+
+int64_t p2p_group_ns(const GroupLink& g, int64_t bytes) {
+  if (g.size < 2 || bytes <= 0) return 0;
+  return g.p2p.busy_ns(bytes) + g.p2p.latency_ns();
+}
+
+Hardware pipeline_hardware(const GpuModel& gpu, const ParallelLayout& layout) {
+  const GroupLink pp = group_link(gpu, layout, Group::Pp);
+  Hardware h;
+  h.name = gpu.node.name + " (pipeline ranks)";
+  h.devices = layout.p;
+  h.memory_bytes = 0;  // time only: llm/ leaves memory to its memory model
+  h.link = gpu.node.link;
+  h.devices_per_node = pp.crosses_nodes ? pp.per_node : 0;
+  h.inter_node = gpu.node.inter_node;
+  h.p2p = P2p::Blocking;  // Megatron-LM waits on its batched isend/irecv
+  h.source = gpu.node.source;
+  return h;
+}
+
+}  // namespace pipescope

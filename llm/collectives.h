@@ -1,0 +1,51 @@
+// Which link each parallel group's collectives really use, and what they cost on it.
+// Invariant: ranks are laid out in ParallelLayout::order (Megatron's "tp-cp-ep-dp-pp":
+// the first group varies fastest), so a group's stride is the product of the sizes of
+// the groups before it (ep, carved out of dp x cp as Megatron does, takes no stride of
+// its own) and a node of G GPUs holds min(size, G / stride) of its ranks. A group inside
+// one node rings over NVLink; one that spans nodes rings through the per-GPU network
+// ports of the k ranks it has per node (NCCL runs one channel per rail): bandwidth
+// min(NVLink, k x port). Collectives run at collective_efficiency of that bandwidth;
+// point-to-point sends at the raw link. Rings only: NCCL's trees are not modelled.
+//   GroupLink tp = group_link(gpu, layout, Group::Tp);
+//   int64_t ns = allreduce_group_ns(tp, bytes);
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/hardware.h"
+#include "llm/gpu_model.h"
+#include "llm/layout.h"
+
+namespace pipescope {
+
+enum class Group : uint8_t { Tp, Cp, Ep, Dp, Pp };
+std::string to_string(Group group);  // "tp", "cp", "ep", "dp", "pp"
+
+struct GroupLink {
+  int size = 1;
+  int stride = 1;          // rank distance between neighbours of the group
+  int per_node = 1;        // the group's ranks on one node
+  bool crosses_nodes = false;
+  Link ring;               // what a ring collective over the group runs at
+  Link p2p;                // what one send between neighbours runs at (pp)
+};
+
+// Throws InputError naming "order" when it is not a permutation of tp, cp, ep, dp, pp.
+GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group);
+
+// Ring collectives over the group of `bytes` (the whole buffer, as NCCL counts it).
+int64_t allreduce_group_ns(const GroupLink& g, int64_t bytes);
+int64_t allgather_group_ns(const GroupLink& g, int64_t bytes);       // also reduce-scatter
+int64_t reduce_scatter_group_ns(const GroupLink& g, int64_t bytes);
+// All-to-all of `bytes` per rank: (n - 1) / n of it leaves each rank, n - 1 latencies.
+int64_t alltoall_group_ns(const GroupLink& g, int64_t bytes);
+// One send of `bytes` to the next rank of the group.
+int64_t p2p_group_ns(const GroupLink& g, int64_t bytes);
+
+// The hardware the pipeline simulation runs on: one device per pipeline rank, linked
+// as the pp group's neighbours are (NVLink inside a node, the network across).
+Hardware pipeline_hardware(const GpuModel& gpu, const ParallelLayout& layout);
+
+}  // namespace pipescope

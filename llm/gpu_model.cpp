@@ -1,0 +1,78 @@
+// Reads the GPU file's efficiency curve and times GEMMs and memory-bound ops by it
+// (llm/gpu_model.h). Every time is an integer number of nanoseconds, rounded up.
+#include "llm/gpu_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipescope {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t to_ns(double seconds) { return static_cast<int64_t>(std::ceil(seconds * 1e9)); }
+
+void read_curve(const JsonReader& gpu, GpuModel& g) {
+  const JsonReader c = gpu["gemm"];
+  g.gemm.sms = static_cast<int>(c["sms"].as_int(1, 100000));
+  const JsonReader tile = c["tile"];
+  if (!tile.json().is_array() || tile.size() != 2) tile.fail("expected [tile_m, tile_n], two integers");
+  const std::vector<int64_t> mn = tile.as_ints(1);
+  if (mn[0] > 4096 || mn[1] > 4096) tile.fail("expected tile sides of at most 4096");
+  g.gemm.tile_m = static_cast<int>(mn[0]);
+  g.gemm.tile_n = static_cast<int>(mn[1]);
+  g.gemm.max_efficiency = c["max_efficiency"].as_double(1e-3, 1.0);
+  g.gemm.k_half = c.has("k_half") ? c["k_half"].as_double(0, 1e6) : 0.0;
+  g.memory_efficiency = gpu["memory_efficiency"].as_double(1e-3, 1.0);
+  g.collective_efficiency = gpu["collective_efficiency"].as_double(1e-3, 1.0);
+  g.flat = false;
+}
+
+}  // namespace
+
+GpuModel gpu_model_from_json(const JsonReader& r) {
+  GpuModel g;
+  g.node = hardware_from_json(r);
+  if (!r.has("gpu")) r.fail("missing field \"gpu\" (peak_dense_tflops, hbm_gb_per_s): not a GPU hardware file");
+  const JsonReader gpu = r["gpu"];
+  g.peak_tflops = gpu["peak_dense_tflops"]["bf16"].as_double(1e-3, 1e7);
+  g.hbm_gb_per_s = gpu["hbm_gb_per_s"].as_double(1e-3, 1e9);
+  g.collective_gb_per_s = gpu.has("collective_gb_per_s") ? gpu["collective_gb_per_s"].as_double(1e-3, 1e9)
+                                                          : g.node.link.bandwidth_gb_per_s;
+  if (gpu.has("gemm")) read_curve(gpu, g);
+  return g;
+}
+
+GpuModel load_gpu_model(const std::string& path) { return gpu_model_from_json(JsonReader::from_file(path)); }
+
+double gemm_efficiency(const GpuModel& gpu, const GemmShape& s) {
+  const GemmCurve& c = gpu.gemm;
+  double e = c.max_efficiency;
+  if (c.sms > 0 && s.m > 0 && s.n > 0) {
+    const int64_t tiles = ceil_div(s.m, c.tile_m) * ceil_div(s.n, c.tile_n) * std::max<int64_t>(s.batch, 1);
+    const int64_t slots = ceil_div(tiles, c.sms) * c.sms;
+    e *= static_cast<double>(tiles) / static_cast<double>(slots);
+  }
+  if (c.k_half > 0 && s.k > 0) e *= static_cast<double>(s.k) / (static_cast<double>(s.k) + c.k_half);
+  return e;
+}
+
+int64_t gemm_flops(const GemmShape& s) { return 2 * s.m * s.n * s.k * std::max<int64_t>(s.batch, 1); }
+
+int64_t gemm_ns(const GpuModel& gpu, const GemmShape& s) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
+  const double batch = static_cast<double>(std::max<int64_t>(s.batch, 1));
+  const double flops = static_cast<double>(gemm_flops(s));
+  const double compute = flops / (gpu.peak_tflops * 1e12 * gemm_efficiency(gpu, s));
+  const double bytes = 2.0 * batch * static_cast<double>(s.m * s.k + s.k * s.n + s.m * s.n);
+  const double memory = bytes / (gpu.hbm_gb_per_s * 1e9 * gpu.memory_efficiency);
+  return to_ns(std::max(compute, memory));
+}
+
+int64_t memory_ns(const GpuModel& gpu, double bytes) {
+  if (bytes <= 0) return 0;
+  return to_ns(bytes / (gpu.hbm_gb_per_s * 1e9 * gpu.memory_efficiency));
+}
+
+}  // namespace pipescope

@@ -1,0 +1,61 @@
+// One GPU's speed as the LLM-scale time model sees it: a GEMM's time from its shape, a
+// memory-bound op's from the bytes it moves, and the node's links. Invariant: a GEMM of
+// (m, n, k) takes max(2 m n k / (peak x efficiency(m, n, k)), bytes / (HBM x
+// memory_efficiency)), efficiency = max_efficiency x waves(m, n) x k / (k + k_half):
+//   waves(m, n) = tiles / (ceil(tiles / sms) x sms),  tiles = ceil(m / tile_m) ceil(n / tile_n)
+// (wave quantization: the last wave of output tiles leaves SMs idle), and the k term
+// (short inner dimensions, the attention scores' head dim, do not fill the pipeline).
+// A GPU file without "gpu.gemm" gets today's flat 0.45 of peak for GEMMs and of HBM
+// bandwidth for memory-bound ops (interop/hf_profile.h's default), and no wave term.
+//   GpuModel g = load_gpu_model("profiles/gpus/a100-80gb.json");
+//   int64_t ns = gemm_ns(g, {8192, 2304, 6144});
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/hardware.h"
+#include "core/json_reader.h"
+
+namespace pipescope {
+
+struct GemmCurve {
+  int sms = 0;                 // streaming multiprocessors (compute units); 0: no wave term
+  int tile_m = 128;            // output tile of the GEMM kernels the library picks
+  int tile_n = 128;
+  double max_efficiency = 0.45;  // achieved / peak on a large, wave-aligned GEMM
+  double k_half = 0;           // the k at which the k term halves the efficiency (0: none)
+};
+
+struct GpuModel {
+  Hardware node;                     // devices per node, NVLink, the per-GPU network port
+  double peak_tflops = 0;            // dense bf16
+  double hbm_gb_per_s = 0;
+  double memory_efficiency = 0.45;   // achieved / peak HBM bandwidth of fused elementwise ops
+  double collective_gb_per_s = 0;    // what one GPU's ring reaches inside the node ("collective_gb_per_s"; absent: the NVLink)
+  double collective_efficiency = 0.45;  // NCCL bus bandwidth / link bandwidth
+  GemmCurve gemm;
+  bool flat = true;                  // no "gpu.gemm" section: the flat default above
+  int gpus_per_node() const { return node.devices_per_node > 0 ? node.devices_per_node : node.devices; }
+};
+
+// Reads a pipescope.hardware file with a "gpu" section (profiles/gpus/*.json). The
+// optional "gpu.gemm" {sms, tile: [m, n], max_efficiency, k_half} and
+// "gpu.memory_efficiency", "gpu.collective_efficiency" carry the curve; errors name the
+// file and the field.
+GpuModel gpu_model_from_json(const JsonReader& reader);
+GpuModel load_gpu_model(const std::string& path);
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;  // a batched GEMM (attention: b x heads)
+};
+
+double gemm_efficiency(const GpuModel& gpu, const GemmShape& shape);
+int64_t gemm_flops(const GemmShape& shape);
+// bf16 GEMM (2-byte operands and result).
+int64_t gemm_ns(const GpuModel& gpu, const GemmShape& shape);
+// A memory-bound op that reads and writes `bytes` in all.
+int64_t memory_ns(const GpuModel& gpu, double bytes);
+
+}  // namespace pipescope

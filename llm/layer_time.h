@@ -1,0 +1,62 @@
+// Compute time of one transformer layer (and of the embedding and the output head + loss)
+// on one GPU of a tensor-parallel group, for one micro-batch, under (t, sp, cp, ep,
+// recompute, micro_batch). Invariant: every GEMM is timed by the GPU's curve
+// (llm/gpu_model.h) at its sharded shape; every elementwise op by its bytes / HBM;
+// communication is added where Megatron-LM exposes it:
+//   forward      GEMMs of attention (QKV with GQA, scores, attention over V, projection)
+//                and the MLP (2 matrices, 3 with SwiGLU), each sharded by t; LayerNorms,
+//                bias-dropout-adds, GeLU / SwiGLU and softmax + dropout by their bytes
+//                (the token-wise ones divided by t under SP, whole without it); 2 TP
+//                all-reduces (no SP) or 2 all-gathers + 2 reduce-scatters (SP), exposed.
+//   I (input)    the input-gradient GEMMs, the attention core's four, elementwise
+//                backward (its own bytes: llm/layer_time.cpp); TP: without SP the 2 all-reduces
+//                overlap the weight-gradient GEMM of their linear (Megatron's async
+//                all-reduce); with SP the 2 all-gathers of the output gradient are
+//                exposed, the 2 reduce-scatters overlap W and the re-gathered inputs of
+//                W overlap I.
+//   W (weight)   the weight-gradient GEMMs.
+//   R            recompute: the whole forward (full) or the attention core (selective:
+//                scores, softmax, dropout, attention over V); run before I, counted in it.
+// CP: K/V go round a ring of cp ranks in cp - 1 steps, overlapped with the attention
+// core (Megatron / Transformer Engine's p2p context parallelism); only what exceeds it
+// shows. EP: 2 all-to-alls forward (dispatch, combine) and 2 backward, exposed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "llm/collectives.h"
+#include "llm/gpu_model.h"
+#include "llm/layout.h"
+
+namespace pipescope {
+
+struct LayerTime {
+  int64_t forward_ns = 0;       // F, communication included
+  int64_t input_grad_ns = 0;    // I, recompute and exposed communication included
+  int64_t weight_grad_ns = 0;   // W
+  int64_t recompute_ns = 0;     // the part of I that is recompute
+  // Where the forward's time goes (they add up to forward_ns).
+  int64_t forward_gemm_ns = 0, forward_memory_ns = 0, forward_comm_ns = 0;
+  int64_t backward_comm_ns = 0;          // all backward communication
+  int64_t backward_comm_exposed_ns = 0;  // the part not hidden behind a GEMM (in I)
+  double model_flops = 0;                // forward + backward FLOPs of this GPU (no recompute)
+  int64_t parameters = 0;                // on this GPU
+  int64_t backward_ns() const { return input_grad_ns + weight_grad_ns; }
+  int64_t total_ns() const { return forward_ns + backward_ns(); }
+};
+
+// The FFN width Megatron-LM uses: the shape's, else 4 h (8/3 h rounded down to a
+// multiple of 64 with SwiGLU).
+int ffn_width(const TransformerShape& shape);
+
+// `moe`: this layer's MLP is the mixture of experts (shape.experts > 0).
+LayerTime transformer_layer_time(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
+                                 bool moe = false);
+// The word (and learned position) embedding: a vocabulary-parallel lookup, then an
+// all-reduce over TP (a reduce-scatter under SP).
+LayerTime embedding_time(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
+// The final LayerNorm, the vocabulary-parallel output GEMM and the cross-entropy loss.
+LayerTime head_time(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
+
+}  // namespace pipescope

@@ -1,0 +1,163 @@
+// Builds the Profile and Plan of llm/step_time.h, simulates them and adds the
+// data-parallel tail. The simulated step ends with each pipeline rank's optimizer step
+// (profile optimizer_ms); everything else comes from llm/layer_time.h and
+// llm/collectives.h.
+#include "llm/step_time.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/cost_model.h"
+#include "core/error.h"
+#include "core/op_rules.h"
+#include "core/schedule.h"
+#include "llm/collectives.h"
+#include "sim/simulator.h"
+
+namespace pipescope {
+
+namespace {
+
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+LayerProfile layer_profile(const std::string& name, const LayerTime& t, int64_t output_bytes, int64_t optimizer_ns) {
+  LayerProfile l;
+  l.name = name;
+  l.forward_ms = {ms(t.forward_ns)};
+  l.backward_input_ms = {ms(t.input_grad_ns)};
+  l.backward_weight_ms = {ms(t.weight_grad_ns)};
+  l.backward_ms = {ms(t.input_grad_ns + t.weight_grad_ns)};
+  l.activation_bytes = {0};  // memory: llm/'s memory model, not this one
+  l.output_bytes = {static_cast<double>(output_bytes)};
+  l.parameter_bytes = t.parameters * 2;
+  l.optimizer_ms = ms(optimizer_ns);
+  return l;
+}
+
+// Transformer layers per chunk, in pipeline order (chunk c of rank r is stage c p + r).
+std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& l) {
+  const int chunks = l.p * l.v;
+  if (!l.layers_per_chunk.empty()) {
+    int sum = 0;
+    for (int n : l.layers_per_chunk) sum += n;
+    if (static_cast<int>(l.layers_per_chunk.size()) != chunks || sum != shape.layers) {
+      throw InputError("layers_per_chunk: expected " + std::to_string(chunks) + " entries adding up to --num-layers " +
+                       std::to_string(shape.layers));
+    }
+    return l.layers_per_chunk;
+  }
+  if (shape.layers % chunks != 0) {
+    throw InputError("--num-layers " + std::to_string(shape.layers) + " is not a multiple of p x v = " +
+                     std::to_string(chunks) + " (--pipeline-model-parallel-size x virtual stages)");
+  }
+  return std::vector<int>(static_cast<std::size_t>(chunks), shape.layers / chunks);
+}
+
+int64_t sharded(int64_t parameters, const ParallelLayout& l) {
+  return l.sharding == Sharding::None ? parameters : (parameters + l.d - 1) / l.d;
+}
+
+// The transformer layers, each timed once per kind (dense or MoE).
+std::vector<LayerTime> transformer_layers(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
+  const LayerTime dense = transformer_layer_time(shape, l, gpu, false);
+  const LayerTime moe = shape.experts > 0 ? transformer_layer_time(shape, l, gpu, true) : dense;
+  const int freq = std::max(shape.moe_layer_frequency, 1);
+  std::vector<LayerTime> out;
+  for (int i = 0; i < shape.layers; ++i) out.push_back(shape.experts > 0 && i % freq == 0 ? moe : dense);
+  return out;
+}
+
+}  // namespace
+
+int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters) {
+  return memory_ns(gpu, 42.0 * static_cast<double>(parameters));
+}
+
+LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
+  if (l.v > 1 && l.microbatches % l.p != 0) {
+    throw InputError("--global-batch-size: the interleaved schedule needs micro-batches per pipeline (" +
+                     std::to_string(l.microbatches) + ") to be a multiple of --pipeline-model-parallel-size " +
+                     std::to_string(l.p));
+  }
+  const std::vector<int> per_chunk = chunk_layers(shape, l);
+  const int64_t send = static_cast<int64_t>(l.micro_batch) * (shape.sequence / l.cp) * shape.hidden * 2 / l.t;
+  LlmPipeline out;
+  Profile& p = out.profile;
+  p.model = shape.name, p.device_name = gpu.node.name, p.backend = "analytic", p.dtype = "bf16";
+  p.batch_sizes = {static_cast<double>(l.micro_batch)};
+  const LayerTime emb = embedding_time(shape, l, gpu), head = head_time(shape, l, gpu);
+  p.layers.push_back(layer_profile("embedding", emb, send, optimizer_step_ns(gpu, sharded(emb.parameters, l))));
+  const std::vector<LayerTime> layers = transformer_layers(shape, l, gpu);
+  for (int i = 0; i < shape.layers; ++i) {
+    const LayerTime& t = layers[static_cast<std::size_t>(i)];
+    p.layers.push_back(layer_profile("layers." + std::to_string(i), t, send, optimizer_step_ns(gpu, sharded(t.parameters, l))));
+  }
+  p.layers.push_back(layer_profile("head", head, 0, optimizer_step_ns(gpu, sharded(head.parameters, l))));
+  Plan& plan = out.plan;
+  plan.microbatches = l.microbatches;
+  plan.batch_size = static_cast<int64_t>(l.micro_batch) * l.microbatches;
+  plan.schedule = l.v > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+  plan.chunks = l.v;
+  plan.p2p = P2p::Blocking;
+  int first = 0;
+  for (std::size_t c = 0; c < per_chunk.size(); ++c) {
+    const int end = first + per_chunk[c] + (c == 0 ? 1 : 0) + (c + 1 == per_chunk.size() ? 1 : 0);
+    plan.stages.push_back({first, end, {static_cast<int>(c) % l.p}});
+    first = end;
+  }
+  return out;
+}
+
+StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
+                   const StepOptions& options) {
+  const LlmPipeline pipe = llm_pipeline(shape, l, gpu);
+  const Hardware hw = pipeline_hardware(gpu, l);
+  const CostModel costs = build_cost_model(pipe.profile, pipe.plan, hw);
+  SimOptions so;
+  so.record_timeline = false;
+  so.p2p = P2p::Blocking;
+  const StepReport report = simulate(schedule_for(pipe.plan), costs, hw, so);
+  StepTime st;
+  st.layer = transformer_layer_time(shape, l, gpu, false);
+  st.embedding = embedding_time(shape, l, gpu);
+  st.head = head_time(shape, l, gpu);
+  st.pipeline_ns = report.step_ns;
+  st.bubble = report.bubble_fraction;
+  st.schedule = to_string(pipe.plan.schedule);
+  st.layers_per_chunk = chunk_layers(shape, l)[0];
+  // Per pipeline rank: its parameters, its optimizer step, one micro-batch's F and B.
+  std::vector<int64_t> params(static_cast<std::size_t>(l.p), 0), fwd(params), bwd(params), opt(params);
+  for (std::size_t s = 0; s < costs.stages.size(); ++s) {
+    const std::size_t r = s % static_cast<std::size_t>(l.p);
+    params[r] += costs.stages[s].parameter_bytes / 2;
+    opt[r] += costs.stages[s].optimizer_ns;
+    fwd[r] += costs.stages[s].forward_ns;
+    bwd[r] += costs.stages[s].backward_input_ns + costs.stages[s].backward_weight_ns;
+  }
+  st.optimizer_ns = *std::max_element(opt.begin(), opt.end());
+  if (l.d > 1) {
+    const GroupLink dp = group_link(gpu, l, Group::Dp);
+    for (std::size_t r = 0; r < params.size(); ++r) {
+      const int64_t grad_bytes = params[r] * 4;  // fp32 main gradients
+      const bool sharded_opt = l.sharding != Sharding::None;
+      const int64_t reduce = sharded_opt ? reduce_scatter_group_ns(dp, grad_bytes) : allreduce_group_ns(dp, grad_bytes);
+      const int64_t gather = sharded_opt ? allgather_group_ns(dp, params[r] * 2) : 0;
+      const int64_t exposed = (options.overlap_grad_reduce ? std::max<int64_t>(reduce - bwd[r], 0) : reduce) +
+                              (options.overlap_param_gather ? std::max<int64_t>(gather - fwd[r], 0) : gather);
+      st.dp_exposed_ns = std::max(st.dp_exposed_ns, exposed);
+    }
+  }
+  if (l.p > 1 && shape.tied_embeddings) {
+    const GroupLink pp = group_link(gpu, l, Group::Pp);
+    const Link& link = pp.crosses_nodes ? gpu.node.inter_node : gpu.node.link;
+    st.embedding_sync_ns = allreduce_ns(link, static_cast<int64_t>(shape.vocabulary) * shape.hidden / l.t * 4, 2);
+  }
+  st.step_ns = st.pipeline_ns + st.dp_exposed_ns + st.embedding_sync_ns;
+  double per_replica = st.embedding.model_flops + st.head.model_flops;
+  for (const LayerTime& t : transformer_layers(shape, l, gpu)) per_replica += t.model_flops;
+  st.model_flops = per_replica * l.t * l.cp * l.microbatches * l.d;
+  st.mfu = st.model_flops / (static_cast<double>(st.step_ns) * 1e-9 * l.gpus() * gpu.peak_tflops * 1e12);
+  return st;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,67 @@
+// Iteration time of a (shape, layout, GPU cluster): the per-layer F / I / W times of
+// llm/layer_time.h become a pipescope Profile at the layout's micro-batch (one layer per
+// transformer layer, the embedding and the head + loss as layers of their own, t folded
+// into the device), cut into p x v chunks as Megatron-LM cuts them (the embedding on
+// the first chunk, the head on the last), and the exact pipeline simulation (sim/) runs
+// 1F1B, or interleaved 1F1B with v chunks, with p2p on the pp group's link. The
+// data-parallel tail and the tied-embedding all-reduce follow the flush; the optimizer
+// step (a sharded one under the distributed optimizer) ends the step.
+//   StepTime st = step_time(shape, layout, load_gpu_model("profiles/gpus/a100-80gb.json"));
+//   st.step_ns, st.mfu
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/plan.h"
+#include "core/profile.h"
+#include "llm/gpu_model.h"
+#include "llm/layer_time.h"
+#include "llm/layout.h"
+
+namespace pipescope {
+
+// Where the data-parallel collectives meet compute. Megatron-LM: --overlap-grad-reduce
+// overlaps the gradient reduce-scatter (all-reduce without the distributed optimizer)
+// with the last micro-batch's backward; --overlap-param-gather the parameter all-gather
+// with the next step's first forward. Off (Megatron's default, and Korthikanti et al.'s
+// runs): both exposed after the flush.
+struct StepOptions {
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+};
+
+struct StepTime {
+  LayerTime layer;         // one transformer layer, one micro-batch
+  LayerTime embedding, head;
+  int64_t pipeline_ns = 0;     // the simulated flushed pipeline, optimizer step included
+  int64_t optimizer_ns = 0;    // the slowest pipeline rank's optimizer step
+  int64_t dp_exposed_ns = 0;   // gradient reduce + parameter gather not hidden
+  int64_t embedding_sync_ns = 0;  // tied embedding gradients between first and last stage
+  int64_t step_ns = 0;
+  double bubble = 0;           // the simulation's mean idle fraction
+  double model_flops = 0;      // per step, all GPUs (Korthikanti et al. appendix A: no recompute)
+  double mfu = 0;              // model FLOPs / (step x GPUs x peak)
+  std::string schedule;        // "1f1b" or "interleaved"
+  int layers_per_chunk = 0;    // the first chunk's transformer layers
+};
+
+// Throws InputError when the layout does not cut the layers into p x v chunks, or v > 1
+// with microbatches not a multiple of p (Megatron's interleaved schedule).
+StepTime step_time(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
+                   const StepOptions& options = {});
+
+// The Profile and Plan step_time simulates (for `pipescope simulate` and tests).
+struct LlmPipeline {
+  Profile profile;
+  Plan plan;
+};
+LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
+
+// One optimizer step of Megatron's bf16 mixed precision on `parameters` parameters,
+// memory-bound at 42 bytes each: the fp32 main gradient read for the norm (4), Adam
+// reading gradient, master weight, m and v (16) and writing master, m and v (12), the
+// master copied into the bf16 weights (4 + 2), the gradient buffer zeroed (4).
+int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters);
+
+}  // namespace pipescope

@@ -1,0 +1,71 @@
+// `pipescope llm-time`: Megatron-LM's flags in, the same step as llm/step_time.h out (a
+// table, or exactly one JSON object with --json), and bad input exits 2 naming the flag.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/cli_run.h"
+#include "experiments/korthikanti_table5.h"
+
+namespace pipescope {
+namespace {
+
+using testing::run_cli;
+
+// Korthikanti et al.'s 175B run: t 8, p 8, 3 chunks of 4 layers, SP + selective.
+const std::string k175 =
+    "llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+    "--vocab-size 51200 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+    "--num-layers-per-virtual-pipeline-stage 4 --sequence-parallel --recompute-granularity selective "
+    "--micro-batch-size 1 --global-batch-size 64";
+
+TEST(CliLlmTime, JsonIsOneObjectWithTheLibrarysStep) {
+  const auto r = run_cli(k175 + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // throws unless exactly one JSON value
+  EXPECT_EQ(j["format"], "pipescope.llm_time");
+  EXPECT_EQ(j["schedule"], "interleaved");
+  EXPECT_EQ(j["layout"]["v"], 3);
+  EXPECT_EQ(j["layout"]["microbatches"], 64);
+  const GpuModel gpu = load_gpu_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/a100-80gb.json");
+  const StepTime st = step_time(korthikanti_shape(kKorthikantiModels[1]), korthikanti_layout(kKorthikantiModels[1], true), gpu);
+  EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
+}
+
+TEST(CliLlmTime, TableNamesTheLayout) {
+  const auto r = run_cli(k175);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("t 8 +sp cp 1 p 8 v 3 d 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MFU"), std::string::npos);
+}
+
+TEST(CliLlmTime, BadFlagsExitTwoNamingTheFlag) {
+  const std::string base =
+      "llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+      "--vocab-size 51200 ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--tensor-model-parallel-size 7", "--tensor-model-parallel-size"},
+      {"--pipeline-model-parallel-size 7", "--num-layers"},
+      {"--pipeline-model-parallel-size 8 --num-layers-per-virtual-pipeline-stage 5", "--num-layers-per-virtual-pipeline-stage"},
+      {"--micro-batch-size 3 --global-batch-size 64", "--global-batch-size"},
+      {"--recompute-granularity most", "--recompute-granularity"},
+      {"--gpus 12 --tensor-model-parallel-size 8", "--gpus"},
+      {"--micro-batch-size 0", "--micro-batch-size"},
+      {"--order tp-dp-pp", "order"},
+  };
+  for (const auto& [flags, named] : cases) {
+    const auto r = run_cli(base + flags);
+    EXPECT_EQ(r.code, 2) << flags << ": " << r.out;
+    EXPECT_NE(r.out.find(named), std::string::npos) << flags << ": " << r.out;
+  }
+  const auto missing = run_cli("llm-time --gpu a100-80gb --num-layers 4");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("--hidden-size"), std::string::npos) << missing.out;
+  const auto gpu = run_cli(base + "--gpu nosuch");
+  EXPECT_EQ(gpu.code, 2);
+  EXPECT_NE(gpu.out.find("--gpu"), std::string::npos) << gpu.out;
+}
+
+}  // namespace
+}  // namespace pipescope
