@@ -31,6 +31,7 @@ struct TransformerShape {
   int vocabulary = 0;          // V, padded as Megatron pads (--make-vocab-size-divisible-by x t)
   int sequence = 0;            // s, --seq-length
   bool tied_embeddings = true; // false: --untie-embeddings-and-output-weights
+  bool rms_norm = false;       // --normalization RMSNorm (h weights) instead of LayerNorm (2 h)
   // Mixture of experts (experts == 0: dense).
   int experts = 0;             // --num-experts
   int moe_topk = 0;            // --moe-router-topk
