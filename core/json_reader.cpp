@@ -208,6 +208,14 @@ void JsonReader::expect_format(const std::string& format) const {
   (*this)["version"].as_int(1, 1);
 }
 
+int JsonReader::expect_format_version(const std::string& format, int max_version) const {
+  std::string got = (*this)["format"].as_string();
+  if (got != format) {
+    (*this)["format"].fail("expected \"" + format + "\", got \"" + got + "\"");
+  }
+  return static_cast<int>((*this)["version"].as_int(1, max_version));
+}
+
 Json json_number(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15) {
     return Json(static_cast<int64_t>(v));
