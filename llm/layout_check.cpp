@@ -25,7 +25,7 @@ void check_shape(const TransformerShape& s) {
   require_positive("--seq-length", s.sequence);
   require_positive("--vocab-size", s.vocabulary);
   if (s.ffn_hidden < 0) refuse("--ffn-hidden-size", "expected a positive integer, got " + str(s.ffn_hidden));
-  if (s.hidden % s.heads != 0) {
+  if (s.kv_channels == 0 && s.hidden % s.heads != 0) {
     refuse("--hidden-size", str(s.hidden) + " is not a multiple of --num-attention-heads " + str(s.heads) +
                                 " (Megatron's kv_channels default is h / a)");
   }

@@ -103,13 +103,15 @@ bool is_moe_layer(const TransformerShape& shape, int layer) {
   return shape.experts > 0 && layer % shape.moe_layer_frequency == 0;
 }
 
-// Attention 2 h^2 (1 + kv / a) (q, k, v, o with h / a per head); norms 2 x (1 or 2) h;
+// Attention 2 h c (a + kv) = 2 h^2 (1 + kv / a) at c = h / a; norms 2 x (1 or 2) h;
 // MoE: experts x MLP(moe_ffn) + router h E (+ E bias) + a shared expert.
 LayerParameters layer_parameters(const TransformerShape& s, bool moe) {
   const double h = s.hidden, a = s.heads, kv = kv_heads(s);
+  const double c = s.kv_channels == 0 ? h / a : s.kv_channels;  // head dimension
   LayerParameters out;
-  out.tp_sharded = 2 * h * h * (1 + kv / a);
-  if (s.bias_linear) out.tp_sharded += h + 2 * kv * h / a, out.replicated += h;  // qkv, o
+  out.tp_sharded = 2 * h * c * (a + kv);  // q and o: h x a c; k and v: h x kv c
+  if (s.bias_linear || s.qkv_bias) out.tp_sharded += c * (a + 2 * kv);
+  if (s.bias_linear) out.replicated += h;  // o_proj's bias
   out.replicated += 2 * (s.rms_norm ? 1.0 : 2.0) * h;
   if (!moe) {
     add_mlp(out, s, ffn(s));
