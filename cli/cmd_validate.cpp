@@ -1,7 +1,8 @@
 // `pipescope validate FILE...`: reads each file with the reader its "format" names (the
-// same reader simulate, run and compare use): "FILE: ok (FORMAT v1)" on stdout for a
-// good file, the reader's message (file, JSON path, expectation) on stderr for a bad
-// one; exit 2 when any file was bad. A CI job runs it on hand-written inputs first.
+// same reader simulate, run and compare use; a v2 plan's layout too): "FILE: ok (FORMAT
+// vN)" on stdout for a good file, the reader's message (file, JSON path, expectation)
+// on stderr for a bad one; exit 2 when any file was bad. A CI job runs it on
+// hand-written inputs first.
 #include <iostream>
 #include <memory>
 
