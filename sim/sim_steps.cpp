@@ -83,11 +83,12 @@ Schedule unroll_steps(const Schedule& s, int steps) {
 
 void add_prediction_notes(StepReport& r, const Schedule& s, const CostModel& c, const Hardware& h, bool blocking,
                           bool post_validation) {
-  if (!c.split_measured && s.has_split_backward()) {
+  const bool split = s.has_split_backward();  // a scan over every op: once
+  if (!c.split_measured && split) {
     r.notes.push_back("the profile has no split backward: I (input gradient) and W (weight gradient) "
                       "each take half of backward_ms");
   }
-  if (s.has_split_backward()) {
+  if (split) {
     r.notes.push_back(c.weight_grad_counted
                           ? "split backward: I frees what W does not need of a micro-batch's stash (activation_bytes "
                             "- weight_grad_bytes), W frees the rest (core/op_rules.h)"

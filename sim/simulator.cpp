@@ -39,6 +39,10 @@ struct OpRule {
   int64_t duration_ns = 0;
   int64_t release_bytes = 0;  // op_release_bytes: what I frees of the stash
   int64_t receive_block_ns = 0;  // blocking p2p: a receive from another device holds the device this long
+  int64_t charge_bytes = 0;   // op_charge_bytes: what the op adds to its micro-batch's stash
+  int64_t peak_bytes = 0;     // StageMemory: the op's peak over what the device holds
+  int64_t held_bytes = 0;     // StageMemory: what it leaves held (unless it frees)
+  bool frees = false;         // op_frees: its end frees the (stage, micro-batch)'s stash
   std::optional<Message> receives, sends;
 };
 
@@ -104,7 +108,10 @@ class PipelineSim {
       for (int st = 0; st < S_; ++st) {
         const Op op{static_cast<OpKind>(k), st, 0};
         OpRule& rule = rules_[rule_index(op)];
-        rule = {op_duration_ns(op.kind, c_.stages[st]), op_release_bytes(op.kind, c_.stages[st]), 0,
+        const StageCost& cost = c_.stages[st];
+        const OpMemory& memory = cost.memory[s.recompute].of(op.kind);
+        rule = {op_duration_ns(op.kind, cost), op_release_bytes(op.kind, cost), 0,
+                op_charge_bytes(op.kind, cost, s.recompute), memory.peak, memory.held, op_frees(op.kind),
                 op_receives(op, S_), op_sends(op, S_)};
         if (blocking_ && rule.receives && s.stage_device[rule.receives->from_stage] != s.stage_device[st]) {
           const CutLink& l = cut_link_[rule.receives->cut()];
@@ -178,9 +185,9 @@ class PipelineSim {
   }
 
   // What the op leaves held for its (stage, micro-batch), or frees: the total's side of charge/release.
-  void hold(int d, const Op& op) {
+  void hold(int d, const Op& op, const OpRule& rule) {
     const std::size_t i = idx(op.stage, op.microbatch);
-    const int64_t change = op_frees(op.kind) ? -held_total_[i] : c_.stages[op.stage].memory[s_.recompute].of(op.kind).held;
+    const int64_t change = rule.frees ? -held_total_[i] : rule.held_bytes;
     held_total_[i] += change;
     current_total_[d] += change;
     if (recorder_) {
@@ -209,16 +216,16 @@ class PipelineSim {
         }
         start = std::max(start + rule.receive_block_ns, at);
       }
-      const StageCost& cost = c_.stages[op.stage];
       int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
       if (!saved_.empty()) dur -= std::min(dur, saved_[first + i]);  // an overlapped F&B pair's B
       PS_INVARIANT(dur >= 0, "simulated time went backwards (an op of negative duration)");
       now_ = start;
       busy_[d] += dur;
       if (o_.op_starts_ns) (*o_.op_starts_ns)[first + i] = start;
-      charge(d, idx(op.stage, op.microbatch), op_charge_bytes(op.kind, cost, s_.recompute));
+      const std::size_t slot = idx(op.stage, op.microbatch);
+      charge(d, slot, rule.charge_bytes);
       // Stash and transients together: the op's peak over what the device holds (op_rules.h).
-      const int64_t op_peak = cost.memory[s_.recompute].of(op.kind).peak;
+      const int64_t op_peak = rule.peak_bytes;
       peak_total_[d] = std::max(peak_total_[d], current_total_[d] + op_peak);
       if (recorder_) {
         recorder_->memory(d, now_, current_act_[d], current_total_[d] + op_peak - current_act_[d] - version_bytes_[d],
@@ -227,12 +234,12 @@ class PipelineSim {
       }
       if (!versions_.empty()) versions_[op.stage]->use(op);
       now_ = free_at = start + dur;
-      if (op_frees(op.kind)) {
-        release(d, idx(op.stage, op.microbatch));
+      if (rule.frees) {
+        release(d, slot);
       } else if (rule.release_bytes > 0) {
-        release(d, idx(op.stage, op.microbatch), rule.release_bytes);
+        release(d, slot, rule.release_bytes);
       }
-      hold(d, op);
+      hold(d, op, rule);
       if (rule.sends) {
         const int64_t sent = send(*rule.sends, op.microbatch, first + i);
         if (blocking_) free_at = std::max(free_at, sent);  // the sender waits for its tensor to arrive
