@@ -23,11 +23,11 @@
 #include <iostream>
 #include <map>
 
-#include "exec/blas_kernels.h"
+#include "exec/backends/blas_kernels.h"
 #include "core/cost_model.h"
 #include "core/error.h"
-#include "exec/executor.h"
-#include "exec/profiler.h"
+#include "exec/runtime/executor.h"
+#include "exec/profiler/profiler.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
 
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       o.steps = steps;
       exec::RunResult m = exec::run_threads(profile, plan, schedule, o);
       int64_t critical = 0;
-      for (const StageReport& s : m.report.stages) critical = std::max(critical, s.busy_ns);
+      for (const PositionReport& s : m.report.positions) critical = std::max(critical, s.busy_ns);
       const double err = (m.report.throughput_samples_per_s - predicted.throughput_samples_per_s) /
                          predicted.throughput_samples_per_s;
       std::printf("%-12s %10.2f %10.2f %+8.1f%% %12.2f %12.2f %12.2f %9.1e %5.0f%%\n", name.c_str(),

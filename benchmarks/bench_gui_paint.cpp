@@ -65,11 +65,11 @@ int main(int argc, char** argv) {
 
   TimelineModel model;
   model.set_timeline(r.timeline, r.step_ns);
-  int64_t device_ops = 0;
+  int64_t position_ops = 0;
   for (int t = 0; t < model.track_count(); ++t) {
-    if (model.track_name(t).startsWith("device ")) device_ops += static_cast<int64_t>(model.track_events(t).size());
+    if (model.track_name(t).startsWith("device ")) position_ops += static_cast<int64_t>(model.track_events(t).size());
   }
-  if (device_ops != 2LL * K * M) return fail("the timeline holds 2 K M device ops (F and B)");
+  if (position_ops != 2LL * K * M) return fail("the timeline holds 2 K M device ops (F and B)");
 
   TimelineView view;
   view.set_model(&model);

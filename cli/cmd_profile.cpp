@@ -1,5 +1,5 @@
 // `pipescope profile --model MODEL.json --backend cpu`: measure every layer of a model
-// file into an executable profile (exec/profiler.h); `pipescope profile synth`: write an
+// file into an executable profile (exec/profiler/profiler.h); `pipescope profile synth`: write an
 // analytic profile (GPT-style transformer, or a uniform / uneven toy stack) without
 // measuring anything.
 #include <iostream>
@@ -11,8 +11,8 @@
 #include "cli/profile_hf.h"
 #include "core/error.h"
 #include "interop/synth_profile.h"
-#include "exec/backend.h"
-#include "exec/profiler.h"
+#include "exec/backends/backend.h"
+#include "exec/profiler/profiler.h"
 
 namespace pipescope::cli {
 

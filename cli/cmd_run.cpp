@@ -11,8 +11,8 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/compare.h"
-#include "exec/executor.h"
-#include "exec/mpi_runner.h"
+#include "exec/runtime/executor.h"
+#include "exec/transport/mpi_runner.h"
 #include "sim/replay.h"
 #include "sim/simulator.h"
 

@@ -12,7 +12,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/report.h"
-#include "exec/model.h"
+#include "exec/layers/model.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope::cli {

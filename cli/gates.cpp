@@ -49,13 +49,13 @@ GateResult gate(const std::string& flag, double limit, double value, std::string
 
 StepFacts step_facts(const StepReport& r, int64_t memory_limit_bytes) {
   StepFacts f;
-  f.title = r.model + ", " + r.schedule + ", K = " + std::to_string(r.devices) +
+  f.title = r.model + ", " + r.schedule + ", K = " + std::to_string(r.num_positions) +
             (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) : "") + ", M = " + std::to_string(r.microbatches);
   f.model = r.model;
   f.step_ms = static_cast<double>(r.step_ns) / 1e6;
   f.throughput_samples_per_s = r.throughput_samples_per_s;
   f.bubble_fraction = r.bubble_fraction;
-  for (const StageReport& s : r.stages) f.stage_peak_bytes.push_back(s.peak_memory_bytes);
+  for (const PositionReport& s : r.positions) f.stage_peak_bytes.push_back(s.peak_memory_bytes);
   f.memory_limit_bytes = memory_limit_bytes;
   return f;
 }

@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "exec/blas_kernels.h"
+#include "exec/backends/blas_kernels.h"
 
 int main(int argc, char** argv) {
   pipescope::exec::use_native_blas_kernels(argv);  // may re-execute this program once

@@ -7,7 +7,7 @@
 #include "core/atomic_file.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "exec/backend.h"
+#include "exec/backends/backend.h"
 #include "core/cost_model.h"
 #include "planner/plan_builder.h"
 #include "planner/zero_bubble_search.h"

@@ -17,9 +17,9 @@ double ComparedValue::relative_error() const {
 }
 
 Comparison compare_reports(const StepReport& p, const StepReport& m, StageMatch match) {
-  if (match == StageMatch::Exact && p.stages.size() != m.stages.size()) {
-    throw InputError("compare: the prediction has " + std::to_string(p.stages.size()) +
-                     " stages but the measurement has " + std::to_string(m.stages.size()));
+  if (match == StageMatch::Exact && p.positions.size() != m.positions.size()) {
+    throw InputError("compare: the prediction has " + std::to_string(p.positions.size()) +
+                     " stages but the measurement has " + std::to_string(m.positions.size()));
   }
   Comparison c;
   auto warn_if = [&](bool differ, const std::string& what) {
@@ -37,10 +37,10 @@ Comparison compare_reports(const StepReport& p, const StepReport& m, StageMatch 
   }
   c.values.push_back({"throughput_samples_per_s", p.throughput_samples_per_s, m.throughput_samples_per_s});
   c.values.push_back({"bubble_fraction", p.bubble_fraction, m.bubble_fraction});
-  warn_if(p.stages.size() != m.stages.size(), "stages (" + std::to_string(p.stages.size()) + " vs " +
-                                                  std::to_string(m.stages.size()) + "; those both have are compared)");
-  for (std::size_t s = 0; s < std::min(p.stages.size(), m.stages.size()); ++s) {
-    const StageReport &a = p.stages[s], &b = m.stages[s];
+  warn_if(p.positions.size() != m.positions.size(), "stages (" + std::to_string(p.positions.size()) + " vs " +
+                                                  std::to_string(m.positions.size()) + "; those both have are compared)");
+  for (std::size_t s = 0; s < std::min(p.positions.size(), m.positions.size()); ++s) {
+    const PositionReport &a = p.positions[s], &b = m.positions[s];
     const std::string st = "stage " + std::to_string(a.index) + " ";
     c.values.push_back({st + "busy_ms", a.busy_ns / 1e6, b.busy_ns / 1e6});
     // The peak by category: a difference in the total names its cause.

@@ -4,7 +4,7 @@
 // counts the memory rules of core/op_rules.h charge. The rules themselves (what an op
 // charges, frees and costs) live in core/op_rules.h only.
 //
-// On the executor (exec/stage_worker.h) a layer's activation_bytes is, by construction,
+// On the executor (exec/runtime/stage_worker.h) a layer's activation_bytes is, by construction,
 // what its forward stashes for its backward (its input and the tensors it creates, never
 // its output), as measured by the tracking allocator in `pipescope profile --model`.
 #pragma once

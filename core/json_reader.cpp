@@ -200,15 +200,7 @@ std::vector<int64_t> JsonReader::as_ints(int64_t min) const {
   return out;
 }
 
-void JsonReader::expect_format(const std::string& format) const {
-  std::string got = (*this)["format"].as_string();
-  if (got != format) {
-    (*this)["format"].fail("expected \"" + format + "\", got \"" + got + "\"");
-  }
-  (*this)["version"].as_int(1, 1);
-}
-
-int JsonReader::expect_format_version(const std::string& format, int max_version) const {
+int JsonReader::expect_format(const std::string& format, int max_version) const {
   std::string got = (*this)["format"].as_string();
   if (got != format) {
     (*this)["format"].fail("expected \"" + format + "\", got \"" + got + "\"");

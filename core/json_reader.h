@@ -43,10 +43,9 @@ class JsonReader {
                  int64_t max = std::numeric_limits<int64_t>::max()) const;
   std::vector<double> as_doubles(double min = -std::numeric_limits<double>::max()) const;
   std::vector<int64_t> as_ints(int64_t min = std::numeric_limits<int64_t>::min()) const;
-  // The format header: "format" must equal `format`, "version" must be 1.
-  void expect_format(const std::string& format) const;
-  // The same for a format with versions 1 ..= max_version; returns the version.
-  int expect_format_version(const std::string& format, int max_version) const;
+  // The format header: "format" must equal `format`, "version" must be 1..max_version;
+  // returns the version.
+  int expect_format(const std::string& format, int max_version = 1) const;
 
   const Json& json() const { return *node_; }
   const std::string& source() const { return source_; }

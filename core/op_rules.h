@@ -21,7 +21,7 @@
 //     at the end of I     -= what W does not need: activation_bytes - weight_grad_bytes
 //                            (the profile's weight_grad_bytes; without it, nothing: the
 //                            stash lives until W). The executor's layers drop exactly those
-//                            tensors (exec/layer.h: release_for_weight).
+//                            tensors (exec/layers/layer.h: release_for_weight).
 //     at the end of B / W -= everything held for (s,m) (W: the weight_grad_bytes I left).
 //   transients (counted when the profile has workspace_bytes; core/profile.h): besides
 //   the stash an op holds, while it runs, its input tensor (received, the data, or the
@@ -30,7 +30,7 @@
 //   on the last stage the loss's target and gradient. Across ops it holds the loss
 //   gradient of the last stage (from F to its B or I) and, under split backward, the
 //   output gradients each layer keeps from I to W (held_for_weight). stage_memory()
-//   adds these up layer by layer in the executor's order (exec/stage_worker.cpp):
+//   adds these up layer by layer in the executor's order (exec/runtime/stage_worker.cpp):
 //     at the start of an op   the device's peak may rise to held + OpMemory::peak
 //     at the end of an op     held += OpMemory::held (B and W: everything of (s,m) freed)
 //   a replicated position's gradient all-reduce holds one flat copy of its gradients;
@@ -190,7 +190,7 @@ struct StageMemory {
   std::array<OpMemory, 5> op{};  // indexed by OpKind
   const OpMemory& of(OpKind kind) const { return op[static_cast<std::size_t>(kind)]; }
 };
-// The executor's order of allocations over the stage's layers (exec/stage_worker.cpp):
+// The executor's order of allocations over the stage's layers (exec/runtime/stage_worker.cpp):
 // `first` / `last`: whether the stage is the model's first / last.
 StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool last, bool recompute);
 // The flat gradient copy a replicated position's all-reduce holds (0 when not replicated).

@@ -55,8 +55,8 @@ Schedule schedule_for(const Plan& plan, int steps) {
   const std::vector<int> positions = plan.stage_positions();
   const bool placed = std::all_of(plan.stages.begin(), plan.stages.end(), [](const PlanStage& p) { return !p.devices.empty(); });
   for (int st = 0; st < s.stages() && placed; ++st) {
-    if (positions[st] != s.stage_device[st]) {
-      throw InputError(where, "", "stage " + std::to_string(st) + " runs on device " + std::to_string(s.stage_device[st]) +
+    if (positions[st] != s.stage_position[st]) {
+      throw InputError(where, "", "stage " + std::to_string(st) + " runs on device " + std::to_string(s.stage_position[st]) +
                                       " in the schedule but on position " + std::to_string(positions[st]) + " in the plan");
     }
   }
@@ -159,7 +159,7 @@ void check_stages(const std::vector<JsonReader>& items, const Plan& p) {
 }  // namespace
 
 Plan plan_from_json(const JsonReader& r) {
-  const int version = r.expect_format_version("pipescope.plan", 2);
+  const int version = r.expect_format("pipescope.plan", 2);
   Plan p;
   p.source = r.source();
   if (r.has("layout")) {

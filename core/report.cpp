@@ -90,12 +90,12 @@ void set_step_ends(StepReport& r, std::vector<int64_t> ends) {
 }
 
 bool StepReport::fits() const {
-  return std::all_of(stages.begin(), stages.end(), [](const StageReport& s) { return s.fits; });
+  return std::all_of(positions.begin(), positions.end(), [](const PositionReport& s) { return s.fits; });
 }
 
 int64_t StepReport::peak_memory_bytes() const {
   int64_t peak = 0;
-  for (const StageReport& s : stages) peak = std::max(peak, s.peak_memory_bytes);
+  for (const PositionReport& s : positions) peak = std::max(peak, s.peak_memory_bytes);
   return peak;
 }
 
@@ -104,7 +104,7 @@ static int64_t ms_to_ns_exact(double ms) { return std::llround(ms * 1e6); }
 
 Json report_to_json(const StepReport& r) {
   Json stages = Json::array();
-  for (const StageReport& s : r.stages) {
+  for (const PositionReport& s : r.positions) {
     Json ranges = Json::array();
     for (auto [a, b] : s.layers) ranges.push_back({a, b});
     Json j = {{"index", s.index},
@@ -131,7 +131,7 @@ Json report_to_json(const StepReport& r) {
               {"version", 1},
               {"model", r.model},
               {"schedule", r.schedule},
-              {"devices", r.devices},
+              {"devices", r.num_positions},
               {"chunks", r.chunks},
               {"microbatches", r.microbatches},
               {"microbatch_size", json_number(r.microbatch_size)},
@@ -172,7 +172,7 @@ StepReport report_from_json(const JsonReader& r) {
   rep.kind = format.substr(std::string("pipescope.").size());
   rep.model = r.has("model") ? r["model"].as_string() : "";
   rep.schedule = r["schedule"].as_string();
-  rep.devices = static_cast<int>(r["devices"].as_int(1, kMaxDevices));
+  rep.num_positions = static_cast<int>(r["devices"].as_int(1, kMaxDevices));
   rep.chunks = r.has("chunks") ? static_cast<int>(r["chunks"].as_int(1, 64)) : 1;
   rep.microbatches = static_cast<int>(r["microbatches"].as_int(1, 1 << 30));
   rep.microbatch_size = r["microbatch_size"].as_double(0.0);
@@ -196,7 +196,7 @@ StepReport report_from_json(const JsonReader& r) {
     }
   }
   for (const JsonReader& s : r["stages"].items()) {
-    StageReport st;
+    PositionReport st;
     st.index = static_cast<int>(s["index"].as_int(0, kMaxDevices));
     if (s.has("chunk_layers")) {
       for (const JsonReader& range : s["chunk_layers"].items()) {
@@ -224,7 +224,7 @@ StepReport report_from_json(const JsonReader& r) {
     st.weight_version_bytes = optional_bytes("weight_version_bytes");
     st.weight_versions = s.has("weight_versions") ? static_cast<int>(s["weight_versions"].as_int(1, 1 << 30)) : 1;
     st.fits = s.has("fits") ? s["fits"].as_bool() : true;
-    rep.stages.push_back(std::move(st));
+    rep.positions.push_back(std::move(st));
   }
   if (r.has("notes")) {
     for (const JsonReader& n : r["notes"].items()) rep.notes.push_back(n.as_string());
@@ -255,8 +255,8 @@ std::string format_ms(int64_t ns) {
 std::string report_table(const StepReport& r) {
   std::ostringstream out;
   char buf[256];
-  out << r.kind << ": " << r.model << ", " << r.schedule << ", K = " << r.devices;
-  if (!r.stages.empty() && r.stages[0].hardware_devices.size() > 1) out << ", r = " << r.stages[0].hardware_devices.size();
+  out << r.kind << ": " << r.model << ", " << r.schedule << ", K = " << r.num_positions;
+  if (!r.positions.empty() && r.positions[0].hardware_devices.size() > 1) out << ", r = " << r.positions[0].hardware_devices.size();
   if (r.chunks > 1) out << ", v = " << r.chunks;
   out << ", M = " << r.microbatches << ", micro-batch " << r.microbatch_size << " (batch "
       << r.batch_size << ")" << (r.recompute ? ", re-materialisation on" : "") << "\n";
@@ -277,7 +277,7 @@ std::string report_table(const StepReport& r) {
   const bool versions = r.weight_update != WeightUpdate::Flush;
   out << "\nstage  layers        busy ms     bubble   static      peak act.   peak memory"
       << (versions ? "   weight versions" : "") << "\n";
-  for (const StageReport& s : r.stages) {
+  for (const PositionReport& s : r.positions) {
     std::string layers;
     for (std::size_t i = 0; i < s.layers.size(); ++i) {
       char range[64];
@@ -342,7 +342,7 @@ std::string chrome_trace(const StepReport& r) {
   for (const MemorySample& m : r.timeline.memory) {
     add({{"ph", "C"},
          {"pid", 0},
-         {"name", "activation bytes, device " + std::to_string(m.device)},
+         {"name", "activation bytes, device " + std::to_string(m.position)},
          {"ts", static_cast<double>(m.time_ns) / 1e3},
          {"args", {{"bytes", m.activation_bytes}, {"transient_bytes", m.transient_bytes}}}});
   }

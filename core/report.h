@@ -26,7 +26,7 @@ struct TimelineEvent {
 };
 
 struct MemorySample {
-  int device = 0;
+  int position = 0;  // pipeline position (JSON: "device")
   int64_t time_ns = 0;
   int64_t activation_bytes = 0;
   // Tensors held beyond the stash at that moment (core/op_rules.h's transients); a
@@ -72,7 +72,7 @@ class TimelineRecorder {
   std::vector<int> link_track_;  // K x K, -1 until used (only while K is small)
 };
 
-struct StageReport {
+struct PositionReport {
   int index = 0;                                 // pipeline position (device)
   std::vector<std::pair<int, int>> layers;       // one [first, end) per model chunk
   std::vector<int> hardware_devices;             // replicas
@@ -101,7 +101,7 @@ inline double bubble_fraction(double busy_ns, int positions, double span_ns) {
 }
 // The transients' share of a stage's peak: what the peak holds beyond static + peak
 // activations + kept weight versions, never below 0.
-inline int64_t transient_share(const StageReport& st) {
+inline int64_t transient_share(const PositionReport& st) {
   return std::max<int64_t>(0, st.peak_memory_bytes - st.static_bytes - st.peak_activation_bytes - st.weight_version_bytes);
 }
 
@@ -109,7 +109,7 @@ struct StepReport {
   std::string kind = "prediction";  // or "measurement"
   std::string model;
   std::string schedule;
-  int devices = 1;
+  int num_positions = 1;  // K (JSON: "devices")
   int chunks = 1;
   int microbatches = 1;
   double microbatch_size = 1;
@@ -130,12 +130,12 @@ struct StepReport {
   int64_t startup_ns = 0;            // the first step's time beyond a steady-state step: the fill
   double bubble_fraction = 0;
   int64_t simulated_ops = 0;
-  std::vector<StageReport> stages;
+  std::vector<PositionReport> positions;  // one per pipeline position (JSON: "stages")
   std::vector<std::string> notes;
   Timeline timeline;
 
   bool fits() const;
-  int64_t peak_memory_bytes() const;  // largest over stages
+  int64_t peak_memory_bytes() const;  // largest over positions
   // The step plans are ranked by: the steady-state step over several steps (an
   // asynchronous schedule's has no fill or drain), else the step.
   int64_t ranked_step_ns() const { return steps > 1 ? steady_state_step_ns : step_ns; }

@@ -96,10 +96,10 @@ bool parse_op_letter(char letter, OpKind& kind) {
 }
 
 int Schedule::chunks() const {
-  if (devices() == 0 || stages() % devices() != 0) return 0;
-  std::vector<int> count(static_cast<std::size_t>(devices()), 0);
-  for (int d : stage_device) {
-    if (d < 0 || d >= devices()) return 0;
+  if (positions() == 0 || stages() % positions() != 0) return 0;
+  std::vector<int> count(static_cast<std::size_t>(positions()), 0);
+  for (int d : stage_position) {
+    if (d < 0 || d >= positions()) return 0;
     ++count[d];
   }
   for (int c : count) {
@@ -111,13 +111,13 @@ int Schedule::chunks() const {
 std::vector<int> Schedule::stages_of(int device) const {
   std::vector<int> out;
   for (int s = 0; s < stages(); ++s) {
-    if (stage_device[s] == device) out.push_back(s);
+    if (stage_position[s] == device) out.push_back(s);
   }
   return out;
 }
 
 bool Schedule::has_split_backward() const {
-  for (const auto& ops : device_ops) {
+  for (const auto& ops : position_ops) {
     for (const Op& op : ops) {
       if (op.kind == OpKind::BackwardInput || op.kind == OpKind::BackwardWeight) return true;
     }
@@ -125,7 +125,7 @@ bool Schedule::has_split_backward() const {
   return false;
 }
 
-std::vector<int> stage_device_map(ScheduleKind kind, int devices, int chunks) {
+std::vector<int> stage_position_map(ScheduleKind kind, int devices, int chunks) {
   std::vector<int> map(static_cast<std::size_t>(devices) * chunks);
   const bool v_shape = required_chunks(kind) == 2 && chunks == 2;  // stages d and 2K-1-d on device d
   for (std::size_t st = 0; st < map.size(); ++st) {
@@ -142,14 +142,14 @@ int required_chunks(ScheduleKind kind) {
 
 std::size_t Schedule::num_ops() const {
   std::size_t n = 0;
-  for (const auto& ops : device_ops) n += ops.size();
+  for (const auto& ops : position_ops) n += ops.size();
   return n;
 }
 
 void check_schedule_spec(const ScheduleSpec& spec) {
-  if (spec.devices < 1 || spec.devices > kMaxDevices) {
+  if (spec.positions < 1 || spec.positions > kMaxDevices) {
     throw InputError("stages: expected 1 to " + std::to_string(kMaxDevices) + ", got " +
-                     std::to_string(spec.devices));
+                     std::to_string(spec.positions));
   }
   if (spec.microbatches < 1) {
     throw InputError("microbatches: expected at least 1, got " + std::to_string(spec.microbatches));
@@ -180,7 +180,7 @@ void check_schedule_spec(const ScheduleSpec& spec) {
                          ? 2
                          : 3;
   if (spec.recompute) ++per_pair;
-  int64_t ops = per_pair * spec.devices * spec.chunks * static_cast<int64_t>(spec.microbatches) * spec.steps;
+  int64_t ops = per_pair * spec.positions * spec.chunks * static_cast<int64_t>(spec.microbatches) * spec.steps;
   if (ops > kMaxScheduleOps) {
     throw InputError("schedule would hold " + std::to_string(ops) + " ops; the limit is " +
                      std::to_string(kMaxScheduleOps) + " (reduce stages or microbatches)");
@@ -197,14 +197,14 @@ std::string op_name(const Op& op) {
 // Names the cycle of devices that wait on each other when no device can move.
 std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>& cursor,
                               const ProductTable& done) {
-  std::vector<int> waits_on(static_cast<std::size_t>(s.devices()), -1);
-  std::vector<std::string> why(static_cast<std::size_t>(s.devices()));
-  for (int d = 0; d < s.devices(); ++d) {
-    if (cursor[d] >= s.device_ops[d].size()) continue;
-    const Op& op = s.device_ops[d][cursor[d]];
+  std::vector<int> waits_on(static_cast<std::size_t>(s.positions()), -1);
+  std::vector<std::string> why(static_cast<std::size_t>(s.positions()));
+  for (int d = 0; d < s.positions(); ++d) {
+    if (cursor[d] >= s.position_ops[d].size()) continue;
+    const Op& op = s.position_ops[d][cursor[d]];
     for (const Need& n : op_needs(op, s.stages(), s.recompute)) {
       if (done.has(n.product, n.stage, op.microbatch)) continue;
-      waits_on[d] = s.stage_device[n.stage];
+      waits_on[d] = s.stage_position[n.stage];
       why[d] = "device " + std::to_string(d) + " at " + op_name(op) + " waits for stage " + std::to_string(n.stage) +
                " on device " + std::to_string(waits_on[d]);
       break;
@@ -212,9 +212,9 @@ std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>&
   }
   // Follow the waits from the first stuck device until a device repeats.
   int start = 0;
-  while (start < s.devices() && waits_on[start] < 0) ++start;
-  if (start == s.devices()) return "";
-  std::vector<int> seen(static_cast<std::size_t>(s.devices()), -1);
+  while (start < s.positions() && waits_on[start] < 0) ++start;
+  if (start == s.positions()) return "";
+  std::vector<int> seen(static_cast<std::size_t>(s.positions()), -1);
   std::vector<int> path;
   int d = start;
   while (d >= 0 && seen[d] < 0) {
@@ -227,7 +227,7 @@ std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>&
   for (std::size_t i = static_cast<std::size_t>(from); i < path.size(); ++i) {
     if (!why[path[i]].empty()) out += (out.empty() ? "" : "; ") + why[path[i]];
   }
-  if (d >= 0 && cursor[d] < s.device_ops[d].size()) out += " (a cycle)";
+  if (d >= 0 && cursor[d] < s.position_ops[d].size()) out += " (a cycle)";
   return out;
 }
 
@@ -238,7 +238,7 @@ using detail::walk_in_dependency_order;
 
 void validate_schedule(const Schedule& s, const std::string& source) {
   const std::string where = (source.empty() ? "" : source + ": ") + "schedule: ";
-  const int S = s.stages(), M = s.microbatches(), K = s.devices();
+  const int S = s.stages(), M = s.microbatches(), K = s.positions();
   if (K < 1 || K > kMaxDevices) throw InputError(where + "expected 1 to " + std::to_string(kMaxDevices) + " devices");
   if (S < 1) throw InputError(where + "expected at least one stage");
   if (M < 1) throw InputError(where + "expected at least one micro-batch");
@@ -255,11 +255,11 @@ void validate_schedule(const Schedule& s, const std::string& source) {
   }
   std::vector<char> used(static_cast<std::size_t>(K), 0);
   for (int st = 0; st < S; ++st) {
-    if (s.stage_device[st] < 0 || s.stage_device[st] >= K) {
+    if (s.stage_position[st] < 0 || s.stage_position[st] >= K) {
       throw InputError(where + "stage " + std::to_string(st) + " is placed on device " +
-                       std::to_string(s.stage_device[st]) + ", outside 0.." + std::to_string(K - 1));
+                       std::to_string(s.stage_position[st]) + ", outside 0.." + std::to_string(K - 1));
     }
-    used[s.stage_device[st]] = 1;
+    used[s.stage_position[st]] = 1;
   }
   for (int d = 0; d < K; ++d) {
     if (!used[d]) throw InputError(where + "device " + std::to_string(d) + " holds no stage");
@@ -268,16 +268,16 @@ void validate_schedule(const Schedule& s, const std::string& source) {
   std::vector<int> count(static_cast<std::size_t>(kKinds) * S * M, 0);
   auto at = [&](OpKind k, int st, int m) -> int& { return count[(static_cast<std::size_t>(k) * S + st) * M + m]; };
   for (int d = 0; d < K; ++d) {
-    for (std::size_t i = 0; i < s.device_ops[d].size(); ++i) {
-      const Op& op = s.device_ops[d][i];
+    for (std::size_t i = 0; i < s.position_ops[d].size(); ++i) {
+      const Op& op = s.position_ops[d][i];
       const std::string here = where + "device " + std::to_string(d) + ", op " + std::to_string(i) + ": ";
       if (op.stage < 0 || op.stage >= S || op.microbatch < 0 || op.microbatch >= M) {
         throw InputError(here + op_name(op) + " is outside " + std::to_string(S) + " stages x " + std::to_string(M) +
                          " micro-batches");
       }
-      if (s.stage_device[op.stage] != d) {
+      if (s.stage_position[op.stage] != d) {
         throw InputError(here + op_name(op) + " runs on device " + std::to_string(d) + " but stage " +
-                         std::to_string(op.stage) + " lives on device " + std::to_string(s.stage_device[op.stage]));
+                         std::to_string(op.stage) + " lives on device " + std::to_string(s.stage_position[op.stage]));
       }
       if (op.kind == OpKind::Recompute && !s.recompute) {
         throw InputError(here + op_name(op) + ": an R op in a schedule without re-materialisation");

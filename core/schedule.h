@@ -72,7 +72,7 @@ struct Op {
 
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::OneFOneB;
-  int devices = 1;       // pipeline depth K
+  int positions = 1;     // pipeline depth K
   int microbatches = 1;  // M
   int chunks = 1;        // v, model chunks per device (interleaved; 2 for zb-v and dualpipev)
   bool recompute = false;
@@ -86,8 +86,8 @@ struct Schedule {
   bool recompute = false;                      // F keeps only the stage input; R(s,m) re-runs it
   WeightUpdate weight_update = WeightUpdate::Flush;
   int steps = 1;                               // training steps the op lists hold (> 1 only without a flush)
-  std::vector<int> stage_device;               // model stage -> device (pipeline position)
-  std::vector<std::vector<Op>> device_ops;     // per device, in execution order
+  std::vector<int> stage_position;               // model stage -> device (pipeline position)
+  std::vector<std::vector<Op>> position_ops;     // per device, in execution order
   // dualpipev: the B ops that run overlapped with the F just before them on their device
   // (DualPipe's F&B pairs), sorted by (stage, micro-batch). The simulator charges such a
   // pair F + B - overlap (core/cost_model.h's fb_overlap_ns); a mark whose B does not
@@ -96,8 +96,8 @@ struct Schedule {
   // not in pipescope.schedule JSON. Empty for every other schedule.
   std::vector<Op> overlapped_backwards;
 
-  int devices() const { return static_cast<int>(device_ops.size()); }
-  int stages() const { return static_cast<int>(stage_device.size()); }
+  int positions() const { return static_cast<int>(position_ops.size()); }
+  int stages() const { return static_cast<int>(stage_position.size()); }
   int microbatches() const { return num_microbatches; }
   // Micro-batches per training step (M); micro-batch n belongs to step n / M.
   int step_microbatches() const { return num_microbatches / steps; }
@@ -150,7 +150,7 @@ void check_schedule_spec(const ScheduleSpec& spec);
 Schedule with_recompute(Schedule schedule);
 
 // The stage -> device map generator `kind` uses for K devices and v chunks.
-std::vector<int> stage_device_map(ScheduleKind kind, int devices, int chunks);
+std::vector<int> stage_position_map(ScheduleKind kind, int devices, int chunks);
 
 // Throws InputError when an op is missing, duplicated, on the wrong device, a W comes
 // without its I, B and I/W are mixed for one (stage, micro-batch), or the order cannot

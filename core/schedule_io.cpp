@@ -1,4 +1,4 @@
-// Schedule files: pipescope.schedule v1 JSON and torch.distributed.pipelining's CSV
+// Schedule files: pipescope.schedule JSON (v2 written, v1 read) and torch.distributed.pipelining's CSV
 // (docs/schedules-as-data.md, Schedule files). Invariant: a reader either returns a schedule that
 // validate_schedule accepts or throws InputError naming the file and where in it (a
 // JSON path, or a CSV rank, step and cell); no table sized by a number read from the
@@ -39,7 +39,7 @@ void check_enough_ops(const Schedule& s, const std::string& source) {
   const int64_t S = s.stages(), M = s.microbatches();
   if (S < 1 || M < 1 || 2 * S * M <= static_cast<int64_t>(s.num_ops())) return;
   std::vector<int64_t> forwards, backwards;  // keys stage * M + micro-batch
-  for (const auto& ops : s.device_ops) {
+  for (const auto& ops : s.position_ops) {
     for (const Op& op : ops) {
       if (op.stage < 0 || op.stage >= S || op.microbatch < 0 || op.microbatch >= M) continue;
       int64_t key = op.stage * M + op.microbatch;
@@ -66,6 +66,16 @@ void check_enough_ops(const Schedule& s, const std::string& source) {
 
 // ---------------------------------------------------------------- JSON
 
+// The keys that hold a schedule's positions, by file version: version 2 says what they
+// are; version 1 (still read) called a position a device.
+struct ScheduleKeys {
+  const char* positions;
+  const char* stage_position;
+  const char* position_ops;
+};
+constexpr ScheduleKeys kScheduleKeys[] = {{}, {"devices", "stage_device", "device_ops"},
+                                          {"positions", "stage_position", "position_ops"}};
+
 Op read_json_op(const JsonReader& item, int stages, int microbatches) {
   JsonReader kind = item["kind"];
   std::string letter = kind.as_string();
@@ -82,17 +92,18 @@ Op read_json_op(const JsonReader& item, int stages, int microbatches) {
 
 Json schedule_to_json(const Schedule& schedule) {
   Json ops = Json::array();
-  for (const auto& list : schedule.device_ops) {
+  for (const auto& list : schedule.position_ops) {
     Json row = Json::array();
     for (const Op& op : list) {
       row.push_back({{"kind", std::string(1, op_letter(op.kind))}, {"stage", op.stage}, {"microbatch", op.microbatch}});
     }
     ops.push_back(std::move(row));
   }
-  Json out = {{"format", "pipescope.schedule"}, {"version", 1},
-              {"name", schedule.name},          {"devices", schedule.devices()},
+  const ScheduleKeys& keys = kScheduleKeys[kScheduleFileVersion];
+  Json out = {{"format", "pipescope.schedule"}, {"version", kScheduleFileVersion},
+              {"name", schedule.name},          {keys.positions, schedule.positions()},
               {"microbatches", schedule.num_microbatches}, {"recompute", schedule.recompute},
-              {"stage_device", schedule.stage_device},     {"device_ops", std::move(ops)}};
+              {keys.stage_position, schedule.stage_position},     {keys.position_ops, std::move(ops)}};
   if (schedule.asynchronous()) {  // flushed schedules keep the keys out: files stay as they were
     out["weight_update"] = to_string(schedule.weight_update);
     out["steps"] = schedule.steps;
@@ -108,26 +119,50 @@ WeightUpdate weight_update_from_json(const JsonReader& field) {
   field.fail("expected \"flush\", \"stash\" (pipedream) or \"double-buffer\" (2bw), got \"" + w + "\"");
 }
 
+namespace {
+
+// The file's version (1 or 2); a version 2 file that still names a key as version 1
+// did fails naming that key, so a half-converted file is never read as something else.
+int schedule_file_version(const JsonReader& r) {
+  const int version = r.expect_format("pipescope.schedule", kScheduleFileVersion);
+  const ScheduleKeys &now = kScheduleKeys[version], &v1 = kScheduleKeys[1];
+  const std::pair<const char*, const char*> renamed[] = {
+      {v1.positions, now.positions}, {v1.stage_position, now.stage_position}, {v1.position_ops, now.position_ops}};
+  for (const auto& [old_key, key] : renamed) {
+    if (version == 1 || !r.has(old_key)) continue;
+    std::string what = "version " + std::to_string(version);
+    what += " calls this \"";
+    what += key;
+    what += "\" (\"";
+    what += old_key;
+    what += "\" is version 1's name)";
+    r[old_key].fail(what);
+  }
+  return version;
+}
+
+}  // namespace
+
 Schedule schedule_from_json(const JsonReader& r) {
-  r.expect_format("pipescope.schedule");
+  const ScheduleKeys& keys = kScheduleKeys[schedule_file_version(r)];
   Schedule s;
   s.name = r.has("name") ? r["name"].as_string() : base_name(r.source());
-  const int K = static_cast<int>(r["devices"].as_int(1, kMaxDevices));
+  const int K = static_cast<int>(r[keys.positions].as_int(1, kMaxDevices));
   s.num_microbatches = static_cast<int>(r["microbatches"].as_int(1, kMaxScheduleOps));
   s.recompute = r["recompute"].as_bool();
   if (r.has("weight_update")) s.weight_update = weight_update_from_json(r["weight_update"]);
   if (r.has("steps")) s.steps = static_cast<int>(r["steps"].as_int(1, s.num_microbatches));
-  JsonReader map = r["stage_device"];
+  JsonReader map = r[keys.stage_position];
   if (map.size() == 0) map.fail("expected at least one stage");
   if (map.size() > static_cast<std::size_t>(kMaxScheduleOps)) map.fail("too many stages");
-  for (const JsonReader& item : map.items()) s.stage_device.push_back(static_cast<int>(item.as_int(0, K - 1)));
-  JsonReader lists = r["device_ops"];
+  for (const JsonReader& item : map.items()) s.stage_position.push_back(static_cast<int>(item.as_int(0, K - 1)));
+  JsonReader lists = r[keys.position_ops];
   if (lists.size() != static_cast<std::size_t>(K)) {
-    lists.fail("expected " + std::to_string(K) + " op lists (one per device, as \"devices\" says), got " +
+    lists.fail("expected " + std::to_string(K) + " op lists (one per position, as \"" + keys.positions + "\" says), got " +
                std::to_string(lists.size()));
   }
   for (const JsonReader& list : lists.items()) {
-    std::vector<Op>& ops = s.device_ops.emplace_back();
+    std::vector<Op>& ops = s.position_ops.emplace_back();
     ops.reserve(list.size());
     for (const JsonReader& item : list.items()) ops.push_back(read_json_op(item, s.stages(), s.num_microbatches));
   }
@@ -301,9 +336,9 @@ void check_csv_order(const Schedule& s, const std::vector<std::vector<int>>& ref
                      const std::vector<std::vector<std::string>>& rows, const std::string& source) {
   const int64_t S = s.stages(), M = s.microbatches();
   std::vector<int> first(static_cast<std::size_t>(4 * S * M), -1);  // kind x stage x mb -> step
-  for (int d = 0; d < s.devices(); ++d) {
-    for (std::size_t i = 0; i < s.device_ops[d].size(); ++i) {
-      const Op& op = s.device_ops[d][i];
+  for (int d = 0; d < s.positions(); ++d) {
+    for (std::size_t i = 0; i < s.position_ops[d].size(); ++i) {
+      const Op& op = s.position_ops[d][i];
       const int step = refs[d][i];
       auto slot = [&](OpKind k) -> int& {
         return first[(static_cast<std::size_t>(k) * S + op.stage) * M + op.microbatch];
@@ -335,7 +370,7 @@ Schedule schedule_from_csv(const std::string& text, const std::string& source) {
   }
   Schedule s;
   s.name = base_name(source);
-  s.device_ops.resize(rows.size());
+  s.position_ops.resize(rows.size());
   std::vector<std::vector<int>> refs(rows.size());
   std::map<int, std::pair<int, int>> stage_rank;  // stage -> (rank, step) where first seen
   int max_microbatch = -1;
@@ -362,7 +397,7 @@ Schedule schedule_from_csv(const std::string& text, const std::string& source) {
                            ", step " + std::to_string(it->second.second) + "); a stage runs on one rank");
         }
         max_microbatch = std::max(max_microbatch, a.op.microbatch);
-        s.device_ops[rank].push_back(a.op);
+        s.position_ops[rank].push_back(a.op);
         refs[rank].push_back(step);
       }
     }
@@ -375,7 +410,7 @@ Schedule schedule_from_csv(const std::string& text, const std::string& source) {
                                        " has no compute action in any row (stages up to " +
                                        std::to_string(stage_rank.rbegin()->first) + " appear)");
     }
-    s.stage_device.push_back(where.first);
+    s.stage_position.push_back(where.first);
     ++expected;
   }
   s.num_microbatches = max_microbatch + 1;
@@ -396,8 +431,8 @@ std::string schedule_to_csv(const Schedule& schedule) {
                      ") cannot be expressed in PyTorch's CSV, whose schedules all flush; write JSON instead");
   }
   std::string out;
-  for (int d = 0; d < schedule.devices(); ++d) {
-    const auto& ops = schedule.device_ops[d];
+  for (int d = 0; d < schedule.positions(); ++d) {
+    const auto& ops = schedule.position_ops[d];
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].kind == OpKind::Recompute) {
         throw InputError(where + "device " + std::to_string(d) + ", op " + std::to_string(i) +

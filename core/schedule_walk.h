@@ -25,12 +25,12 @@ std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>&
 template <typename Visit>
 void walk_in_dependency_order(const Schedule& s, const std::string& source, Visit&& visit) {
   ProductTable done(s.stages(), s.microbatches());
-  std::vector<std::size_t> cursor(s.devices(), 0);
+  std::vector<std::size_t> cursor(s.positions(), 0);
   std::size_t left = s.num_ops();
   while (left > 0) {
     bool progress = false;
-    for (int d = 0; d < s.devices(); ++d) {
-      const auto& ops = s.device_ops[d];
+    for (int d = 0; d < s.positions(); ++d) {
+      const auto& ops = s.position_ops[d];
       while (cursor[d] < ops.size() && done.ready(ops[cursor[d]], s.recompute)) {
         const Op& op = ops[cursor[d]];
         visit(d, cursor[d]);

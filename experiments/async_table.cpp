@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       const StepReport r = simulate(schedule, build_cost_model(profile, plan, hardware), hardware, o);
       int64_t most = 0, least = INT64_MAX;
       std::string versions;
-      for (const StageReport& st : r.stages) {
+      for (const PositionReport& st : r.positions) {
         most = std::max(most, st.peak_memory_bytes);
         least = std::min(least, st.peak_memory_bytes);
         if (!versions.empty()) versions.push_back('/');

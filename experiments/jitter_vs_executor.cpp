@@ -12,8 +12,8 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
-#include "exec/executor.h"
-#include "exec/profiler.h"
+#include "exec/runtime/executor.h"
+#include "exec/profiler/profiler.h"
 #include "planner/plan_builder.h"
 #include "sim/distribution.h"
 #include "sim/simulator.h"

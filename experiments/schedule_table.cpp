@@ -19,7 +19,7 @@ constexpr int64_t kActivationBytes = 1000;  // one micro-batch of one whole stag
 }
 
 CostModel table_costs(const Schedule& schedule, const TableSetting& t) {
-  const int v = std::max(1, schedule.stages() / schedule.devices());
+  const int v = std::max(1, schedule.stages() / schedule.positions());
   CostModel c;
   for (int s = 0; s < schedule.stages(); ++s) {
     StageCost st;
@@ -35,11 +35,11 @@ CostModel table_costs(const Schedule& schedule, const TableSetting& t) {
     st.send_bytes = 1;
     c.stages.push_back(st);
   }
-  for (int d = 0; d < schedule.devices(); ++d) {
+  for (int d = 0; d < schedule.positions(); ++d) {
     c.position_device.push_back(d);
     c.position_devices.push_back({d});
   }
-  c.stage_position = schedule.stage_device;
+  c.stage_position = schedule.stage_position;
   return c;
 }
 
@@ -61,7 +61,7 @@ TableRow evaluate(const std::string& label, const Schedule& s, const TableSettin
   row.span_ms = longest_span(r) / 1e6;
   row.bubble = row.span_ms / (t.microbatches * (t.forward_ms + t.input_ms + t.weight_ms)) - 1.0;
   int64_t peak = 0;
-  for (const StageReport& st : r.stages) peak = std::max(peak, st.peak_activation_bytes);
+  for (const PositionReport& st : r.positions) peak = std::max(peak, st.peak_activation_bytes);
   row.peak_microbatches = static_cast<double>(peak) / kActivationBytes;
   return row;
 }

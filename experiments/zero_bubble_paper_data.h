@@ -9,7 +9,7 @@
 // The values were transcribed without the PDF at hand. Two checks: a secondary summary
 // repeats the 1.5B, m = 24 row (1F1B 24.3%, 1F1B-I 10.6%, ZB-H1 15.9%, ZB-H2 10.8%), and
 // the simulator, run with these times, gives Table 5's 1F1B, ZB-H1 and ZB-H2 bubbles to
-// within 0.0001 on 11 of the 12 rows (tests/zero_bubble_paper_test.cpp). On 1.5B at
+// within 0.0001 on 11 of the 12 rows (tests/zero_bubble/zero_bubble_paper_test.cpp). On 1.5B at
 // m = 64 all three come out 0.001-0.007 lower, so one of that row's times (T_comm, most
 // likely) is off. As transcribed, ZB-1p has ZB-H1's bubble on every row. Check against
 // the PDF before citing a single number from here.

@@ -27,7 +27,7 @@ void csv_round_trip(const std::string& text) {
     std::fprintf(stderr, "written CSV does not read back: %s\n%s\n", e.what(), written.c_str());
     std::abort();
   }
-  if (second.stage_device != first.stage_device || second.device_ops != first.device_ops ||
+  if (second.stage_position != first.stage_position || second.position_ops != first.position_ops ||
       second.num_microbatches != first.num_microbatches) {
     std::fprintf(stderr, "CSV round trip changed the schedule:\n%s\n%s\n", written.c_str(),
                  schedule_to_csv(second).c_str());

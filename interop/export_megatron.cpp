@@ -6,7 +6,7 @@
 //   counted as a layer); --decoder-first/last-pipeline-num-layers (uneven ends, even
 //   middle); --pipeline-model-parallel-layout (anything else).
 // Invariant: the decoder layers per virtual stage that Megatron derives from the
-// emitted flags equal the plan's, stage by stage (tests/interop_export_test.cpp
+// emitted flags equal the plan's, stage by stage (tests/interop/interop_export_test.cpp
 // recomputes them with Megatron's rules).
 #include <cctype>
 #include <optional>

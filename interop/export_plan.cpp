@@ -101,7 +101,7 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   }
   s.microbatch_size = s.global_batch / per_step;
   const Schedule schedule = schedule_for(plan);
-  for (const std::vector<Op>& ops : schedule.device_ops) {
+  for (const std::vector<Op>& ops : schedule.position_ops) {
     std::vector<std::string>& row = s.torch_csv.emplace_back();
     for (const Op& op : ops) {  // PyTorch has no recompute action: its stages re-run forwards themselves
       if (op.kind != OpKind::Recompute) row.push_back(std::to_string(op.stage) + op_letter(op.kind) + std::to_string(op.microbatch));

@@ -139,7 +139,7 @@ CandidateEvaluation::CandidateEvaluation(const SearchRequest& request, const Pro
 // Position p holds slots [first_slot(p), first_slot(p) + r_p) of the placement.
 void CandidateEvaluation::assign(const LayerRanges& cut) {
   for (int s = 0; s < static_cast<int>(c.plan.stages.size()); ++s) {
-    const int p = schedule.stage_device[s];  // the schedule's stage -> position map
+    const int p = schedule.stage_position[s];  // the schedule's stage -> position map
     int first_slot = 0;
     for (int k = 0; k < p; ++k) first_slot += replicas[k];
     std::vector<int> devices;
@@ -270,12 +270,12 @@ void record_report(CandidateEvaluation& e) {
   c.bubble_fraction = report.bubble_fraction;
   if (report.steps > 1 && report.steady_state_step_ns > 0) {  // the steady state's: busy time per step
     double busy = 0;
-    for (const StageReport& st : report.stages) busy += static_cast<double>(st.busy_ns) / report.steps;
-    c.bubble_fraction = std::max(0.0, bubble_fraction(busy, static_cast<int>(report.stages.size()),
+    for (const PositionReport& st : report.positions) busy += static_cast<double>(st.busy_ns) / report.steps;
+    c.bubble_fraction = std::max(0.0, bubble_fraction(busy, static_cast<int>(report.positions.size()),
                                                       static_cast<double>(report.steady_state_step_ns)));
   }
   c.stage_peak_bytes.clear();
-  for (const StageReport& st : report.stages) c.stage_peak_bytes.push_back(st.peak_memory_bytes);
+  for (const PositionReport& st : report.positions) c.stage_peak_bytes.push_back(st.peak_memory_bytes);
   c.peak_bytes = report.peak_memory_bytes();
   c.fits = report.fits();
   c.objective_ns = c.step_ns;

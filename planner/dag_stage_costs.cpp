@@ -18,7 +18,7 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
     : L_(profile.num_layers()),
       S_(schedule.stages()),
       recompute_(schedule.recompute),
-      constrain_(spec.constrain_memory && schedule.stages() == schedule.devices() && hardware.memory_bytes > 0),
+      constrain_(spec.constrain_memory && schedule.stages() == schedule.positions() && hardware.memory_bytes > 0),
       limit_(hardware.memory_bytes),
       edges_(profile.graph_edges()) {
   check_stage_count(L_, S_);
@@ -37,7 +37,7 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
     output_.push_back(profile.output_bytes(l, b));
     static_.push_back(pipescope::static_bytes(profile.layers[l].parameter_bytes, spec.optimizer_state_factor));
   }
-  auto first_device = [&](int stage) { return schedule.stage_device[stage] * r; };
+  auto first_device = [&](int stage) { return schedule.stage_position[stage] * r; };
   for (int s = 0; s < S_; ++s) {
     std::vector<int> ring;
     for (int d = first_device(s); d < first_device(s) + r; ++d) ring.push_back(d);
@@ -50,8 +50,8 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
       const int64_t grad = profile.layers[l].parameter_bytes;
       allreduce_busy_.push_back(r < 2 ? 0 : ring_link.busy_ns(ring_allreduce_bytes(grad, r)) / M);
     }
-    sends_next_.push_back(s + 1 < S_ && schedule.stage_device[s + 1] != schedule.stage_device[s]);
-    receives_prev_.push_back(s > 0 && schedule.stage_device[s - 1] != schedule.stage_device[s]);
+    sends_next_.push_back(s + 1 < S_ && schedule.stage_position[s + 1] != schedule.stage_position[s]);
+    receives_prev_.push_back(s > 0 && schedule.stage_position[s - 1] != schedule.stage_position[s]);
     next_link_.push_back(sends_next_.back() ? hardware.link_between(first_device(s), first_device(s + 1)) : Link{});
     prev_link_.push_back(receives_prev_.back() ? hardware.link_between(first_device(s), first_device(s - 1)) : Link{});
     terms_.push_back(model.stage_memory_terms(s));

@@ -43,14 +43,14 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
                          " (" + std::to_string(from_file) + "); leave it out to take the file's");
       }
     };
-    agree("--stages", choice.stages, file.devices());
+    agree("--stages", choice.stages, file.positions());
     agree("--microbatches", choice.microbatches, file.microbatches());
-    c.stages = file.devices();
+    c.stages = file.positions();
     c.microbatches = file.microbatches();
-    c.chunks = file.stages() / file.devices();
-    if (file.stages() % file.devices() != 0) {
+    c.chunks = file.stages() / file.positions();
+    if (file.stages() % file.positions() != 0) {
       throw InputError(c.schedule_file + ": " + std::to_string(file.stages()) + " stages on " +
-                       std::to_string(file.devices()) + " devices: every device must hold as many stages");
+                       std::to_string(file.positions()) + " devices: every device must hold as many stages");
     }
     c.recompute = c.recompute || file.recompute;
   }
@@ -96,7 +96,7 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
 void place_stages(Plan& plan, const Schedule& schedule, const LayerRanges& ranges, int replicas) {
   plan.stages.resize(ranges.size());
   for (std::size_t s = 0; s < ranges.size(); ++s) {
-    const int p = schedule.stage_device[s];
+    const int p = schedule.stage_position[s];
     std::vector<int> devices;
     for (int k = 0; k < replicas; ++k) devices.push_back(p * replicas + k);
     plan.stages[s] = {ranges[s].first, ranges[s].second, std::move(devices)};

@@ -63,7 +63,7 @@ void set_schedule_fields(Plan& plan, const Choice& choice) {
 }
 
 // Gives the plan's stages their layer ranges and devices: stage s on the schedule's
-// position stage_device[s], position p on hardware devices [p r, (p + 1) r).
+// position stage_position[s], position p on hardware devices [p r, (p + 1) r).
 void place_stages(Plan& plan, const Schedule& schedule, const LayerRanges& ranges, int replicas);
 
 }  // namespace pipescope

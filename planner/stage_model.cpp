@@ -17,13 +17,13 @@ namespace {
 // (stashed, re-materialised) micro-batches the stage holds at each op start of its
 // device's list, keeping only the pairs no other pair dominates.
 std::vector<std::pair<int64_t, int64_t>> memory_terms(const Schedule& schedule, int stage) {
-  const int device = schedule.stage_device[stage];
+  const int device = schedule.stage_position[stage];
   const int M = schedule.microbatches();
   // What each micro-batch holds now, in (stash, activations) units (core/op_rules.h).
   std::vector<std::pair<int64_t, int64_t>> held(static_cast<std::size_t>(M), {0, 0});
   int64_t stashed = 0, rematerialised = 0;
   std::vector<std::pair<int64_t, int64_t>> seen;
-  for (const Op& op : schedule.device_ops[device]) {
+  for (const Op& op : schedule.position_ops[device]) {
     if (op.stage != stage) continue;
     auto& mine = held[op.microbatch];
     switch (op_charge(op.kind)) {
@@ -55,7 +55,7 @@ std::vector<std::array<int64_t, 3>> release_terms(const Schedule& schedule, int 
   std::vector<std::array<int64_t, 3>> held(static_cast<std::size_t>(M), {0, 0, 0});
   std::array<int64_t, 3> now{0, 0, 0};
   std::set<std::array<int64_t, 3>> seen;
-  for (const Op& op : schedule.device_ops[schedule.stage_device[stage]]) {
+  for (const Op& op : schedule.position_ops[schedule.stage_position[stage]]) {
     if (op.stage != stage) continue;
     auto& mine = held[op.microbatch];
     const Charge charge = op_charge(op.kind);
@@ -81,7 +81,7 @@ std::vector<std::array<int64_t, 4>> op_start_terms(const Schedule& schedule, int
   std::vector<std::array<int64_t, 3>> held(static_cast<std::size_t>(M), {0, 0, 0});
   std::array<int64_t, 3> now{0, 0, 0};  // F, R, I
   std::set<std::array<int64_t, 4>> seen;
-  for (const Op& op : schedule.device_ops[schedule.stage_device[stage]]) {
+  for (const Op& op : schedule.position_ops[schedule.stage_position[stage]]) {
     if (op.stage != stage) continue;
     seen.insert({now[0], now[1], now[2], static_cast<int64_t>(op.kind)});
     auto& mine = held[op.microbatch];
@@ -104,12 +104,12 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
                        const StageModelSpec& spec)
     : L_(profile.num_layers()),
       S_(schedule.stages()),
-      K_(schedule.devices()),
+      K_(schedule.positions()),
       M_(schedule.microbatches()),
-      chunks_(std::max(1, schedule.stages() / schedule.devices())),
+      chunks_(std::max(1, schedule.stages() / schedule.positions())),
       replicas_(spec.replicas),
       recompute_(schedule.recompute),
-      constrain_(spec.constrain_memory && schedule.stages() == schedule.devices()),
+      constrain_(spec.constrain_memory && schedule.stages() == schedule.positions()),
       limit_(hardware.memory_bytes),
       optimizer_factor_(spec.optimizer_state_factor) {
   check_stage_count(L_, S_);
@@ -143,8 +143,8 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
                               at(w.held_for_weight), profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b)});
     }
   }
-  auto first_device = [&](int stage) { return schedule.stage_device[stage] * replicas_; };
-  stage_device_ = schedule.stage_device;
+  auto first_device = [&](int stage) { return schedule.stage_position[stage] * replicas_; };
+  stage_device_ = schedule.stage_position;
   std::vector<Link> tabled;
   auto transfer_table = [&](const Link& link) {
     for (std::size_t k = 0; k < tabled.size(); ++k) {
@@ -163,8 +163,8 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     std::vector<int> replicas;
     for (int d = first_device(s); d < first_device(s) + replicas_; ++d) replicas.push_back(d);
     speed_.push_back(slowest_speed(hardware, replicas));
-    const bool next = s + 1 < S_ && schedule.stage_device[s + 1] != schedule.stage_device[s];
-    const bool prev = s > 0 && schedule.stage_device[s - 1] != schedule.stage_device[s];
+    const bool next = s + 1 < S_ && schedule.stage_position[s + 1] != schedule.stage_position[s];
+    const bool prev = s > 0 && schedule.stage_position[s - 1] != schedule.stage_position[s];
     next_table_.push_back(next ? transfer_table(hardware.link_between(first_device(s), first_device(s + 1))) : -1);
     prev_table_.push_back(prev ? transfer_table(hardware.link_between(first_device(s), first_device(s - 1))) : -1);
     terms_.push_back(memory_terms(schedule, s));
@@ -275,8 +275,8 @@ LayerRanges balance_devices(const StageModel& m, LayerRanges ranges) {
   const int S = static_cast<int>(ranges.size());
   if (m.memory_exact() || S < 2) return ranges;
   auto loads = [&](const LayerRanges& r) {  // device times, largest first
-    std::vector<int64_t> device(static_cast<std::size_t>(m.devices()), 0);
-    for (int s = 0; s < S; ++s) device[m.stage_device(s)] += m.time_ns(s, r[s].first, r[s].second);
+    std::vector<int64_t> device(static_cast<std::size_t>(m.positions()), 0);
+    for (int s = 0; s < S; ++s) device[m.stage_position(s)] += m.time_ns(s, r[s].first, r[s].second);
     std::sort(device.begin(), device.end(), std::greater<>());
     return device;
   };

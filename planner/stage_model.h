@@ -46,8 +46,8 @@ class StageModel {
              const StageModelSpec& spec);
 
   int layers() const { return L_; }
-  int devices() const { return K_; }
-  int stage_device(int s) const { return stage_device_[s]; }  // the schedule's stage -> position
+  int positions() const { return K_; }
+  int stage_position(int s) const { return stage_device_[s]; }  // the schedule's stage -> position
   int stages() const { return S_; }
   int64_t memory_limit() const { return limit_; }
   bool memory_exact() const { return S_ == K_; }

@@ -20,7 +20,7 @@ class ReplicaModels {
     auto it = models_.find(r);
     if (it != models_.end()) return *it->second;
     Hardware wide = hardware_;
-    wide.devices = std::max(wide.devices, schedule_.devices() * r);
+    wide.devices = std::max(wide.devices, schedule_.positions() * r);
     StageModelSpec spec = spec_;
     spec.replicas = r;
     return *models_.emplace(r, std::make_unique<StageModel>(profile_, wide, schedule_, spec)).first->second;
@@ -84,7 +84,7 @@ int64_t bottleneck(ReplicaModels& models, const LayerRanges& ranges, const std::
 StageReplication replicate_per_stage(const Profile& profile, const Hardware& hardware, const Schedule& schedule,
                                      const StageModelSpec& spec, int devices, int64_t samples,
                                      const LayerRanges& start) {
-  const int K = schedule.devices();
+  const int K = schedule.positions();
   ReplicaModels models(profile, hardware, schedule, spec);
   std::vector<int> allowed;
   for (int r = 1; r <= devices - (K - 1); ++r) {

@@ -64,6 +64,7 @@ Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hard
   const ZeroBubbleLimits limits = zero_bubble_limits(plan, costs, hardware);
   ZeroBubbleSearchOptions o;
   o.activation_budget_bytes = limits.budget_bytes;
+  o.p2p = p2p_of(plan, hardware);
   Schedule s = search_zero_bubble(costs, hardware, limits.max_inflight, plan.microbatches, nullptr, o);
   return plan.recompute ? with_recompute(std::move(s)) : s;
 }
@@ -72,7 +73,7 @@ std::vector<int64_t> peak_stash_bytes(const Schedule& s, const CostModel& c) {
   std::vector<int64_t> peaks;
   const int M = s.microbatches();
   std::vector<int64_t> held(static_cast<std::size_t>(s.stages()) * M, 0);
-  for (const auto& ops : s.device_ops) {
+  for (const auto& ops : s.position_ops) {
     int64_t now = 0, most = 0;
     for (const Op& op : ops) {
       int64_t& mine = held[static_cast<std::size_t>(op.stage) * M + op.microbatch];
@@ -88,7 +89,7 @@ std::vector<int64_t> peak_stash_bytes(const Schedule& s, const CostModel& c) {
 
 int max_alive_microbatches(const Schedule& s) {
   int most = 0;
-  for (const auto& ops : s.device_ops) {
+  for (const auto& ops : s.position_ops) {
     int alive = 0;
     for (const Op& op : ops) {
       if (op.kind == OpKind::Forward) most = std::max(most, ++alive);
@@ -127,11 +128,11 @@ int64_t zero_bubble_cap_bound_ns(const CostModel& c, const Hardware& h, int cap,
 
 int64_t zero_bubble_step_bound_ns(const Schedule& schedule, const CostModel& costs, const Hardware& hardware) {
   int64_t bound = 0, chain = 0;
-  for (int d = 0; d < schedule.devices(); ++d) {
+  for (int d = 0; d < schedule.positions(); ++d) {
     int64_t busy = 0, gradient_bytes = 0;
-    for (const Op& op : schedule.device_ops[d]) busy += op_duration_ns(op.kind, costs.stages[op.stage]);
+    for (const Op& op : schedule.position_ops[d]) busy += op_duration_ns(op.kind, costs.stages[op.stage]);
     for (int st = 0; st < schedule.stages(); ++st) {
-      if (schedule.stage_device[st] != d) continue;
+      if (schedule.stage_position[st] != d) continue;
       busy += costs.stages[st].optimizer_ns;  // after the last op (and the all-reduce), as the simulator runs it
       gradient_bytes += costs.stages[st].parameter_bytes;
     }
@@ -139,7 +140,7 @@ int64_t zero_bubble_step_bound_ns(const Schedule& schedule, const CostModel& cos
     const int r = static_cast<int>(replicas.size());
     if (r >= 2) busy += allreduce_ns(hardware.ring_link(replicas), gradient_bytes, r);
     bound = std::max(bound, chain + busy);
-    if (d + 1 < schedule.devices()) chain += costs.stages[d].forward_ns + hop_ns(costs, hardware, d);
+    if (d + 1 < schedule.positions()) chain += costs.stages[d].forward_ns + hop_ns(costs, hardware, d);
   }
   return bound;
 }
@@ -158,9 +159,9 @@ class Search {
   // `budget` simulations at most: a count, not a clock, so the result never depends on the machine.
   Search(const CostModel& c, const Hardware& h, int cap, int M, const ZeroBubbleSearchOptions& o)
       : c_(c), h_(h), cap_(cap), M_(M), budget_(std::max(1, o.max_evaluations)),
-        order_budget_(std::max(0, o.max_order_evaluations)), bytes_(o.activation_budget_bytes) {
+        order_budget_(std::max(0, o.max_order_evaluations)), bytes_(o.activation_budget_bytes), p2p_(o.p2p) {
     K_ = static_cast<int>(c.position_device.size());
-    base_ = ListPolicy::unit(stage_device_map(ScheduleKind::ZeroBubbleAuto, K_, 1), M);
+    base_ = ListPolicy::unit(stage_position_map(ScheduleKind::ZeroBubbleAuto, K_, 1), M);
     for (int s = 0; s < K_; ++s) {
       base_.forward_ns[s] = c.stages[s].forward_ns;
       base_.input_ns[s] = c.stages[s].backward_input_ns;
@@ -193,6 +194,7 @@ class Search {
     SimOptions o;
     o.record_timeline = false;
     o.op_starts_ns = &starts;
+    o.p2p = p2p_;
     StepReport r;
     try {
       r = simulate(s, c_, h_, o);
@@ -201,7 +203,7 @@ class Search {
     }
     Score out{0, r.step_ns};
     std::size_t flat = 0;
-    for (const auto& ops : s.device_ops) {
+    for (const auto& ops : s.position_ops) {
       if (ops.empty()) continue;
       const Op& last = ops.back();
       const int64_t end = starts[flat + ops.size() - 1] + op_duration_ns(last.kind, c_.stages[last.stage]);
@@ -326,6 +328,7 @@ class Search {
   int budget_;
   const int order_budget_;
   const std::vector<int64_t> bytes_;  // per device: the byte budget (empty: none)
+  const P2p p2p_;                     // how each candidate's transfers meet compute
   int K_ = 0;
   ListPolicy base_, best_policy_;
   Schedule best_;
@@ -339,12 +342,12 @@ class Search {
 // when it is valid (it passes no op of its own stage and micro-batch, holds at most the
 // cap and finishes) and strictly better.
 bool Search::try_move(int d, std::size_t from, std::size_t to) {
-  const std::vector<Op>& now = best_.device_ops[d];
+  const std::vector<Op>& now = best_.position_ops[d];
   for (std::size_t k = to; k < from; ++k) {  // never ahead of its own F (or I, for a W)
     if (now[k].stage == now[from].stage && now[k].microbatch == now[from].microbatch) return false;
   }
   Schedule s = best_;
-  std::vector<Op>& ops = s.device_ops[d];
+  std::vector<Op>& ops = s.position_ops[d];
   const Op op = ops[from];
   ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(from));
   ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(to), op);
@@ -362,7 +365,7 @@ std::pair<int, std::size_t> Search::critical_device() const {
   int critical = -1;
   int64_t longest = -1;
   for (int d = 0; d < K_; ++d) {
-    const auto& ops = best_.device_ops[d];
+    const auto& ops = best_.position_ops[d];
     if (!ops.empty()) {
       const int64_t end = best_starts_[flat + ops.size() - 1] + op_duration_ns(ops.back().kind, c_.stages[ops.back().stage]);
       if (end - best_starts_[flat] > longest) longest = end - best_starts_[flat], critical = d, first = flat;
@@ -381,7 +384,7 @@ std::pair<int, std::size_t> Search::critical_device() const {
 // Same-kind ops of one stage never pass each other, so micro-batches keep their order.
 std::vector<Search::Move> Search::moves_for_gap(int d, std::size_t i) const {
   std::vector<Move> out;
-  const std::vector<Op>& ops = best_.device_ops[d];
+  const std::vector<Op>& ops = best_.position_ops[d];
   auto before = [](const std::vector<Op>& list, std::size_t end, const Op& op) {
     return std::find(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(end), op) != list.begin() + static_cast<std::ptrdiff_t>(end);
   };
@@ -397,13 +400,13 @@ std::vector<Search::Move> Search::moves_for_gap(int d, std::size_t i) const {
   Op producer = x;
   if (x.kind == OpKind::Forward && x.stage > 0) {
     producer.stage = x.stage - 1;
-  } else if ((x.kind == OpKind::BackwardInput || x.kind == OpKind::Backward) && x.stage + 1 < static_cast<int>(best_.stage_device.size())) {
+  } else if ((x.kind == OpKind::BackwardInput || x.kind == OpKind::Backward) && x.stage + 1 < static_cast<int>(best_.stage_position.size())) {
     producer.stage = x.stage + 1;
   } else {
     return out;
   }
-  const int n = best_.stage_device[producer.stage];
-  const std::vector<Op>& theirs = best_.device_ops[n];
+  const int n = best_.stage_position[producer.stage];
+  const std::vector<Op>& theirs = best_.position_ops[n];
   const auto at = std::find(theirs.begin(), theirs.end(), producer);
   if (at == theirs.end() || at == theirs.begin()) return out;
   const std::size_t p = static_cast<std::size_t>(at - theirs.begin());
@@ -428,7 +431,7 @@ void Search::order_search() {
     improved = false;
     const auto [critical, first] = critical_device();
     if (critical < 0) return;
-    const std::vector<Op>& ops = best_.device_ops[critical];
+    const std::vector<Op>& ops = best_.position_ops[critical];
     std::vector<std::pair<int64_t, std::size_t>> gaps;  // (-length, index of the op after the gap)
     for (std::size_t i = 1; i < ops.size(); ++i) {
       const int64_t end = best_starts_[first + i - 1] + op_duration_ns(ops[i - 1].kind, c_.stages[ops[i - 1].stage]);

@@ -56,6 +56,9 @@ struct ZeroBubbleSearchOptions {
   // Per device: the most stash bytes it may hold at once (empty: no byte budget). Each
   // must hold one micro-batch's stash of every stage on the device.
   std::vector<int64_t> activation_budget_bytes;
+  // The p2p every candidate is simulated with (core/p2p.h): under blocking p2p a
+  // transfer holds both devices, so the best order differs from the overlapped one.
+  P2p p2p = P2p::Overlapped;
 };
 
 Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches,

@@ -232,7 +232,7 @@ def _define():
                             "overlapped); --p2p overrides it"},
         optimizer=obj({"state_bytes_per_parameter_byte": number(0, 64)}, ["state_bytes_per_parameter_byte"]),
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
-                          "devices": array(integer(0), "hardware devices; more than one: replicated", 1)},
+                          "devices": array(integer(0), "hardware device ids (0..devices-1 of the hardware file), one per replica; more than one: replicated. Not pipeline positions: a stage's position is its index in stages (mod K)", 1)},
                          ["layers", "devices"]), None, 1))
     s = head("plan", "pipescope plan v1 / v2", "A pipeline plan: stages, micro-batches, schedule, re-materialisation; "
              "version 2 adds an optional \"layout\" (the LLM-scale parallel layout, read by llm/plan_layout.h)." + NOTE)
@@ -249,17 +249,30 @@ def _define():
     op = obj({"kind": {"enum": ["F", "B", "I", "W", "R"],
                        "description": "forward, whole backward, input gradient, weight gradient, recompute"},
               "stage": integer(0), "microbatch": integer(0)}, ["kind", "stage", "microbatch"])
-    s = head("schedule", "pipescope schedule v1",
-             "A pipeline schedule as data: the stage -> device map and every device's ordered op list." + NOTE)
-    s["properties"] = dict(fmt_props("schedule"), name=string(), devices=integer(1), microbatches=integer(1),
+    s = head("schedule", "pipescope schedule v1 and v2",
+             "A pipeline schedule as data: the stage -> position map and every pipeline position's ordered "
+             "op list. Version 2 (what pipescope writes) names them positions, stage_position and "
+             "position_ops; version 1 (still read) called the same keys devices, stage_device and device_ops "
+             "(a position is not a hardware device: docs/architecture.md, Glossary)." + NOTE)
+    s["properties"] = dict(fmt_props("schedule"), name=string(), microbatches=integer(1),
         recompute={"type": "boolean"},
         weight_update={"enum": ["flush", "stash", "double-buffer"],
                        "description": "flush (default): synchronous; stash: PipeDream's weight stashing; "
                                       "double-buffer: PipeDream-2BW (docs/pipedream.md)"},
-        steps=integer(1, desc="training steps the op lists hold without a flush (asynchronous only; default 1)"),
-        stage_device=array(integer(0), "stage s runs on device stage_device[s]", 1),
-        device_ops=array(array(op), "one ordered op list per device", 1))
-    s["required"] = ["format", "version", "devices", "microbatches", "stage_device", "device_ops"]
+        steps=integer(1, desc="training steps the op lists hold without a flush (asynchronous only; default 1)"))
+    s["properties"]["version"] = {"enum": [1, 2], "description": "2: the keys below say positions; 1: they said devices"}
+    s["required"] = ["format", "version", "microbatches"]
+    v2 = {"positions": integer(1, desc="K, the pipeline depth"),
+          "stage_position": array(integer(0), "stage s runs on position stage_position[s]", 1),
+          "position_ops": array(array(op), "one ordered op list per pipeline position", 1)}
+    v1 = {"devices": integer(1, desc="version 1's name for positions"),
+          "stage_device": array(integer(0), "version 1's name for stage_position", 1),
+          "device_ops": array(array(op), "version 1's name for position_ops", 1)}
+    s["if"] = {"properties": {"version": {"const": 1}}}
+    s["then"] = {"properties": v1, "required": list(v1)}
+    renamed = {"devices": "positions", "stage_device": "stage_position", "device_ops": "position_ops"}
+    s["else"] = {"properties": dict(v2, **{k: {"not": {}, "description": f"version 1's key; version 2 calls it {n}"}
+                                             for k, n in renamed.items()}), "required": list(v2)}
     write("schedule", s)
 
     # ---- gates (shared by outputs)

@@ -70,10 +70,10 @@ struct OpGraph {
 
 OpGraph build_graph(const Schedule& s, const CostModel& c) {
   OpGraph g;
-  const int K = s.devices(), S = s.stages(), M = s.microbatches();
+  const int K = s.positions(), S = s.stages(), M = s.microbatches();
   g.first_op.push_back(0);
   for (int d = 0; d < K; ++d) {
-    for (const Op& op : s.device_ops[d]) {
+    for (const Op& op : s.position_ops[d]) {
       g.ops.push_back(op);
       g.device.push_back(d);
       g.base_ns.push_back(op_duration_ns(op.kind, c.stages[op.stage]));
@@ -136,7 +136,7 @@ SampleResult run_sample(const Schedule& s, const CostModel& c, const Hardware& h
                         const OpGraph& g, int index, std::vector<int64_t>& dur, std::vector<double>& send,
                         std::vector<int64_t>& start) {
   SampleRng rng(j.seed, static_cast<uint64_t>(index));
-  const int K = s.devices();
+  const int K = s.positions();
   std::vector<double> slow(K, 1.0);
   if (j.straggler_probability > 0) {
     for (int d = 0; d < K; ++d) {
@@ -225,7 +225,7 @@ StepDistribution sample_steps(const Schedule& s, const CostModel& c, const Hardw
   worker();
   for (std::thread& t : pool) t.join();
 
-  const int K = s.devices();
+  const int K = s.positions();
   out.critical_share.assign(K, 0.0);
   out.critical_counts.assign(K, 0);
   std::vector<double> bubbles;

@@ -20,7 +20,7 @@ std::vector<int64_t> overlap_savings(const Schedule& s, const CostModel& c) {
   auto key = [](const Op& a, const Op& b) { return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch); };
   saved.assign(s.num_ops(), 0);
   std::size_t flat = 0;
-  for (const std::vector<Op>& ops : s.device_ops) {
+  for (const std::vector<Op>& ops : s.position_ops) {
     for (std::size_t i = 0; i < ops.size(); ++i, ++flat) {
       const Op& b = ops[i];
       if (i == 0 || b.kind != OpKind::Backward || ops[i - 1].kind != OpKind::Forward) continue;
@@ -53,7 +53,7 @@ void repeat_step(StepReport& r, int steps) {
       tl.memory.push_back(m);
     }
   }
-  for (StageReport& st : r.stages) st.busy_ns *= steps;  // bubble fractions stay as they are
+  for (PositionReport& st : r.positions) st.busy_ns *= steps;  // bubble fractions stay as they are
   set_step_ends(r, std::move(ends));
 }
 
@@ -65,12 +65,12 @@ Schedule unroll_steps(const Schedule& s, int steps) {
   u.steps = steps;
   u.num_microbatches = M * steps;
   u.overlapped_backwards.clear();
-  for (std::size_t d = 0; d < s.device_ops.size(); ++d) {
-    std::vector<Op>& ops = u.device_ops[d];
+  for (std::size_t d = 0; d < s.position_ops.size(); ++d) {
+    std::vector<Op>& ops = u.position_ops[d];
     ops.clear();
-    ops.reserve(s.device_ops[d].size() * steps);
+    ops.reserve(s.position_ops[d].size() * steps);
     for (int t = 0; t < steps; ++t) {
-      for (Op op : s.device_ops[d]) ops.push_back({op.kind, op.stage, op.microbatch + t * M});
+      for (Op op : s.position_ops[d]) ops.push_back({op.kind, op.stage, op.microbatch + t * M});
     }
   }
   for (int t = 0; t < steps; ++t) {

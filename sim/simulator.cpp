@@ -8,7 +8,7 @@
 // its source device, which happen in that device's op order at non-decreasing times;
 // so walking each device's ops in order, and parking a device whose next input has not
 // been computed yet until the op that sends it runs, gives the same times, peaks and
-// link queues as replaying events in global time order (tests/sim_longest_path_test.cpp
+// link queues as replaying events in global time order (tests/sim/sim_longest_path_test.cpp
 // holds it to the longest path through the op graph). The timeline comes out device by
 // device: each track's events, and each device's memory samples, are in time order;
 // the tracks are interleaved as the walk went (readers that want one order sort).
@@ -55,7 +55,7 @@ struct CutLink {
 class PipelineSim {
  public:
   PipelineSim(const Schedule& s, const CostModel& c, const Hardware& h, const SimOptions& o)
-      : s_(s), c_(c), h_(h), o_(o), K_(s.devices()), S_(s.stages()), M_(s.microbatches()) {
+      : s_(s), c_(c), h_(h), o_(o), K_(s.positions()), S_(s.stages()), M_(s.microbatches()) {
     if (static_cast<int>(c.stages.size()) != S_) {
       throw InputError("the plan has " + std::to_string(c.stages.size()) +
                        " stages but the schedule has " + std::to_string(S_));
@@ -65,9 +65,9 @@ class PipelineSim {
                        " pipeline positions but the schedule has " + std::to_string(K_));
     }
     for (int st = 0; st < S_ && !c.stage_position.empty(); ++st) {
-      if (c.stage_position[st] != s.stage_device[st]) {
+      if (c.stage_position[st] != s.stage_position[st]) {
         throw InputError("stage " + std::to_string(st) + " is on position " + std::to_string(c.stage_position[st]) +
-                         " in the plan but on device " + std::to_string(s.stage_device[st]) + " in the schedule");
+                         " in the plan but on device " + std::to_string(s.stage_position[st]) + " in the schedule");
       }
     }
     if (s.asynchronous()) {
@@ -99,7 +99,7 @@ class PipelineSim {
     prev_link_.resize(K_);
     cut_link_.resize(std::max(S_, 1));
     for (int cut = 1; cut < S_; ++cut) {
-      const int from = s.stage_device[cut - 1], to = s.stage_device[cut];
+      const int from = s.stage_position[cut - 1], to = s.stage_position[cut];
       const Link& link = h_.link_between(c_.position_device[from], c_.position_device[to]);
       cut_link_[cut] = {link.busy_ns(c_.stages[cut - 1].send_bytes), link.latency_ns()};
     }
@@ -113,14 +113,14 @@ class PipelineSim {
         rule = {op_duration_ns(op.kind, cost), op_release_bytes(op.kind, cost), 0,
                 op_charge_bytes(op.kind, cost, s.recompute), memory.peak, memory.held, op_frees(op.kind),
                 op_receives(op, S_), op_sends(op, S_)};
-        if (blocking_ && rule.receives && s.stage_device[rule.receives->from_stage] != s.stage_device[st]) {
+        if (blocking_ && rule.receives && s.stage_position[rule.receives->from_stage] != s.stage_position[st]) {
           const CutLink& l = cut_link_[rule.receives->cut()];
           rule.receive_block_ns = l.busy_ns + l.latency_ns;
         }
       }
     }
     first_op_.assign(K_ + 1, 0);
-    for (int d = 0; d < K_; ++d) first_op_[d + 1] = first_op_[d] + s.device_ops[d].size();
+    for (int d = 0; d < K_; ++d) first_op_[d + 1] = first_op_[d] + s.position_ops[d].size();
     check_per_op_option(o_.op_durations_ns.size(), "op_durations_ns");
     check_per_op_option(o_.send_factors.size(), "send_factors");
     saved_ = overlap_savings(s, c);
@@ -141,7 +141,7 @@ class PipelineSim {
       run_device(d);
     }
     for (int d = 0; d < K_; ++d) {
-      if (cursor_[d] != s_.device_ops[d].size()) {
+      if (cursor_[d] != s_.position_ops[d].size()) {
         throw InputError("schedule cannot make progress: device " + std::to_string(d) +
                          " is stuck at op " + std::to_string(cursor_[d]));
       }
@@ -200,7 +200,7 @@ class PipelineSim {
   // Runs device d's ops in order until it finishes or its next op's input is not yet
   // known; then it is parked until a send to it wakes it.
   void run_device(int d) {
-    const std::vector<Op>& ops = s_.device_ops[d];
+    const std::vector<Op>& ops = s_.position_ops[d];
     const std::size_t first = first_op_[d];
     std::size_t i = cursor_[d];
     int64_t free_at = free_at_[d];
@@ -316,7 +316,7 @@ class PipelineSim {
   // `flat` is the sending op's index (for its link jitter factor). Returns when the
   // tensor has arrived (now, on the same device).
   int64_t send(const Message& msg, int mb, std::size_t flat) {
-    const int from = s_.stage_device[msg.from_stage], to = s_.stage_device[msg.to_stage];
+    const int from = s_.stage_position[msg.from_stage], to = s_.stage_position[msg.to_stage];
     if (from == to) {  // same device: the tensor is already there
       arrival(msg.kind, msg.to_stage, mb) = now_;
       return now_;
@@ -373,8 +373,8 @@ class PipelineSim {
   }
 
   // Position d's row: its layers, busy time and bubble, static and peak bytes.
-  StageReport position_row(int d) const {
-    StageReport st;
+  PositionReport position_row(int d) const {
+    PositionReport st;
     st.index = d;
     int64_t params = 0;
     for (int s : stages_of_[d]) {
@@ -401,7 +401,7 @@ class PipelineSim {
     StepReport& r = report_;
     r.model = o_.model;
     r.schedule = s_.name;
-    r.devices = K_;
+    r.num_positions = K_;
     r.chunks = std::max(1, S_ / K_);
     r.microbatches = M_;
     r.microbatch_size = c_.microbatch_size;
@@ -416,7 +416,7 @@ class PipelineSim {
     set_step_ends(r, step_end_);
     int64_t total_busy = 0;
     for (int d = 0; d < K_; ++d) {
-      r.stages.push_back(position_row(d));
+      r.positions.push_back(position_row(d));
       total_busy += busy_[d];
     }
     r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K_, static_cast<double>(end_));
@@ -432,8 +432,8 @@ class PipelineSim {
   const bool post_validation_ = o_.optimizer_step == OptimizerStep::PostValidation && !s_.asynchronous();
   const bool blocking_ = o_.p2p == P2p::Blocking;
   const std::vector<std::vector<int>> stages_of_ = [this] {
-    std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.devices()));
-    for (int st = 0; st < s_.stages(); ++st) out[s_.stage_device[st]].push_back(st);
+    std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.positions()));
+    for (int st = 0; st < s_.stages(); ++st) out[s_.stage_position[st]].push_back(st);
     return out;
   }();
   std::vector<std::size_t> first_op_;  // device d's ops are [first_op_[d], first_op_[d + 1]) in per-op arrays
@@ -462,7 +462,7 @@ class PipelineSim {
 
 std::size_t op_offset(const Schedule& schedule, int device) {
   std::size_t n = 0;
-  for (int d = 0; d < device; ++d) n += schedule.device_ops[d].size();
+  for (int d = 0; d < device; ++d) n += schedule.position_ops[d].size();
   return n;
 }
 

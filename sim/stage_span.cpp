@@ -8,7 +8,7 @@
 namespace pipescope {
 
 std::vector<int64_t> device_spans(const StepReport& report) {
-  const int K = report.devices;
+  const int K = report.num_positions;
   std::vector<int64_t> first(K, std::numeric_limits<int64_t>::max()), last(K, 0);
   for (const TimelineEvent& e : report.timeline.events) {
     if (e.track < 0 || e.track >= K || e.category == "transfer" || e.category == "allreduce") continue;

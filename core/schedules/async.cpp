@@ -63,11 +63,11 @@ Schedule make_2bw(int devices, int microbatches, int steps, bool recompute) {
 
 void validate_weight_versions(const Schedule& s, const std::string& where) {
   if (!s.asynchronous()) return;
-  for (int d = 0; d < s.devices(); ++d) {
+  for (int d = 0; d < s.positions(); ++d) {
     std::vector<std::optional<WeightVersions>> versions(static_cast<std::size_t>(s.stages()));
     for (int st : s.stages_of(d)) versions[st].emplace(s);
-    for (std::size_t i = 0; i < s.device_ops[d].size(); ++i) {
-      const Op& op = s.device_ops[d][i];
+    for (std::size_t i = 0; i < s.position_ops[d].size(); ++i) {
+      const Op& op = s.position_ops[d][i];
       try {
         versions[op.stage]->use(op);
         versions[op.stage]->finish(op);

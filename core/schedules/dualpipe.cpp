@@ -68,7 +68,7 @@ Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
   Schedule s;
   s.name = to_string(ScheduleKind::DualPipeV);
   s.num_microbatches = M;
-  s.stage_device = stage_device_map(ScheduleKind::DualPipeV, K, 2);
+  s.stage_position = stage_position_map(ScheduleKind::DualPipeV, K, 2);
   for (int d = 0; d < K; ++d) {
     DualPipeVDevice dev(K, d);
     for (int i = 0; i < 2 * (K - d - 1); ++i) dev.forward(0);
@@ -96,7 +96,7 @@ Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
     for (int i = 0; i < d + 1; ++i) dev.weight();
     const std::vector<Op>& pairs = dev.overlapped_backwards();
     s.overlapped_backwards.insert(s.overlapped_backwards.end(), pairs.begin(), pairs.end());
-    s.device_ops.push_back(dev.take());
+    s.position_ops.push_back(dev.take());
   }
   std::sort(s.overlapped_backwards.begin(), s.overlapped_backwards.end(), [](const Op& a, const Op& b) {
     return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch);

@@ -36,7 +36,7 @@ Schedule make_gpipe(int devices, int microbatches, bool recompute) {
   ScheduleSpec spec{ScheduleKind::GPipe, devices, microbatches, 1, recompute};
   check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
-  for (int d = 0; d < devices; ++d) s.device_ops[d] = warmup_then_1f1b(d, microbatches, microbatches);
+  for (int d = 0; d < devices; ++d) s.position_ops[d] = warmup_then_1f1b(d, microbatches, microbatches);
   add_recompute(s);
   return s;
 }
@@ -46,7 +46,7 @@ Schedule make_1f1b(int devices, int microbatches, bool recompute) {
   check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
   for (int d = 0; d < devices; ++d) {
-    s.device_ops[d] = warmup_then_1f1b(d, std::min(devices - d - 1, microbatches), microbatches);
+    s.position_ops[d] = warmup_then_1f1b(d, std::min(devices - d - 1, microbatches), microbatches);
   }
   add_recompute(s);
   return s;

@@ -36,7 +36,7 @@ Schedule make_interleaved(int devices, int microbatches, int chunks, bool recomp
     return Op{forward ? OpKind::Forward : OpKind::Backward, chunk * K + d, mb};
   };
   for (int d = 0; d < K; ++d) {
-    auto& ops = s.device_ops[d];
+    auto& ops = s.position_ops[d];
     ops.reserve(2 * static_cast<std::size_t>(total));
     int warmup = std::min((K - d - 1) * 2 + (v - 1) * K, total);
     int f = 0, b = 0;

@@ -14,12 +14,12 @@
 
 namespace pipescope {
 
-ListPolicy ListPolicy::unit(std::vector<int> stage_device, int microbatches) {
+ListPolicy ListPolicy::unit(std::vector<int> stage_position, int microbatches) {
   ListPolicy p;
-  const int S = static_cast<int>(stage_device.size());
+  const int S = static_cast<int>(stage_position.size());
   int K = 0;
-  for (int d : stage_device) K = std::max(K, d + 1);
-  p.stage_device = std::move(stage_device);
+  for (int d : stage_position) K = std::max(K, d + 1);
+  p.stage_position = std::move(stage_position);
   p.microbatches = microbatches;
   p.forward_ns.assign(S, 1);
   p.input_ns.assign(S, 1);
@@ -36,20 +36,20 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 class ListScheduler {
  public:
   explicit ListScheduler(const ListPolicy& p)
-      : p_(p), S_(static_cast<int>(p.stage_device.size())), M_(p.microbatches), K_(static_cast<int>(p.max_alive.size())) {
+      : p_(p), S_(static_cast<int>(p.stage_position.size())), M_(p.microbatches), K_(static_cast<int>(p.max_alive.size())) {
     for (int d = 0; d < K_; ++d) {
       if (p.max_alive[d] < 1 || p.max_warmup[d] < 1) {
         throw InputError("list schedule: device " + std::to_string(d) + " may hold no micro-batch (limit below 1)");
       }
     }
     for (int s = 0; s < S_ && !p.max_bytes.empty(); ++s) {
-      if (p.stash_bytes[s] > p.max_bytes[p.stage_device[s]]) {
-        throw InputError("list schedule: device " + std::to_string(p.stage_device[s]) +
+      if (p.stash_bytes[s] > p.max_bytes[p.stage_position[s]]) {
+        throw InputError("list schedule: device " + std::to_string(p.stage_position[s]) +
                          "'s byte budget holds no micro-batch of stage " + std::to_string(s));
       }
     }
     stages_of_.resize(K_);
-    for (int s = S_ - 1; s >= 0; --s) stages_of_[p.stage_device[s]].push_back(s);  // deeper first
+    for (int s = S_ - 1; s >= 0; --s) stages_of_[p.stage_position[s]].push_back(s);  // deeper first
     const auto table = std::vector<int64_t>(static_cast<std::size_t>(S_) * M_, kNever);
     f_end_ = f_out_ = i_out_ = table;
     next_f_.assign(S_, 0);
@@ -164,14 +164,14 @@ class ListScheduler {
 
   void start(int d, int64_t now, const Op& op) {
     const int s = op.stage, m = op.microbatch;
-    auto crosses = [&](int other) { return other >= 0 && other < S_ && p_.stage_device[other] != d; };
+    auto crosses = [&](int other) { return other >= 0 && other < S_ && p_.stage_position[other] != d; };
     int64_t end = now;
     switch (op.kind) {
       case OpKind::Forward:
         end = now + p_.forward_ns[s];
         f_end_[at(s, m)] = end;
         f_out_[at(s, m)] = end + (crosses(s + 1) ? p_.hop_ns : 0);
-        wake(crosses(s + 1) ? p_.stage_device[s + 1] : d, f_out_[at(s, m)]);
+        wake(crosses(s + 1) ? p_.stage_position[s + 1] : d, f_out_[at(s, m)]);
         ++next_f_[s];
         ++alive_[d];
         ++warm_[d];
@@ -180,7 +180,7 @@ class ListScheduler {
       case OpKind::BackwardInput:
         end = now + p_.input_ns[s];
         i_out_[at(s, m)] = end + (crosses(s - 1) ? p_.hop_ns : 0);
-        wake(crosses(s - 1) ? p_.stage_device[s - 1] : d, i_out_[at(s, m)]);
+        wake(crosses(s - 1) ? p_.stage_position[s - 1] : d, i_out_[at(s, m)]);
         ++next_i_[s];
         --warm_[d];
         pending_w_[d].push_back({op, end});
@@ -230,7 +230,7 @@ class ListScheduler {
 }  // namespace
 
 Schedule list_schedule(const ListPolicy& policy, const std::string& name) {
-  const std::size_t S = policy.stage_device.size();
+  const std::size_t S = policy.stage_position.size();
   if (S == 0 || policy.microbatches < 1 || policy.forward_ns.size() != S || policy.input_ns.size() != S ||
       policy.weight_ns.size() != S || policy.max_alive.size() != policy.max_warmup.size() ||
       (!policy.max_bytes.empty() && (policy.max_bytes.size() != policy.max_alive.size() ||
@@ -240,8 +240,8 @@ Schedule list_schedule(const ListPolicy& policy, const std::string& name) {
   Schedule s;
   s.name = name;
   s.num_microbatches = policy.microbatches;
-  s.stage_device = policy.stage_device;
-  s.device_ops = ListScheduler(policy).run();
+  s.stage_position = policy.stage_position;
+  s.position_ops = ListScheduler(policy).run();
   return s;
 }
 

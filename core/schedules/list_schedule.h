@@ -6,7 +6,7 @@
 // Invariant: the result holds every op of every (stage, micro-batch) exactly once, on
 // its stage's device, and walking it with the op rules always makes progress (a
 // device only appends an op whose inputs exist); W follows its I.
-//   ListPolicy p = ListPolicy::unit(stage_device_map(...), M);  p.max_alive = {...};
+//   ListPolicy p = ListPolicy::unit(stage_position_map(...), M);  p.max_alive = {...};
 //   Schedule s = list_schedule(p, "zb-h2");
 #pragma once
 
@@ -19,7 +19,7 @@
 namespace pipescope {
 
 struct ListPolicy {
-  std::vector<int> stage_device;   // model stage -> device
+  std::vector<int> stage_position;   // model stage -> device
   int microbatches = 1;
   std::vector<int64_t> forward_ns, input_ns, weight_ns;  // per stage (I = backward input)
   int64_t hop_ns = 0;              // added when a result crosses to another device
@@ -40,7 +40,7 @@ struct ListPolicy {
   bool weight_lookahead = false;
 
   // Unit times (F = I = W = 1), free hops, limits of M everywhere.
-  static ListPolicy unit(std::vector<int> stage_device, int microbatches);
+  static ListPolicy unit(std::vector<int> stage_position, int microbatches);
 };
 
 // Throws InputError when the policy cannot finish (a limit below 1).

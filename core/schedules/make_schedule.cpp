@@ -16,14 +16,14 @@ Schedule empty_schedule(const ScheduleSpec& spec) {
   s.name = to_string(spec.kind);
   s.num_microbatches = spec.microbatches;
   s.recompute = spec.recompute;
-  s.stage_device = stage_device_map(spec.kind, spec.devices, spec.chunks);
-  s.device_ops.resize(spec.devices);
+  s.stage_position = stage_position_map(spec.kind, spec.positions, spec.chunks);
+  s.position_ops.resize(spec.positions);
   return s;
 }
 
 void add_recompute(Schedule& s) {
   if (!s.recompute) return;
-  for (auto& ops : s.device_ops) {
+  for (auto& ops : s.position_ops) {
     if (std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::Recompute; })) continue;
     std::vector<Op> out;
     out.reserve(ops.size() * 3 / 2);
@@ -48,19 +48,19 @@ Schedule with_recompute(Schedule s) {
 Schedule make_schedule(const ScheduleSpec& spec) {
   check_schedule_spec(spec);  // the generators take no chunk count: check the spec's here
   switch (spec.kind) {
-    case ScheduleKind::GPipe: return make_gpipe(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::OneFOneB: return make_1f1b(spec.devices, spec.microbatches, spec.recompute);
+    case ScheduleKind::GPipe: return make_gpipe(spec.positions, spec.microbatches, spec.recompute);
+    case ScheduleKind::OneFOneB: return make_1f1b(spec.positions, spec.microbatches, spec.recompute);
     case ScheduleKind::Interleaved:
-      return make_interleaved(spec.devices, spec.microbatches, spec.chunks, spec.recompute);
+      return make_interleaved(spec.positions, spec.microbatches, spec.chunks, spec.recompute);
     case ScheduleKind::ZeroBubbleH1:
-      return make_zb_h1(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::ZeroBubbleH2: return make_zb_h2(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::ZeroBubbleV: return make_zb_v(spec.devices, spec.microbatches, spec.recompute);
-    case ScheduleKind::DualPipeV: return make_dualpipev(spec.devices, spec.microbatches, spec.recompute);
+      return make_zb_h1(spec.positions, spec.microbatches, spec.recompute);
+    case ScheduleKind::ZeroBubbleH2: return make_zb_h2(spec.positions, spec.microbatches, spec.recompute);
+    case ScheduleKind::ZeroBubbleV: return make_zb_v(spec.positions, spec.microbatches, spec.recompute);
+    case ScheduleKind::DualPipeV: return make_dualpipev(spec.positions, spec.microbatches, spec.recompute);
     case ScheduleKind::ZeroBubbleAuto:
-      return make_zb_auto_unit(spec.devices, spec.microbatches, spec.max_inflight, spec.recompute);
-    case ScheduleKind::PipeDream: return make_pipedream(spec.devices, spec.microbatches, spec.steps, spec.recompute);
-    case ScheduleKind::PipeDream2BW: return make_2bw(spec.devices, spec.microbatches, spec.steps, spec.recompute);
+      return make_zb_auto_unit(spec.positions, spec.microbatches, spec.max_inflight, spec.recompute);
+    case ScheduleKind::PipeDream: return make_pipedream(spec.positions, spec.microbatches, spec.steps, spec.recompute);
+    case ScheduleKind::PipeDream2BW: return make_2bw(spec.positions, spec.microbatches, spec.steps, spec.recompute);
   }
   throw InputError("unknown schedule kind");
 }

@@ -29,7 +29,7 @@ Schedule finish(Schedule s, bool recompute) { return recompute ? with_recompute(
 // 3M T, the bubble (K-1)(T_F + T_B - 2T_W) = 0. Peak: 2K-1 micro-batches on stage 0.
 Schedule make_zb_h2(int devices, int microbatches, bool recompute) {
   check_schedule_spec({ScheduleKind::ZeroBubbleH2, devices, microbatches, 1, recompute});
-  ListPolicy p = ListPolicy::unit(stage_device_map(ScheduleKind::ZeroBubbleH2, devices, 1), microbatches);
+  ListPolicy p = ListPolicy::unit(stage_position_map(ScheduleKind::ZeroBubbleH2, devices, 1), microbatches);
   for (int d = 0; d < devices; ++d) {
     p.max_alive[d] = std::min(2 * devices - 1, microbatches);
     p.max_warmup[d] = std::min(2 * (devices - d) - 1, microbatches);
@@ -50,7 +50,7 @@ Schedule make_zb_v(int devices, int microbatches, bool recompute) {
   Schedule s;
   s.name = to_string(ScheduleKind::ZeroBubbleV);
   s.num_microbatches = M;
-  s.stage_device = stage_device_map(ScheduleKind::ZeroBubbleV, K, 2);
+  s.stage_position = stage_position_map(ScheduleKind::ZeroBubbleV, K, 2);
   for (int d = 0; d < K; ++d) {
     const int stage[2] = {d, 2 * K - 1 - d};
     int f[2] = {0, 0}, b[2] = {0, 0}, w[2] = {0, 0};
@@ -78,7 +78,7 @@ Schedule make_zb_v(int devices, int microbatches, bool recompute) {
     for (int i = 0; i < K - d; ++i) add(OpKind::BackwardInput, 0, b[0]), add(OpKind::BackwardWeight, 0, w[0]);
     while (w[1] < b[1]) add(OpKind::BackwardWeight, 1, w[1]);
     while (w[0] < b[0]) add(OpKind::BackwardWeight, 0, w[0]);
-    s.device_ops.push_back(std::move(ops));
+    s.position_ops.push_back(std::move(ops));
   }
   return finish(std::move(s), recompute);
 }
@@ -89,7 +89,7 @@ Schedule make_zb_v(int devices, int microbatches, bool recompute) {
 Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool recompute) {
   check_schedule_spec({ScheduleKind::ZeroBubbleAuto, devices, microbatches, 1, recompute, max_inflight});
   const int cap = max_inflight > 0 ? max_inflight : devices;
-  ListPolicy p = ListPolicy::unit(stage_device_map(ScheduleKind::ZeroBubbleAuto, devices, 1), microbatches);
+  ListPolicy p = ListPolicy::unit(stage_position_map(ScheduleKind::ZeroBubbleAuto, devices, 1), microbatches);
   for (int d = 0; d < devices; ++d) {
     p.max_alive[d] = std::min(cap, microbatches);
     p.max_warmup[d] = std::min({cap, 2 * (devices - d) - 1, microbatches});
@@ -156,7 +156,7 @@ Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
       if (pick.stage < 0) continue;
       running[d] = pick;
       busy_until[d] = t + 1;
-      s.device_ops[d].push_back(pick);
+      s.position_ops[d].push_back(pick);
     }
   }
   schedules::add_recompute(s);

@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include "exec/backend.h"
-#include "exec/transport.h"
+#include "exec/backends/backend.h"
+#include "exec/transport/transport.h"
 
 namespace pipescope::exec {
 

@@ -15,7 +15,7 @@
 
 #include <memory>
 
-#include "exec/backend.h"
+#include "exec/backends/backend.h"
 #include "exec/cuda/caching_allocator.h"
 #include "exec/cuda/cuda_api.h"
 #include "exec/cuda/green_context.h"

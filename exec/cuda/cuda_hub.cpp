@@ -28,7 +28,7 @@ class CudaEndpoint : public Endpoint {
     if (transfer_) cudaStreamDestroy(transfer_);
   }
   int device() const override { return device_; }
-  int devices() const override { return hub_.devices_; }
+  int positions() const override { return hub_.devices_; }
 
   void send(int to, const MessageKey& key, const Tensor& t) override {
     CudaBackend& be = cuda_backend_of(t.buffer->backend(), "cannot send");
@@ -117,7 +117,7 @@ class CudaEndpoint : public Endpoint {
 };
 
 CudaHub::CudaHub(const Schedule& schedule)
-    : control_(schedule.devices(), /*spin=*/false), devices_(schedule.devices()), schedule_(schedule), boxes_(schedule.devices()) {
+    : control_(schedule.positions(), /*spin=*/false), devices_(schedule.positions()), schedule_(schedule), boxes_(schedule.positions()) {
   const int devices = devices_;
   // One GPU per device: let each reach the others directly (NVLink / PCIe peer copies).
   int gpus = 0;

@@ -23,7 +23,7 @@
 
 #include "exec/cuda/caching_allocator.h"
 #include "core/schedule.h"
-#include "exec/thread_transport.h"
+#include "exec/transport/thread_transport.h"
 
 namespace pipescope::exec::cuda {
 

@@ -2,7 +2,7 @@
 // reductions, optimizers, conversions), for T = float or __nv_bfloat16. Every kernel
 // loads T, computes in fp32 and stores T; reductions accumulate in fp32 (the MSE loss in
 // fp64). Each launcher checks its launch. Semantics are exactly those of the CPU
-// reference (exec/cpu_backend.cpp), including in-place softmax (p may equal scores).
+// reference (exec/backends/cpu_backend.cpp), including in-place softmax (p may equal scores).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -25,8 +25,8 @@ namespace {
 std::deque<MessageKey> link_order(const Schedule& s, int from, int to) {
   std::deque<MessageKey> out;
   const int S = s.stages();
-  for (const Op& op : s.device_ops.at(from)) {
-    if (auto m = op_sends(op, S); m && s.stage_device[m->to_stage] == to) {
+  for (const Op& op : s.position_ops.at(from)) {
+    if (auto m = op_sends(op, S); m && s.stage_position[m->to_stage] == to) {
       out.push_back({m->kind, m->to_stage, op.microbatch});
     }
   }
@@ -44,7 +44,7 @@ CudaBackend& cuda_of(Backend& be) {
 NcclEndpoint::NcclEndpoint(Endpoint& control, const Schedule& schedule, int gpu, const Broadcast& broadcast,
                            std::function<std::string()> failure)
     : control_(control), schedule_(schedule), gpu_(gpu), failure_(std::move(failure)) {
-  const int K = control.devices(), me = control.device();
+  const int K = control.positions(), me = control.device();
   // Every directed link that carries a message, numbered the same way on every rank.
   std::vector<std::pair<int, int>> links;
   for (int a = 0; a < K; ++a) {

@@ -24,7 +24,7 @@
 
 #include "core/schedule.h"
 #include "exec/cuda/caching_allocator.h"
-#include "exec/transport.h"
+#include "exec/transport/transport.h"
 
 namespace pipescope::exec::cuda {
 
@@ -37,7 +37,7 @@ class NcclEndpoint : public Endpoint {
   ~NcclEndpoint() override;
 
   int device() const override { return control_.device(); }
-  int devices() const override { return control_.devices(); }
+  int positions() const override { return control_.positions(); }
   void send(int to, const MessageKey& key, const Tensor& t) override;
   Tensor recv(int from, const MessageKey& key, int64_t rows, int64_t cols, Context ctx,
               Clock::time_point deadline) override;

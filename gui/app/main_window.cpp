@@ -101,7 +101,7 @@ bool MainWindow::open_measurement(const QString& path) {
   compare_view_->set_message(QString("%1: %2 %3, K=%4, M=%5")
                                  .arg(QFileInfo(path).fileName(), QString::fromStdString(measurement_->kind),
                                       QString::fromStdString(measurement_->schedule))
-                                 .arg(measurement_->devices).arg(measurement_->microbatches));
+                                 .arg(measurement_->num_positions).arg(measurement_->microbatches));
   update_comparison();
   return true;
 }
@@ -190,7 +190,7 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
   memory_view_->set_curves(memory_curves(r));
   timeline_view_->set_title(QString("%1 | %2 | K=%3 | M=%4 | micro-batch %5  -  step %6 ms, %7 samples/s, bubble %8 %")
                                 .arg(QString::fromStdString(r.model), QString::fromStdString(r.schedule))
-                                .arg(r.devices).arg(r.microbatches).arg(r.microbatch_size)
+                                .arg(r.num_positions).arg(r.microbatches).arg(r.microbatch_size)
                                 .arg(static_cast<double>(r.step_ns) / 1e6, 0, 'f', 3)
                                 .arg(r.throughput_samples_per_s, 0, 'f', 1)
                                 .arg(100 * r.bubble_fraction, 0, 'f', 1));
@@ -241,10 +241,10 @@ void MainWindow::update_comparison() {
     replayed = r.step_ns / 1e6;
   }
   compare_.set_reports(evaluation_->report, *measurement_, replayed);
-  if (measurement_->devices != evaluation_->report.devices || measurement_->microbatches != evaluation_->report.microbatches) {
+  if (measurement_->num_positions != evaluation_->report.num_positions || measurement_->microbatches != evaluation_->report.microbatches) {
     compare_view_->set_message(QString("note: the measurement has K=%1, M=%2 but the plan shown has K=%3, M=%4")
-                                   .arg(measurement_->devices).arg(measurement_->microbatches)
-                                   .arg(evaluation_->report.devices).arg(evaluation_->report.microbatches));
+                                   .arg(measurement_->num_positions).arg(measurement_->microbatches)
+                                   .arg(evaluation_->report.num_positions).arg(evaluation_->report.microbatches));
   }
 }
 

@@ -11,11 +11,11 @@ void AbModel::set_reports(const StepReport& a, const StepReport& b) {
   lines_.push_back({"step (ms)", Unit::Ms, static_cast<double>(a.step_ns), static_cast<double>(b.step_ns)});
   lines_.push_back({"throughput (samples/s)", Unit::Samples, a.throughput_samples_per_s, b.throughput_samples_per_s});
   lines_.push_back({"bubble", Unit::Percent, a.bubble_fraction, b.bubble_fraction});
-  const std::size_t stages = std::max(a.stages.size(), b.stages.size());
+  const std::size_t stages = std::max(a.positions.size(), b.positions.size());
   for (std::size_t s = 0; s < stages; ++s) {
     Line line{QString("peak memory, stage %1 (GiB)").arg(s), Unit::GiB, std::nullopt, std::nullopt};
-    if (s < a.stages.size()) line.a = static_cast<double>(a.stages[s].peak_memory_bytes);
-    if (s < b.stages.size()) line.b = static_cast<double>(b.stages[s].peak_memory_bytes);
+    if (s < a.positions.size()) line.a = static_cast<double>(a.positions[s].peak_memory_bytes);
+    if (s < b.positions.size()) line.b = static_cast<double>(b.positions[s].peak_memory_bytes);
     lines_.push_back(line);
   }
   endResetModel();
@@ -85,7 +85,7 @@ QVariant AbModel::headerData(int section, Qt::Orientation o, int role) const {
 QString AbModel::describe(const StepReport& r) {
   QString s = QString::fromStdString(r.schedule);
   if (r.chunks > 1) s += QString(" v=%1").arg(r.chunks);
-  s += QString(" K=%1 M=%2 (micro-batch %3)").arg(r.devices).arg(r.microbatches).arg(r.microbatch_size);
+  s += QString(" K=%1 M=%2 (micro-batch %3)").arg(r.num_positions).arg(r.microbatches).arg(r.microbatch_size);
   if (r.recompute) s += " recompute";
   return s + QString(": %1 ms").arg(static_cast<double>(r.step_ns) / 1e6, 0, 'f', 3);
 }

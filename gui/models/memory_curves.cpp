@@ -30,7 +30,7 @@ MemoryCurves memory_curves(const StepReport& report) {
   MemoryCurves out;
   out.capacity_bytes = report.memory_limit_bytes;
   out.end_ns = report.timeline_end_ns();  // every step when several were simulated
-  for (const StageReport& st : report.stages) {
+  for (const PositionReport& st : report.positions) {
     StageMemoryCurve c;
     c.stage = st.index;
     c.static_bytes = st.static_bytes;
@@ -41,8 +41,8 @@ MemoryCurves memory_curves(const StepReport& report) {
     out.stages.push_back(std::move(c));
   }
   for (const MemorySample& m : report.timeline.memory) {
-    if (m.device < 0 || m.device >= static_cast<int>(out.stages.size())) continue;
-    auto& steps = out.stages[m.device].steps;
+    if (m.position < 0 || m.position >= static_cast<int>(out.stages.size())) continue;
+    auto& steps = out.stages[m.position].steps;
     const MemoryStep step{m.time_ns, m.activation_bytes, m.transient_bytes, m.weight_version_bytes};
     if (steps.back().time_ns == m.time_ns) {
       steps.back() = step;

@@ -1,10 +1,10 @@
 // Per-stage memory over the step, for the memory chart: static bytes (weights +
-// gradients + optimizer state, StageReport.static_bytes) under the activations stashed
+// gradients + optimizer state, PositionReport.static_bytes) under the activations stashed
 // over time and, on top of them, the transients (core/op_rules.h: tensors received and
 // sent, workspace, the loss gradient, output gradients held from I to W, all-reduce
 // buffers) from the simulator's memory samples. The curves are step functions; when
 // several samples share a time the last one holds. Invariant: the largest
-// static + activation + transient value of a curve equals StageReport.peak_memory_bytes.
+// static + activation + transient value of a curve equals PositionReport.peak_memory_bytes.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,7 @@ struct StageMemoryCurve {
   int64_t static_bytes = 0;
   std::vector<MemoryStep> steps;  // from t = 0, times increasing
   int64_t peak_bytes = 0;       // static + activations + transients at the highest point
-  int64_t transient_bytes = 0;  // the transients' share of the peak (StageReport.transient_bytes)
+  int64_t transient_bytes = 0;  // the transients' share of the peak (PositionReport.transient_bytes)
   bool fits = true;
   int64_t peak_transient_bytes() const;  // the largest transient value of any step
 };

@@ -19,7 +19,7 @@ void SummaryModel::set_report(const StepReport& r) {
                     r.throughput_samples_per_s, true});
   lines_.push_back({"Bubble fraction", QString::number(100.0 * r.bubble_fraction, 'f', 1) + " %",
                     r.bubble_fraction, true});
-  for (const StageReport& s : r.stages) {
+  for (const PositionReport& s : r.positions) {
     QString value = QString::fromStdString(format_bytes(static_cast<double>(s.peak_memory_bytes)));
     if (!s.fits) value += "  (does not fit)";
     lines_.push_back({QString("Peak memory, stage %1").arg(s.index), value,

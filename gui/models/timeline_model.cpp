@@ -25,12 +25,12 @@ void TimelineModel::set_timeline(const Timeline& timeline, int64_t end_ns) {
   for (const TimelineEvent& e : events_) categories.insert(e.category);
   categories_.clear();
   for (const std::string& c : categories) categories_.insert(QString::fromStdString(c));
-  int64_t device_ns = 0, device_ops = 0;
+  int64_t device_ns = 0, position_ops = 0;
   for (int t = 0; t < track_count() && tracks_[t].startsWith("device "); ++t) {
     device_ns += busy_ns(t);
-    device_ops += static_cast<int64_t>(by_track_[t].size());
+    position_ops += static_cast<int64_t>(by_track_[t].size());
   }
-  mean_op_ns_ = device_ops > 0 ? static_cast<double>(device_ns) / static_cast<double>(device_ops) : 0;
+  mean_op_ns_ = position_ops > 0 ? static_cast<double>(device_ns) / static_cast<double>(position_ops) : 0;
   endResetModel();
 }
 

@@ -43,7 +43,7 @@ static Timeline to_timeline(const JsonReader& root) {
       const std::string prefix = "activation bytes, device ";
       if (name.rfind(prefix, 0) != 0) continue;
       MemorySample m;
-      m.device = std::stoi(name.substr(prefix.size()));
+      m.position = std::stoi(name.substr(prefix.size()));
       m.time_ns = std::llround(e["ts"].as_double() * 1e3);
       m.activation_bytes = static_cast<int64_t>(e["args"]["bytes"].as_double(0));
       if (e["args"].has("transient_bytes")) m.transient_bytes = static_cast<int64_t>(e["args"]["transient_bytes"].as_double(0));

@@ -72,7 +72,7 @@ int64_t held_after(const StepReport& r, int device, const std::string& category)
     if (e.track != device || e.category != category) continue;
     const int64_t end = e.start_ns + e.duration_ns;
     for (const MemorySample& m : r.timeline.memory) {
-      if (m.device == device && m.time_ns == end) {
+      if (m.position == device && m.time_ns == end) {
         held = std::max(held, m.transient_bytes);
         break;
       }
@@ -146,7 +146,7 @@ void MemoryTest::drawn_peak_equals_simulate_json() {
     // The profile has workspace_bytes: every op holds its input and workspace, so every
     // schedule's series has transients, and the peak is more than static + stash.
     QVERIFY(curve.peak_transient_bytes() > 0);
-    QCOMPARE(curve.transient_bytes, r.stages[s].transient_bytes);
+    QCOMPARE(curve.transient_bytes, r.positions[s].transient_bytes);
     QVERIFY(curve.transient_bytes > 0);
     // Nothing is held once the step is over.
     QCOMPARE(curve.steps.back(), (MemoryStep{curve.steps.back().time_ns, 0, 0}));
@@ -161,7 +161,7 @@ void MemoryTest::zb_h1_holds_output_gradients_from_i_to_w() {
   const StepReport zb = evaluate(tiny_inputs(ScheduleKind::ZeroBubbleH1)).report;
   const StepReport one = evaluate(tiny_inputs(ScheduleKind::OneFOneB)).report;
   const Profile profile = load_profile(kTinyProfile);
-  QCOMPARE(zb.stages[0].layers, (std::vector<std::pair<int, int>>{{0, 4}}));
+  QCOMPARE(zb.positions[0].layers, (std::vector<std::pair<int, int>>{{0, 4}}));
   double held_for_weight = 0;
   for (int l = 0; l < 4; ++l) held_for_weight += profile.layers[l].workspace.held_for_weight[1];  // batch_sizes[1] = 2
   QCOMPARE(held_for_weight, 1441792.0);
@@ -230,7 +230,7 @@ void MemoryTest::no_transients_without_workspace_bytes() {
   QVERIFY(!c.has_transients());
   for (const StageMemoryCurve& s : c.stages) {
     QCOMPARE(s.peak_transient_bytes(), 0LL);
-    QCOMPARE(drawn_peak(s), s.static_bytes + r.stages[s.stage].peak_activation_bytes);
+    QCOMPARE(drawn_peak(s), s.static_bytes + r.positions[s.stage].peak_activation_bytes);
     QCOMPARE(drawn_peak(s), s.peak_bytes);
   }
 }

@@ -188,7 +188,7 @@ void ModelsTest::timeline_model() {
   // 4 devices then 6 link tracks (0->1, 1->2, 2->3 and back).
   QCOMPARE(m.track_count(), 10);
   // Busy time per device track equals the simulator's per-stage busy_ns.
-  for (int d = 0; d < 4; ++d) QCOMPARE(m.busy_ns(d), e.report.stages[d].busy_ns);
+  for (int d = 0; d < 4; ++d) QCOMPARE(m.busy_ns(d), e.report.positions[d].busy_ns);
   // Hover: the middle of device 0's first op finds it; device 0 starts with F(0,0) at t=0.
   const int first = m.track_events(0).front();
   const TimelineEvent& ev = m.events()[first];
@@ -211,7 +211,7 @@ void ModelsTest::summary_model() {
   QCOMPARE(m.data(m.index(SummaryModel::Throughput, 1), SummaryModel::RawRole).toDouble(), e.report.throughput_samples_per_s);
   QCOMPARE(m.data(m.index(SummaryModel::Bubble, 1), SummaryModel::RawRole).toDouble(), e.report.bubble_fraction);
   QCOMPARE(m.data(m.index(SummaryModel::FirstStage + 2, 1), SummaryModel::RawRole).toLongLong(),
-           e.report.stages[2].peak_memory_bytes);
+           e.report.positions[2].peak_memory_bytes);
   m.clear();
   QCOMPARE(m.rowCount(), 0);
 }
@@ -222,11 +222,11 @@ void ModelsTest::memory_curves_peak_matches_report() {
     in.choice.schedule = kind;
     const Evaluation e = evaluate(in);
     const MemoryCurves c = memory_curves(e.report);
-    QCOMPARE(c.stages.size(), e.report.stages.size());
+    QCOMPARE(c.stages.size(), e.report.positions.size());
     for (const StageMemoryCurve& s : c.stages) {
       int64_t peak = 0;
       for (const MemoryStep& m : s.steps) peak = std::max(peak, s.static_bytes + m.above_static());
-      QCOMPARE(peak, e.report.stages[s.stage].peak_memory_bytes);
+      QCOMPARE(peak, e.report.positions[s.stage].peak_memory_bytes);
       QCOMPARE(s.steps.back().activation_bytes, 0LL);  // every micro-batch's activations are freed by the end
     }
   }
@@ -319,7 +319,7 @@ void ModelsTest::compare_model() {
   QVERIFY(std::isnan(CompareModel::error_percent(0.0, 1.0)));
   // A measurement of 2 positions against a prediction of 4: the rows of the 2 both have
   // (the CLI refuses such a pair, compare_reports with StageMatch::Exact).
-  measured.stages.resize(2);
+  measured.positions.resize(2);
   m.set_reports(e.report, measured);
   QCOMPARE(m.rowCount(), 3 + 7 * 2);
   QVERIFY_THROWS_EXCEPTION(InputError, compare_reports(e.report, measured));

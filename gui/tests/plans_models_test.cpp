@@ -232,7 +232,7 @@ void PlansModelsTest::ab_model_differences() {
            (b.throughput_samples_per_s - a.throughput_samples_per_s) / a.throughput_samples_per_s);
   QCOMPARE(raw(AbModel::Bubble, AbModel::B).toDouble(), b.bubble_fraction);
   QCOMPARE(raw(AbModel::FirstStage + 2, AbModel::Delta).toDouble(),
-           static_cast<double>(b.stages[2].peak_memory_bytes - a.stages[2].peak_memory_bytes));
+           static_cast<double>(b.positions[2].peak_memory_bytes - a.positions[2].peak_memory_bytes));
   // Stage 6 exists only in B: "-" for A and no difference.
   QCOMPARE(m.data(m.index(AbModel::FirstStage + 6, AbModel::A)).toString(), QString("-"));
   QVERIFY(!raw(AbModel::FirstStage + 6, AbModel::Delta).isValid());

@@ -80,7 +80,7 @@ void WidgetsTest::default_plan_loads() {
   w.wait_for_plan();
   QVERIFY(w.evaluation());
   // Defaults: the bundled GPT-1.3B profile on 8x H200, K=4, M=8, 1F1B.
-  QCOMPARE(w.evaluation()->report.devices, 4);
+  QCOMPARE(w.evaluation()->report.num_positions, 4);
   QCOMPARE(w.evaluation()->report.microbatches, 8);
   QCOMPARE(QString::fromStdString(w.evaluation()->report.schedule), QString("1f1b"));
   QCOMPARE(w.evaluation()->report.memory_limit_bytes, 141000000000LL);
@@ -103,7 +103,7 @@ void WidgetsTest::changing_m_updates_the_summary() {
   QCOMPARE(s.data(s.index(SummaryModel::Bubble, 1), SummaryModel::RawRole).toDouble(), expected.bubble_fraction);
   for (int d = 0; d < 4; ++d) {
     QCOMPARE(s.data(s.index(SummaryModel::FirstStage + d, 1), SummaryModel::RawRole).toLongLong(),
-             expected.stages[d].peak_memory_bytes);
+             expected.positions[d].peak_memory_bytes);
   }
   // Twice the micro-batches: a longer step than M=8 (more work, same bubble length).
   QVERIFY(expected.step_ns > step_m8);
@@ -122,7 +122,7 @@ void WidgetsTest::non_fitting_stage_turns_red() {
   w.wait_for_plan();
   const StepReport& r = w.evaluation()->report;
   const bool expected_fits[] = {true, true, false, true};
-  for (int d = 0; d < 4; ++d) QCOMPARE(r.stages[d].fits, expected_fits[d]);
+  for (int d = 0; d < 4; ++d) QCOMPARE(r.positions[d].fits, expected_fits[d]);
   const SummaryModel& s = w.summary();
   w.resize(1400, 900);
   w.show();
@@ -189,7 +189,7 @@ void WidgetsTest::clicking_a_sweep_cell_loads_that_plan() {
   SweepHeatMap* map = w.sweep_view()->heat_map();
   QTest::mouseClick(map, Qt::LeftButton, {}, map->cell_rect(1, 3).center());
   w.wait_for_plan();
-  QCOMPARE(w.evaluation()->report.devices, 2);
+  QCOMPARE(w.evaluation()->report.num_positions, 2);
   QCOMPARE(w.evaluation()->report.microbatches, 8);
 }
 

@@ -5,12 +5,12 @@ The file is pure Python over an `args` namespace; it is not in the megatron-core
 (it lives in megatron/training/), so the test reads it from a git mirror of NVIDIA/
 Megatron-LM ($PIPESCOPE_MEGATRON_MIRROR, default /work/.mirror/NVIDIA+Megatron-LM/repo,
 `git show HEAD:...`) and skips with the reason when there is none. Nothing of it is
-copied into the project; tests/llm_megatron_test.cpp restates its formulas for CI.
+copied into the project; tests/llm/llm_megatron_test.cpp restates its formulas for CI.
 
 Expectation, for the most loaded rank (rank 0) that the file reports, over t in
 {1, 2, 4, 8}, SP on/off, the distributed optimizer, GQA + SwiGLU (Llama-3-70B), MoE
 (Mixtral-8x7B), p = 1 and interleaving: equal bytes up to 1e-9, after the differences
-pipescope states (tests/llm_megatron_test.cpp's header):
+pipescope states (tests/llm/llm_megatron_test.cpp's header):
 - weights + optimizer: the file spreads the final norm over the p ranks; pipescope puts
   it on the last: rank 0 is (norm h / p) x bytes per parameter lower;
 - activations without SP: the file multiplies by 1.05 and takes f = 4 h (24 / t):

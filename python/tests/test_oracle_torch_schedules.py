@@ -153,9 +153,9 @@ def pipescope_csv(name, K, M, v=1):
     return [list(row) for row in _pipescope_csv(name, K, M, v)]
 
 
-def pipescope_stage_device(name, K, M, v=1):
+def pipescope_stage_position(name, K, M, v=1):
     r = run("schedule", "--schedule", name, "--stages", K, "--microbatches", M, "--chunks", v, "--format", "json")
-    return json.loads(r.stdout)["stage_device"]
+    return json.loads(r.stdout)["stage_position"]  # schedule file v2
 
 
 # ------------------------------------------------------------------ 1. orders
@@ -312,7 +312,7 @@ GENERATORS = [("gpipe", 1, "loop"), ("1f1b", 1, "loop"), ("interleaved", 2, "loo
 def test_torch_loader_accepts_every_pipescope_csv(name, v, shape, K, tmp_path):
     M = 2 * K
     rows = pipescope_csv(name, K, M, v)
-    stage_device = pipescope_stage_device(name, K, M, v)
+    stage_position = pipescope_stage_position(name, K, M, v)
     path = tmp_path / f"{name}_{K}_{M}.csv"
     path.write_text("".join(",".join(r) + "\n" for r in rows))
     for rank in range(K):  # every rank loads the whole file, as each process would
@@ -320,7 +320,7 @@ def test_torch_loader_accepts_every_pipescope_csv(name, v, shape, K, tmp_path):
         runtime = S._PipelineScheduleRuntime(stages, M)
         runtime._load_csv(str(path), format="compute_only")
         assert compute_cells(runtime.pipeline_order, K) == rows, (name, K, M)
-        assert [runtime.stage_index_to_group_rank[s] for s in range(K * v)] == stage_device, (name, K, M)
+        assert [runtime.stage_index_to_group_rank[s] for s in range(K * v)] == stage_position, (name, K, M)
         assert len(runtime.pipeline_order_with_comms) == K
 
 

@@ -150,7 +150,7 @@ def test_every_output_validates(tmp_path):
 def test_every_output_of_the_ci_tests_validates(tmp_path):
     """Runs the C++ CI suite (every command, every printing flag, every gate) with its
     scratch folder here, then validates every pipescope file it left: the outputs the
-    commands wrote and every stdout that was one JSON object (tests/ci_util.h)."""
+    commands wrote and every stdout that was one JSON object (tests/ci/ci_util.h)."""
     binary = os.environ.get("PIPESCOPE_CI_TESTS", os.path.join(ROOT, "build", "bin", "ci_tests"))
     if not os.path.exists(binary):
         pytest.skip(f"{binary} not built")
@@ -171,7 +171,7 @@ def test_every_output_of_the_ci_tests_validates(tmp_path):
     assert kinds <= set(seen), seen
 
 
-# A schedule file as the design describes it: 1F1B on 2 devices, 2 micro-batches.
+# A version 1 schedule file as the design describes it: 1F1B on 2 positions, 2 micro-batches.
 SCHEDULE = {
     "format": "pipescope.schedule", "version": 1, "name": "1f1b", "devices": 2, "microbatches": 2,
     "recompute": False, "stage_device": [0, 1],
@@ -195,9 +195,32 @@ def test_schedule_schema_on_files_written_here():
         (lambda s: s.update(devices=0), "devices"),
         (lambda s: s.pop("stage_device"), ""),
         (lambda s: s["device_ops"][1][0].pop("microbatch"), "device_ops/1/0"),
-        (lambda s: s.update(version=2), "version"),
+        (lambda s: s.update(version=3), "version"),
     ]:
         bad = copy.deepcopy(SCHEDULE)
+        mutate(bad)
+        found = errors(bad)
+        assert found and found[0].startswith(where + ":"), found
+
+
+def schedule_v2(v1):
+    """The same schedule in version 2's words (what pipescope writes)."""
+    v2 = {k: v for k, v in v1.items() if k not in ("devices", "stage_device", "device_ops")}
+    v2.update(version=2, positions=v1["devices"], stage_position=v1["stage_device"], position_ops=v1["device_ops"])
+    return v2
+
+
+def test_schedule_schema_reads_version_2():
+    assert errors(schedule_v2(SCHEDULE)) == []
+    for mutate, where in [
+        (lambda s: s["position_ops"][0][0].update(kind="X"), "position_ops/0/0/kind"),
+        (lambda s: s.update(positions=0), "positions"),
+        (lambda s: s.pop("stage_position"), ""),
+        (lambda s: s.update(devices=2), "devices"),  # version 1's key in a version 2 file
+        (lambda s: s.update(version=1), ""),  # then it lacks version 1's keys
+    ]:
+        bad = schedule_v2(SCHEDULE)
+        bad = copy.deepcopy(bad)
         mutate(bad)
         found = errors(bad)
         assert found and found[0].startswith(where + ":"), found

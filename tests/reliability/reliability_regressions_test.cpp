@@ -1,0 +1,63 @@
+// Replays every input the fuzzers kept (fuzz/regressions/<target>/) through the
+// normal readers: each must be read or refused with an InputError, never crash or
+// throw anything else. Named cases check the message of the fix they pinned.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "core/hardware.h"
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/report.h"
+#include "tests/reliability/reliability_util.h"
+
+namespace pipescope {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kRegressions = fs::path(PIPESCOPE_SOURCE_DIR) / "fuzz" / "regressions";
+
+// Reads `path` with `read`; returns "" when read, the InputError message when refused.
+std::string outcome(const std::function<void(const JsonReader&)>& read, const fs::path& path) {
+  try {
+    read(JsonReader::from_file(path.string()));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ReliabilityRegressions, EveryKeptFuzzInputIsReadOrRefusedWithAnInputError) {
+  const std::map<std::string, std::function<void(const JsonReader&)>> readers = {
+      {"profile", [](const JsonReader& r) { profile_from_json(r); }},
+      {"hardware", [](const JsonReader& r) { hardware_from_json(r); }},
+      {"plan", [](const JsonReader& r) { plan_from_json(r); }},
+      {"report", [](const JsonReader& r) { report_from_json(r); }},
+  };
+  int replayed = 0;
+  for (const auto& [target, read] : readers) {
+    if (!fs::exists(kRegressions / target)) continue;
+    for (const auto& entry : fs::directory_iterator(kRegressions / target)) {
+      SCOPED_TRACE(entry.path().string());
+      EXPECT_NO_THROW(outcome(read, entry.path()));  // anything but InputError escapes
+      ++replayed;
+    }
+  }
+  EXPECT_GE(replayed, 1) << "no kept inputs under " << kRegressions;
+}
+
+TEST(ReliabilityRegressions, NumberBeyondDoubleFoundByFuzzingIsABadInputNotAnInternalError) {
+  // nlohmann throws out_of_range (not parse_error) for 1e400; it used to escape as an
+  // internal error (exit 1).
+  std::string what = outcome([](const JsonReader& r) { profile_from_json(r); },
+                             kRegressions / "profile" / "number-overflow-1e400.json");
+  EXPECT_NE(what.find("number overflow"), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace pipescope

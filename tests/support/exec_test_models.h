@@ -1,0 +1,94 @@
+// Small executable models for the exec tests: fast enough to run hundreds of pipelined
+// steps, yet with every layer type (attention, MLP block, LayerNorm, GELU, linear).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/profile.h"
+#include "core/report.h"
+#include "exec/layers/model.h"
+#include "exec/profiler/profiler.h"
+#include "planner/plan_builder.h"
+
+namespace pipescope::test {
+
+// 2 x (attention + MLP) blocks, LayerNorm, GELU and two linears: 8 layers, hidden 16,
+// 2 heads, sequence 4.
+inline exec::ModelFile tiny_gpt_model() {
+  exec::ModelFile m;
+  m.name = "tiny-gpt";
+  m.source = "tiny-gpt (test)";
+  const int h = 16, s = 4;
+  for (int i = 0; i < 2; ++i) {
+    m.layers.push_back({"attn" + std::to_string(i), Json{{"type", "attention_block"}, {"hidden", h}, {"heads", 2}, {"sequence", s}}});
+    m.layers.push_back({"mlp" + std::to_string(i), Json{{"type", "mlp_block"}, {"hidden", h}, {"ffn", 32}, {"sequence", s}}});
+  }
+  m.layers.push_back({"ln", Json{{"type", "layernorm"}, {"features", h}, {"sequence", s}}});
+  m.layers.push_back({"fc", Json{{"type", "linear"}, {"in", h}, {"out", 24}, {"sequence", s}}});
+  m.layers.push_back({"gelu", Json{{"type", "gelu"}, {"features", 24}, {"sequence", s}}});
+  m.layers.push_back({"head", Json{{"type", "linear"}, {"in", 24}, {"out", 8}, {"sequence", s}}});
+  return m;
+}
+
+// The tiny GPT profiled by the executor's own profiler (tracking allocator: the memory
+// numbers the executor holds, workspace_bytes included) at micro-batch sizes 1 and 2.
+inline Profile tiny_gpt_measured_profile() {
+  exec::ProfileOptions po;
+  po.batch_sizes = {1, 2};
+  po.warmup = 0;
+  po.repeats = 1;
+  return exec::profile_model(tiny_gpt_model(), po);
+}
+
+// K positions, M micro-batches of `microbatch_size` samples, the layers cut uniformly;
+// interleaved and the V-shapes take 2 chunks per position.
+inline Plan uniform_plan(const Profile& profile, ScheduleKind kind, int K, int M, double microbatch_size) {
+  PlanChoice c;
+  c.stages = K;
+  c.microbatches = M;
+  c.microbatch_size = microbatch_size;
+  c.schedule = kind;
+  c.chunks = kind == ScheduleKind::Interleaved || required_chunks(kind) == 2 ? 2 : 1;
+  c.partition = PartitionKind::Uniform;
+  return make_plan(profile, c).plan;
+}
+
+// A profile of the model whose times are made up (1 ms per op) but whose specs are
+// real: enough to build plans and run them.
+inline Profile profile_with_specs(const exec::ModelFile& m) {
+  Profile p;
+  p.model = m.name;
+  p.device_name = "test";
+  p.device_memory_bytes = 1 << 30;
+  p.backend = "cpu";
+  p.dtype = "fp32";
+  p.batch_sizes = {1};
+  p.source = m.source;
+  for (const exec::ModelLayer& l : m.layers) {
+    LayerProfile lp;
+    lp.name = l.name;
+    lp.forward_ms = {1};
+    lp.backward_ms = {2};
+    lp.activation_bytes = {1024};
+    lp.output_bytes = {256};
+    lp.spec = l.spec;
+    p.layers.push_back(lp);
+  }
+  return p;
+}
+
+// The tracked activation peak of every position equals the prediction's, byte for byte
+// (and is not vacuously 0).
+inline void expect_activation_peaks_equal(const StepReport& predicted, const StepReport& measured,
+                                          const std::string& label) {
+  ASSERT_EQ(predicted.positions.size(), measured.positions.size()) << label;
+  for (std::size_t d = 0; d < predicted.positions.size(); ++d) {
+    EXPECT_GT(predicted.positions[d].peak_activation_bytes, 0) << label;
+    EXPECT_EQ(measured.positions[d].peak_activation_bytes, predicted.positions[d].peak_activation_bytes)
+        << label << ", position " << d;
+  }
+}
+
+}  // namespace pipescope::test
