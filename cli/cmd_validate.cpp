@@ -1,7 +1,8 @@
 // `pipescope validate FILE...`: reads each file with the reader its "format" names (the
-// same reader simulate, run and compare use): "FILE: ok (FORMAT v1)" on stdout for a
-// good file, the reader's message (file, JSON path, expectation) on stderr for a bad
-// one; exit 2 when any file was bad. A CI job runs it on hand-written inputs first.
+// same reader simulate, run and compare use; a v2 plan's layout too): "FILE: ok (FORMAT
+// vN)" on stdout for a good file, the reader's message (file, JSON path, expectation)
+// on stderr for a bad one; exit 2 when any file was bad. A CI job runs it on
+// hand-written inputs first.
 #include <iostream>
 #include <memory>
 
@@ -12,12 +13,13 @@
 #include "core/profile.h"
 #include "core/report.h"
 #include "exec/layers/model.h"
+#include "llm/plan_layout.h"
 
 namespace pipescope::cli {
 
 namespace {
 
-// Reads `path` with the reader of its format; returns the format; throws InputError.
+// Reads `path` with the reader of its format; returns "FORMAT vN"; throws InputError.
 std::string read_any(const std::string& path) {
   const JsonReader r = JsonReader::from_file(path);
   if (!r.json().is_object()) r.fail("expected a JSON object");
@@ -27,7 +29,7 @@ std::string read_any(const std::string& path) {
   } else if (format == "pipescope.hardware") {
     hardware_from_json(r);
   } else if (format == "pipescope.plan") {
-    plan_from_json(r);
+    (void)plan_layout(plan_from_json(r));  // a v2 plan's "layout" is read by llm/
   } else if (format == "pipescope.prediction" || format == "pipescope.measurement") {
     report_from_json(r);
   } else if (format == "pipescope.model") {
@@ -36,7 +38,7 @@ std::string read_any(const std::string& path) {
     r["format"].fail("expected a format this command reads: pipescope.profile, pipescope.hardware, pipescope.plan, "
                      "pipescope.model, pipescope.prediction or pipescope.measurement; got \"" + format + "\"");
   }
-  return format;
+  return format + " v" + std::to_string(r["version"].as_int());
 }
 
 }  // namespace
@@ -51,7 +53,7 @@ void add_validate_command(CLI::App& app) {
     for (const std::string& path : *files) {
       try {
         const std::string format = read_any(path);
-        std::cout << path << ": ok (" << format << " v1)\n";
+        std::cout << path << ": ok (" << format << ")\n";
       } catch (const InputError& e) {
         std::cerr << "pipescope: error: " << e.what() << "\n";
         ++bad;

@@ -17,5 +17,6 @@ void add_compare_command(CLI::App& app);  // cli/cmd_run.cpp (exec)
 void add_export_command(CLI::App& app);   // cli/cmd_export.cpp
 void add_validate_command(CLI::App& app);  // cli/cmd_validate.cpp
 void add_llm_time_command(CLI::App& app);  // cli/cmd_llm_time.cpp (llm/)
+void add_llm_memory_command(CLI::App& app);  // cli/cmd_llm_memory.cpp (llm/)
 
 }  // namespace pipescope::cli

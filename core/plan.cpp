@@ -159,9 +159,14 @@ void check_stages(const std::vector<JsonReader>& items, const Plan& p) {
 }  // namespace
 
 Plan plan_from_json(const JsonReader& r) {
-  r.expect_format("pipescope.plan");
+  const int version = r.expect_format("pipescope.plan", 2);
   Plan p;
   p.source = r.source();
+  if (r.has("layout")) {
+    if (version < 2) r["layout"].fail("needs \"version\": 2 (version 1 plans have no layout)");
+    if (!r["layout"].json().is_object()) r["layout"].fail("expected an object");
+    p.layout = r["layout"].json();
+  }
   p.profile = r["profile"].as_string();
   p.batch_size = r["batch_size"].as_int(1, int64_t{1} << 40);
   p.microbatches = static_cast<int>(r["microbatches"].as_int(1, 1 << 30));
@@ -237,7 +242,7 @@ Json plan_to_json(const Plan& p) {
     schedule["activation_budget_bytes"] = p.activation_budget_bytes;
   }
   Json out = {{"format", "pipescope.plan"},
-              {"version", 1},
+              {"version", p.layout ? 2 : 1},
               {"profile", p.profile},
               {"batch_size", p.batch_size},
               {"microbatches", p.microbatches},
@@ -248,6 +253,7 @@ Json plan_to_json(const Plan& p) {
   if (p.optimizer_step != OptimizerStep::Synchronized) out["optimizer_step"] = to_string(p.optimizer_step);  // default: absent
   if (p.p2p) out["p2p"] = to_string(*p.p2p);
   if (p.offload.active()) out["offload"] = offload_to_json(p.offload);
+  if (p.layout) out["layout"] = *p.layout;
   return out;
 }
 

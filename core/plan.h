@@ -61,6 +61,10 @@ struct Plan {
   std::optional<P2p> p2p;  // plan file: "p2p" (absent: the hardware's, else overlapped; core/p2p.h)
   Offload offload;         // plan file: "offload" (absent: none; core/offload.h)
   std::vector<PlanStage> stages;
+  // Version 2: "layout", the LLM-scale parallel layout (t, cp, ep, d, p, v, sharding, ...)
+  // kept as the file's raw JSON object; llm/plan_layout.h reads it (core never includes
+  // llm/). A plan with a layout is written as version 2, one without as version 1.
+  std::optional<Json> layout;
   std::string source;
 
   int pipeline_devices() const { return static_cast<int>(stages.size()) / chunks; }

@@ -1,7 +1,12 @@
 // Fuzz target: plan_from_json and plan_to_json on arbitrary bytes, plus the schedule
-// the plan asks for when it is small enough to build in a few milliseconds.
+// the plan asks for when it is small enough to build in a few milliseconds, and a v2
+// plan's layout (llm/plan_layout.h), which must read back what it writes.
+#include <memory>
+#include <optional>
+
 #include "core/plan.h"
 #include "fuzz/fuzz_readers.h"
+#include "llm/plan_layout.h"
 
 using namespace pipescope;
 
@@ -10,6 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       data, size,
       [](const JsonReader& r) {
         Plan p = plan_from_json(r);
+        if (const std::optional<ParallelLayout> l = plan_layout(p)) {
+          const Json once = layout_to_json(*l);
+          auto root = std::make_shared<const Json>(once);
+          if (layout_to_json(layout_from_json(JsonReader(root, root.get(), "fuzz", "layout"))) != once) __builtin_trap();
+        }
         ScheduleSpec spec = p.schedule_spec();
         if (static_cast<int64_t>(spec.devices) * spec.chunks * spec.microbatches <= 4096) {
           validate_schedule(make_schedule(spec));

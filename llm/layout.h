@@ -31,6 +31,9 @@ struct TransformerShape {
   int vocabulary = 0;          // V, padded as Megatron pads (--make-vocab-size-divisible-by x t)
   int sequence = 0;            // s, --seq-length
   bool tied_embeddings = true; // false: --untie-embeddings-and-output-weights
+  bool rms_norm = false;       // --normalization RMSNorm (h weights) instead of LayerNorm (2 h)
+  bool qkv_bias = false;       // --add-qkv-bias: q, k, v carry biases even with bias_linear off (Qwen2)
+  int kv_channels = 0;         // --kv-channels, the head dimension (0: h / a)
   // Mixture of experts (experts == 0: dense).
   int experts = 0;             // --num-experts
   int moe_topk = 0;            // --moe-router-topk

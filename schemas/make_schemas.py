@@ -143,6 +143,53 @@ def _define_llm_time():
         mfu=number(0, 1, "model FLOPs (no recompute) / (step x GPUs x peak bf16)"), model_tflop_per_step=number(0))
     s["required"] = ["format", "version", "layout", "schedule", "layer", "embedding", "head", "pipeline_ms", "step_ms", "mfu"]
     write("llm_time", s)
+def llm_layout():
+    """A v2 plan's "layout" (llm/layout.h, llm/plan_layout.cpp): Megatron-LM's parallel layout."""
+    def degree(desc):
+        return integer(1, 2**20, desc)
+    return {"type": "object", "description": "Megatron-LM's parallel layout of the job (docs/memory.md, At LLM "
+                                             "scale); absent keys take the defaults named",
+            "properties": {
+                "t": degree("--tensor-model-parallel-size (default 1)"),
+                "sequence_parallel": {"type": "boolean", "description": "--sequence-parallel (default false)"},
+                "cp": degree("--context-parallel-size (default 1)"),
+                "ep": degree("--expert-model-parallel-size (default 1)"),
+                "d": degree("data-parallel size (default 1)"),
+                "p": degree("--pipeline-model-parallel-size (default 1)"),
+                "v": degree("model chunks per pipeline rank (default 1)"),
+                "sharding": {"enum": ["none", "distributed-optimizer", "zero-1", "zero-2", "zero-3", "fsdp"],
+                             "description": "what the data-parallel group shards (default none); zero-1 = "
+                                            "distributed-optimizer, fsdp = zero-3"},
+                "recompute": {"enum": ["none", "selective", "full"],
+                              "description": "--recompute-granularity (default none)"},
+                "micro_batch": degree("--micro-batch-size (default 1)"),
+                "microbatches": degree("micro-batches per pipeline per step (default 1)"),
+                "precision": {"enum": ["bf16-mixed", "fp32", "fp8-params"],
+                              "description": "bytes per parameter: 2 + 4 + 12 (default), 4 + 4 + 8, 1 + 4 + 12"},
+                "order": string("Megatron's rank order (default tp-cp-ep-dp-pp)"),
+                "layers_per_chunk": array(integer(1, 2**20), "p x v entries in pipeline order (chunk c on rank "
+                                                             "c mod p); absent: L / (p v) each", 1)}}
+
+
+def llm_memory():
+    """What `pipescope llm-memory --json` prints (cli/cmd_llm_memory.cpp)."""
+    b = number(0, desc="bytes per GPU")
+    stage = obj({"rank": integer(0), "layers": integer(0), "embedding": {"type": "boolean"},
+                 "head": {"type": "boolean"}, "parameters": number(0, desc="per GPU"),
+                 "expert_parameters": number(0), "in_flight": number(0, desc="micro-batches of its layers at the peak"),
+                 "parameter_bytes": b, "gradient_bytes": b, "optimizer_bytes": b, "activation_bytes": b,
+                 "total_bytes": b},
+                ["rank", "layers", "parameter_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes",
+                 "total_bytes"])
+    s = head("llm-memory", "pipescope llm-memory v1",
+             "Memory per GPU of each pipeline rank of an LLM-scale job, as Megatron-LM keeps it (docs/memory.md).")
+    s["properties"] = dict(fmt_props("llm-memory"), model=string(), layout=llm_layout(), gpus=integer(1),
+                           framework={"enum": ["megatron", "torch", "deepspeed"]},
+                           padded_vocabulary=integer(1), layer_activation_bytes=b,
+                           stages=array(stage, "one per pipeline rank", 1), peak_bytes=b,
+                           notes=array(string(), "what validate_layout changed, as Megatron changes it"))
+    s["required"] = ["format", "version", "layout", "stages", "peak_bytes"]
+    return s
 
 
 def _define():
@@ -247,11 +294,16 @@ def _define():
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
                           "devices": array(integer(0), "hardware device ids (0..devices-1 of the hardware file), one per replica; more than one: replicated. Not pipeline positions: a stage's position is its index in stages (mod K)", 1)},
                          ["layers", "devices"]), None, 1))
-    s = head("plan", "pipescope plan v1", "A pipeline plan: stages, micro-batches, schedule, re-materialisation." + NOTE)
+    s = head("plan", "pipescope plan v1 / v2", "A pipeline plan: stages, micro-batches, schedule, re-materialisation; "
+             "version 2 adds an optional \"layout\" (the LLM-scale parallel layout, read by llm/plan_layout.h)." + NOTE)
     s["properties"] = plan_props
     s["required"] = ["format", "version", "profile", "batch_size", "microbatches", "schedule", "stages"]
     plan_schema = copy.deepcopy(s)
-    write("plan", s)
+    v2 = copy.deepcopy(s)
+    v2["properties"]["version"] = {"enum": [1, 2], "description": "2 when the plan carries a layout"}
+    v2["properties"]["layout"] = llm_layout()
+    v2["dependentSchemas"] = {"layout": {"properties": {"version": {"const": 2}}}}
+    write("plan", v2)
 
     # ---- schedule
     op = obj({"kind": {"enum": ["F", "B", "I", "W", "R"],
@@ -373,6 +425,7 @@ def _define():
         plan=plan_inner, gates=gates)
     s["required"] = ["format", "version", "candidates", "fitting", "memory_limit_bytes", "top", "why", "plan"]
     write("plan_search", s)
+    write("llm-memory", llm_memory())
 
 
 if __name__ == "__main__":

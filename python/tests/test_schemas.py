@@ -77,7 +77,7 @@ def shipped_files():
 
 def test_every_format_has_a_valid_schema_with_format_const():
     expected = {"profile", "hardware", "model", "plan", "schedule", "prediction", "measurement", "comparison",
-                "sweep", "plan_search"}
+                "sweep", "plan_search", "llm-memory"}
     assert expected <= set(ALL), f"missing schemas: {expected - set(ALL)}"
     for name in ALL:
         s = schema(name)
@@ -129,10 +129,16 @@ def test_every_output_validates(tmp_path):
     r = pipescope("plan", "--profile", toy, "--devices", "2", "--batch", "4", "--json", "--max-bubble", "1")
     assert r.returncode == 0, r.stderr
     (tmp_path / "plan-search.json").write_text(r.stdout)
+    r = pipescope("llm-memory", "--hf-config", os.path.join(ROOT, "profiles", "hf", "mixtral-8x7b.json"),
+                  "--seq-length", "4096", "--gpus", "16", "--tensor-model-parallel-size", "2", "--sequence-parallel",
+                  "--expert-model-parallel-size", "4", "--pipeline-model-parallel-size", "2",
+                  "--use-distributed-optimizer", "--global-batch-size", "32", "--json")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "llm-memory.json").write_text(r.stdout)
     expected = {"prediction.json": "prediction", "tiny.json": "prediction", "measurement.json": "measurement",
                 "comparison.json": "comparison", "plan.json": "plan", "sweep.json": "sweep",
                 "synth-gpt.json": "profile", "synth-uneven.json": "profile", "measured-profile.json": "profile",
-                "plan-search.json": "plan_search"}
+                "plan-search.json": "plan_search", "llm-memory.json": "llm-memory"}
     for name, kind in expected.items():
         document = load_json(out(name))
         assert document["format"] == f"pipescope.{kind}", name

@@ -40,3 +40,7 @@ expect_in_readme("worked example (simulate)"
 expect_in_readme("planning example (plan)"
   ${PIPESCOPE} plan --profile ${P}/gpt-13b-h200.json --hardware ${P}/h200-8x-nvlink.json
   --devices 8 --batch 64 --top 3)
+expect_in_readme("LLM memory example (llm-memory)"
+  ${PIPESCOPE} llm-memory --hf-config ${P}/hf/llama-3-70b.json --seq-length 8192 --gpus 64
+  --tensor-model-parallel-size 8 --sequence-parallel --pipeline-model-parallel-size 8
+  --use-distributed-optimizer --recompute-granularity selective --global-batch-size 64)

@@ -1,0 +1,38 @@
+// Validation of a (shape, layout) against a cluster and a framework, with the checks
+// Megatron-LM's arguments.py and TransformerConfig make (and DeepSpeed's pipeline
+// engine, torch FSDP for the sharding). Invariant: validate_layout either returns a
+// layout that llm/layout.h's invariant holds for, or throws InputError naming the field
+// (by its Megatron flag) and the numbers; a returned note says what it changed.
+//   ParallelLayout ok = validate_layout(shape, layout, 64, Framework::Megatron, &notes);
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llm/layout.h"
+
+namespace pipescope {
+
+// Which training framework runs the layout: decides the shardings it offers.
+enum class Framework : uint8_t { Megatron, Torch, DeepSpeed };
+std::string to_string(Framework framework);  // "megatron", "torch", "deepspeed"
+std::optional<Framework> framework_from_name(const std::string& name);
+
+// Megatron's --ffn-hidden-size default: 4 h, or int(8 h / 3 / 64) * 64 with --swiglu.
+int default_ffn_hidden(int hidden, bool swiglu);
+// Megatron's padded vocabulary: the next multiple of divisible_by x t
+// (--make-vocab-size-divisible-by, default 128).
+int padded_vocabulary(int vocabulary, int t, int divisible_by = 128);
+
+// Layers of each of the p * v chunks, in pipeline order (chunk c runs on rank c % p).
+std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& layout);
+
+// Throws InputError naming the flag and the numbers. `notes` (optional) receives what
+// was changed the way Megatron changes it: --sequence-parallel with t = 1 is turned off
+// (arguments.py warns "Disabling sequence parallelism because tensor model parallelism
+// is disabled" and carries on).
+ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayout& layout, int gpus,
+                               Framework framework = Framework::Megatron, std::vector<std::string>* notes = nullptr);
+
+}  // namespace pipescope

@@ -1,0 +1,181 @@
+// The closed forms of llm/memory.h. Counts are doubles: Megatron's (6 + 12 / d) bytes
+// per parameter are not whole numbers, and the totals stay exact below 2^53.
+#include "llm/memory.h"
+
+#include <algorithm>
+
+#include "llm/layout_check.h"
+
+namespace pipescope {
+
+namespace {
+
+int kv_heads(const TransformerShape& s) { return s.kv_heads == 0 ? s.heads : s.kv_heads; }
+int ffn(const TransformerShape& s) { return s.ffn_hidden == 0 ? default_ffn_hidden(s.hidden, s.swiglu) : s.ffn_hidden; }
+int moe_ffn(const TransformerShape& s) { return s.moe_ffn_hidden == 0 ? ffn(s) : s.moe_ffn_hidden; }
+
+// Two (gelu) or three (SwiGLU) h x f matrices; fc1's bias f (2 f) splits t ways, fc2's h does not.
+void add_mlp(LayerParameters& out, const TransformerShape& s, double f) {
+  const double h = s.hidden, gated = s.swiglu ? 1.5 : 1.0;
+  out.tp_sharded += 2 * h * f * gated;
+  if (s.bias_linear) {
+    out.tp_sharded += f * (s.swiglu ? 2 : 1);
+    out.replicated += h;
+  }
+}
+
+struct Bytes {
+  double parameter = 0, gradient = 0, optimizer = 0;
+};
+
+// `params` held by every GPU of a data-parallel group of `group` ranks, sharded as `sharding` says.
+Bytes bytes_of(double params, const Precision& pr, Sharding sharding, double group) {
+  const bool grads = sharding == Sharding::Zero2 || sharding == Sharding::Zero3;
+  Bytes b;
+  b.parameter = params * pr.parameter_bytes / (sharding == Sharding::Zero3 ? group : 1);
+  b.gradient = params * pr.gradient_bytes / (grads ? group : 1);
+  b.optimizer = params * pr.optimizer_bytes / (sharding == Sharding::None ? 1 : group);
+  return b;
+}
+
+// The layers each pipeline rank holds, over its v chunks (chunk c on rank c % p).
+std::vector<std::vector<int>> layers_of_ranks(const TransformerShape& shape, const ParallelLayout& layout) {
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(layout.p));
+  const std::vector<int> chunks = chunk_layers(shape, layout);
+  int next = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    for (int i = 0; i < chunks[c]; ++i) out[c % static_cast<std::size_t>(layout.p)].push_back(next++);
+  }
+  return out;
+}
+
+// Parameters per GPU of rank k: its layers, the embedding (rank 0), the final norm and
+// the output layer (rank p - 1: Megatron keeps a copy of tied word embeddings there too).
+void add_parameters(StageMemory& st, const TransformerShape& shape, const ParallelLayout& l,
+                    const std::vector<int>& layers) {
+  const double t = l.t, vh = static_cast<double>(shape.vocabulary) * shape.hidden;
+  const double norm = (shape.rms_norm ? 1.0 : 2.0) * shape.hidden;
+  LayerParameters sum;
+  for (int i : layers) {
+    const LayerParameters lp = layer_parameters(shape, is_moe_layer(shape, i));
+    sum.tp_sharded += lp.tp_sharded, sum.replicated += lp.replicated, sum.expert += lp.expert;
+  }
+  if (st.embedding) sum.tp_sharded += vh;
+  if (st.head) {
+    sum.replicated += norm;
+    if (l.p > 1 || !shape.tied_embeddings) sum.tp_sharded += vh;
+  }
+  st.expert_parameters = sum.expert / (t * l.ep);
+  st.parameters = sum.tp_sharded / t + sum.replicated + st.expert_parameters;
+  const Precision pr = precision_of(l.precision);
+  const double group = static_cast<double>(l.d) * l.cp;
+  const Bytes dense = bytes_of(st.parameters - st.expert_parameters, pr, l.sharding, group);
+  const Bytes expert = bytes_of(st.expert_parameters, pr, l.sharding, group / l.ep);
+  st.parameter_bytes = dense.parameter + expert.parameter;
+  st.gradient_bytes = dense.gradient + expert.gradient;
+  st.optimizer_bytes = dense.optimizer + expert.optimizer;
+}
+
+// Rank k's activations: its in-flight chunk-micro-batches x its mean layers per chunk
+// (exact for even chunks), the embedding's micro-batches on rank 0 (1F1B: min(p, M);
+// interleaved: chunk 0 holds min(M, 2 p) at the peak, two rounds of p forwards before its
+// first backward), one micro-batch of the head on rank p - 1, and under full recompute
+// the one layer being recomputed.
+void add_activations(StageMemory& st, const TransformerShape& shape, const ParallelLayout& l) {
+  const int chunks = in_flight_chunks(l, st.rank);
+  st.in_flight = static_cast<double>(chunks) / l.v;
+  st.activation_bytes = st.in_flight * st.layers * layer_activation_bytes(shape, l);
+  if (st.embedding) {
+    const int held = l.v == 1 ? std::min(l.p, l.microbatches) : std::min(l.microbatches, 2 * l.p);
+    st.activation_bytes += held * embedding_activation_bytes(shape, l);
+  }
+  if (st.head) st.activation_bytes += head_activation_bytes(shape, l);
+  if (l.recompute == Recompute::Full && st.layers > 0) {
+    ParallelLayout kept = l;
+    kept.recompute = Recompute::None;
+    st.activation_bytes += layer_activation_bytes(shape, kept);
+  }
+}
+
+}  // namespace
+
+bool is_moe_layer(const TransformerShape& shape, int layer) {
+  return shape.experts > 0 && layer % shape.moe_layer_frequency == 0;
+}
+
+// Attention 2 h c (a + kv) = 2 h^2 (1 + kv / a) at c = h / a; norms 2 x (1 or 2) h;
+// MoE: experts x MLP(moe_ffn) + router h E (+ E bias) + a shared expert.
+LayerParameters layer_parameters(const TransformerShape& s, bool moe) {
+  const double h = s.hidden, a = s.heads, kv = kv_heads(s);
+  const double c = s.kv_channels == 0 ? h / a : s.kv_channels;  // head dimension
+  LayerParameters out;
+  out.tp_sharded = 2 * h * c * (a + kv);  // q and o: h x a c; k and v: h x kv c
+  if (s.bias_linear || s.qkv_bias) out.tp_sharded += c * (a + 2 * kv);
+  if (s.bias_linear) out.replicated += h;  // o_proj's bias
+  out.replicated += 2 * (s.rms_norm ? 1.0 : 2.0) * h;
+  if (!moe) {
+    add_mlp(out, s, ffn(s));
+    return out;
+  }
+  if (s.shared_expert_ffn_hidden > 0) add_mlp(out, s, s.shared_expert_ffn_hidden);
+  out.expert = static_cast<double>(s.experts) * 2 * h * moe_ffn(s) * (s.swiglu ? 1.5 : 1.0);
+  out.replicated += h * s.experts + (s.bias_linear ? s.experts : 0);
+  return out;
+}
+
+// Table 2 of Korthikanti et al. with f for the MLP's 4 h (Megatron's 18 + 4 f / h):
+// 10 s b h stay whole without SP (two norm inputs, QKV and MLP inputs, two dropout
+// masks), the rest (8 + 4 f / h) s b h splits t ways; the attention scores 5 a s^2 b
+// split over heads; full recompute keeps the layer input 2 s b h.
+double layer_activation_bytes(const TransformerShape& shape, const ParallelLayout& l) {
+  const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch, h = shape.hidden;
+  const double t = l.t, sbh = s * b * h;
+  const bool sp = l.sequence_parallel && l.t > 1;
+  if (l.recompute == Recompute::Full) return 2 * sbh / (sp ? t : 1);
+  const double split = (8 + 4.0 * ffn(shape) / h) * sbh / t;
+  double bytes = sp ? 10 * sbh / t + split : 10 * sbh + split;
+  if (l.recompute == Recompute::None) bytes += 5.0 * shape.heads * s * s * b / t;
+  return bytes;
+}
+
+double embedding_activation_bytes(const TransformerShape& shape, const ParallelLayout& l) {
+  const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch;
+  const bool sp = l.sequence_parallel && l.t > 1;
+  return (8 * s * b + s * b * shape.hidden) / (sp ? l.t : 1);
+}
+
+double head_activation_bytes(const TransformerShape& shape, const ParallelLayout& l) {
+  const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch;
+  const bool sp = l.sequence_parallel && l.t > 1;
+  return 4 * s * b * shape.vocabulary / l.t + 4 * s * b * shape.hidden / (sp ? l.t : 1);
+}
+
+int in_flight_chunks(const ParallelLayout& l, int rank) {
+  const int warmup = l.v == 1 ? l.p - rank - 1 : 2 * (l.p - rank - 1) + (l.v - 1) * l.p;
+  return std::min(warmup + 1, l.microbatches * l.v);
+}
+
+double LlmMemory::peak() const {
+  double out = 0;
+  for (const StageMemory& st : stages) out = std::max(out, st.total());
+  return out;
+}
+
+LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout) {
+  LlmMemory out;
+  out.layer_activation_bytes = layer_activation_bytes(shape, layout);
+  const std::vector<std::vector<int>> ranks = layers_of_ranks(shape, layout);
+  for (int k = 0; k < layout.p; ++k) {
+    StageMemory st;
+    st.rank = k;
+    st.layers = static_cast<int>(ranks[static_cast<std::size_t>(k)].size());
+    st.embedding = k == 0;
+    st.head = k == layout.p - 1;
+    add_parameters(st, shape, layout, ranks[static_cast<std::size_t>(k)]);
+    add_activations(st, shape, layout);
+    out.stages.push_back(st);
+  }
+  return out;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,134 @@
+// validate_layout refuses what Megatron-LM (arguments.py, TransformerConfig), DeepSpeed's
+// pipeline engine and the cluster refuse, and names the flag and the numbers.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "llm/layout_check.h"
+#include "llm_shapes.h"
+
+namespace pipescope {
+namespace {
+
+// Runs validate_layout, expects InputError, returns its message.
+std::string refusal(const TransformerShape& s, const ParallelLayout& l, int gpus,
+                    Framework f = Framework::Megatron) {
+  try {
+    validate_layout(s, l, gpus, f);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted";
+  return "";
+}
+
+ParallelLayout layout(int t, int cp, int d, int p) {
+  ParallelLayout l;
+  l.t = t, l.cp = cp, l.d = d, l.p = p;
+  return l;
+}
+
+TEST(LlmLayoutCheck, AcceptsLlama70bOn64Gpus) {
+  const TransformerShape s = testing::llama3_70b();
+  std::vector<std::string> notes;
+  const ParallelLayout ok = validate_layout(s, layout(8, 1, 1, 8), 64, Framework::Megatron, &notes);
+  EXPECT_EQ(ok.gpus(), 64);
+  EXPECT_TRUE(notes.empty());
+}
+
+TEST(LlmLayoutCheck, DegreesMustMultiplyToTheGpus) {
+  EXPECT_EQ(refusal(testing::llama3_70b(), layout(8, 1, 2, 4), 128),
+            "--gpus: t * cp * d * p = 8 * 1 * 2 * 4 = 64, but the cluster has 128 GPUs");
+}
+
+TEST(LlmLayoutCheck, TensorParallelMustSplitHeadsGroupsAndFfn) {
+  TransformerShape s = testing::llama3_8b();  // 32 heads, 8 query groups, ffn 14336
+  EXPECT_EQ(refusal(s, layout(3, 1, 1, 1), 3),
+            "--tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32");
+  // 16 divides 32 heads and is a multiple of 8 groups (KV heads replicated twice): accepted.
+  EXPECT_NO_THROW(validate_layout(s, layout(16, 1, 1, 1), 16));
+  s.kv_heads = 32 / 8 * 3;  // 12 groups: heads 32 % 12 != 0 is refused first
+  EXPECT_NE(refusal(s, layout(1, 1, 1, 1), 1).find("--num-query-groups"), std::string::npos);
+  s = testing::llama3_8b();
+  s.heads = 48, s.hidden = 4608, s.kv_heads = 12;  // t = 8: 48 % 8 == 0, 12 % 8 and 8 % 12 != 0
+  EXPECT_EQ(refusal(s, layout(8, 1, 1, 1), 8),
+            "--tensor-model-parallel-size: t = 8 neither divides nor is a multiple of --num-query-groups 12");
+}
+
+TEST(LlmLayoutCheck, ExpertAndContextParallelism) {
+  const TransformerShape mx = testing::mixtral_8x7b();  // 8 experts, s 4096
+  ParallelLayout l = layout(1, 1, 6, 1);
+  l.ep = 3;
+  EXPECT_EQ(refusal(mx, l, 6), "--expert-model-parallel-size: ep = 3 does not divide --num-experts 8");
+  l = layout(1, 1, 2, 1);
+  l.ep = 4;
+  EXPECT_EQ(refusal(mx, l, 2), "--expert-model-parallel-size: ep = 4 does not divide d * cp = 2 * 1 = 2");
+  l = layout(1, 2, 2, 1);
+  l.ep = 4;  // d * cp = 4: accepted
+  EXPECT_NO_THROW(validate_layout(mx, l, 4));
+  l = layout(1, 1, 2, 1);
+  l.ep = 2;
+  EXPECT_NE(refusal(testing::llama3_8b(), l, 2).find("needs --num-experts"), std::string::npos);
+  TransformerShape s = testing::llama3_8b();
+  s.sequence = 4100;  // 4100 % (2 x 4) = 4
+  EXPECT_EQ(refusal(s, layout(1, 4, 1, 1), 4),
+            "--context-parallel-size: --seq-length 4100 is not a multiple of 2 * cp = 8 (each rank takes two "
+            "of the 2 cp chunks)");
+}
+
+TEST(LlmLayoutCheck, LayersMustFillTheChunks) {
+  const TransformerShape s = testing::llama3_70b();  // 80 layers
+  ParallelLayout l = layout(1, 1, 1, 8);
+  l.v = 3;
+  EXPECT_EQ(refusal(s, l, 8), "--num-layers: 80 layers do not fill p * v = 8 * 3 = 24 chunks evenly");
+  l = layout(1, 1, 1, 2);
+  l.layers_per_chunk = {40, 30};
+  EXPECT_EQ(refusal(s, l, 2), "layers_per_chunk: the entries sum to 70, but --num-layers is 80");
+  l.layers_per_chunk = {80};
+  EXPECT_EQ(refusal(s, l, 2), "layers_per_chunk: expected p * v = 2 entries, got 1");
+  l.layers_per_chunk = {41, 39};
+  EXPECT_NO_THROW(validate_layout(s, l, 2));
+}
+
+TEST(LlmLayoutCheck, SequenceParallelWithoutTensorParallelIsTurnedOffAsMegatronDoes) {
+  ParallelLayout l = layout(1, 1, 8, 1);
+  l.sequence_parallel = true;
+  std::vector<std::string> notes;
+  const ParallelLayout ok = validate_layout(testing::llama3_8b(), l, 8, Framework::Megatron, &notes);
+  EXPECT_FALSE(ok.sequence_parallel);
+  ASSERT_EQ(notes.size(), 1U);
+  EXPECT_NE(notes[0].find("Disabling sequence parallelism"), std::string::npos);
+}
+
+TEST(LlmLayoutCheck, ShardingsEachFrameworkOffers) {
+  const TransformerShape s = testing::llama3_70b();
+  ParallelLayout l = layout(8, 1, 2, 4);
+  for (Sharding z : {Sharding::Zero2, Sharding::Zero3}) {
+    l.sharding = z;
+    // DeepSpeed's PipelineEngine asserts zero_optimization_stage() < 2.
+    EXPECT_EQ(refusal(s, l, 64, Framework::DeepSpeed),
+              "sharding: DeepSpeed's pipeline engine (p = 4) allows ZeRO stage 0 or 1 only, got " + to_string(z));
+    EXPECT_NO_THROW(validate_layout(s, l, 64, Framework::Torch));  // FSDP SHARD_GRAD_OP / FULL_SHARD
+    std::vector<std::string> notes;
+    validate_layout(s, l, 64, Framework::Megatron, &notes);  // Megatron-FSDP
+    ASSERT_EQ(notes.size(), 1U);
+    EXPECT_NE(notes[0].find("--use-megatron-fsdp"), std::string::npos);
+  }
+  l.sharding = Sharding::DistributedOptimizer;
+  EXPECT_NO_THROW(validate_layout(s, l, 64, Framework::DeepSpeed));  // ZeRO-1 with the pipeline engine
+  l = layout(8, 1, 8, 1);
+  l.sharding = Sharding::Zero3;
+  EXPECT_NO_THROW(validate_layout(s, l, 64, Framework::DeepSpeed));  // no pipeline: any stage
+}
+
+TEST(LlmLayoutCheck, MegatronsDefaultsForFfnAndVocabulary) {
+  EXPECT_EQ(default_ffn_hidden(4096, false), 16384);
+  EXPECT_EQ(default_ffn_hidden(4096, true), 10880);  // int(4 h 2 / 3 / 64) x 64
+  EXPECT_EQ(padded_vocabulary(50257, 1), 50304);     // GPT-2's vocabulary, 128-aligned
+  EXPECT_EQ(padded_vocabulary(50257, 8), 51200);     // 1024-aligned
+  EXPECT_EQ(padded_vocabulary(128256, 8), 129024);
+  EXPECT_EQ(framework_from_name("deepspeed"), Framework::DeepSpeed);
+  EXPECT_FALSE(framework_from_name("jax").has_value());
+}
+
+}  // namespace
+}  // namespace pipescope
