@@ -146,7 +146,11 @@ class PipelineSim {
     while (!runnable_.empty()) {
       const int d = runnable_.back();
       runnable_.pop_back();
-      run_device(d);
+      if (offload_) {
+        run_device<true>(d);
+      } else {
+        run_device<false>(d);
+      }
     }
     for (int d = 0; d < K_; ++d) {
       if (cursor_[d] != s_.position_ops[d].size()) {
@@ -207,6 +211,9 @@ class PipelineSim {
 
   // Runs device d's ops in order until it finishes or its next op's input is not yet
   // known; then it is parked until a send to it wakes it.
+  // kOffload: the plan offloads activations (offload_ is set); a template argument so
+  // that the walk without offload pays nothing for its hooks.
+  template <bool kOffload>
   void run_device(int d) {
     const std::vector<Op>& ops = s_.position_ops[d];
     const std::size_t first = first_op_[d];
@@ -224,7 +231,7 @@ class PipelineSim {
         }
         start = std::max(start + rule.receive_block_ns, at);
       }
-      if (offload_) start = offload_->before_op(d, first + i, start);
+      if constexpr (kOffload) start = offload_->before_op(d, first + i, start);
       int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
       if (!saved_.empty()) dur -= std::min(dur, saved_[first + i]);  // an overlapped F&B pair's B
       PS_INVARIANT(dur >= 0, "simulated time went backwards (an op of negative duration)");
@@ -244,14 +251,16 @@ class PipelineSim {
       }
       if (!versions_.empty()) versions_[op.stage]->use(op);
       now_ = free_at = start + dur;
-      if (offload_) offload_->settle(d, now_);
+      if constexpr (kOffload) offload_->settle(d, now_);
       if (rule.frees) {
         release(d, slot);
       } else if (rule.release_bytes > 0) {
         release(d, slot, rule.release_bytes);
       }
       hold(d, op, rule);
-      if (offload_ && op.kind == OpKind::Forward) offload_->after_forward(d, first + i, start, now_);
+      if constexpr (kOffload) {
+        if (op.kind == OpKind::Forward) offload_->after_forward(d, first + i, start, now_);
+      }
       if (rule.sends) {
         const int64_t sent = send(*rule.sends, op.microbatch, first + i);
         if (blocking_) free_at = std::max(free_at, sent);  // the sender waits for its tensor to arrive
