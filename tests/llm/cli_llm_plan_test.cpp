@@ -9,6 +9,7 @@
 
 #include "core/json_reader.h"
 #include "core/plan.h"
+#include "llm/framework.h"
 #include "llm/layout_search.h"
 #include "llm/plan_layout.h"
 #include "tests/support/cli_run.h"
@@ -102,6 +103,30 @@ TEST(CliLlmPlan, BadInputExitsTwoNamingTheFlag) {
   const auto missing = run_cli("llm-plan --gpu h100-sxm --gpus 8 --global-batch-size 8");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.out.find("--hf-config or --num-layers"), std::string::npos) << missing.out;
+}
+
+// `plan --framework` keeps the framework's schedules (llm/framework.h's table), and
+// refuses one named in --schedules that the framework does not run.
+TEST(CliPlanFramework, KeepsOnlyTheFrameworksSchedules) {
+  const std::string plan = std::string("plan --profile ") + PIPESCOPE_SOURCE_DIR +
+                           "/profiles/gpt-tiny-cpu.json -D 8 -N 32 --top 1000 --json --framework ";
+  for (const std::string f : {"megatron", "torch", "deepspeed"}) {
+    const auto r = run_cli(plan + f);
+    ASSERT_EQ(r.code, 0) << f << ": " << r.out;
+    const Json j = Json::parse(r.out);
+    const FrameworkOffer& offer = framework_offer(*framework_from_name(f));
+    ASSERT_GT(j["top"].size(), 0U);
+    for (const Json& c : j["top"]) {
+      EXPECT_TRUE(offer.runs(parse_schedule_kind(c["schedule"].get<std::string>()))) << f << ": " << c["schedule"];
+    }
+  }
+  const auto refused = run_cli(plan + "megatron --schedules zb-h1,1f1b");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.out.find("--schedules: zb-h1 is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"),
+            std::string::npos) << refused.out;
+  const auto bad = run_cli(plan + "jax");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--framework: expected megatron, torch or deepspeed"), std::string::npos) << bad.out;
 }
 
 }  // namespace
