@@ -50,7 +50,7 @@ std::string chosen_reason(const std::string& dim, const LlmCandidate& c, const G
     const GroupLink tp = group_link(gpu, l, Group::Tp);
     if (l.t == 1) return "no tensor-parallel traffic";
     if (!tp.crosses_nodes) {
-      return "keeps the TP all-reduces inside one NVLink node (" + std::to_string(gpu.gpus_per_node()) + " GPUs)";
+      return "keeps the TP all-reduces (all-gathers and reduce-scatters under SP) inside one NVLink node (" + std::to_string(gpu.gpus_per_node()) + " GPUs)";
     }
     return "its TP group spans " + std::to_string(l.t / tp.per_node) + " nodes (TP traffic on the network)";
   }

@@ -72,6 +72,9 @@ class Search {
                        " GPUs");
     }
     if (q_.top < 1) throw InputError("--top: expected a positive integer, got " + str(q_.top));
+    if (r_.capacity <= 0) {
+      throw InputError("", "--gpu", "the GPU file gives no memory_bytes to search against: pass --memory-gb");
+    }
     validate_layout(q_.shape, ParallelLayout{}, 1, q_.framework);  // the shape's own flags (--hidden-size, ...)
   }
 
