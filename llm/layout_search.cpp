@@ -96,7 +96,7 @@ class Search {
           ParallelLayout l = base;
           l.ep = ep, l.sequence_parallel = sp, l.v = v;
           if (shape.layers % (p * v) != 0) l.layers_per_chunk = layout_chunks(shape.layers, p, v);
-          enumerate_batches(shape, l);
+          enumerate_batches(shape, l, refusal(shape, l));
         }
       }
     }
@@ -123,7 +123,18 @@ class Search {
     return out;
   }
 
-  void enumerate_batches(const TransformerShape& shape, const ParallelLayout& l0) {
+  // Why validate_layout refuses every layout that differs from l0 only in b, M, recompute
+  // and sharding (the framework's own shardings pass check_sharding): "" when it does not.
+  std::string refusal(const TransformerShape& shape, const ParallelLayout& l0) const {
+    try {
+      validate_layout(shape, l0, q_.gpus, q_.framework);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  void enumerate_batches(const TransformerShape& shape, const ParallelLayout& l0, const std::string& refused) {
     for (int b = 1; b <= std::max(q_.max_micro_batch, q_.micro_batch); b *= 2) {
       if (pinned_out(q_.micro_batch, b) || q_.global_batch % (static_cast<int64_t>(b) * l0.d) != 0) continue;
       const int m = static_cast<int>(q_.global_batch / (static_cast<int64_t>(b) * l0.d));
@@ -133,22 +144,20 @@ class Search {
           if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over
           ParallelLayout l = l0;
           l.micro_batch = b, l.microbatches = m, l.recompute = rc, l.sharding = sh;
-          consider(shape, l);
+          consider(shape, l, refused);
         }
       }
     }
   }
 
-  void consider(const TransformerShape& shape, const ParallelLayout& l) {
+  void consider(const TransformerShape& shape, const ParallelLayout& l, const std::string& refused) {
     ++r_.enumerated;
     if (q_.progress && r_.enumerated % 4096 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, 0, true});
     const auto values = dimension_values(l);
-    try {
-      validate_layout(shape, l, q_.gpus, q_.framework);
-    } catch (const InputError& e) {
+    if (!refused.empty()) {
       for (const auto& [dim, value] : values) {
         DimensionValue& dv = r_.dimensions[dim][value];
-        if (dv.invalid.empty()) dv.invalid = e.what();
+        if (dv.invalid.empty()) dv.invalid = refused;
       }
       return;
     }
