@@ -131,7 +131,7 @@ void PlansScatter::paint_legend(QPainter& p) {
   p.setPen(QPen(QColor(90, 90, 90), 1.5));
   p.drawPolygon(QPolygonF({QPointF(x + 5, y + 3), QPointF(x + 11, y + 9), QPointF(x + 5, y + 15), QPointF(x - 1, y + 9)}));
   x += 14;
-  label("diamond: activation offload (dotted from where it was without)");
+  label("diamond: offload (dotted: without it)");
   p.setPen(QPen(QColor(30, 30, 30), 2));
   p.drawLine(x, y + 9, x + 20, y + 9);
   x += 26;
