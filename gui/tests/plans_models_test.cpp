@@ -517,6 +517,17 @@ void PlansModelsTest::plans_mark_offload_and_keep_the_point_without() {
     QVERIFY(before->peak_bytes > c.peak_bytes);
     QCOMPARE(before->throughput_samples_per_s, 8e9 / static_cast<double>(none.step_ns));
     QVERIFY(m.data(m.index(row, 0), Qt::ToolTipRole).toString().contains("activation offload"));
+    // Loading it (the plans view's click) simulates its plan with its offload: the
+    // search's step and peak byte for byte.
+    PlanInputs load;
+    load.profile = std::make_shared<const Profile>(q.profile);
+    load.hardware = std::make_shared<const Hardware>(q.hardware);
+    load.choice = choice_of(c, q.batch, load.choice);
+    load.plan = c.plan;
+    load.record_timeline = false;
+    const Evaluation e = evaluate(load);
+    QCOMPARE(e.report.step_ns, c.step_ns);
+    QCOMPARE(e.report.peak_memory_bytes(), c.peak_bytes);
   }
   QVERIFY(offloaded > 0);
   QCOMPARE(m.data(m.index(w, 0), PlansModel::OffloadRole).toString(), QString("selective"));
