@@ -161,6 +161,11 @@ TEST(VShape, VzbIsZeroBubbleFromTwoKMinusOneMicrobatches) {
     for (int M = K; M <= 5 * K; ++M) {
       const std::string at = "K=" + std::to_string(K) + " M=" + std::to_string(M);
       EXPECT_EQ(bubble_units(ScheduleKind::VZeroBubble, K, M), std::max(0, 2 * K - 1 - M)) << at;
+      // The squeeze keeps 1F1B's memory on every position, not only the first: at most K
+      // whole micro-batches (the cap of 2K chunk stashes).
+      for (const PositionReport& st : sim(make(ScheduleKind::VZeroBubble, K, M), 1000).positions) {
+        EXPECT_LE(st.peak_activation_bytes, K * kA) << at << " position " << st.index;
+      }
     }
   }
 }
