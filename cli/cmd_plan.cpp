@@ -153,6 +153,9 @@ SearchRequest make_request(const SearchArgs& a) {
     throw InputError("--offload-fraction: the search tries several stage counts; give one fraction for every stage");
   }
   check_offload(q.offload, 1, q.hardware, "--offload", "--offload-fraction");
+  // Without --offload a candidate that does not fit tries selective, then all offload (when
+  // the hardware file has a host_link); --offload none keeps every plan's stash on the device.
+  q.consider_offload = a.offload.empty();
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = parse_partition_kind(a.partition);
   q.threads = a.threads;

@@ -262,6 +262,35 @@ void order_zero_bubble(CandidateEvaluation& e) {
   e.report = simulate(e.schedule, costs, e.q.hardware, search_sim_options(e.c.plan, e.q.hardware));
 }
 
+void consider_offload(CandidateEvaluation& e) {
+  Candidate& c = e.c;
+  if (!e.q.consider_offload || e.q.offload.active() || !e.q.hardware.host_link || e.report.fits() ||
+      is_asynchronous(c.schedule)) {
+    return;
+  }
+  auto trial = [](OffloadPolicy policy, const StepReport& r) {
+    Candidate::OffloadTrial t{policy, r.ranked_step_ns(), {}, r.fits()};
+    for (const PositionReport& st : r.positions) t.stage_peak_bytes.push_back(st.peak_memory_bytes);
+    return t;
+  };
+  c.offload_trials = {trial(OffloadPolicy::None, e.report)};
+  std::optional<StepReport> taken;
+  Offload chosen = e.q.offload;
+  for (OffloadPolicy policy : {OffloadPolicy::Selective, OffloadPolicy::All}) {
+    c.plan.offload = Offload{policy, e.q.offload.fraction};
+    StepReport r = simulate(e.schedule, build_cost_model(e.profile(), c.plan, e.q.hardware), e.q.hardware,
+                            search_sim_options(c.plan, e.q.hardware));
+    c.offload_trials.push_back(trial(policy, r));
+    if (!taken && r.fits()) {
+      taken = std::move(r);
+      chosen = c.plan.offload;
+    }
+  }
+  c.plan.offload = chosen;
+  c.offload_chosen = taken.has_value();
+  if (taken) e.report = std::move(*taken);
+}
+
 void record_report(CandidateEvaluation& e) {
   Candidate& c = e.c;
   const StepReport& report = e.report;
@@ -303,6 +332,7 @@ void evaluate_candidate(const SearchRequest& q, const Profile& listed, const Gra
   recut_for_memory(e);
   replicate_positions(e);
   order_zero_bubble(e);
+  consider_offload(e);
   record_report(e);
 }
 

@@ -1,7 +1,8 @@
 // One candidate's evaluation as a short pipeline of named steps, each a function a
 // test can call; the search (search.cpp) runs evaluate_candidate for every candidate:
 //   place_by_speed -> order_layers -> first_cut -> simulate -> balance_device_sums ->
-//   recut_for_memory -> replicate_positions -> order_zero_bubble -> record_report
+//   recut_for_memory -> replicate_positions -> order_zero_bubble -> consider_offload ->
+//   record_report
 // Invariant: a step that changes the cut keeps its cut only when its simulated step is
 // better (as each step says), and leaves c.plan holding the cut kept; order and cut are
 // partitioner.h's, the path `simulate` takes through make_plan.
@@ -67,6 +68,11 @@ void recut_for_memory(CandidateEvaluation& e);
 void replicate_positions(CandidateEvaluation& e);
 // zb-auto: the order searched on the final cut's costs, simulated.
 void order_zero_bubble(CandidateEvaluation& e);
+// Memory binds (the report does not fit), offload none, a host_link: the final cut again
+// with selective and with all offload (the simulator's rule, sim/offload.h); the plan
+// takes selective when it fits (it delays nothing), else all when it fits, else none.
+// Every run is kept in c.offload_trials for the explanation.
+void consider_offload(CandidateEvaluation& e);
 // The report into c: ranked step, throughput, bubble, peaks, fit; samples under jitter.
 void record_report(CandidateEvaluation& e);
 // zb-auto's lower bound of its step over the cut and, when replicated, the per-position

@@ -71,6 +71,42 @@ std::string memory_tradeoff(const SearchResult& r) {
   return out.str();
 }
 
+// When memory bound the winner's shape and offload made it fit (consider_offload): what
+// each policy saves (the largest cut of a position's peak, and where) and what it costs
+// in step time against the run without offload.
+std::string offload_tradeoff(const Candidate& w, int64_t limit) {
+  if (w.offload_trials.size() < 2) return {};
+  const Candidate::OffloadTrial& none = w.offload_trials.front();
+  int64_t none_peak = 0;
+  for (int64_t b : none.stage_peak_bytes) none_peak = std::max(none_peak, b);
+  std::ostringstream out;
+  out << "Memory binds: without offload it peaks " << format_bytes(static_cast<double>(none_peak)) << " against "
+      << format_bytes(static_cast<double>(limit)) << ";";
+  for (std::size_t k = 1; k < w.offload_trials.size(); ++k) {
+    const Candidate::OffloadTrial& t = w.offload_trials[k];
+    int64_t saved = 0;
+    std::size_t where = 0;
+    for (std::size_t p = 0; p < t.stage_peak_bytes.size() && p < none.stage_peak_bytes.size(); ++p) {
+      if (none.stage_peak_bytes[p] - t.stage_peak_bytes[p] > saved) {
+        saved = none.stage_peak_bytes[p] - t.stage_peak_bytes[p];
+        where = p;
+      }
+    }
+    out << (k > 1 ? "; " : " ") << to_string(t.policy) << " offload saves " << format_bytes(static_cast<double>(saved))
+        << " on stage " << where;
+    if (t.step_ns == none.step_ns) {
+      out << " at no cost";
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * (static_cast<double>(t.step_ns) / none.step_ns - 1.0));
+      out << " and costs " << buf << " step";
+    }
+    out << (t.fits ? "" : " (does not fit)");
+  }
+  out << "; the plan takes " << (w.offload_chosen ? to_string(w.plan.offload.policy) : std::string("none")) << ".";
+  return out.str();
+}
+
 }  // namespace
 
 // Under --objective: the winner's sampled statistic, and whether the deterministic
@@ -140,6 +176,7 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
       {"stages K", [&](const Candidate& c) { return c.stages != w.stages; }},
       {"micro-batches M", [&](const Candidate& c) { return c.microbatches != w.microbatches; }},
       {"re-materialisation", [&](const Candidate& c) { return c.recompute != w.recompute; }},
+      {"offload", [&](const Candidate& c) { return c.offload_chosen != w.offload_chosen; }},
   };
   for (const auto& [what, differs] : choices) {
     for (int i : r.ranking) {
@@ -151,6 +188,7 @@ std::vector<std::string> explain_winner(const SearchResult& r) {
   }
   if (std::any_of(cs.begin(), cs.end(), [](const Candidate& c) { return !c.pruned && !c.fits; })) {  // memory binds
     if (const std::string line = memory_tradeoff(r); !line.empty()) lines.push_back(line);
+    if (const std::string line = offload_tradeoff(w, r.memory_limit_bytes); !line.empty()) lines.push_back(line);
   }
   int faster_misfits = 0;
   const Candidate* fastest_misfit = nullptr;
@@ -198,6 +236,7 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
   if (!c.layer_order.empty()) out["layer_order"] = c.layer_order;
   if (!c.stage_replicas.empty()) out["stage_replicas"] = c.stage_replicas;  // per position
   if (!c.placement.empty()) out["placement"] = c.placement;
+  if (c.offload_chosen) out["offload"] = to_string(c.plan.offload.policy);  // taken when memory bound
   if (c.sampled) {
     out["jittered"] = {{"mean_ms", json_number(c.mean_ns / 1e6)},
                        {"p50_ms", json_number(static_cast<double>(c.p50_ns) / 1e6)},

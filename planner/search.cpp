@@ -66,6 +66,7 @@ std::string Candidate::label() const {
   for (std::size_t p = 0; p < stage_replicas.size(); ++p) out << (p ? "," : "") << stage_replicas[p];
   out << " M=" << microbatches;
   if (recompute) out << " recompute";
+  if (offload_chosen) out << " offload=" << to_string(plan.offload.policy);
   if (!placement.empty()) out << " " << placement;
   return out.str();
 }

@@ -66,6 +66,10 @@ struct SearchRequest {
   // Activation offload (core/offload.h): written into every candidate's plan and simulated
   // with it (one fraction for every stage: candidates differ in their stage counts).
   Offload offload;
+  // With offload none and a host_link in the hardware file: a candidate that does not fit
+  // is simulated again with selective, then all offload (offload's fraction, or every
+  // byte), and takes the first that fits (candidate_evaluation.h: consider_offload).
+  bool consider_offload = true;
   int threads = 0;               // 0: one per core
   Objective objective = Objective::Step;
   JitterSpec jitter;             // samples each fitting candidate unless objective is Step
@@ -111,6 +115,17 @@ struct Candidate {
   // reach the first SearchRequest::exact_top, so its order was not searched; not
   // simulated, not ranked, fits stays false.
   bool pruned = false;
+  // consider_offload's runs when memory bound this candidate: none first, then selective
+  // and all, each with its step and per-position peaks; offload_chosen when the plan
+  // took one of them (plan.offload says which).
+  struct OffloadTrial {
+    OffloadPolicy policy = OffloadPolicy::None;
+    int64_t step_ns = 0;
+    std::vector<int64_t> stage_peak_bytes;  // per position
+    bool fits = false;
+  };
+  std::vector<OffloadTrial> offload_trials;
+  bool offload_chosen = false;
   bool pareto = false;           // on the throughput / peak-memory front of fitting plans
   int rank = 0;                  // 1 = winner; 0 = does not fit
   // What the ranking compares: step_ns, or the objective's statistic of the sampled

@@ -432,6 +432,8 @@ def _define():
         "recompute": {"type": "boolean"}, "step_ms": number(0), "throughput_samples_per_s": number(0),
         "bubble_fraction": number(-1, 1), "slowest_stage_ms": number(0), "peak_memory_bytes": integer(0),
         "fits": {"type": "boolean"}, "pareto": {"type": "boolean"}, "rank": integer(0, desc="1 = winner; 0 = does not fit"),
+        "offload": {"enum": ["selective", "all"], "description": "the activation offload the search took because the "
+                    "candidate did not fit without it (absent: none, or the request's --offload)"},
         "positions": array(obj({"layers": array(pair(integer(0), "[first, end)")), "devices": array(integer(0)),
                                 "peak_memory_bytes": integer(0)}, ["layers", "devices", "peak_memory_bytes"]))},
         ["index", "label", "stages", "replicas", "microbatches", "microbatch_size", "schedule", "chunks", "recompute",

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/schedule.h"
 #include "core/schedules/builder.h"
+#include "core/schedules/v_squeeze.h"
 
 namespace pipescope {
 
@@ -93,6 +94,8 @@ Schedule make_v_block(ScheduleKind kind, int devices, int microbatches, bool rec
       ops.push_back({kKinds[t], kChunk[t] == 0 ? d : 2 * K - 1 - d, m});
     }
   }
+  // V-ZB: squeezed and filled under 1F1B's memory, K whole micro-batches (2K chunk stashes).
+  if (kind == ScheduleKind::VZeroBubble) s = squeeze_v_block(s, 2 * K);
   schedules::add_recompute(s);
   return s;
 }

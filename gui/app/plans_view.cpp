@@ -6,6 +6,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QPolygonF>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QHeaderView>
@@ -127,6 +128,10 @@ void PlansScatter::paint_legend(QPainter& p) {
   p.drawEllipse(QPointF(x + 5, y + 9), 5, 5);
   x += 14;
   label("hollow: does not fit");
+  p.setPen(QPen(QColor(90, 90, 90), 1.5));
+  p.drawPolygon(QPolygonF({QPointF(x + 5, y + 3), QPointF(x + 11, y + 9), QPointF(x + 5, y + 15), QPointF(x - 1, y + 9)}));
+  x += 14;
+  label("diamond: offload (dotted: without it)");
   p.setPen(QPen(QColor(30, 30, 30), 2));
   p.drawLine(x, y + 9, x + 20, y + 9);
   x += 26;
@@ -188,11 +193,23 @@ void PlansScatter::paintEvent(QPaintEvent*) {
     p.drawPath(path);
   }
   p.setClipRect(plot.adjusted(-6, -6, 6, 6));
+  // Offload the search took (memory bound the plan): a dotted line from its point
+  // without offload (a small hollow circle) to its point with.
+  for (int row = 0; row < model_->rowCount(); ++row) {
+    const std::optional<PlansModel::Point> before = model_->without_offload(row);
+    if (!before) continue;
+    const QPointF from(x.px(static_cast<double>(before->peak_bytes) / kGiB), y.px(before->throughput_samples_per_s));
+    p.setPen(QPen(schedule_color(model_->candidate(row).schedule), 1, Qt::DotLine));
+    p.setBrush(Qt::NoBrush);
+    p.drawLine(from, point_of(row));
+    p.drawEllipse(from, 2.5, 2.5);
+  }
   for (int row = 0; row < model_->rowCount(); ++row) {
     const Candidate& c = model_->candidate(row);
     const QColor col = schedule_color(c.schedule);
     const QPointF pt = point_of(row);
     const double radius = c.pareto ? 6 : 4;
+    const bool offload = c.plan.offload.active();
     if (c.fits) {
       p.setPen(QPen(col.darker(130), 1));
       p.setBrush(col);
@@ -200,7 +217,12 @@ void PlansScatter::paintEvent(QPaintEvent*) {
       p.setPen(QPen(col, 1.5));
       p.setBrush(Qt::NoBrush);
     }
-    p.drawEllipse(pt, radius, radius);
+    if (offload) {
+      p.drawPolygon(QPolygonF({pt + QPointF(0, -radius - 1), pt + QPointF(radius + 1, 0), pt + QPointF(0, radius + 1),
+                               pt + QPointF(-radius - 1, 0)}));
+    } else {
+      p.drawEllipse(pt, radius, radius);
+    }
     if (c.pareto) {
       p.setPen(QColor(20, 20, 20));
       p.drawText(QRectF(pt.x() + 5, pt.y() - 18, 16, 16), Qt::AlignCenter, "\u2605");

@@ -68,6 +68,16 @@ std::vector<int> PlansModel::front() const {
   return out;
 }
 
+std::optional<PlansModel::Point> PlansModel::without_offload(int row) const {
+  const Candidate& c = candidate(row);
+  if (!c.offload_chosen || c.offload_trials.empty() || c.offload_trials.front().step_ns <= 0) return std::nullopt;
+  const Candidate::OffloadTrial& none = c.offload_trials.front();
+  Point p;
+  for (int64_t b : none.stage_peak_bytes) p.peak_bytes = std::max(p.peak_bytes, b);
+  p.throughput_samples_per_s = static_cast<double>(batch_) * 1e9 / static_cast<double>(none.step_ns);
+  return p;
+}
+
 double PlansModel::max_throughput() const {
   double m = 0;
   if (result_) {
@@ -117,13 +127,18 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
           .arg(100 * c.bubble_fraction, 0, 'f', 1)
           .arg(gib, 0, 'f', 2)
           .arg(c.fits ? "" : " (does not fit)")
-          .arg(c.pareto ? "\non the Pareto front" : "");
+          .arg(c.pareto ? "\non the Pareto front" : "") +
+          (c.plan.offload.active() ? QString("\nactivation offload: %1%2")
+                                         .arg(QString::fromStdString(to_string(c.plan.offload.policy)))
+                                         .arg(c.offload_chosen ? " (it does not fit without)" : "")
+                                   : QString());
     case CandidateRole: return c.index;
     case ThroughputRole: return c.throughput_samples_per_s;
     case PeakBytesRole: return static_cast<qlonglong>(c.peak_bytes);
     case FitsRole: return c.fits;
     case ParetoRole: return c.pareto;
     case ScheduleRole: return QString::fromStdString(to_string(c.schedule));
+    case OffloadRole: return QString::fromStdString(to_string(c.plan.offload.policy));
   }
   return {};
 }

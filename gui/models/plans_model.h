@@ -2,13 +2,17 @@
 // of throughput against peak memory per device. Unfiltered, its rows are
 // `pipescope sweep`'s rows in the same order and ParetoRole marks the rows sweep
 // marks; filters (schedule, K, re-materialisation) hide rows but never change the
-// front, which is the search's own over all fitting candidates.
+// front, which is the search's own over all fitting candidates. Candidates the search
+// gave activation offload (memory bound them: planner/candidate_evaluation.h's
+// consider_offload) say so (OffloadRole) and keep the point they had without it
+// (without_offload), which the view joins to theirs: what the offload saved and cost.
 //   PlansModel m; m.set_result(search_plans(plans_request(inputs)), batch);
 //   m.set_schedule_filter("1f1b"); const Candidate& c = m.candidate(row);
 #pragma once
 
 #include <QAbstractTableModel>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gui/models/plot_scale.h"
@@ -20,7 +24,15 @@ class PlansModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Column { Label, StepMs, Throughput, PeakGiB, Bubble, Fits, Pareto, Rank, ColumnCount };
-  enum Role { CandidateRole = Qt::UserRole + 1, ThroughputRole, PeakBytesRole, FitsRole, ParetoRole, ScheduleRole };
+  enum Role {
+    CandidateRole = Qt::UserRole + 1, ThroughputRole, PeakBytesRole, FitsRole, ParetoRole, ScheduleRole,
+    OffloadRole,  // "none", "selective", "all": the plan's activation offload
+  };
+  // Where a candidate the search gave offload sat without it.
+  struct Point {
+    int64_t peak_bytes = 0;
+    double throughput_samples_per_s = 0;
+  };
   enum class Recompute { Any, On, Off };
 
   using QAbstractTableModel::QAbstractTableModel;
@@ -37,6 +49,8 @@ class PlansModel : public QAbstractTableModel {
   std::vector<int> stage_values() const;
 
   const Candidate& candidate(int row) const { return result_->candidates[rows_[row]]; }
+  // The row's point without offload, when the search took offload for it (else none).
+  std::optional<Point> without_offload(int row) const;
   // Candidates on the Pareto front, peak memory ascending (the line the view draws).
   std::vector<int> front() const;
   // Throughput and peak-memory ranges over every candidate (filters keep the axes still).

@@ -8,6 +8,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -101,6 +102,7 @@ class PlansModelsTest : public QObject {
   void every_schedule_has_its_own_colour();
   void memory_axis_zooms_to_the_points();
   void memory_column_max_keeps_every_peak();
+  void plans_mark_offload_and_keep_the_point_without();
 };
 
 void PlansModelsTest::schedule_names_are_the_core_names() {
@@ -471,6 +473,64 @@ void PlansModelsTest::memory_column_max_keeps_every_peak() {
     const std::vector<int64_t> cols = column_max(s, curves.end_ns, 1300);
     QCOMPARE(s.static_bytes + *std::max_element(cols.begin(), cols.end()), s.peak_bytes);
   }
+}
+
+// Memory binds every candidate and the host link is infinitely fast (bandwidth 0): GPipe
+// on 2 layers and 2 devices fits only with offload (the planner's own test,
+// tests/planner/planner_offload_test.cpp), so the search takes selective for the winner.
+// The model says so (OffloadRole), and its point without offload is the search's first
+// trial: the largest per-position peak of that run and batch / step samples per second.
+void PlansModelsTest::plans_mark_offload_and_keep_the_point_without() {
+  SearchRequest q;
+  q.profile = *uniform_profile(2);
+  q.profile_path = "uniform.json";
+  q.hardware = *nvlink_hardware(2);
+  q.hardware.host_link = HostLink{{0.0, 0.0}, {0.0, 0.0}};
+  q.devices = 2;
+  q.batch = 8;
+  q.schedules = {ScheduleKind::GPipe};
+  q.recompute = RecomputeMode::Off;
+  q.threads = 1;
+  q.hardware.memory_bytes = 0;
+  int64_t least = 0;
+  for (const Candidate& c : search_plans(q).candidates) least = least == 0 ? c.peak_bytes : std::min(least, c.peak_bytes);
+  q.hardware.memory_bytes = least - 1;
+  PlansModel m;
+  QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  m.set_result(std::make_shared<const SearchResult>(search_plans(q)), q.batch);
+  const int w = winner(*m.result()).index;
+  int offloaded = 0;
+  for (int row = 0; row < m.rowCount(); ++row) {
+    const Candidate& c = m.candidate(row);
+    const QString policy = m.data(m.index(row, 0), PlansModel::OffloadRole).toString();
+    const std::optional<PlansModel::Point> before = m.without_offload(row);
+    if (!c.offload_chosen) {
+      QCOMPARE(policy, QString("none"));
+      QVERIFY(!before);
+      continue;
+    }
+    ++offloaded;
+    QCOMPARE(policy, QString::fromStdString(to_string(c.plan.offload.policy)));
+    QVERIFY(before.has_value());
+    const Candidate::OffloadTrial& none = c.offload_trials.front();
+    QCOMPARE(before->peak_bytes, *std::max_element(none.stage_peak_bytes.begin(), none.stage_peak_bytes.end()));
+    QVERIFY(before->peak_bytes > c.peak_bytes);
+    QCOMPARE(before->throughput_samples_per_s, 8e9 / static_cast<double>(none.step_ns));
+    QVERIFY(m.data(m.index(row, 0), Qt::ToolTipRole).toString().contains("activation offload"));
+    // Loading it (the plans view's click) simulates its plan with its offload: the
+    // search's step and peak byte for byte.
+    PlanInputs load;
+    load.profile = std::make_shared<const Profile>(q.profile);
+    load.hardware = std::make_shared<const Hardware>(q.hardware);
+    load.choice = choice_of(c, q.batch, load.choice);
+    load.plan = c.plan;
+    load.record_timeline = false;
+    const Evaluation e = evaluate(load);
+    QCOMPARE(e.report.step_ns, c.step_ns);
+    QCOMPARE(e.report.peak_memory_bytes(), c.peak_bytes);
+  }
+  QVERIFY(offloaded > 0);
+  QCOMPARE(m.data(m.index(w, 0), PlansModel::OffloadRole).toString(), QString("selective"));
 }
 
 QTEST_GUILESS_MAIN(PlansModelsTest)
