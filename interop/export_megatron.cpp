@@ -161,7 +161,14 @@ void layout_flags(const ParallelLayout& l, Flags& f) {
     f.emplace_back("--recompute-num-layers", "1");
   }
   // initialize.py: order = "tp-cp-ep-pp-dp" if --use-tp-pp-dp-mapping else "tp-cp-ep-dp-pp".
+  // With pp before dp, initialize_model_parallel asserts that the dense and the expert rank
+  // generators give the same pp groups (strides t cp and t ep): cp must equal ep.
   if (l.order == "tp-cp-ep-pp-dp") {
+    if (l.p > 1 && l.cp != l.ep) {
+      refuse_layout("order", "\"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = " + std::to_string(l.cp) + " and ep = " +
+                             std::to_string(l.ep) + ": Megatron-Core's initialize_model_parallel needs cp = ep there (its "
+                             "dense and expert pipeline groups, strides t cp and t ep, must be the same); use tp-cp-ep-dp-pp");
+    }
     f.emplace_back("--use-tp-pp-dp-mapping", "");
   } else if (l.order != "tp-cp-ep-dp-pp") {
     refuse_layout("order", "\"" + l.order + "\": Megatron-LM lays ranks out as tp-cp-ep-dp-pp (its default) or "

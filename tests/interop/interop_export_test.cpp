@@ -202,7 +202,7 @@ TEST(ExportMegatron, RandomPlansRoundTripThroughMegatronsLayerRules) {
       l.recompute = static_cast<Recompute>(rng() % 3);
       l.precision = static_cast<PrecisionRecipe>(rng() % 3);
       if (l.precision == PrecisionRecipe::Fp8Params) l.sharding = Sharding::DistributedOptimizer;
-      l.order = rng() % 2 ? "tp-cp-ep-dp-pp" : "tp-cp-ep-pp-dp";
+      l.order = rng() % 2 || l.cp != l.ep ? "tp-cp-ep-dp-pp" : "tp-cp-ep-pp-dp";  // pp-dp needs cp = ep
       plan.layout = layout_to_json(l);
     }
     ExportResult r = export_plan(plan, profile, ExportTarget::Megatron);

@@ -132,6 +132,9 @@ TEST(ExportLayout, MegatronRefusesWhatItLacks) {
   EXPECT_HAS(order, "layout.order");
   EXPECT_HAS(order, "--use-tp-pp-dp-mapping");
   l = base_layout();
+  l.order = "tp-cp-ep-pp-dp", l.ep = 1;  // pp groups of stride t cp = 4 (dense) and t ep = 2 (experts)
+  EXPECT_HAS(refusal(l, ExportTarget::Megatron), "layout.order: \"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = 2 and ep = 1");
+  l = base_layout();
   l.precision = PrecisionRecipe::Fp8Params, l.sharding = Sharding::None;
   EXPECT_HAS(refusal(l, ExportTarget::Megatron), "layout.precision: fp8-params is Megatron-LM's --fp8-param-gather");
 }
