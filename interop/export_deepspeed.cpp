@@ -155,6 +155,10 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
                {"partition_method", uniform ? "uniform" : "pipescope"},
                {"activation_checkpoint_interval", checkpoint_interval}, {"config", config},
                {"num_stages", s.positions}, {"data_parallel_size", s.replicas}};
+  if (s.layout) {
+    json["zero_stage"] = config["zero_optimization"]["stage"];
+    json["groups"] = rank_groups_json(*s.layout, s.gpus_per_node);
+  }
   return {py.str(), json};
 }
 
