@@ -3,13 +3,17 @@
 // (strides and ranks per node in closed form below), and every field a framework lacks
 // -- or a layout that contradicts its own plan -- is refused naming "layout.<field>".
 // python/tests/test_oracle_megatron.py and test_oracle_deepspeed.py hold the same
-// exports to the frameworks' own parsers.
+// exports to the frameworks' own parsers. Also: the model a profile's specs state
+// (interop/llm_shape.h), which the GUI's memory split per GPU needs.
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "interop/hf_config.h"
+#include "interop/hf_profile.h"
+#include "interop/llm_shape.h"
 #include "llm/plan_layout.h"
 #include "tests/interop/export_fixtures.h"
 
@@ -212,4 +216,54 @@ TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   EXPECT_HAS(refusal(bad, ExportTarget::Torch), "layout.ep: 2: torch.distributed has no expert parallelism");
   bad = l, bad.precision = PrecisionRecipe::Fp8Params;
   EXPECT_HAS(refusal(bad, ExportTarget::Torch), "layout.precision");
+}
+
+// interop/llm_shape.h: the model a profile's specs state, as TransformerShape.
+TEST(LlmShape, HfProfilesGiveBackTheirConfigsShape) {
+  // Llama-3-8B's config.json: 32 layers, h 4096, 32 heads, 8 KV heads, FFN 14336,
+  // vocabulary 128256, padded at t = 8 to the next multiple of 128 x 8 = 1024: 129024 (as
+  // Megatron pads it); untied, SwiGLU, RMSNorm, no biases.
+  const HfModel m = load_hf_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/hf/llama-3-8b.json");
+  HfProfileOptions o;
+  o.sequence = 4096;
+  const Profile p = make_hf_profile(m, load_gpu_spec(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/h100-sxm.json"), o);
+  const std::optional<TransformerShape> s = transformer_shape_of(p, 8);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->layers, 32);
+  EXPECT_EQ(s->hidden, 4096);
+  EXPECT_EQ(s->heads, 32);
+  EXPECT_EQ(s->kv_heads, 8);
+  EXPECT_EQ(s->ffn_hidden, 14336);
+  EXPECT_EQ(s->vocabulary, 129024);
+  EXPECT_EQ(s->sequence, 4096);
+  EXPECT_TRUE(s->swiglu && s->rms_norm);
+  EXPECT_FALSE(s->tied_embeddings || s->bias_linear || s->qkv_bias);
+  EXPECT_EQ(s->kv_channels, 0);  // head_dim = h / heads: Megatron's default
+  EXPECT_EQ(s->experts, 0);
+}
+
+TEST(LlmShape, GptProfilesUseMegatronsGptDefaults) {
+  // gpt-1.3b: 24 blocks of h 2048 and 16 heads, s 2048, vocabulary 50257 -> 50304 at t = 1
+  // (multiple of 128), 50432 at t = 2 (of 256); 4 h FFN, LayerNorm, tied, biases.
+  const Profile p = load_profile(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json");
+  const std::optional<TransformerShape> s = transformer_shape_of(p, 1);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->layers, 24);
+  EXPECT_EQ(s->hidden, 2048);
+  EXPECT_EQ(s->heads, 16);
+  EXPECT_EQ(s->sequence, 2048);
+  EXPECT_EQ(s->vocabulary, 50304);
+  EXPECT_EQ(transformer_shape_of(p, 2)->vocabulary, 50432);
+  EXPECT_TRUE(s->tied_embeddings && s->bias_linear);
+  EXPECT_FALSE(s->swiglu || s->rms_norm);
+}
+
+TEST(LlmShape, ProfilesWithoutTheShapeSayWhy) {
+  std::string why;
+  Profile p = llm_profile(4);  // hf_decoder_layer specs without heads
+  EXPECT_FALSE(transformer_shape_of(p, 1, &why).has_value());
+  EXPECT_HAS(why, "test.json: the specs do not state hidden, heads, sequence and vocabulary");
+  p.layers[1].spec["type"] = "conv";
+  EXPECT_FALSE(transformer_shape_of(p, 1, &why).has_value());
+  EXPECT_HAS(why, "layer \"model.layers.0\" is not a decoder layer");
 }
