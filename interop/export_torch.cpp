@@ -113,7 +113,7 @@ std::string schedule_code(const TorchSchedule* row) {
 // The layout as torch names it (PyTorch 2.13: DeviceMesh, DTensor tensor parallelism with
 // SequenceParallel, context_parallel, FSDP2 fully_shard, ZeroRedundancyOptimizer,
 // checkpoint_wrapper), or a refusal naming the field.
-std::string layout_constants(const PlanShape& s) {
+std::string layout_constants(const PlanShape& s, Json& json) {
   const ParallelLayout& l = *s.layout;
   if (l.ep > 1) {
     refuse_layout("ep", std::to_string(l.ep) + ": torch.distributed has no expert parallelism of its own (torchtitan's "
@@ -146,6 +146,10 @@ std::string layout_constants(const PlanShape& s) {
                          : l.sharding == Sharding::DistributedOptimizer ? "zero-1"
                          : l.sharding == Sharding::Zero2                ? "fully_shard(reshard_after_forward=False)"
                                                                         : "fully_shard(reshard_after_forward=True)";
+  json["mesh_dim_names"] = names;
+  json["mesh_shape"] = shape;
+  json["data_parallel_sharding"] = sharding;
+  json["activation_checkpoint"] = to_string(l.recompute);
   std::ostringstream py;
   py << "MESH_DIM_NAMES = " << py_list(names) << "  # init_device_mesh(..., mesh_dim_names=...), rank order "
      << l.order << "\n"
@@ -193,7 +197,8 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
      << "SPLIT_POINTS = " << py_list(splits) << "  # first module of stages 1.." << s.stages() - 1 << "\n"
      << "STAGE_RANKS = " << py_ints(s.stage_position) << "  # pipeline rank of each stage\n"
      << "RECOMPUTE = " << (s.recompute ? "True" : "False") << "  # keep only each stage's input for backward\n";
-  if (s.layout) py << layout_constants(s);
+  Json layout_json = Json::object();
+  if (s.layout) py << layout_constants(s, layout_json);
   if (row == nullptr) {
     py << "# pipescope's op order, one row per rank (_PipelineScheduleRuntime._load_csv, format \"compute_only\")\n"
        << "SCHEDULE_CSV = \"\"\"\\\n" << csv_text(s) << "\"\"\"\n";
@@ -221,6 +226,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
                {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute}};
   if (row == nullptr) json["schedule_csv"] = s.torch_csv;
   if (s.layout) {
+    json.update(layout_json);
     json["tensor_parallel_size"] = s.layout->t;
     json["sequence_parallel"] = s.layout->sequence_parallel && s.layout->t > 1;
     json["context_parallel_size"] = s.layout->cp;

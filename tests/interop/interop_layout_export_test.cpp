@@ -209,6 +209,8 @@ TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   EXPECT_HAS(r.text, "ACTIVATION_CHECKPOINT = \"full\"");
   EXPECT_HAS(r.text, "SEQUENCE_PARALLEL = True");
   EXPECT_EQ(r.json["context_parallel_size"], 2);
+  EXPECT_EQ(r.json["mesh_dim_names"], Json({"pp", "dp", "cp", "tp"}));
+  EXPECT_EQ(r.json["mesh_shape"], Json({2, 4, 2, 2}));
   ParallelLayout bad = l;
   bad.recompute = Recompute::Selective;
   EXPECT_HAS(refusal(bad, ExportTarget::Torch), "layout.recompute: torch's checkpoint_wrapper recomputes whole modules");
