@@ -4,7 +4,9 @@
 // fp32 gradients, 12 of optimizer state per parameter, the latter / d under the
 // distributed optimizer), the model passes QAbstractItemModelTester, a plan without a
 // layout has no rows and says why, and the view draws rank 0's bar with parameters at the
-// bottom and activations on top, offscreen.
+// bottom and activations on top, offscreen. (The main window's part:
+// llm_memory_window_test.cpp, apart because main_window.h reaches core/op_rules.h, whose
+// StageMemory shares its name with llm/memory.h's.)
 #include <QAbstractItemModelTester>
 #include <QImage>
 #include <QtTest>
