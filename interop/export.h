@@ -57,9 +57,10 @@ struct PlanShape {
   // cells "<stage><F|B|I|W><micro-batch>" in pipescope's op order (recompute ops are
   // left out: torch re-materialises inside the stage's checkpoint wrapper).
   std::vector<std::vector<std::string>> torch_csv;
-  // A v2 plan's "layout" (llm/plan_layout.h), checked against the plan: p = K, v, d = r,
-  // M, b = N / (M r), layers_per_chunk = the decoder layers per stage, t = the profile's
-  // when it states one. When present it decides t, SP, cp, ep, sharding, recompute,
+  // A v2 plan's "layout" (llm/plan_layout.h), checked against the plan: p = K, v, d = r
+  // (or r = 1: the plan is one of the d data-parallel pipelines, as llm-plan --out writes
+  // it; replicas and global_batch then count all d), M, b = N / (M r), layers_per_chunk =
+  // the decoder layers per stage, t = the profile's when it states one. When present it decides t, SP, cp, ep, sharding, recompute,
   // precision and the rank order of every export.
   std::optional<ParallelLayout> layout;
   int gpus_per_node = 8;  // for the rank groups an export states (export --gpus-per-node)

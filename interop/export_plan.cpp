@@ -53,7 +53,9 @@ int64_t spec_int(const Profile& profile, const char* key, int64_t fallback) {
 std::string str(int64_t v) { return std::to_string(v); }
 
 // The plan says p, v, d, M, b and the cuts itself; its layout must say the same.
-void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profile_states_t) {
+// `one_pipeline`: the plan holds one of the d data-parallel pipelines (one replica per
+// stage, batch_size = b M), as `llm-plan --out` writes it.
+void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profile_states_t, bool one_pipeline) {
   const ParallelLayout& l = *s.layout;
   auto same = [](const std::string& field, int64_t layout_value, const std::string& plan_what, int64_t plan_value) {
     if (layout_value != plan_value) {
@@ -62,7 +64,7 @@ void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profil
   };
   same("p", l.p, "pipeline positions", s.positions);
   same("v", l.v, "chunks per position", s.chunks);
-  same("d", l.d, "replicas per stage", s.replicas);
+  if (!one_pipeline) same("d", l.d, "replicas per stage", s.replicas);
   same("microbatches", l.microbatches, "micro-batches", s.microbatches);
   same("micro_batch", l.micro_batch, "samples per micro-batch per replica (batch_size / (microbatches x replicas))",
        s.microbatch_size);
@@ -174,8 +176,13 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   }
   s.layout = plan_layout(plan);
   if (s.layout) {
-    check_layout_against_plan(s, plan, profile_states_t);
+    const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;
+    check_layout_against_plan(s, plan, profile_states_t, one_pipeline);
     s.tensor_parallel = s.layout->t;
+    if (one_pipeline) {  // the step's batch is every pipeline's
+      s.replicas = s.layout->d;
+      s.global_batch = s.microbatch_size * s.microbatches * s.replicas;
+    }
   }
   return s;
 }

@@ -139,7 +139,7 @@ TEST(InteropCli, LayoutRefusalsExitTwoNamingTheField) {
       {R"("cp": 2)", "deepspeed", "layout.cp"},
       {R"("sharding": "zero-2")", "deepspeed", "layout.sharding"},
       {R"("recompute": "selective")", "torch", "layout.recompute"},
-      {R"("d": 4)", "megatron", "layout.d: 4, but the plan has replicas per stage 1"},
+      {R"("v": 2)", "megatron", "layout.v: 2, but the plan has chunks per position 1"},
   };
   for (const Case& c : cases) {
     Result r = run("export --plan " + with_layout(c.layout) + " --to " + c.target);

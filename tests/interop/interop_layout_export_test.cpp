@@ -170,6 +170,28 @@ TEST(ExportLayout, ALayoutThatContradictsItsPlanIsRefused) {
   EXPECT_HAS(refusal(base_layout(), ExportTarget::Megatron, true), "layout.recompute: \"selective\", but the plan re-materialises");
 }
 
+TEST(ExportLayout, APlanOfOneDataParallelPipelineCountsAllOfThem) {
+  // llm-plan --out writes one pipeline (one replica per stage, batch_size = b M = 16) and
+  // d = 4 in the layout: the export says the whole job, global batch b M d = 64.
+  Plan p = plan_of({3, 3}, 2, 1, 8, 2, ScheduleKind::OneFOneB);
+  p.layout = layout_to_json(base_layout());
+  const ExportResult r = export_plan(p, llm_profile(6), ExportTarget::Megatron);
+  const std::map<std::string, std::string> f = flags_of(r);
+  EXPECT_EQ(f.at("--global-batch-size"), "64");
+  EXPECT_EQ(f.at("--micro-batch-size"), "2");
+  EXPECT_EQ(r.json["data_parallel_size"], 4);
+  EXPECT_EQ(r.json["world_size"], 32);
+  // Two replicas is neither one pipeline nor d of them.
+  Plan two = plan_of({3, 3}, 2, 2, 8, 2, ScheduleKind::OneFOneB);
+  two.layout = p.layout;
+  try {
+    export_plan(two, llm_profile(6), ExportTarget::Megatron);
+    ADD_FAILURE() << "exported";
+  } catch (const InputError& e) {
+    EXPECT_HAS(e.what(), "layout.d: 4, but the plan has replicas per stage 2");
+  }
+}
+
 TEST(ExportLayout, DeepSpeedSaysZeroStageAndRefusesTheRest) {
   ParallelLayout l = base_layout();
   l.sequence_parallel = false, l.cp = 1, l.ep = 1, l.recompute = Recompute::Full;
