@@ -18,6 +18,7 @@ void add_export_command(CLI::App& app) {
     bool json = false;
     bool torch_csv = false;
     std::string p2p;
+    int gpus_per_node = 8;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("export", "Write a plan as Megatron-LM flags, a torch.distributed.pipelining setup "
@@ -32,6 +33,9 @@ void add_export_command(CLI::App& app) {
   cmd->add_flag("--torch-csv", a->torch_csv,
                 "torch: run pipescope's exact op order from a CSV (_PipelineScheduleRuntime) even where a schedule class "
                 "exists (always so for a schedule without one)");
+  cmd->add_option("--gpus-per-node", a->gpus_per_node,
+                  "GPUs per node, for the rank groups a plan with a layout states (which share a node)")
+      ->capture_default_str();
   add_p2p_option(cmd, a->p2p);
   cmd->callback([a] {
     const ExportTarget target = parse_export_target(a->target);
@@ -47,7 +51,7 @@ void add_export_command(CLI::App& app) {
     const std::string plan_name = std::filesystem::path(a->plan_path).filename().string();
     ExportResult r;
     try {
-      r = export_plan(plan, profile, target, plan_name, a->torch_csv);
+      r = export_plan(plan, profile, target, plan_name, a->torch_csv, a->gpus_per_node);
     } catch (const InputError& e) {
       throw InputError("cannot export " + a->plan_path + " to " + a->target + ": " + e.what());
     }

@@ -15,6 +15,7 @@
 #include "core/json_reader.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "llm/layout.h"
 
 namespace pipescope {
 
@@ -56,18 +57,33 @@ struct PlanShape {
   // cells "<stage><F|B|I|W><micro-batch>" in pipescope's op order (recompute ops are
   // left out: torch re-materialises inside the stage's checkpoint wrapper).
   std::vector<std::vector<std::string>> torch_csv;
+  // A v2 plan's "layout" (llm/plan_layout.h), checked against the plan: p = K, v, d = r
+  // (or r = 1: the plan is one of the d data-parallel pipelines, as llm-plan --out writes
+  // it; replicas and global_batch then count all d), M, b = N / (M r), layers_per_chunk =
+  // the decoder layers per stage, t = the profile's when it states one. When present it decides t, SP, cp, ep, sharding, recompute,
+  // precision and the rank order of every export.
+  std::optional<ParallelLayout> layout;
+  int gpus_per_node = 8;  // for the rank groups an export states (export --gpus-per-node)
 
   int stages() const { return static_cast<int>(ranges.size()); }
   int decoder_total() const;
   bool has_embedding_layer() const { return !roles.empty() && roles.front() == 'E'; }
   bool has_head_layer() const { return !roles.empty() && roles.back() == 'L'; }
-  int world_size() const { return positions * replicas * tensor_parallel; }
+  int world_size() const { return layout ? layout->gpus() : positions * replicas * tensor_parallel; }
 };
 
 // Throws InputError (naming `framework`) for what no exporter can say: replication that
 // differs between stages, a micro-batch that is not a whole number of samples, a
 // non-chain model.
-PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework);
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework, int gpus_per_node = 8);
+
+// The rank groups of a layout as Megatron-Core's RankGenerator numbers them (order
+// layout.order, ep from the expert generator): per group tp, cp, ep, dp, pp its size,
+// stride, ranks per node of `gpus_per_node`, whether it crosses nodes, and the ranks of
+// the group holding rank 0. Throws InputError naming "layout.order" for a bad order.
+Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node);
+// What a layout field says that `framework` cannot: throws InputError("", "layout.<field>", why).
+[[noreturn]] void refuse_layout(const std::string& field, const std::string& why);
 
 ExportResult export_megatron(const PlanShape& shape);
 // `csv`: the file loads torch_csv into a _PipelineScheduleRuntime (pipescope's exact op
@@ -75,6 +91,6 @@ ExportResult export_megatron(const PlanShape& shape);
 ExportResult export_torch(const PlanShape& shape, const std::string& plan_name, bool csv = false);
 ExportResult export_deepspeed(const PlanShape& shape, const std::string& plan_name);
 ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target,
-                         const std::string& plan_name = "plan.json", bool torch_csv = false);
+                         const std::string& plan_name = "plan.json", bool torch_csv = false, int gpus_per_node = 8);
 
 }  // namespace pipescope

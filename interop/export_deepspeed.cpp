@@ -4,8 +4,10 @@
 // 'type:regex'); a plan's cuts are the module's `parts` list (stage p holds layers
 // parts[p] .. parts[p+1]-1). When the plan's parts are what 'uniform' computes, the file
 // uses 'uniform'; otherwise it overrides _partition_layers to install the parts.
-// Invariant: DeepSpeed runs only its 1F1B TrainSchedule, one stage per rank; any other
-// schedule is refused, naming it.
+// A v2 plan's layout adds zero_optimization.stage (0, or 1 for the distributed
+// optimizer) and the precision; what the pipeline engine cannot run is refused, naming
+// the layout field. Invariant: DeepSpeed runs only its 1F1B TrainSchedule, one stage per
+// rank; any other schedule is refused, naming it.
 #include <sstream>
 
 #include "core/error.h"
@@ -36,6 +38,56 @@ std::string py_ints(const std::vector<int>& v) {
   return out + "]";
 }
 
+// What DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py, topology.py) can run of
+// a layout: t, d, p, ZeRO stage 0 or 1, whole-layer checkpointing, bf16 or fp32.
+void check_layout(const ParallelLayout& l) {
+  if (l.cp > 1) {
+    refuse_layout("cp", std::to_string(l.cp) + ": DeepSpeed's pipeline engine has no context parallelism (its "
+                        "PipeModelDataParallelTopology has pipe, data and model axes only)");
+  }
+  if (l.ep > 1) {
+    refuse_layout("ep", std::to_string(l.ep) + ": the pipeline topology has no expert axis (DeepSpeed's expert parallelism "
+                        "is deepspeed.moe.layer.MoE(ep_size=...) inside your layers, outside what this export writes)");
+  }
+  if (l.sequence_parallel) {
+    refuse_layout("sequence_parallel", "DeepSpeed has no Megatron-style sequence parallelism (norms and dropouts split "
+                                       "over the tensor-parallel group live in Megatron's layers; DeepSpeed-Ulysses is another scheme)");
+  }
+  if (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3) {
+    refuse_layout("sharding", "\"" + to_string(l.sharding) + "\": DeepSpeed's PipelineEngine asserts zero_optimization.stage < 2 "
+                              "(\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"); it offers stage 0 or 1 "
+                              "(distributed-optimizer)");
+  }
+  if (l.recompute == Recompute::Selective) {
+    refuse_layout("recompute", "DeepSpeed checkpoints whole layers (PipelineModule's activation_checkpoint_interval); "
+                               "Megatron's selective recompute of the attention core has no DeepSpeed setting");
+  }
+  if (l.precision == PrecisionRecipe::Fp8Params) {
+    refuse_layout("precision", "ds_config offers bf16, fp16 and fp32; fp8 weights come from Transformer Engine layers, "
+                               "not from DeepSpeed");
+  }
+  // PipeModelDataParallelTopology's axes ['pipe', 'data', 'model']: model fastest, then data, then pipe.
+  std::vector<std::string> said, deepspeeds;
+  std::string name;
+  for (std::size_t i = 0; i <= l.order.size(); ++i) {
+    if (i < l.order.size() && l.order[i] != '-') {
+      name += l.order[i];
+      continue;
+    }
+    const int size = name == "tp" ? l.t : name == "dp" ? l.d : name == "pp" ? l.p : 1;
+    if (size > 1) said.push_back(name);
+    name.clear();
+  }
+  for (const char* g : {"tp", "dp", "pp"}) {
+    const int size = std::string(g) == "tp" ? l.t : std::string(g) == "dp" ? l.d : l.p;
+    if (size > 1) deepspeeds.push_back(g);
+  }
+  if (said != deepspeeds) {
+    refuse_layout("order", "\"" + l.order + "\": DeepSpeed's PipeModelDataParallelTopology numbers ranks model (tp) "
+                           "fastest, then data, then pipe (tp-dp-pp)");
+  }
+}
+
 }  // namespace
 
 ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) {
@@ -51,12 +103,19 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
   const bool uniform = parts == deepspeed_uniform(layers, s.positions);
   int most = 0;
   for (const auto& r : s.ranges) most = std::max(most, r.second - r.first);
-  const int checkpoint_interval = s.recompute ? most : 0;
+  if (s.layout) check_layout(*s.layout);
+  // A layout's full recompute keeps each layer's input: one layer per checkpoint.
+  const int checkpoint_interval = s.layout ? (s.layout->recompute == Recompute::Full ? 1 : 0) : s.recompute ? most : 0;
   Json config = {{"train_batch_size", s.global_batch},
                  {"train_micro_batch_size_per_gpu", s.microbatch_size},
                  {"gradient_accumulation_steps", s.microbatches}};
-  if (s.dtype == Dtype::Bf16) config["bf16"] = {{"enabled", true}};
-  if (s.dtype == Dtype::Fp16) config["fp16"] = {{"enabled", true}};
+  if (s.layout) {
+    if (s.layout->precision == PrecisionRecipe::Bf16Mixed) config["bf16"] = {{"enabled", true}};
+    config["zero_optimization"] = {{"stage", s.layout->sharding == Sharding::DistributedOptimizer ? 1 : 0}};
+  } else {
+    if (s.dtype == Dtype::Bf16) config["bf16"] = {{"enabled", true}};
+    if (s.dtype == Dtype::Fp16) config["fp16"] = {{"enabled", true}};
+  }
 
   std::ostringstream py;
   py << "\"\"\"DeepSpeed pipeline setup for " << plan_name << ", written by `pipescope export --to deepspeed`.\n"
@@ -72,7 +131,8 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
      << (uniform ? "DeepSpeed's own uniform split gives PARTS" : "PARTS installed by PlannedPipelineModule") << "\n"
      << "ACTIVATION_CHECKPOINT_INTERVAL = " << checkpoint_interval << "  # 0 = no re-materialisation\n"
      << "LAYER_NAMES = " << Json(s.layer_names).dump() << "\n"
-     << "DS_CONFIG = json.loads('" << config.dump() << "')  # the ds_config batch settings\n\n\n"
+     << "DS_CONFIG = json.loads('" << config.dump() << "')  # the ds_config batch" << (s.layout ? ", precision and ZeRO" : "")
+     << " settings\n\n\n"
      << "def make_pipeline_module(layers, loss_fn, **kwargs):\n"
      << "    from deepspeed.pipe import PipelineModule\n"
      << "    from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology\n\n"
@@ -95,6 +155,10 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
                {"partition_method", uniform ? "uniform" : "pipescope"},
                {"activation_checkpoint_interval", checkpoint_interval}, {"config", config},
                {"num_stages", s.positions}, {"data_parallel_size", s.replicas}};
+  if (s.layout) {
+    json["zero_stage"] = config["zero_optimization"]["stage"];
+    json["groups"] = rank_groups_json(*s.layout, s.gpus_per_node);
+  }
   return {py.str(), json};
 }
 

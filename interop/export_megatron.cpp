@@ -5,9 +5,11 @@
 //   even split; --account-for-embedding/loss-in-pipeline-split (the embedding or head
 //   counted as a layer); --decoder-first/last-pipeline-num-layers (uneven ends, even
 //   middle); --pipeline-model-parallel-layout (anything else).
-// Invariant: the decoder layers per virtual stage that Megatron derives from the
-// emitted flags equal the plan's, stage by stage (tests/interop/interop_export_test.cpp
-// recomputes them with Megatron's rules).
+// A v2 plan's layout adds its fields as Megatron-LM flags (layout_flags below: t, SP,
+// cp, ep, the distributed optimizer, recompute, precision, rank order) or refuses the
+// field Megatron-LM lacks. Invariant: the decoder layers per virtual stage that Megatron
+// derives from the emitted flags equal the plan's, stage by stage
+// (tests/interop/interop_export_test.cpp recomputes them with Megatron's rules).
 #include <cctype>
 #include <optional>
 #include <sstream>
@@ -117,12 +119,71 @@ void check_schedule(const PlanShape& s) {
   throw InputError("", "schedule", why + "; plan with --schedules 1f1b,interleaved to export to Megatron-LM");
 }
 
+// The layout's parallel sizes (Megatron-LM core_v0.15.0 arguments.py; the expert tensor
+// parallel size is left at its default, t, which llm/memory.h assumes).
+void parallel_flags(const ParallelLayout& l, Flags& f) {
+  if (l.t > 1) f.emplace_back("--tensor-model-parallel-size", std::to_string(l.t));
+  if (l.sequence_parallel && l.t > 1) f.emplace_back("--sequence-parallel", "");
+  if (l.cp > 1) f.emplace_back("--context-parallel-size", std::to_string(l.cp));
+  if (l.ep > 1) f.emplace_back("--expert-model-parallel-size", std::to_string(l.ep));
+}
+
+// bf16 mixed: --bf16. fp32: no flag (Megatron's default). fp8 parameters: Transformer
+// Engine's fp8 GEMMs (--fp8-format hybrid: e4m3 forward, e5m2 gradients) with the weights
+// kept in fp8 (--fp8-param-gather), which arguments.py allows only with the distributed
+// optimizer (or FSDP).
+void precision_flags(const ParallelLayout& l, Flags& f) {
+  if (l.precision == PrecisionRecipe::Fp32) return;
+  f.emplace_back("--bf16", "");
+  if (l.precision != PrecisionRecipe::Fp8Params) return;
+  if (l.sharding != Sharding::DistributedOptimizer) {
+    refuse_layout("precision", "fp8-params is Megatron-LM's --fp8-param-gather, which arguments.py allows only with "
+                               "--use-distributed-optimizer; the layout's sharding is \"" + to_string(l.sharding) + "\"");
+  }
+  f.emplace_back("--fp8-format", "hybrid");
+  f.emplace_back("--fp8-param-gather", "");
+}
+
+// Sharding, recompute and rank order.
+void layout_flags(const ParallelLayout& l, Flags& f) {
+  if (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3) {
+    refuse_layout("sharding", "Megatron-LM's data-parallel sharding is --use-distributed-optimizer (ZeRO-1: optimizer "
+                              "state / d); \"" + to_string(l.sharding) + "\" is only Megatron-FSDP's "
+                              "--data-parallel-sharding-strategy " + (l.sharding == Sharding::Zero2 ? "optim_grads" : "optim_grads_params") +
+                              " (--use-megatron-fsdp), a different data-parallel wrapper this export does not write; "
+                              "plan with sharding none or distributed-optimizer");
+  }
+  if (l.sharding == Sharding::DistributedOptimizer) f.emplace_back("--use-distributed-optimizer", "");
+  if (l.recompute == Recompute::Selective) f.emplace_back("--recompute-granularity", "selective");
+  if (l.recompute == Recompute::Full) {  // every layer recomputed from its own input
+    f.emplace_back("--recompute-granularity", "full");
+    f.emplace_back("--recompute-method", "uniform");
+    f.emplace_back("--recompute-num-layers", "1");
+  }
+  // initialize.py: order = "tp-cp-ep-pp-dp" if --use-tp-pp-dp-mapping else "tp-cp-ep-dp-pp".
+  // With pp before dp, initialize_model_parallel asserts that the dense and the expert rank
+  // generators give the same pp groups (strides t cp and t ep): cp must equal ep.
+  if (l.order == "tp-cp-ep-pp-dp") {
+    if (l.p > 1 && l.cp != l.ep) {
+      refuse_layout("order", "\"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = " + std::to_string(l.cp) + " and ep = " +
+                             std::to_string(l.ep) + ": Megatron-Core's initialize_model_parallel needs cp = ep there (its "
+                             "dense and expert pipeline groups, strides t cp and t ep, must be the same); use tp-cp-ep-dp-pp");
+    }
+    f.emplace_back("--use-tp-pp-dp-mapping", "");
+  } else if (l.order != "tp-cp-ep-dp-pp") {
+    refuse_layout("order", "\"" + l.order + "\": Megatron-LM lays ranks out as tp-cp-ep-dp-pp (its default) or "
+                           "tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping), no other order");
+  }
+}
+
 }  // namespace
 
 ExportResult export_megatron(const PlanShape& s) {
   check_schedule(s);
   Flags f;
-  if (s.tensor_parallel > 1) {
+  if (s.layout) {
+    parallel_flags(*s.layout, f);
+  } else if (s.tensor_parallel > 1) {
     // The profile's tensor-parallel activations and sends are split t ways: sequence parallelism.
     f.emplace_back("--tensor-model-parallel-size", std::to_string(s.tensor_parallel));
     f.emplace_back("--sequence-parallel", "");
@@ -132,8 +193,12 @@ ExportResult export_megatron(const PlanShape& s) {
   if (s.sequence > 0) f.emplace_back("--seq-length", std::to_string(s.sequence));
   f.emplace_back("--micro-batch-size", std::to_string(s.microbatch_size));
   f.emplace_back("--global-batch-size", std::to_string(s.global_batch));
-  if (s.dtype == Dtype::Bf16) f.emplace_back("--bf16", "");
-  if (s.dtype == Dtype::Fp16) f.emplace_back("--fp16", "");
+  if (s.layout) {
+    precision_flags(*s.layout, f);
+  } else {
+    if (s.dtype == Dtype::Bf16) f.emplace_back("--bf16", "");
+    if (s.dtype == Dtype::Fp16) f.emplace_back("--fp16", "");
+  }
   std::string cut = "even";
   int most = 0;
   for (int c : s.decoder_layers) most = std::max(most, c);
@@ -155,19 +220,36 @@ ExportResult export_megatron(const PlanShape& s) {
   // and waited on); --no-overlap-p2p-communication makes the interleaved schedule's blocking too.
   const bool interleaved = s.positions > 1 && s.chunks > 1;
   if (s.p2p == P2p::Blocking && interleaved) f.emplace_back("--no-overlap-p2p-communication", "");
-  if (s.recompute) {
+  if (s.layout) {
+    layout_flags(*s.layout, f);
+  } else if (s.recompute) {
     // Each stage keeps only its input: one recompute unit as large as its largest stage.
     f.emplace_back("--recompute-granularity", "full");
     f.emplace_back("--recompute-method", "uniform");
     f.emplace_back("--recompute-num-layers", std::to_string(std::max(1, most)));
   }
 
+  const int cp = s.layout ? s.layout->cp : 1;
   std::ostringstream text;
   text << "# pipescope export --to megatron (" << kMegatronVersion << ")\n"
-       << "# " << s.world_size() << " GPUs = tensor " << s.tensor_parallel << " x pipeline " << s.positions << " x data "
-       << s.replicas << "; Megatron derives data-parallel size " << s.replicas
-       << " = WORLD_SIZE / (tensor x pipeline); launch with WORLD_SIZE=" << s.world_size() << "\n"
-       << "# schedule " << s.schedule_name << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
+       << "# " << s.world_size() << " GPUs = tensor " << s.tensor_parallel << (cp > 1 ? " x context " + std::to_string(cp) : "")
+       << " x pipeline " << s.positions << " x data " << s.replicas << "; Megatron derives data-parallel size "
+       << s.replicas << " = WORLD_SIZE / (tensor x " << (cp > 1 ? "context x " : "") << "pipeline); launch with WORLD_SIZE="
+       << s.world_size() << "\n";
+  if (s.layout) {
+    text << "# ranks in order " << s.layout->order << " (Megatron-Core's RankGenerator, first fastest): on nodes of "
+         << s.gpus_per_node << " GPUs";
+    const Json groups = rank_groups_json(*s.layout, s.gpus_per_node);
+    for (const char* g : {"tp", "cp", "ep", "dp", "pp"}) {
+      if (groups[g]["size"].get<int>() < 2) continue;
+      text << ", " << g << " " << groups[g]["size"].get<int>() << " ("
+           << (groups[g]["crosses_nodes"].get<bool>() ? std::to_string(groups[g]["ranks_per_node"].get<int>()) + " per node"
+                                                      : std::string("in one node"))
+           << ")";
+    }
+    text << "\n";
+  }
+  text << "# schedule " << s.schedule_name << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
   if (s.positions > 1 && !interleaved && s.p2p == P2p::Overlapped) {
     text << "# p2p: Megatron-LM overlaps p2p with compute only in the interleaved schedule; its 1f1b sends and "
             "receives block (predict that with --p2p blocking)\n";
@@ -180,6 +262,11 @@ ExportResult export_megatron(const PlanShape& s) {
   Json json = {{"target", "megatron"}, {"version", kMegatronVersion}, {"flags", flags},
                {"world_size", s.world_size()}, {"data_parallel_size", s.replicas}, {"cut", cut},
                {"p2p", to_string(interleaved ? s.p2p : P2p::Blocking)}};
+  if (s.layout) {
+    json["order"] = s.layout->order;
+    json["gpus_per_node"] = s.gpus_per_node;
+    json["groups"] = rank_groups_json(*s.layout, s.gpus_per_node);
+  }
   return {text.str(), json};
 }
 

@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "llm/collectives.h"
+#include "llm/plan_layout.h"
 
 namespace pipescope {
 
@@ -48,13 +50,77 @@ int64_t spec_int(const Profile& profile, const char* key, int64_t fallback) {
   return fallback;
 }
 
+std::string str(int64_t v) { return std::to_string(v); }
+
+// The plan says p, v, d, M, b and the cuts itself; its layout must say the same.
+// `one_pipeline`: the plan holds one of the d data-parallel pipelines (one replica per
+// stage, batch_size = b M), as `llm-plan --out` writes it.
+void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profile_states_t, bool one_pipeline) {
+  const ParallelLayout& l = *s.layout;
+  auto same = [](const std::string& field, int64_t layout_value, const std::string& plan_what, int64_t plan_value) {
+    if (layout_value != plan_value) {
+      refuse_layout(field, str(layout_value) + ", but the plan has " + plan_what + " " + str(plan_value));
+    }
+  };
+  same("p", l.p, "pipeline positions", s.positions);
+  same("v", l.v, "chunks per position", s.chunks);
+  if (!one_pipeline) same("d", l.d, "replicas per stage", s.replicas);
+  same("microbatches", l.microbatches, "micro-batches", s.microbatches);
+  same("micro_batch", l.micro_batch, "samples per micro-batch per replica (batch_size / (microbatches x replicas))",
+       s.microbatch_size);
+  if (profile_states_t) same("t", l.t, "a profile of tensor-parallel size", s.tensor_parallel);
+  if (!l.layers_per_chunk.empty() && l.layers_per_chunk != s.decoder_layers) {
+    auto list = [](const std::vector<int>& v) {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) out += ", ";
+        out += str(v[i]);
+      }
+      out += "]";
+      return out;
+    };
+    std::string why = list(l.layers_per_chunk);
+    why += ", but the plan's stages hold ";
+    why += list(s.decoder_layers);
+    why += " decoder layers";
+    refuse_layout("layers_per_chunk", why);
+  }
+  if (plan.recompute && l.recompute != Recompute::Full) {
+    std::string why = "\"";
+    why += to_string(l.recompute);
+    why += "\", but the plan re-materialises every stage (\"recompute\": true); say \"full\"";
+    refuse_layout("recompute", why);
+  }
+  (void)rank_groups_json(l, s.gpus_per_node);  // the order must parse
+}
+
 }  // namespace
 
-PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework) {
+void refuse_layout(const std::string& field, const std::string& why) { throw InputError("", "layout." + field, why); }
+
+Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node) {
+  Json out = Json::object();
+  for (Group g : {Group::Tp, Group::Cp, Group::Ep, Group::Dp, Group::Pp}) {
+    GroupPlacement where;
+    try {
+      where = group_placement(layout, g, gpus_per_node);
+    } catch (const InputError& e) {
+      throw InputError("", "layout." + std::string(e.what()), "");
+    }
+    std::vector<int> first;
+    for (int i = 0; i < where.size; ++i) first.push_back(i * where.stride);
+    out[to_string(g)] = {{"size", where.size}, {"stride", where.stride}, {"ranks_per_node", where.per_node},
+                         {"crosses_nodes", where.crosses_nodes}, {"first_group", first}};
+  }
+  return out;
+}
+
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework, int gpus_per_node) {
   const std::string where;  // the caller names the plan file
   if (!profile.is_chain()) throw InputError(where, "", framework + " pipelines a chain of layers; the profile has branches (edges)");
   check_plan_layers(plan, profile.num_layers(), profile.source);
   PlanShape s;
+  s.gpus_per_node = gpus_per_node;
   s.p2p = plan.p2p.value_or(P2p::Overlapped);
   s.chunks = plan.chunks;
   s.positions = plan.pipeline_devices();
@@ -65,6 +131,7 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   s.recompute = plan.recompute;
   s.dtype = dtype_from_name(profile.dtype);
   s.tensor_parallel = static_cast<int>(spec_int(profile, "tensor_parallel", 1));
+  const bool profile_states_t = spec_int(profile, "tensor_parallel", 0) > 0;
   s.sequence = spec_int(profile, "sequence", 0);
   for (const LayerProfile& l : profile.layers) {
     s.roles.push_back(layer_role(l));
@@ -107,15 +174,26 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
       if (op.kind != OpKind::Recompute) row.push_back(std::to_string(op.stage) + op_letter(op.kind) + std::to_string(op.microbatch));
     }
   }
+  s.layout = plan_layout(plan);
+  if (s.layout) {
+    const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;
+    check_layout_against_plan(s, plan, profile_states_t, one_pipeline);
+    s.tensor_parallel = s.layout->t;
+    if (one_pipeline) {  // the step's batch is every pipeline's
+      s.replicas = s.layout->d;
+      s.global_batch = s.microbatch_size * s.microbatches * s.replicas;
+    }
+  }
   return s;
 }
 
 ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target, const std::string& plan_name,
-                         bool torch_csv) {
+                         bool torch_csv, int gpus_per_node) {
   const std::string framework = target == ExportTarget::Megatron ? "Megatron-LM"
                                 : target == ExportTarget::Torch  ? "torch.distributed.pipelining"
                                                                  : "DeepSpeed";
-  PlanShape shape = analyse_plan(plan, profile, framework);
+  if (gpus_per_node < 1) throw InputError("--gpus-per-node: expected a positive integer, got " + str(gpus_per_node));
+  PlanShape shape = analyse_plan(plan, profile, framework, gpus_per_node);
   switch (target) {
     case ExportTarget::Megatron: return export_megatron(shape);
     case ExportTarget::Torch: return export_torch(shape, plan_name, torch_csv);

@@ -5,6 +5,9 @@
 // pipeline rank builds; for a schedule with no class (or on request) the compute-only
 // CSV a _PipelineScheduleRuntime loads. Invariant: the stage -> rank map the file uses
 // is the plan's, and it is the one the class expects ("loop": s % K, "v": V shape).
+// A v2 plan's layout adds the device mesh (torch.distributed.device_mesh, dimensions in
+// the layout's rank order), the tensor / sequence / context parallel sizes, the FSDP2
+// sharding and the activation checkpointing, or refuses the field torch cannot say.
 #include <algorithm>
 #include <sstream>
 
@@ -107,6 +110,62 @@ std::string schedule_code(const TorchSchedule* row) {
          "    return schedule\n";
 }
 
+// The layout as torch names it (PyTorch 2.13: DeviceMesh, DTensor tensor parallelism with
+// SequenceParallel, context_parallel, FSDP2 fully_shard, ZeroRedundancyOptimizer,
+// checkpoint_wrapper), or a refusal naming the field.
+std::string layout_constants(const PlanShape& s, Json& json) {
+  const ParallelLayout& l = *s.layout;
+  if (l.ep > 1) {
+    refuse_layout("ep", std::to_string(l.ep) + ": torch.distributed has no expert parallelism of its own (torchtitan's "
+                        "MoE layers bring theirs); plan with ep 1 to export to torch");
+  }
+  if (l.recompute == Recompute::Selective) {
+    refuse_layout("recompute", "torch's checkpoint_wrapper recomputes whole modules; the export cannot express "
+                               "Megatron's selective recompute (the attention core only); say none or full");
+  }
+  if (l.precision == PrecisionRecipe::Fp8Params) {
+    refuse_layout("precision", "fp8 weights need torchao's float8 training (FSDP2 fp8 all-gather), which this export "
+                               "does not write; say bf16-mixed or fp32");
+  }
+  // init_device_mesh is row-major (the last dimension fastest): the order reversed, ep left out.
+  std::vector<std::string> names;
+  std::vector<int> shape;
+  std::string name;
+  for (std::size_t i = 0; i <= l.order.size(); ++i) {
+    if (i < l.order.size() && l.order[i] != '-') {
+      name += l.order[i];
+      continue;
+    }
+    if (name != "ep") {
+      names.insert(names.begin(), name);
+      shape.insert(shape.begin(), name == "tp" ? l.t : name == "cp" ? l.cp : name == "dp" ? l.d : l.p);
+    }
+    name.clear();
+  }
+  const char* sharding = l.sharding == Sharding::None                   ? "replicate"
+                         : l.sharding == Sharding::DistributedOptimizer ? "zero-1"
+                         : l.sharding == Sharding::Zero2                ? "fully_shard(reshard_after_forward=False)"
+                                                                        : "fully_shard(reshard_after_forward=True)";
+  json["mesh_dim_names"] = names;
+  json["mesh_shape"] = shape;
+  json["data_parallel_sharding"] = sharding;
+  json["activation_checkpoint"] = to_string(l.recompute);
+  std::ostringstream py;
+  py << "MESH_DIM_NAMES = " << py_list(names) << "  # init_device_mesh(..., mesh_dim_names=...), rank order "
+     << l.order << "\n"
+     << "MESH_SHAPE = " << py_ints(shape) << "\n"
+     << "SEQUENCE_PARALLEL = " << (l.sequence_parallel && l.t > 1 ? "True" : "False")
+     << "  # SequenceParallel() for the norms in the tensor-parallel plan\n"
+     << "CONTEXT_PARALLEL_SIZE = " << l.cp << "  # torch.distributed.tensor.experimental.context_parallel over \"cp\"\n"
+     << "DATA_PARALLEL_SHARDING = \"" << sharding << "\"  # replicate: DDP; zero-1: ZeroRedundancyOptimizer; "
+                                                     "fully_shard: FSDP2 over \"dp\"\n"
+     << "MIXED_PRECISION = " << (l.precision == PrecisionRecipe::Bf16Mixed ? "\"bf16\"" : "None")
+     << "  # MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)\n"
+     << "ACTIVATION_CHECKPOINT = \"" << to_string(l.recompute)
+     << "\"  # full: checkpoint_wrapper on every decoder layer (torchtitan's mode \"full\")\n";
+  return py.str();
+}
+
 }  // namespace
 
 ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool csv) {
@@ -138,6 +197,8 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
      << "SPLIT_POINTS = " << py_list(splits) << "  # first module of stages 1.." << s.stages() - 1 << "\n"
      << "STAGE_RANKS = " << py_ints(s.stage_position) << "  # pipeline rank of each stage\n"
      << "RECOMPUTE = " << (s.recompute ? "True" : "False") << "  # keep only each stage's input for backward\n";
+  Json layout_json = Json::object();
+  if (s.layout) py << layout_constants(s, layout_json);
   if (row == nullptr) {
     py << "# pipescope's op order, one row per rank (_PipelineScheduleRuntime._load_csv, format \"compute_only\")\n"
        << "SCHEDULE_CSV = \"\"\"\\\n" << csv_text(s) << "\"\"\"\n";
@@ -164,6 +225,13 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
                {"split_points", splits},     {"stage_ranks", s.stage_position}, {"n_microbatches", s.microbatches},
                {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute}};
   if (row == nullptr) json["schedule_csv"] = s.torch_csv;
+  if (s.layout) {
+    json.update(layout_json);
+    json["tensor_parallel_size"] = s.layout->t;
+    json["sequence_parallel"] = s.layout->sequence_parallel && s.layout->t > 1;
+    json["context_parallel_size"] = s.layout->cp;
+    json["groups"] = rank_groups_json(*s.layout, s.gpus_per_node);
+  }
   return {py.str(), json};
 }
 

@@ -127,6 +127,17 @@ LayerProfile decoder_layer(const LayerContext& c, int64_t index, const LayerFlop
   blk.spec = c.common;
   blk.spec["type"] = "hf_decoder_layer";
   blk.spec["forward_flops_per_sample"] = f.forward();
+  // The shape in Megatron-LM's words, for memory as Megatron keeps it (interop/llm_shape.h).
+  blk.spec["heads"] = c.m.heads;
+  blk.spec["kv_heads"] = c.m.kv_heads;
+  blk.spec["head_dim"] = c.m.head_dim;
+  blk.spec["ffn_hidden"] = c.m.ffn;
+  blk.spec["qkv_bias"] = c.m.qkv_bias;
+  blk.spec["bias_linear"] = c.m.output_bias && c.m.mlp_bias;
+  if (c.m.moe()) {
+    blk.spec["experts"] = c.m.experts;
+    blk.spec["moe_topk"] = c.m.top_k;
+  }
   return blk;
 }
 

@@ -31,7 +31,9 @@ Group group_named(const std::string& name, const std::string& order) {
   throw InputError("order: \"" + order + "\": unknown group \"" + name + "\" (expected a permutation of tp, cp, ep, dp, pp)");
 }
 
-// The stride of `group`: the sizes of the groups before it in the order (ep excluded).
+// The stride of `group`: the sizes of the groups before it in the order. Dense groups
+// (RankGenerator with ep = 1) skip ep; ep's stride is the expert RankGenerator's
+// (tp = t, cp = 1: its ranks come out of cp x dp).
 int stride_of(const ParallelLayout& l, Group group) {
   std::istringstream in(l.order);
   std::string name;
@@ -43,7 +45,8 @@ int stride_of(const ParallelLayout& l, Group group) {
       throw InputError("order: \"" + l.order + "\": group \"" + name + "\" named twice");
     }
     if (g == group) found = stride;
-    if (g != Group::Ep) stride *= size_of(l, g);
+    const bool skipped = group == Group::Ep ? g == Group::Cp : g == Group::Ep;
+    if (!skipped) stride *= g == Group::Dp && group == Group::Ep ? l.d * l.cp / std::max(1, l.ep) : size_of(l, g);
   }
   for (int n : seen) {
     if (n != 1) throw InputError("order: \"" + l.order + "\": expected a permutation of tp, cp, ep, dp, pp");
@@ -70,13 +73,22 @@ std::string to_string(Group group) {
   return "tp";
 }
 
-GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group) {
-  GroupLink g;
+GroupPlacement group_placement(const ParallelLayout& layout, Group group, int gpus_per_node) {
+  GroupPlacement g;
   g.size = size_of(layout, group);
   g.stride = stride_of(layout, group);
-  const int node = gpu.gpus_per_node();
-  g.per_node = g.stride >= node ? 1 : std::min(g.size, std::max(1, node / g.stride));
+  g.per_node = g.stride >= gpus_per_node ? 1 : std::min(g.size, std::max(1, gpus_per_node / g.stride));
   g.crosses_nodes = g.per_node < g.size;
+  return g;
+}
+
+GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group) {
+  const GroupPlacement where = group_placement(layout, group, gpu.gpus_per_node());
+  GroupLink g;
+  g.size = where.size;
+  g.stride = where.stride;
+  g.per_node = where.per_node;
+  g.crosses_nodes = where.crosses_nodes;
   const double eff = gpu.collective_efficiency;
   const Link& nvlink = gpu.node.link;
   const double in_node = gpu.collective_gb_per_s > 0 ? gpu.collective_gb_per_s : nvlink.bandwidth_gb_per_s;

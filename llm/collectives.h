@@ -1,8 +1,10 @@
 // Which link each parallel group's collectives really use, and what they cost on it.
 // Invariant: ranks are laid out in ParallelLayout::order (Megatron's "tp-cp-ep-dp-pp":
-// the first group varies fastest), so a group's stride is the product of the sizes of
-// the groups before it (ep, carved out of dp x cp as Megatron does, takes no stride of
-// its own) and a node of G GPUs holds min(size, G / stride) of its ranks. A group inside
+// the first group varies fastest), as Megatron-Core's RankGenerator numbers them, so a
+// group's stride is the product of the sizes of the groups before it and a node of G
+// GPUs holds min(size, G / stride) of its ranks. ep is carved out of cp x dp as
+// Megatron's expert RankGenerator does (tp = expert tp = t, cp = 1, dp = cp d / ep):
+// the dense groups see ep as size 1, and ep's own stride counts t but not cp. A group inside
 // one node rings over NVLink; one that spans nodes rings through the per-GPU network
 // ports of the k ranks it has per node (NCCL runs one channel per rail): bandwidth
 // min(NVLink, k x port). Collectives run at collective_efficiency of that bandwidth;
@@ -22,6 +24,17 @@ namespace pipescope {
 
 enum class Group : uint8_t { Tp, Cp, Ep, Dp, Pp };
 std::string to_string(Group group);  // "tp", "cp", "ep", "dp", "pp"
+
+// Where a group's ranks sit on nodes of `gpus_per_node` GPUs. The group holding global
+// rank 0 is ranks 0, stride, 2 stride, ... (RankGenerator.get_ranks(name)[0]).
+struct GroupPlacement {
+  int size = 1;
+  int stride = 1;
+  int per_node = 1;         // the group's ranks on one node
+  bool crosses_nodes = false;
+};
+// Throws InputError naming "order" when it is not a permutation of tp, cp, ep, dp, pp.
+GroupPlacement group_placement(const ParallelLayout& layout, Group group, int gpus_per_node);
 
 struct GroupLink {
   int size = 1;

@@ -143,6 +143,16 @@ void check_sharding(const ParallelLayout& l, Framework framework, std::vector<st
   }
 }
 
+// Megatron-LM's --use-tp-pp-dp-mapping (order tp-cp-ep-pp-dp): initialize_model_parallel
+// asserts that the dense and the expert RankGenerator give the same pipeline groups,
+// strides t cp and t ep (etp = t), so cp must equal ep when p > 1.
+void check_order(const ParallelLayout& l, Framework framework) {
+  if (framework != Framework::Megatron || l.order != "tp-cp-ep-pp-dp" || l.p < 2 || l.cp == l.ep) return;
+  refuse("--use-tp-pp-dp-mapping", "order tp-cp-ep-pp-dp with cp = " + str(l.cp) + " and ep = " + str(l.ep) +
+                                       ": Megatron-Core's dense and expert pipeline groups (strides t cp and t ep) "
+                                       "differ; it needs cp = ep there");
+}
+
 }  // namespace
 
 std::string to_string(Framework framework) {
@@ -185,6 +195,7 @@ ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayo
   check_experts_and_context(shape, layout);
   check_chunks(shape, layout);
   check_sharding(layout, framework, notes);
+  check_order(layout, framework);
   ParallelLayout out = layout;
   if (out.t == 1 && out.sequence_parallel) {
     out.sequence_parallel = false;

@@ -40,6 +40,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
       {"screenshot", "Render the main window to a PNG and exit", "FILE"},
       {"pin", "Plan file (pipescope.plan) pinned as A in the A/B tab", "FILE"},
+      {"plan", "Plan file (pipescope.plan) to show, with its profile unless --profile names one; a version 2 plan's "
+               "layout adds the memory per GPU as Megatron-LM keeps it", "FILE"},
       {"tab", "Tab to show: timeline | layers | sweep | compare | plans | ab | distribution (default timeline; plans runs the search, distribution samples 1000 steps)",
        "NAME", "timeline"},
       {"size", "Window size WxH (default 1400x900)", "WxH", "1400x900"},
@@ -74,6 +76,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
     throw InputError("--tab: expected timeline, layers, sweep, compare, plans, ab or distribution, got \"" + o.tab.toStdString() + "\"");
   }
   o.pin_path = p.value("pin");
+  o.plan_path = p.value("plan");
   const QStringList wh = p.value("size").split('x');
   if (wh.size() != 2 || wh[0].toInt() < 200 || wh[1].toInt() < 200 || wh[0].toInt() > 8000 || wh[1].toInt() > 8000) {
     throw InputError("--size: expected WxH between 200x200 and 8000x8000, got \"" + p.value("size").toStdString() + "\"");

@@ -35,6 +35,7 @@ struct AppOptions {
   QString measurement_path;
   QString trace_path;
   QString pin_path;          // a plan file pinned as A in the A/B tab
+  QString plan_path;         // a plan file shown as the current plan (its profile unless --profile)
   QString help_text;         // set when --help was given: main() prints it and exits 0
 };
 

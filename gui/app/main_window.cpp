@@ -22,6 +22,7 @@
 #include "gui/app/controls_panel.h"
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
+#include "gui/app/llm_memory_view.h"
 #include "gui/app/memory_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"
@@ -188,6 +189,9 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
   timeline_view_->set_stage_stripes(r.chunks > 1);
   summary_.set_report(r);
   memory_view_->set_curves(memory_curves(r));
+  const int64_t capacity = hardware_ && hardware_->memory_bytes > 0 ? hardware_->memory_bytes : evaluation_->profile->device_memory_bytes;
+  llm_memory_.set_plan(*evaluation_->profile, evaluation_->plan, capacity);
+  llm_memory_view_->setVisible(llm_memory_.rowCount() > 0);
   timeline_view_->set_title(QString("%1 | %2 | K=%3 | M=%4 | micro-batch %5  -  step %6 ms, %7 samples/s, bubble %8 %")
                                 .arg(QString::fromStdString(r.model), QString::fromStdString(r.schedule))
                                 .arg(r.num_positions).arg(r.microbatches).arg(r.microbatch_size)
@@ -209,6 +213,8 @@ void MainWindow::show_failure(const QString& message) {
   timeline_.set_timeline({});
   compare_rows_.set_timeline({});
   memory_view_->set_curves({});
+  llm_memory_.clear();
+  llm_memory_view_->hide();
   set_status(message, true);
 }
 

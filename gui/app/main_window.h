@@ -13,6 +13,7 @@
 #include "gui/models/ab_model.h"
 #include "gui/models/compare_model.h"
 #include "gui/models/layer_table_model.h"
+#include "gui/models/llm_memory_model.h"
 #include "gui/models/plans_model.h"
 #include "gui/models/summary_model.h"
 #include "gui/models/sweep_model.h"
@@ -30,6 +31,7 @@ class AbView;
 class CompareView;
 class ControlsPanel;
 class LayerChart;
+class LlmMemoryView;
 class MemoryView;
 class PlansView;
 class SweepView;
@@ -66,6 +68,8 @@ class MainWindow : public QMainWindow {
   // A/B: the plan shown becomes A; a plan file can be pinned too (pipescope.plan JSON).
   void pin_current();
   bool pin_plan_file(const QString& path);
+  // Shows a plan file as the current plan (its profile loaded when none was named).
+  bool open_plan_file(const QString& path);
   void wait_for_pin() { pin_worker_.wait(); }
   // What-if edits are simulated after a short pause; this runs a pending one now.
   void flush_what_if();
@@ -78,6 +82,8 @@ class MainWindow : public QMainWindow {
   const TimelineModel& compare_rows() const { return compare_rows_; }
   TimelineView* timeline_view() const { return timeline_view_; }
   MemoryView* memory_view() const { return memory_view_; }
+  const LlmMemoryModel& llm_memory() const { return llm_memory_; }
+  LlmMemoryView* llm_memory_view() const { return llm_memory_view_; }
   SweepView* sweep_view() const { return sweep_view_; }
   const PlansModel& plans() const { return plans_; }
   PlansView* plans_view() const { return plans_view_; }
@@ -127,6 +133,7 @@ class MainWindow : public QMainWindow {
   TimelineModel timeline_;
   TimelineModel compare_rows_;
   SummaryModel summary_;
+  LlmMemoryModel llm_memory_;
   SweepModel sweep_;
   CompareModel compare_;
   PlanWorker plan_worker_;
@@ -146,6 +153,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_ = nullptr;
   TimelineView* timeline_view_ = nullptr;
   MemoryView* memory_view_ = nullptr;
+  LlmMemoryView* llm_memory_view_ = nullptr;
   LayerChart* layer_chart_ = nullptr;
   SweepView* sweep_view_ = nullptr;
   CompareView* compare_view_ = nullptr;

@@ -25,6 +25,7 @@
 #include "gui/app/controls_panel.h"
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
+#include "gui/app/llm_memory_view.h"
 #include "gui/app/memory_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"
@@ -74,6 +75,9 @@ QWidget* MainWindow::build_plan_tab() {
   timeline_view_ = new TimelineView(plan_tab);
   timeline_view_->set_model(&timeline_);
   memory_view_ = new MemoryView(plan_tab);
+  llm_memory_view_ = new LlmMemoryView(plan_tab);  // shown when the plan carries a layout
+  llm_memory_view_->set_model(&llm_memory_);
+  llm_memory_view_->hide();
   plan_tab->setStretchFactor(0, 3);
   plan_tab->setStretchFactor(1, 2);
   return plan_tab;
@@ -212,6 +216,7 @@ void MainWindow::open_startup_files() {
   if (ok && options_.run_sweep) run_sweep();
   if (ok && options_.tab == "plans") run_plans();
   if (ok && !options_.pin_path.isEmpty()) pin_plan_file(options_.pin_path);
+  if (!options_.plan_path.isEmpty()) open_plan_file(options_.plan_path);
 }
 
 QWidget* MainWindow::build_left_panel() {

@@ -2,6 +2,8 @@
 // search off the GUI thread, a click loads the candidate's own plan), the A/B tab
 // (pin, differences, aligned timelines) and the what-if debounce. Same class as
 // main_window.cpp, kept apart so each file stays readable.
+#include <QDir>
+#include <QFileInfo>
 #include <QTimer>
 #include <algorithm>
 
@@ -102,6 +104,32 @@ bool MainWindow::pin_plan_file(const QString& path) {
     return false;
   }
   pin_worker_.request(in);
+  return true;
+}
+
+bool MainWindow::open_plan_file(const QString& path) {
+  PlanInputs in;
+  try {
+    Plan plan = load_plan(path.toStdString());
+    QString profile = options_.profile_path;
+    if (profile.isEmpty()) {
+      const QFileInfo named(QString::fromStdString(plan.profile));
+      profile = named.isRelative() ? QFileInfo(path).dir().filePath(named.filePath()) : named.filePath();
+    }
+    if (QFileInfo(profile).canonicalFilePath() != QFileInfo(profile_path_).canonicalFilePath() && !open_profile(profile)) {
+      return false;
+    }
+    in = current_inputs();
+    in.choice.chunks = plan.chunks;
+    in.choice.stages = static_cast<int>(plan.stages.size()) / std::max(1, plan.chunks);
+    in.choice.replicas = plan.stages.empty() ? 1 : static_cast<int>(plan.stages.front().devices.size());
+    in.plan = std::move(plan);
+  } catch (const std::exception& e) {
+    set_status(e.what(), true);
+    return false;
+  }
+  loaded_candidate_ = -1;
+  plan_worker_.request(in);
   return true;
 }
 

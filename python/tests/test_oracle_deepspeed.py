@@ -20,6 +20,12 @@ Expectations:
    DeepSpeed's default partition_method="parameters" would cut them
    (partition_balanced over the profile's per-layer parameter counts) are among them.
    The batch settings (DS_CONFIG) pass DeepSpeedConfig's own batch check.
+3. A v2 plan's layout: DeepSpeedConfig parses DS_CONFIG's zero_optimization.stage (0 for
+   sharding none, 1 for the distributed optimizer) and bf16 as the layout says; the
+   model / data / pipe groups of PipeModelDataParallelTopology start as the export's
+   tp / dp / pp groups and cross 8-GPU nodes as it says. ZeRO-2 / 3 exit 2 citing the
+   assertion PipelineEngine.__init__ really makes (read from DeepSpeed's source), and
+   cp, ep, sequence parallel, selective recompute and fp8 parameters exit 2 naming the field.
 
 Narrow stubs, and why: PipelineModule.__init__ creates process groups
 (dist.new_group, PipelineParallelGrid) before it partitions; the test replaces it with
@@ -213,3 +219,68 @@ def test_planned_plan_exports_deepspeeds_parts(tmp_path, monkeypatch):
     for rank in range(exported.NUM_STAGES * exported.DATA_PARALLEL_SIZE):
         module = partition_as_deepspeed(monkeypatch, exported, rank)
         assert module.parts == cuts
+
+
+# ------------------------------------------------------------------ a plan's layout
+
+def write_layout_plan(path, K, replicas, microbatches, layout):
+    """A v2 plan: K uniform stages of `replicas` replicas (micro-batch 2), with `layout`."""
+    cuts = [int(x) for x in partition_uniform(len(LAYERS), K)]
+    write_plan(path, K, cuts, microbatches, replicas=replicas)
+    plan = json.loads(path.read_text())
+    plan["version"] = 2
+    plan["layout"] = {"p": K, "d": replicas, "micro_batch": 2, "microbatches": microbatches, **layout}
+    path.write_text(json.dumps(plan))
+
+
+@pytest.mark.parametrize("sharding,stage", [("none", 0), ("distributed-optimizer", 1)])
+@pytest.mark.parametrize("precision", ["bf16-mixed", "fp32"])
+def test_layout_zero_stage_is_deepspeeds_config(sharding, stage, precision, tmp_path, monkeypatch):
+    # DS_CONFIG parsed by DeepSpeed's own DeepSpeedConfig (no distributed init: get_rank
+    # and the mpu's data-parallel size stood in for): ZeRO stage, bf16 and the batch.
+    K, replicas, t = 2, 4, 2
+    plan = tmp_path / "plan.json"
+    write_layout_plan(plan, K, replicas, 4, {"t": t, "sharding": sharding, "precision": precision,
+                                             "recompute": "full"})
+    exported = load_exported(run("export", "--plan", plan, "--to", "deepspeed"), tmp_path)
+    facts = json.loads(run("export", "--plan", plan, "--to", "deepspeed", "--json"))
+    monkeypatch.setattr(ds_config.dist, "get_rank", lambda *a, **k: 0)
+    mpu = types.SimpleNamespace(get_data_parallel_world_size=lambda: replicas)
+    config = ds_config.DeepSpeedConfig(dict(exported.DS_CONFIG), mpu=mpu)
+    assert config.zero_optimization_stage == stage == facts["zero_stage"]
+    assert config.zero_enabled == (stage > 0)
+    assert config.bfloat16_config.enabled == (precision == "bf16-mixed")
+    assert not config.bfloat16_config.bf16_master_weights_and_grads  # fp32 master weights and grads, as bf16-mixed keeps
+    assert config.train_batch_size == 2 * 4 * replicas
+    assert exported.ACTIVATION_CHECKPOINT_INTERVAL == 1  # full recompute: every layer from its input
+    # DeepSpeed's topology numbers ranks as pipescope's groups say (model = tp fastest, then data, then pipe).
+    from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology
+    topo = PipeModelDataParallelTopology(num_pp=K, num_mp=t, num_dp=replicas)
+    for axis, group in (("model", "tp"), ("data", "dp"), ("pipe", "pp")):
+        lists = topo.get_axis_comm_lists(axis)
+        said = facts["groups"][group]
+        assert sorted(lists)[0] == said["first_group"], (axis, lists)
+        for ranks in lists:
+            nodes = {r // 8 for r in ranks}
+            assert (len(nodes) > 1) == said["crosses_nodes"], (axis, ranks)
+
+
+def test_layout_zero_2_3_refused_as_the_pipeline_engine_refuses(tmp_path):
+    # DeepSpeed's PipelineEngine asserts stage < 2; the export exits 2 naming layout.sharding.
+    import inspect
+    from deepspeed.runtime.pipe.engine import PipelineEngine
+    assert "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" in inspect.getsource(PipelineEngine.__init__)
+    for sharding in ("zero-2", "zero-3"):
+        plan = tmp_path / "plan.json"
+        write_layout_plan(plan, 2, 2, 4, {"sharding": sharding})
+        r = subprocess.run([PIPESCOPE, "export", "--plan", str(plan), "--to", "deepspeed"], capture_output=True, text=True)
+        assert r.returncode == 2 and "layout.sharding" in r.stderr and "stage < 2" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("field,value", [("cp", 2), ("ep", 2), ("sequence_parallel", True),
+                                         ("recompute", "selective"), ("precision", "fp8-params")])
+def test_layout_fields_deepspeed_lacks_exit_two(field, value, tmp_path):
+    plan = tmp_path / "plan.json"
+    write_layout_plan(plan, 2, 2, 4, {"t": 2, field: value})
+    r = subprocess.run([PIPESCOPE, "export", "--plan", str(plan), "--to", "deepspeed"], capture_output=True, text=True)
+    assert r.returncode == 2 and f"layout.{field}" in r.stderr, r.stderr

@@ -21,6 +21,15 @@ Expectations:
    forward and one backward, then the cool-down backwards; a backward runs chunk
    v - 1 - c) -- equals `pipescope schedule --schedule interleaved` op for op, for
    several (K, v, M) with M a multiple of K.
+3. A v2 plan's layout (t, SP, cp, ep, d, p, v, sharding, recompute, precision, rank
+   order; one of them Llama-3-405B-shaped: t 8, p 16, d 128 on 16,384 GPUs): the exported
+   flags build Megatron-Core's TransformerConfig (ModelParallelConfig's sizes) and
+   DistributedDataParallelConfig with exactly the layout's values, Megatron's
+   ConstantNumMicroBatchesCalculator gives the plan's M, and RankGenerator -- the dense
+   one and the expert one, as initialize_model_parallel builds them, with the order
+   Megatron-LM's initialize.py derives from --use-tp-pp-dp-mapping -- forms groups whose
+   ranks sit on 8-GPU nodes exactly as the export's "groups" says (ranks per node,
+   crossing nodes, the group of rank 0). Orders and shardings Megatron lacks exit 2.
 
 Narrow stubs, and why: get_num_layers_to_build for a layout reads the pipeline rank from
 parallel_state (a process group); the layout object's own methods take the rank as an
@@ -58,6 +67,8 @@ with warnings.catch_warnings():
     from megatron.core.transformer.transformer_block import get_num_layers_to_build
     from megatron.core.transformer.transformer_config import TransformerConfig
     from megatron.core.transformer.transformer_layer import get_transformer_layer_offset
+    from megatron.core.distributed import DistributedDataParallelConfig
+    from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator
 
 
 def test_pinned_version():
@@ -84,10 +95,28 @@ FLAG_TO_CONFIG = {
     "--recompute-num-layers": ("recompute_num_layers", int),
     # store_false in Megatron-LM's parser (dest overlap_p2p_comm, default on): the switch sets False
     "--no-overlap-p2p-communication": ("overlap_p2p_comm", False),
+    # what a v2 plan's layout adds (ModelParallelConfig / TransformerConfig fields)
+    "--tensor-model-parallel-size": ("tensor_model_parallel_size", int),
+    "--sequence-parallel": ("sequence_parallel", None),
+    "--context-parallel-size": ("context_parallel_size", int),
+    "--expert-model-parallel-size": ("expert_model_parallel_size", int),
+    "--bf16": ("bf16", None),
+    "--fp16": ("fp16", None),
+    "--fp8-format": ("fp8", str),          # arguments.py: dest='fp8'
+    "--fp8-param-gather": ("fp8_param", None),  # training.py: config.fp8_param = args.fp8_param_gather
 }
-# Flags about batches, sequence and precision: not part of the split.
-OTHER_FLAGS = {"--seq-length", "--micro-batch-size", "--global-batch-size", "--bf16", "--fp16",
-               "--tensor-model-parallel-size", "--sequence-parallel"}
+# Megatron-LM's flags whose dest is a DistributedDataParallelConfig field (training.py
+# builds the DDP config from the args of the same names).
+FLAG_TO_DDP_CONFIG = {
+    "--use-distributed-optimizer": "use_distributed_optimizer",
+    "--fp8-param-gather": "fp8_param_gather",
+}
+# megatron/training/initialize.py: order = 'tp-cp-ep-pp-dp' if args.use_tp_pp_dp_mapping
+# else 'tp-cp-ep-dp-pp', passed to initialize_model_parallel (and so to RankGenerator).
+ORDER_FLAG = "--use-tp-pp-dp-mapping"
+# Flags about batches and sequence: not config fields (the batch ones feed the
+# micro-batch calculator, checked in part 3).
+OTHER_FLAGS = {"--seq-length", "--micro-batch-size", "--global-batch-size", ORDER_FLAG, "--use-distributed-optimizer"}
 
 PROFILE = os.path.join(REPO, "profiles", "gpt-1.3b-h200.json")  # embedding, 24 blocks, head
 
@@ -119,7 +148,7 @@ def write_plan(path, K, v, cuts, microbatches, recompute=False, p2p=None):
     path.write_text(json.dumps(plan))
 
 
-def megatron_config(flags):
+def megatron_config(flags, **model):
     kwargs = {}
     for flag in flags:
         name = flag[0]
@@ -130,7 +159,8 @@ def megatron_config(flags):
         kwargs[field] = True if kind is None else kind if isinstance(kind, bool) else kind(flag[1])
     if kwargs.get("pipeline_model_parallel_size", 1) > 1:
         kwargs["pipeline_dtype"] = torch.bfloat16
-    return TransformerConfig(hidden_size=64, num_attention_heads=4, use_cpu_initialization=True, **kwargs)
+    shape = {"hidden_size": 64, "num_attention_heads": 4, **model}
+    return TransformerConfig(use_cpu_initialization=True, **shape, **kwargs)
 
 
 def megatron_stages(config, K, v):
@@ -301,3 +331,156 @@ def test_interleaved_order_is_megatrons(K, v):
         rows = [line.split(",") for line in run("schedule", "--schedule", "interleaved", "--stages", K,
                                                  "--microbatches", M, "--chunks", v, "--format", "csv").split()]
         assert rows == [megatron_interleaved_order(K, v, M, r) for r in range(K)], (K, v, M)
+
+
+# ------------------------------------------------------------------ 3. a plan's layout
+
+# Layouts of a v2 plan (llm/plan_layout.h). Each is exported, its flags parsed by
+# Megatron-Core's configs, and the rank groups pipescope states checked against
+# RankGenerator's. (t, sp, cp, ep, d, p, v, sharding, recompute, precision, order, b, M, decoders)
+LAYOUTS = {
+    # Llama-3-405B-shaped: t 8, p 16, d 128 on 16,384 GPUs, 126 layers (7 + 14 x 8 + 7 with
+    # the embedding and the loss counted), the distributed optimizer, 2048 sequences a step.
+    "405b": (8, True, 1, 1, 128, 16, 1, "distributed-optimizer", "selective", "bf16-mixed", "tp-cp-ep-dp-pp", 1, 16, 126),
+    "pp-dp": (4, True, 1, 1, 4, 2, 1, "none", "full", "fp32", "tp-cp-ep-pp-dp", 2, 4, 8),
+    # --use-tp-pp-dp-mapping with cp > 1 needs ep = cp (initialize_model_parallel's pp groups)
+    "cp-ep-pp-dp": (2, True, 2, 2, 2, 2, 1, "none", "selective", "bf16-mixed", "tp-cp-ep-pp-dp", 1, 4, 6),
+    # MoE (8 experts, ep 4) in bf16: Megatron-Core refuses MoE with fp8 without Transformer Engine.
+    "moe": (2, False, 1, 4, 8, 2, 1, "distributed-optimizer", "none", "bf16-mixed", "tp-cp-ep-dp-pp", 1, 4, 8),
+    "fp8-params": (2, True, 1, 1, 4, 2, 1, "distributed-optimizer", "none", "fp8-params", "tp-cp-ep-dp-pp", 2, 4, 8),
+    "cp-ep-interleaved": (8, True, 2, 2, 2, 4, 2, "distributed-optimizer", "selective", "bf16-mixed",
+                          "tp-cp-ep-dp-pp", 1, 8, 22),
+    "dp-only": (1, False, 1, 1, 8, 1, 1, "none", "none", "bf16-mixed", "tp-cp-ep-dp-pp", 4, 2, 4),
+}
+
+
+def write_layout_plan(tmp_path, t, sp, cp, ep, d, p, v, sharding, recompute, precision, order, b, M, decoders):
+    """A profile of an embedding, `decoders` blocks and a head (gpt-1.3b's layers, no
+    tensor-parallel size of its own), and a v2 plan over it: p positions of d replicas, v
+    chunks, stage s on position s % p; the cut puts (decoders + 2) / (p v) layers per stage."""
+    with open(PROFILE, encoding="utf-8") as f:
+        profile = json.load(f)
+    emb, block, head = profile["layers"][0], profile["layers"][1], profile["layers"][-1]
+    profile["layers"] = [emb] + [dict(block, name=f"block.{i}") for i in range(decoders)] + [head]
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    S = p * v
+    n = decoders + 2
+    assert n % S == 0, "the test's cuts are even in profile layers"
+    cuts = [n // S * s for s in range(S + 1)]
+    stages = [{"layers": [cuts[s], cuts[s + 1]], "devices": [(s % p) * d + k for k in range(d)]} for s in range(S)]
+    plan = {"format": "pipescope.plan", "version": 2, "profile": "profile.json", "batch_size": b * M * d,
+            "microbatches": M, "schedule": {"kind": "interleaved" if v > 1 else "1f1b", "chunks": v},
+            "recompute": False, "stages": stages,
+            "layout": {"t": t, "sequence_parallel": sp, "cp": cp, "ep": ep, "d": d, "p": p, "v": v,
+                       "sharding": sharding, "recompute": recompute, "micro_batch": b, "microbatches": M,
+                       "precision": precision, "order": order}}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def flag_value(flags, name, default=None):
+    for f in flags:
+        if f[0] == name:
+            return f[1] if len(f) > 1 else True
+    return default
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_layout_flags_are_megatron_cores_config(name, tmp_path):
+    t, sp, cp, ep, d, p, v, sharding, recompute, precision, order, b, M, decoders = LAYOUTS[name]
+    plan = write_layout_plan(tmp_path, *LAYOUTS[name])
+    exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
+    flags = exported["flags"]
+    model = {"hidden_size": 1024, "num_attention_heads": 16}
+    if ep > 1:  # an MoE model; Megatron-Core has biases in MoE only with expert tensor parallel 1
+        model.update(num_moe_experts=8, moe_router_topk=2, add_bias_linear=False)
+    config = megatron_config(flags, **model)  # ModelParallelConfig / TransformerConfig validate here
+    assert (config.tensor_model_parallel_size, config.sequence_parallel, config.context_parallel_size,
+            config.expert_model_parallel_size, config.pipeline_model_parallel_size) == (t, sp and t > 1, cp, ep, p)
+    assert (config.virtual_pipeline_model_parallel_size or 1) == v
+    assert config.expert_tensor_parallel_size == t  # Megatron's default, which pipescope's memory assumes
+    assert config.recompute_granularity == (None if recompute == "none" else recompute)
+    if recompute == "full":
+        assert (config.recompute_method, config.recompute_num_layers) == ("uniform", 1)
+    assert config.bf16 == (precision != "fp32")
+    assert (config.fp8, config.fp8_param) == (("hybrid", True) if precision == "fp8-params" else (None, False))
+    ddp = DistributedDataParallelConfig(**{field: True for flag, field in FLAG_TO_DDP_CONFIG.items()
+                                           if flag_value(flags, flag)})
+    assert ddp.use_distributed_optimizer == (sharding == "distributed-optimizer")
+    # Megatron's own micro-batch arithmetic: M = global batch / (micro-batch x data parallel),
+    # data parallel = WORLD_SIZE / (t cp p).
+    world = exported["world_size"]
+    assert world == t * cp * d * p
+    dp = world // (t * cp * p)
+    calc = ConstantNumMicroBatchesCalculator(int(flag_value(flags, "--global-batch-size")),
+                                             int(flag_value(flags, "--micro-batch-size")), dp, None, 0)
+    assert (dp, calc.get()) == (d, M)
+    assert config.num_layers == decoders
+    assert megatron_stages(config, p, v) == {s: ((decoders + 2) // (p * v) - (s == 0) - (s == p * v - 1),
+                                                 sum((decoders + 2) // (p * v) - (k == 0) for k in range(s)))
+                                             for s in range(p * v)}
+
+
+def megatron_rank_groups(flags, world):
+    """{group: RankGenerator's groups}, as initialize_model_parallel builds its two generators."""
+    t = int(flag_value(flags, "--tensor-model-parallel-size", 1))
+    cp = int(flag_value(flags, "--context-parallel-size", 1))
+    ep = int(flag_value(flags, "--expert-model-parallel-size", 1))
+    pp = int(flag_value(flags, "--pipeline-model-parallel-size", 1))
+    order = "tp-cp-ep-pp-dp" if flag_value(flags, ORDER_FLAG) else "tp-cp-ep-dp-pp"
+    dp = world // (t * cp * pp)
+    dense = parallel_state.RankGenerator(tp=t, ep=1, dp=dp, pp=pp, cp=cp, order=order)
+    expert = parallel_state.RankGenerator(tp=t, ep=ep, dp=world // (t * ep * pp), pp=pp, cp=1, order=order)
+    groups = {g: dense.get_ranks(g) for g in ("tp", "cp", "dp", "pp")}
+    groups["ep"] = expert.get_ranks("ep")
+    assert dense.get_ranks("pp") == expert.get_ranks("pp")  # initialize_model_parallel asserts it too
+    return order, groups
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_layout_groups_share_nodes_as_rank_generator_says(name, tmp_path):
+    # 8 GPUs per node: for every group of every kind, each node holds either none of its
+    # ranks or exactly the ranks_per_node pipescope states, and the group crosses nodes
+    # exactly when pipescope says so; the group of rank 0 is pipescope's first_group.
+    layout = LAYOUTS[name]
+    plan = write_layout_plan(tmp_path, *layout)
+    exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json", "--gpus-per-node", 8))
+    order, groups = megatron_rank_groups(exported["flags"], exported["world_size"])
+    assert order == exported["order"] == layout[10]
+    for g, ranks in groups.items():
+        said = exported["groups"][g]
+        assert ranks[0] == said["first_group"], g
+        assert all(len(group) == said["size"] for group in ranks), g
+        for group in ranks:
+            per_node = {}
+            for r in group:
+                per_node[r // 8] = per_node.get(r // 8, 0) + 1
+            assert set(per_node.values()) == {said["ranks_per_node"]}, (g, group[:16], per_node)
+            assert (len(per_node) > 1) == said["crosses_nodes"], (g, group[:16])
+    assert sum(len(x) for x in groups["tp"]) == exported["world_size"]
+
+
+def test_pp_dp_order_with_cp_but_not_ep_is_what_megatron_refuses(tmp_path):
+    # RankGenerator's dense and expert pp groups differ (strides t cp and t ep) and
+    # initialize_model_parallel asserts they are the same: the export refuses it too.
+    plan = write_layout_plan(tmp_path, 4, True, 2, 1, 4, 2, 1, "none", "full", "fp32", "tp-cp-ep-pp-dp", 2, 4, 8)
+    dense = parallel_state.RankGenerator(tp=4, ep=1, dp=4, pp=2, cp=2, order="tp-cp-ep-pp-dp")
+    expert = parallel_state.RankGenerator(tp=4, ep=1, dp=8, pp=2, cp=1, order="tp-cp-ep-pp-dp")
+    assert dense.get_ranks("pp") != expert.get_ranks("pp")
+    r = subprocess.run([PIPESCOPE, "export", "--plan", str(plan), "--to", "megatron"], capture_output=True, text=True)
+    assert r.returncode == 2 and "layout.order" in r.stderr and "cp = 2 and ep = 1" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("field,value,names", [
+    ("sharding", "zero-2", "layout.sharding"),
+    ("sharding", "zero-3", "layout.sharding"),
+    ("order", "tp-dp-cp-ep-pp", "layout.order"),
+])
+def test_layout_megatron_lacks_exits_two(field, value, names, tmp_path):
+    plan = write_layout_plan(tmp_path, *LAYOUTS["pp-dp"])
+    p = json.loads(plan.read_text())
+    p["layout"][field] = value
+    plan.write_text(json.dumps(p))
+    r = subprocess.run([PIPESCOPE, "export", "--plan", str(plan), "--to", "megatron"], capture_output=True, text=True)
+    assert r.returncode == 2 and names in r.stderr, r.stderr

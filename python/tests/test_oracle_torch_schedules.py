@@ -38,6 +38,11 @@ group: a schedule class reads only `stage_index`, `num_stages`, `group_size`, `g
    when torch 2.13's constructor refuses its M (GPipe with M < K included: 2.9's
    PipelineScheduleSingle refused it, 2.13 does not; pipescope's exporter targets 2.13; 2.13 checks
    it in Schedule1F1B and ScheduleDualPipeV only).
+5. A v2 plan's layout: the export's MESH_DIM_NAMES / MESH_SHAPE, laid out by torch's own
+   DeviceMesh (built with _init_backend=False: no process group; its _MeshLayout gives each
+   dimension's groups as DeviceMesh would create them), form for tp, cp, dp and pp exactly
+   the groups the export's "groups" states: the group of rank 0, and on 8-GPU nodes the
+   ranks per node and whether a group crosses nodes.
 """
 
 import csv
@@ -430,3 +435,44 @@ def test_export_names_the_class_and_refuses_what_torch_refuses(name, cls, v, sha
             assert r.returncode == 2, r.stderr
             # refused by the exporter, or by pipescope's generator before it (dualpipev M < 2K)
             assert not torch_ok, (name, K, M, r.stderr)
+
+
+# ------------------------------------------------------------------ 5. a layout's device mesh
+
+MESH_LAYOUTS = [  # (t, cp, d, p, v, order)
+    (8, 1, 128, 16, 1, "tp-cp-ep-dp-pp"),  # Llama-3-405B-shaped: 16,384 GPUs
+    (2, 2, 4, 2, 1, "tp-cp-ep-dp-pp"),
+    (4, 1, 2, 4, 2, "tp-cp-ep-pp-dp"),
+    (1, 1, 8, 2, 1, "dp-tp-cp-ep-pp"),
+]
+
+
+@pytest.mark.parametrize("t,cp,d,p,v,order", MESH_LAYOUTS)
+def test_layout_mesh_groups_are_device_meshs(t, cp, d, p, v, order, tmp_path):
+    from torch.distributed.device_mesh import DeviceMesh
+
+    profile = os.path.join(REPO, "profiles", "gpt-1.3b-h200.json")  # 26 layers
+    S = p * v
+    cuts = [round(26 * s / S) for s in range(S + 1)]
+    M = 2 * p
+    plan = {"format": "pipescope.plan", "version": 2, "profile": profile, "batch_size": M * d, "microbatches": M,
+            "schedule": {"kind": "interleaved" if v > 1 else "1f1b", "chunks": v}, "recompute": False,
+            "stages": [{"layers": [cuts[s], cuts[s + 1]], "devices": [(s % p) * d + k for k in range(d)]} for s in range(S)],
+            "layout": {"t": t, "cp": cp, "d": d, "p": p, "v": v, "micro_batch": 1, "microbatches": M, "order": order}}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    exported = json.loads(run("export", "--plan", path, "--to", "torch", "--json").stdout)
+    world = t * cp * d * p
+    names, shape = exported["mesh_dim_names"], exported["mesh_shape"]
+    mesh = DeviceMesh("cpu", torch.arange(world).view(*shape), mesh_dim_names=tuple(names), _init_backend=False, _rank=0)
+    for name in names:
+        groups = mesh._get_slice_mesh_layout((name,)).remap_to_tensor(mesh._rank_map).tolist()
+        said = exported["groups"][name]
+        assert groups[0] == said["first_group"], (name, groups[0])
+        assert len(groups) * said["size"] == world
+        for group in groups:
+            per_node = {}
+            for r in group:
+                per_node[r // 8] = per_node.get(r // 8, 0) + 1
+            assert set(per_node.values()) == {said["ranks_per_node"]}, (name, group[:16])
+            assert (len(per_node) > 1) == said["crosses_nodes"], (name, group[:16])

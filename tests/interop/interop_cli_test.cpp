@@ -111,6 +111,43 @@ TEST(InteropCli, ExportMegatronAndItsRefusal) {
   EXPECT_EQ(bad.code, 2);
 }
 
+TEST(InteropCli, LayoutRefusalsExitTwoNamingTheField) {
+  // A v2 plan whose layout asks for what the framework lacks: exit 2, "layout.<field>".
+  fs::path d = temp_dir();
+  ASSERT_EQ(run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu h200 --seq 2048 -o " +
+                (d / "p.json").string()).code, 0);
+  std::string plan = two_stage_plan("p.json");
+  plan.replace(plan.find("\"version\": 1"), 12, "\"version\": 2");
+  auto with_layout = [&](const std::string& layout) {
+    std::string text = plan.substr(0, plan.rfind('}')) + ", \"layout\": {\"p\": 2, \"micro_batch\": 2, \"microbatches\": 8, ";
+    text += layout;
+    text += "}}";
+    write(d / "layout.json", text);
+    return (d / "layout.json").string();
+  };
+  Result ok = run("export --plan " + with_layout(R"("sharding": "distributed-optimizer")") + " --to megatron");
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("--use-distributed-optimizer"), std::string::npos) << ok.out;
+  struct Case {
+    const char* layout;
+    const char* target;
+    const char* names;
+  };
+  const Case cases[] = {
+      {R"("sharding": "zero-3")", "megatron", "layout.sharding"},
+      {R"("order": "dp-tp-cp-ep-pp")", "megatron", "layout.order"},
+      {R"("cp": 2)", "deepspeed", "layout.cp"},
+      {R"("sharding": "zero-2")", "deepspeed", "layout.sharding"},
+      {R"("recompute": "selective")", "torch", "layout.recompute"},
+      {R"("v": 2)", "megatron", "layout.v: 2, but the plan has chunks per position 1"},
+  };
+  for (const Case& c : cases) {
+    Result r = run("export --plan " + with_layout(c.layout) + " --to " + c.target);
+    EXPECT_EQ(r.code, 2) << c.layout << ": " << r.out;
+    EXPECT_NE(r.out.find(c.names), std::string::npos) << r.out;
+  }
+}
+
 TEST(InteropCli, MegatronFlagsAreShellWords) {
   // The flags (comments dropped) pasted after a command give bash exactly the words of
   // the JSON flag list: the layout's '|' and '*' neither pipe nor glob.

@@ -12,6 +12,8 @@
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "llm/plan_layout.h"
+#include "tests/interop/export_fixtures.h"
 
 using namespace pipescope;
 
@@ -44,6 +46,13 @@ const std::map<std::string, FlagDef> kMegatronFlags = {
     {"--recompute-num-layers", {Kind::Int, {}}},
     {"--bf16", {Kind::Switch, {}}},                             // _add_mixed_precision_args
     {"--fp16", {Kind::Switch, {}}},
+    // what a v2 plan's layout adds
+    {"--context-parallel-size", {Kind::Int, {}}},               // _add_distributed_args
+    {"--expert-model-parallel-size", {Kind::Int, {}}},          // _add_moe_args
+    {"--use-distributed-optimizer", {Kind::Switch, {}}},        // _add_distributed_args, store_true
+    {"--use-tp-pp-dp-mapping", {Kind::Switch, {}}},             // store_true
+    {"--fp8-format", {Kind::Choice, {"e4m3", "hybrid"}}},       // _add_transformer_engine_args
+    {"--fp8-param-gather", {Kind::Switch, {}}},                 // store_true
 };
 
 // PyTorch 2.13, torch/distributed/pipelining/schedules.py __all__; true = a
@@ -57,48 +66,6 @@ const std::map<std::string, bool> kTorchClasses = {
 // DeepSpeed runtime/constants.py keys of the batch settings.
 const std::vector<std::string> kDeepSpeedBatchKeys = {"train_batch_size", "train_micro_batch_size_per_gpu",
                                                       "gradient_accumulation_steps"};
-
-LayerProfile layer(const std::string& name, const std::string& type) {
-  LayerProfile l;
-  l.name = name;
-  l.forward_ms = l.backward_ms = {1.0};
-  l.activation_bytes = l.output_bytes = {1.0};
-  l.spec = {{"type", type}, {"tensor_parallel", 2}, {"sequence", 4096}};
-  return l;
-}
-
-// Embedding, L decoder layers, head.
-Profile llm_profile(int decoders) {
-  Profile p;
-  p.model = "test";
-  p.dtype = "bf16";
-  p.batch_sizes = {1};
-  p.source = "test.json";
-  p.layers.push_back(layer("model.embed_tokens", "hf_embedding"));
-  for (int i = 0; i < decoders; ++i) p.layers.push_back(layer("model.layers." + std::to_string(i), "hf_decoder_layer"));
-  p.layers.push_back(layer("lm_head", "hf_lm_head"));
-  return p;
-}
-
-// A plan whose stage s holds `decoders[s]` decoder layers (stage 0 also the embedding,
-// the last also the head); K positions, r replicas each.
-Plan plan_of(const std::vector<int>& decoders, int K, int r, int M, int64_t mbs, ScheduleKind kind) {
-  Plan p;
-  p.chunks = static_cast<int>(decoders.size()) / K;
-  p.schedule = kind;
-  p.microbatches = M;
-  p.batch_size = mbs * M * r;
-  int at = 0;
-  for (std::size_t s = 0; s < decoders.size(); ++s) {
-    PlanStage st;
-    st.first_layer = at;
-    at += decoders[s] + (s == 0 ? 1 : 0) + (s + 1 == decoders.size() ? 1 : 0);
-    st.end_layer = at;
-    for (int k = 0; k < r; ++k) st.devices.push_back(static_cast<int>(s % K) * r + k);
-    p.stages.push_back(st);
-  }
-  return p;
-}
 
 using FlagMap = std::map<std::string, std::string>;
 
@@ -225,6 +192,19 @@ TEST(ExportMegatron, RandomPlansRoundTripThroughMegatronsLayerRules) {
     Profile profile = llm_profile(total);
     Plan plan = plan_of(c, K, 1 + static_cast<int>(rng() % 3), 2 * K, 1 + static_cast<int>(rng() % 4),
                         v > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB);
+    if (trial % 2) {  // a v2 plan's layout: every field Megatron-LM can say, at random
+      ParallelLayout l;
+      l.t = 2, l.p = K, l.v = v, l.d = static_cast<int>(plan.stages.front().devices.size());
+      l.microbatches = plan.microbatches;
+      l.micro_batch = static_cast<int>(plan.batch_size / (plan.microbatches * l.d));
+      l.sequence_parallel = rng() % 2, l.cp = 1 + static_cast<int>(rng() % 2), l.ep = 1 + static_cast<int>(rng() % 2);
+      l.sharding = rng() % 2 ? Sharding::DistributedOptimizer : Sharding::None;
+      l.recompute = static_cast<Recompute>(rng() % 3);
+      l.precision = static_cast<PrecisionRecipe>(rng() % 3);
+      if (l.precision == PrecisionRecipe::Fp8Params) l.sharding = Sharding::DistributedOptimizer;
+      l.order = rng() % 2 || l.cp != l.ep ? "tp-cp-ep-dp-pp" : "tp-cp-ep-pp-dp";  // pp-dp needs cp = ep
+      plan.layout = layout_to_json(l);
+    }
     ExportResult r = export_plan(plan, profile, ExportTarget::Megatron);
     FlagMap f = parse_flags(r);
     SCOPED_TRACE("seed " + std::to_string(seed) + " trial " + std::to_string(trial) + "\n" + r.text);

@@ -75,6 +75,22 @@ TEST(LlmLayoutCheck, ExpertAndContextParallelism) {
             "of the 2 cp chunks)");
 }
 
+TEST(LlmLayoutCheck, PipelineBeforeDataNeedsCpEqualToEpInMegatron) {
+  // initialize_model_parallel: dense pp groups have stride t cp, expert ones t ep.
+  const TransformerShape mx = testing::mixtral_8x7b();  // 32 layers, 8 experts
+  ParallelLayout l = layout(1, 2, 2, 2);
+  l.order = "tp-cp-ep-pp-dp";
+  EXPECT_EQ(refusal(mx, l, 8),
+            "--use-tp-pp-dp-mapping: order tp-cp-ep-pp-dp with cp = 2 and ep = 1: Megatron-Core's dense and expert "
+            "pipeline groups (strides t cp and t ep) differ; it needs cp = ep there");
+  l.ep = 2;  // cp = ep: the same groups
+  EXPECT_NO_THROW(validate_layout(mx, l, 8));
+  l.ep = 1, l.order = "tp-cp-ep-dp-pp";  // Megatron's default order: any cp, ep
+  EXPECT_NO_THROW(validate_layout(mx, l, 8));
+  l.order = "tp-cp-ep-pp-dp";
+  EXPECT_NO_THROW(validate_layout(mx, l, 8, Framework::Torch));  // a Megatron-Core rule only
+}
+
 TEST(LlmLayoutCheck, LayersMustFillTheChunks) {
   const TransformerShape s = testing::llama3_70b();  // 80 layers
   ParallelLayout l = layout(1, 1, 1, 8);

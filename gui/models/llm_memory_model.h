@@ -1,0 +1,70 @@
+// What each GPU of each pipeline rank keeps, when the plan carries an LLM layout (a v2
+// plan's "layout"): parameters, gradients, optimizer state and activations, apart, as
+// llm/memory.h computes them the way Megatron-LM keeps them, against the device's
+// capacity. One row per pipeline rank; the columns are the four parts and their total in
+// GiB, RawRole their bytes. Invariant: a row's parts sum to its total, which is
+// llm_memory(shape, layout).stages[rank].total() (llm/memory.h); a plan without a layout (or a profile
+// whose specs do not state the model) has no rows and says why in message().
+//   LlmMemoryModel m;
+//   m.set_plan(profile, plan, hardware.memory_bytes);
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QString>
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/profile.h"
+
+namespace pipescope::gui {
+
+// One stacked bar: bytes per GPU of pipeline rank `rank`, bottom to top.
+struct LlmMemoryBar {
+  int rank = 0;
+  std::array<double, 4> parts{};  // parameters, gradients, optimizer state, activations
+  double total() const { return parts[0] + parts[1] + parts[2] + parts[3]; }
+};
+
+// llm_memory(shape, layout) of the plan's layout over the profile's model
+// (interop/llm_shape.h), validated as Megatron-LM checks it, one bar per pipeline rank;
+// nullopt with `why` for a plan without a layout or a model the specs do not state.
+// (llm/memory.h stays out of this header: its StageMemory shares a name with
+// core/op_rules.h's, which the other models include.)
+std::optional<std::vector<LlmMemoryBar>> plan_llm_memory(const Profile& profile, const Plan& plan, QString* why = nullptr);
+
+class LlmMemoryModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Rank, Parameters, Gradients, Optimizer, Activations, Total, ColumnCount };
+  enum Role { RawRole = Qt::UserRole + 1, FitsRole };
+  static constexpr std::array<const char*, 4> kPartNames = {"parameters", "gradients", "optimizer state", "activations"};
+
+  using QAbstractTableModel::QAbstractTableModel;
+  // capacity_bytes 0: unbounded.
+  void set_plan(const Profile& profile, const Plan& plan, int64_t capacity_bytes);
+  void set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes);
+  void clear(const QString& why = {});
+
+  const std::vector<LlmMemoryBar>& bars() const { return bars_; }
+  int64_t capacity_bytes() const { return capacity_; }
+  // The y axis's top: the highest bar, or the capacity when it is within 1.5 x of it (a
+  // capacity far above every bar would flatten them; the view then names it instead).
+  double max_bytes() const;
+  bool capacity_on_scale() const { return capacity_ > 0 && static_cast<double>(capacity_) <= max_bytes(); }
+  bool fits(int row) const { return capacity_ == 0 || bars_[row].total() <= static_cast<double>(capacity_); }
+  QString message() const { return message_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  std::vector<LlmMemoryBar> bars_;
+  int64_t capacity_ = 0;
+  QString message_;
+};
+
+}  // namespace pipescope::gui
