@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 #include "core/error.h"
@@ -76,6 +77,12 @@ StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
     stages_[s] = std::move(st);
   }
   if (!sched.asynchronous()) optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
+  if (const auto& off = setup_.options.offload) {
+    offload_ = std::make_unique<StageOffload>(sched, *off, position_, [this](int stage, int mb) {
+      const MicroState& ms = stages_.at(stage)->micro.at(mb);
+      return stash_buffers(ms.input, ms.stashes);
+    });
+  }
   result_.device = setup_.worker;
   result_.static_bytes = tracker_.current_total();
   result_.weight_bytes = tracker_.current(Category::Parameters);
@@ -211,11 +218,14 @@ void StageWorker::run_steps() {
     if (setup_.model_clock) clock_ = setup_.model_clock->reached(step);
     record.origin_ns = now();
     tracker_.reset_peaks();
-    for (const Op& op : setup_.schedule.position_ops[position_]) {
-      current_ = op;
-      run_op(op, step, record);
+    if (offload_) offload_->start_step();
+    const std::vector<Op>& ops = setup_.schedule.position_ops[position_];
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      current_ = ops[i];
+      run_op(ops[i], i, step, record);
     }
     current_ = Op{OpKind::Forward, -1, -1};
+    if (offload_) offload_->finish_step(record);
     endpoint_.flush(deadline());
     allreduce_gradients(record);
     keep_step_gradients(step);
@@ -255,9 +265,10 @@ Endpoint::Validation StageWorker::local_validation() const {
 void StageWorker::run_step_ops(int step, StepRecord& record) {
   const int M = setup_.schedule.microbatches();
   const std::size_t ops0 = record.ops.size(), transfers0 = record.transfers.size();
-  for (const Op& op : setup_.schedule.position_ops[position_]) {
-    current_ = op;
-    run_op(op, step, record);
+  const std::vector<Op>& ops = setup_.schedule.position_ops[position_];
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    current_ = ops[i];
+    run_op(ops[i], i, step, record);
   }
   current_ = Op{OpKind::Forward, -1, -1};
   endpoint_.flush(deadline());
@@ -340,10 +351,11 @@ void StageWorker::run_async() {
   const int64_t origin = now();
   for (StepRecord& r : records) r.origin_ns = origin;
   tracker_.reset_peaks();
-  for (const Op& op : sched.position_ops[position_]) {
+  for (std::size_t i = 0; i < sched.position_ops[position_].size(); ++i) {
+    const Op& op = sched.position_ops[position_][i];
     current_ = op;
     step_ = sched.step_of(op.microbatch);
-    run_op(op, step_, records[step_]);
+    run_op(op, i, step_, records[step_]);
   }
   current_ = Op{OpKind::Forward, -1, -1};
   endpoint_.flush(deadline());
@@ -412,7 +424,7 @@ Tensor StageWorker::op_input(const Op& op) {
   StageState& st = *stages_.at(op.stage);
   MicroState& ms = st.micro[op.microbatch];
   if (auto in = op_receives(op, sched.stages())) {
-    Context ctx{*backend_, tracker_};
+    Context ctx{*backend_, offload_ ? staging_ : tracker_};
     const int64_t rows = microbatch_size_ * sequence_;
     const int64_t cols = in->kind == MessageKind::Activation ? st.layers.front()->in_features()
                                                              : st.layers.back()->out_features();
@@ -495,12 +507,26 @@ Tensor StageWorker::compute(const Op& op, Tensor x, StepRecord& record) {
   return Tensor{};
 }
 
-void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
+// The offload walk's part of an op's start: the offloads that reached the host leave the
+// device, the reload for the next op starts, the op waits for its own reload; only then is
+// its received input counted (the simulator's order: releases, reload, then the op's peak).
+void StageWorker::offload_op_start(std::size_t index, Tensor& x) {
+  const int64_t start = offload_->before_op(index, now());
+  if (setup_.model_clock) {
+    clock_ = start;
+  } else {
+    while (now() < start) std::this_thread::yield();  // the reload's copy has not ended yet
+  }
+  if (x.defined()) x.buffer->move_to(tracker_);
+}
+
+void StageWorker::run_op(const Op& op, std::size_t index, int step, StepRecord& record) {
   const bool drop_output = injected_fault(op, step);
   const Schedule& sched = setup_.schedule;
+  Tensor x = op_input(op);
+  if (offload_) offload_op_start(index, x);
   tracker_.start_window();  // the op's highest point: its input, workspace and output included
   const int64_t act0 = tracker_.current(Category::Activations);
-  Tensor x = op_input(op);
   StageState& st = *stages_.at(op.stage);
   // The weights the op runs on: under a flush those after `step` optimizer steps.
   const int version = st.versions ? st.versions->use(op) : step;
@@ -511,6 +537,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   if (setup_.model_clock) clock_ += setup_.model_clock->op_ns(op);
   const int64_t t1 = now(), c1 = thread_cpu_ns();
   if (swapped) swap_version(st, version);
+  if (offload_) offload_->settle(t1);
   if (op_frees(op.kind)) st.micro[op.microbatch] = MicroState{};
   record.ops.push_back({op.kind, op.stage, op.microbatch, t0, t1, c1 - c0, version});
   if (auto msg = op_sends(op, sched.stages()); msg && !drop_output) {
@@ -524,6 +551,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
     record.transfers.push_back({setup_.worker, to, msg->to_stage, op.microbatch, s0, setup_.model_clock ? s1 : now()});
   }
   out = Tensor{};  // sent: what the op leaves held is what remains
+  if (offload_ && op.kind == OpKind::Forward) offload_->after_forward(index, t0, t1);
   sample_memory(record, t0, act0);
   sample_memory(record);
   if (st.versions) update_weights(op, record);
