@@ -399,7 +399,11 @@ class PipelineSim {
     const WalkTotals totals{busy_, peak_act_, peak_total_, peak_versions_, step_end_, end_, stages_of_};
     fill_prediction(report_, s_, c_, h_, o_, totals, blocking_, post_validation_);
     if (offload_) {
-      for (PositionReport& st : report_.positions) offload_->fill(st);
+      const int64_t host = report_.host_memory_limit_bytes;
+      for (PositionReport& st : report_.positions) {
+        offload_->fill(st);
+        if (host > 0 && st.host_peak_bytes > host) st.fits = false;  // over host_link.memory_bytes: the planner skips it
+      }
       report_.offload = to_string(o_.offload.policy);
       report_.notes.push_back(offload_note(o_.offload));
       offload_->write_host_memory(recorder_ ? &report_.timeline : nullptr);

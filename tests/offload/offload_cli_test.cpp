@@ -125,6 +125,8 @@ TEST(OffloadCli, HostCapacityIsChecked) {
   const nlohmann::json j = nlohmann::json::parse(report.out);
   EXPECT_EQ(j["host_memory_limit_bytes"], 1000000000);
   EXPECT_GT(j["stages"][0]["host_peak_bytes"].get<int64_t>(), 1000000000);
+  EXPECT_EQ(j["stages"][0]["fits"], false);  // over the host memory: the planner passes over it
+  EXPECT_EQ(j["fits"], false);
   std::filesystem::remove_all(dir);
 }
 
