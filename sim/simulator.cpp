@@ -336,8 +336,9 @@ class PipelineSim {
   }
 
   // `flat` is the sending op's index (for its link jitter factor). Returns when the
-  // tensor has arrived (now, on the same device).
-  int64_t send(const Message& msg, int mb, std::size_t flat) {
+  // tensor has arrived (now, on the same device). Inlined into both walks (with and
+  // without offload): a call per op costs the walk about 3% (bench_sim, callgrind).
+  [[gnu::always_inline]] int64_t send(const Message& msg, int mb, std::size_t flat) {
     const int from = s_.stage_position[msg.from_stage], to = s_.stage_position[msg.to_stage];
     if (from == to) {  // same device: the tensor is already there
       arrival(msg.kind, msg.to_stage, mb) = now_;

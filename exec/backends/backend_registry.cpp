@@ -64,8 +64,8 @@ std::string placement_note(const std::string& backend, int devices) {
 std::string measure_gemm_json(const std::string& backend, int m, int n, int k, int repeats) {
 #ifdef PIPESCOPE_WITH_CUDA
   if (is_cuda_backend(backend)) {
-    const GemmMeasurement g = measure_cuda_gemm(m, n, k, to_string(parse_cuda_backend_spec(backend).dtype), repeats);
-    Json j = {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"backend_ms", g.backend_ms},
+    const GemmMeasurement g = measure_cuda_gemm(m, n, k, parse_cuda_backend_spec(backend).dtype, repeats);
+    Json j = {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", to_string(g.dtype)}, {"backend_ms", g.backend_ms},
               {"best_ms", g.best_ms}, {"backend_tflops", g.backend_tflops}, {"best_tflops", g.best_tflops},
               {"fraction", g.fraction}, {"algorithms", g.algorithms}};
     return j.dump();

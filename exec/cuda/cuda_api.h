@@ -62,13 +62,13 @@ int cuda_local_rank();
 // for the same shape: warm-up, then the mean over `repeats` timed with CUDA events.
 struct GemmMeasurement {
   int m = 0, n = 0, k = 0;
-  std::string dtype;
+  Dtype dtype = Dtype::Fp32;  // fp32 or bf16
   double backend_ms = 0, best_ms = 0;
   double backend_tflops = 0, best_tflops = 0;
   double fraction = 0;  // backend_tflops / best_tflops
   int algorithms = 0;   // cuBLASLt algorithms timed
 };
-GemmMeasurement measure_cuda_gemm(int m, int n, int k, const std::string& dtype, int repeats);
+GemmMeasurement measure_cuda_gemm(int m, int n, int k, Dtype dtype, int repeats);
 
 // Memory the backend's caching allocator holds on its device (for reports and tests).
 struct CudaMemoryStats {

@@ -32,9 +32,13 @@ struct LtObjects {
 
 }  // namespace
 
-GemmMeasurement measure_cuda_gemm(int m, int n, int k, const std::string& dtype, int repeats) {
+GemmMeasurement measure_cuda_gemm(int m, int n, int k, Dtype dtype, int repeats) {
   if (m < 1 || n < 1 || k < 1 || repeats < 1) throw InputError("gemm: m, n, k and repeats must be positive");
-  auto backend = make_cuda_backend(dtype == "bf16" ? "cuda:bf16" : "cuda", 0, 1);
+  if (dtype != Dtype::Fp32 && dtype != Dtype::Bf16) {
+    throw InputError("gemm: the CUDA backend runs fp32 or bf16, not " + to_string(dtype));
+  }
+  const bool bf16 = dtype == Dtype::Bf16;
+  auto backend = make_cuda_backend(bf16 ? "cuda:bf16" : "cuda", 0, 1);
   auto& be = dynamic_cast<cuda::CudaBackend&>(*backend);
   float* a = be.allocate(int64_t(m) * k);
   float* b = be.allocate(int64_t(k) * n);
@@ -53,7 +57,7 @@ GemmMeasurement measure_cuda_gemm(int m, int n, int k, const std::string& dtype,
   r.backend_ms = time_ms([&] { be.gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n); });
 
   // cuBLASLt: row-major C = A B is column-major C^T = B^T A^T.
-  const cudaDataType_t t = dtype == "bf16" ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
   LtObjects lt;
   PS_CUBLAS_CHECK(cublasLtCreate(&lt.lt));
   PS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
