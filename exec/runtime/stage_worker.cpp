@@ -96,7 +96,7 @@ void StageWorker::sample_memory(StepRecord& record, int64_t at, int64_t activati
 Tensor StageWorker::upload_input(int m) {
   const int64_t b = microbatch_size_;
   const int64_t features = stages_[0]->layers.front()->in_features();
-  Context ctx{*backend_, tracker_};
+  Context ctx{*backend_, offload_ ? staging_ : tracker_};  // offload: counted from the op's start
   return Tensor::from_host(ctx, b * sequence_, features,
                            input_data(layout_.first_sample(m, replica_), b, sequence_, features));
 }
