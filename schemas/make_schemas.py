@@ -413,7 +413,10 @@ def _define():
         "bubble_fraction": number(-1, 1), "slowest_stage_ms": number(0), "peak_memory_bytes": integer(0),
         "fits": {"type": "boolean"}, "pareto": {"type": "boolean"}, "rank": integer(0, desc="1 = winner; 0 = does not fit"),
         "positions": array(obj({"layers": array(pair(integer(0), "[first, end)")), "devices": array(integer(0)),
-                                "peak_memory_bytes": integer(0)}, ["layers", "devices", "peak_memory_bytes"]))},
+                                "peak_memory_bytes": integer(0),
+                                "host_peak_bytes": integer(0, desc="activation offload: the most held on the host "
+                                                                   "at once (over host_link.memory_bytes: not fitting)")},
+                               ["layers", "devices", "peak_memory_bytes"]))},
         ["index", "label", "stages", "replicas", "microbatches", "microbatch_size", "schedule", "chunks", "recompute",
          "step_ms", "throughput_samples_per_s", "bubble_fraction", "peak_memory_bytes", "fits", "pareto", "rank", "positions"])
     s = head("sweep", "pipescope sweep v1", "Every candidate plan of `pipescope sweep` (PREFIX.json), Pareto front marked.")

@@ -127,6 +127,23 @@ TEST(OffloadCli, HostCapacityIsChecked) {
   EXPECT_GT(j["stages"][0]["host_peak_bytes"].get<int64_t>(), 1000000000);
   EXPECT_EQ(j["stages"][0]["fits"], false);  // over the host memory: the planner passes over it
   EXPECT_EQ(j["fits"], false);
+  // The planner passes over such candidates: each one over 1 GB on the host does not fit.
+  const std::string prefix = (dir / "sweep").string();
+  const auto sweep = run_cli("sweep --profile " + kSrc + "/profiles/gpt-13b-h200.json --hardware " + hw +
+                             " --devices 8 --batch 32 --schedules gpipe,1f1b --offload all -o " + prefix);
+  ASSERT_EQ(sweep.code, 0) << sweep.out;
+  std::ifstream in(prefix + ".json");
+  const nlohmann::json all = nlohmann::json::parse(in);
+  int over = 0;
+  for (const auto& c : all["candidates"]) {
+    bool host_over = false;
+    for (const auto& p : c["positions"]) host_over = host_over || p["host_peak_bytes"].get<int64_t>() > 1000000000;
+    if (host_over) {
+      EXPECT_EQ(c["fits"], false) << c["label"];
+    }
+    over += host_over;
+  }
+  EXPECT_GT(over, 0);
   std::filesystem::remove_all(dir);
 }
 
