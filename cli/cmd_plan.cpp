@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -18,6 +19,7 @@
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/report.h"
+#include "llm/framework.h"
 #include "planner/search.h"
 
 namespace pipescope::cli {
@@ -42,6 +44,7 @@ struct SearchArgs {
   std::string optimizer_step = "synchronized";
   std::string p2p;
   std::string offload, offload_fraction;
+  std::string framework;  // empty: every schedule pipescope has
   DistributionOptions distribution;
 };
 
@@ -62,6 +65,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->capture_default_str();
   add_p2p_option(cmd, a.p2p);
   add_offload_options(cmd, a.offload, a.offload_fraction);
+  cmd->add_option("--framework", a.framework,
+                  "megatron | torch | deepspeed: only the schedules that framework runs (llm/framework.h)");
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
@@ -81,6 +86,29 @@ std::vector<std::string> split(const std::string& text) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+// --framework keeps the schedules the framework runs; one named in --schedules that it
+// does not run is refused.
+void restrict_to_framework(const SearchArgs& a, std::vector<ScheduleKind>& schedules) {
+  const std::optional<Framework> framework = framework_from_name(a.framework);
+  if (!framework) throw InputError("--framework: expected megatron, torch or deepspeed, got \"" + a.framework + "\"");
+  const FrameworkOffer& offer = framework_offer(*framework);
+  const bool explicit_list = a.schedules != SearchArgs{}.schedules;
+  std::vector<ScheduleKind> kept;
+  for (ScheduleKind kind : schedules) {
+    if (offer.runs(kind)) {
+      kept.push_back(kind);
+    } else if (explicit_list) {
+      throw InputError("--schedules: " + to_string(kind) + " is not a schedule " + offer.name + " runs (it runs " +
+                       [&] {
+                         std::string names;
+                         for (ScheduleKind k : offer.schedules) names += (names.empty() ? "" : ", ") + to_string(k);
+                         return names;
+                       }() + ")");
+    }
+  }
+  schedules = kept;
 }
 
 SearchRequest make_request(const SearchArgs& a) {
@@ -105,6 +133,7 @@ SearchRequest make_request(const SearchArgs& a) {
       q.schedules.push_back(kind);
     }
   }
+  if (!a.framework.empty()) restrict_to_framework(a, q.schedules);
   q.interleaved_chunks.clear();
   for (const std::string& s : split(a.chunks)) {
     try {

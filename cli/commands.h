@@ -18,5 +18,6 @@ void add_export_command(CLI::App& app);   // cli/cmd_export.cpp
 void add_validate_command(CLI::App& app);  // cli/cmd_validate.cpp
 void add_llm_time_command(CLI::App& app);  // cli/cmd_llm_time.cpp (llm/)
 void add_llm_memory_command(CLI::App& app);  // cli/cmd_llm_memory.cpp (llm/)
+void add_llm_plan_command(CLI::App& app);    // cli/cmd_llm_plan.cpp (llm/layout_search.h)
 
 }  // namespace pipescope::cli

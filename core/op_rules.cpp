@@ -20,26 +20,6 @@ Product product_of(OpKind kind) {
   return Product::Output;
 }
 
-Needs op_needs(const Op& op, int stages, bool recompute) {
-  Needs n;
-  auto add = [&](Product p, int stage) { n.items[n.count++] = Need{p, stage}; };
-  const int s = op.stage;
-  switch (op.kind) {
-    case OpKind::Forward:
-      if (s > 0) add(Product::Output, s - 1);
-      break;
-    case OpKind::Recompute: add(Product::Output, s); break;
-    case OpKind::Backward:
-    case OpKind::BackwardInput:
-      add(Product::Output, s);
-      if (recompute) add(Product::Recomputed, s);
-      if (s + 1 < stages) add(Product::InputGradient, s + 1);
-      break;
-    case OpKind::BackwardWeight: add(Product::InputGradient, s); break;
-  }
-  return n;
-}
-
 
 namespace {
 

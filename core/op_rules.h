@@ -88,7 +88,26 @@ struct Needs {
 };
 
 // What `op` waits for besides its device's order, in a schedule of `stages` stages.
-Needs op_needs(const Op& op, int stages, bool recompute);
+// Inline: the list scheduler asks it for every op it considers (bench_planner).
+inline Needs op_needs(const Op& op, int stages, bool recompute) {
+  Needs n;
+  auto add = [&](Product p, int stage) { n.items[n.count++] = Need{p, stage}; };
+  const int s = op.stage;
+  switch (op.kind) {
+    case OpKind::Forward:
+      if (s > 0) add(Product::Output, s - 1);
+      break;
+    case OpKind::Recompute: add(Product::Output, s); break;
+    case OpKind::Backward:
+    case OpKind::BackwardInput:
+      add(Product::Output, s);
+      if (recompute) add(Product::Recomputed, s);
+      if (s + 1 < stages) add(Product::InputGradient, s + 1);
+      break;
+    case OpKind::BackwardWeight: add(Product::InputGradient, s); break;
+  }
+  return n;
+}
 
 enum class MessageKind : uint8_t { Activation, Gradient };
 

@@ -108,6 +108,25 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   return out;
 }
 
+int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t forward_ns,
+                      int64_t backward_ns, const StepOptions& options) {
+  if (l.d <= 1) return 0;
+  const GroupLink dp = group_link(gpu, l, Group::Dp);
+  const int64_t grad_bytes = parameters * 4;  // fp32 main gradients
+  const bool sharded_opt = l.sharding != Sharding::None;
+  const int64_t reduce = sharded_opt ? reduce_scatter_group_ns(dp, grad_bytes) : allreduce_group_ns(dp, grad_bytes);
+  const int64_t gather = sharded_opt ? allgather_group_ns(dp, parameters * 2) : 0;
+  return (options.overlap_grad_reduce ? std::max<int64_t>(reduce - backward_ns, 0) : reduce) +
+         (options.overlap_param_gather ? std::max<int64_t>(gather - forward_ns, 0) : gather);
+}
+
+int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
+  if (l.p <= 1 || !shape.tied_embeddings) return 0;
+  const GroupLink pp = group_link(gpu, l, Group::Pp);
+  const Link& link = pp.crosses_nodes ? gpu.node.inter_node : gpu.node.link;
+  return allreduce_ns(link, static_cast<int64_t>(shape.vocabulary) * shape.hidden / l.t * 4, 2);
+}
+
 StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
                    const StepOptions& options) {
   const LlmPipeline pipe = llm_pipeline(shape, l, gpu);
@@ -135,23 +154,10 @@ StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const
     bwd[r] += costs.stages[s].backward_input_ns + costs.stages[s].backward_weight_ns;
   }
   st.optimizer_ns = *std::max_element(opt.begin(), opt.end());
-  if (l.d > 1) {
-    const GroupLink dp = group_link(gpu, l, Group::Dp);
-    for (std::size_t r = 0; r < params.size(); ++r) {
-      const int64_t grad_bytes = params[r] * 4;  // fp32 main gradients
-      const bool sharded_opt = l.sharding != Sharding::None;
-      const int64_t reduce = sharded_opt ? reduce_scatter_group_ns(dp, grad_bytes) : allreduce_group_ns(dp, grad_bytes);
-      const int64_t gather = sharded_opt ? allgather_group_ns(dp, params[r] * 2) : 0;
-      const int64_t exposed = (options.overlap_grad_reduce ? std::max<int64_t>(reduce - bwd[r], 0) : reduce) +
-                              (options.overlap_param_gather ? std::max<int64_t>(gather - fwd[r], 0) : gather);
-      st.dp_exposed_ns = std::max(st.dp_exposed_ns, exposed);
-    }
+  for (std::size_t r = 0; r < params.size(); ++r) {
+    st.dp_exposed_ns = std::max(st.dp_exposed_ns, dp_exposed_ns(gpu, l, params[r], fwd[r], bwd[r], options));
   }
-  if (l.p > 1 && shape.tied_embeddings) {
-    const GroupLink pp = group_link(gpu, l, Group::Pp);
-    const Link& link = pp.crosses_nodes ? gpu.node.inter_node : gpu.node.link;
-    st.embedding_sync_ns = allreduce_ns(link, static_cast<int64_t>(shape.vocabulary) * shape.hidden / l.t * 4, 2);
-  }
+  st.embedding_sync_ns = embedding_sync_ns(shape, l, gpu);
   st.step_ns = st.pipeline_ns + st.dp_exposed_ns + st.embedding_sync_ns;
   double per_replica = st.embedding.model_flops + st.head.model_flops;
   for (const LayerTime& t : transformer_layers(shape, l, gpu)) per_replica += t.model_flops;

@@ -58,6 +58,15 @@ struct LlmPipeline {
 };
 LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
 
+// The data-parallel tail of one pipeline rank holding `parameters` per GPU whose one
+// micro-batch takes forward_ns and backward_ns: the fp32 gradient reduce-scatter (all-reduce
+// without a sharded optimizer) and the bf16 parameter all-gather, less what the overlap
+// options hide. 0 for d = 1. step_time takes the largest over the ranks.
+int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& layout, int64_t parameters, int64_t forward_ns,
+                      int64_t backward_ns, const StepOptions& options);
+// The tied word-embedding gradients all-reduced between the first and the last stage (p > 1).
+int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
+
 // One optimizer step of Megatron's bf16 mixed precision on `parameters` parameters,
 // memory-bound at 42 bytes each: the fp32 main gradient read for the norm (4), Adam
 // reading gradient, master weight, m and v (16) and writing master, m and v (12), the

@@ -192,6 +192,33 @@ def llm_memory():
     return s
 
 
+def llm_plan():
+    """What `pipescope llm-plan --json` prints (cli/cmd_llm_plan.cpp, llm/layout_search.h)."""
+    ms = number(0, 1e15)
+    count = integer(0)
+    candidate = obj({"layout": llm_layout(), "step_ms": dict(ms, description="exact: the simulated step"),
+                     "bound_ms": dict(ms, description="the lower bound the search ranked by"),
+                     "pipeline_ms": ms, "dp_exposed_ms": ms,
+                     "sharding_ms": dict(ms, description="ZeRO-2 / 3 traffic per micro-batch not hidden"),
+                     "bubble_fraction": number(-1, 1), "mfu": number(0, 1), "peak_bytes": number(0),
+                     "schedule": {"enum": ["1f1b", "interleaved"]}, "padded_vocabulary": integer(1)},
+                    ["layout", "step_ms", "bound_ms", "peak_bytes", "schedule"])
+    s = head("llm_plan", "pipescope llm_plan v1",
+             "What `pipescope llm-plan --json` prints: the fastest parallel layouts that fit, and why "
+             "(docs/llm-scale.md).")
+    s["properties"] = dict(fmt_props("llm_plan"), model=string(), gpu=string("the --gpu given"), gpus=integer(1),
+                           global_batch=integer(1), framework={"enum": ["megatron", "torch", "deepspeed"]},
+                           capacity_bytes=number(0, desc="memory per GPU searched against"),
+                           search=obj({k: count for k in ("factorizations", "enumerated", "valid", "fitting",
+                                                          "simulated")},
+                                      ["factorizations", "enumerated", "valid", "fitting", "simulated"]),
+                           best=array(candidate, "exact, fastest first", 1),
+                           why=array(string(), "per dimension: the chosen value and each other value's reason"),
+                           runner_ups=array(string(), "why best[i + 1] lost"))
+    s["required"] = ["format", "version", "gpus", "search", "best", "why", "runner_ups"]
+    return s
+
+
 def _define():
     NOTE = (" Keys not named here are allowed and ignored by pipescope's readers. The readers check more "
             "than a schema can say (strictly increasing batch_sizes, contiguous stages, ...): a file this "
@@ -436,6 +463,7 @@ def _define():
     s["required"] = ["format", "version", "candidates", "fitting", "memory_limit_bytes", "top", "why", "plan"]
     write("plan_search", s)
     write("llm-memory", llm_memory())
+    write("llm_plan", llm_plan())
 
 
 if __name__ == "__main__":

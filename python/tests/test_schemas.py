@@ -323,3 +323,20 @@ def test_llm_time_json_validates_and_gpu_files_carry_their_curve():
         document = load_json(path)
         assert "gemm" in document["gpu"], path
         assert errors(document) == [], path
+
+
+def test_llm_plan_json_validates(tmp_path):
+    """`pipescope llm-plan --json` against schemas/llm_plan.schema.json, and its --out plan
+    (a v2 plan with a "layout") against the plan schema."""
+    out = tmp_path / "best.json"
+    r = pipescope("llm-plan", "--gpu", "h100-sxm", "--num-layers", "8", "--hidden-size", "1024",
+                  "--num-attention-heads", "16", "--num-query-groups", "4", "--ffn-hidden-size", "4096", "--swiglu",
+                  "--vocab-size", "32000", "--seq-length", "2048", "--gpus", "16", "--global-batch-size", "64",
+                  "--num-experts", "4", "--moe-router-topk", "2", "--top", "3", "--json", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert document["format"] == "pipescope.llm_plan"
+    assert errors(document) == []
+    plan = load_json(out)
+    assert plan["version"] == 2 and plan["layout"] == document["best"][0]["layout"]
+    assert errors(plan) == []

@@ -44,3 +44,6 @@ expect_in_readme("LLM memory example (llm-memory)"
   ${PIPESCOPE} llm-memory --hf-config ${P}/hf/llama-3-70b.json --seq-length 8192 --gpus 64
   --tensor-model-parallel-size 8 --sequence-parallel --pipeline-model-parallel-size 8
   --use-distributed-optimizer --recompute-granularity selective --global-batch-size 64)
+expect_in_readme("LLM layout search example (llm-plan)"
+  ${PIPESCOPE} llm-plan --gpu h100-sxm --hf-config ${P}/hf/llama-3-70b.json --seq-length 8192 --gpus 64
+  --global-batch-size 128 --top 3)

@@ -1,0 +1,168 @@
+// `pipescope llm-plan`: the parallel layout (t, SP, cp, ep, d, p, v, b, M, recompute,
+// sharding) of a Megatron-LM / torch / DeepSpeed job that fits the GPU's memory and has
+// the shortest simulated step (llm/layout_search.h), with why each dimension took its
+// value and why each runner-up lost. A table, or with --json one pipescope.llm_plan
+// object; --out writes the best as a v2 plan file (with its "layout") and its profile.
+// Progress goes to stderr once the search has taken more than a second.
+//   pipescope llm-plan --gpu h100-sxm --num-layers 126 --hidden-size 16384 --num-attention-heads 128
+//     --num-query-groups 8 --ffn-hidden-size 53248 --swiglu --normalization RMSNorm --vocab-size 128256
+//     --seq-length 8192 --untie-embeddings-and-output-weights --disable-bias-linear --gpus 16384
+//     --global-batch-size 2048
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/llm_flags.h"
+#include "core/atomic_file.h"
+#include "core/data_dir.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "interop/hf_profile.h"
+#include "llm/collectives.h"
+#include "llm/layout_search.h"
+#include "llm/plan_layout.h"
+
+namespace pipescope::cli {
+
+namespace {
+
+struct LlmPlanArgs {
+  std::string gpu, precision = "bf16-mixed", out;
+  LlmFlags flags;
+  LlmSearchRequest request;
+  double memory_gb = 0;
+  bool json = false;
+};
+
+void add_search_flags(CLI::App* cmd, LlmPlanArgs& a) {
+  LlmSearchRequest& q = a.request;
+  cmd->add_option("--gpu", a.gpu, "GPU file or name (a100-80gb, h100-sxm, h200, b200, mi300x)")->required();
+  cmd->add_option("--gpus", q.gpus, "GPUs in the job: t x cp x d x p")->required();
+  cmd->add_option("--global-batch-size", q.global_batch, "sequences per step: b x M x d")->required();
+  cmd->add_option("--framework", a.flags.framework, "megatron | torch | deepspeed: search only what it runs")
+      ->capture_default_str();
+  cmd->add_option("--precision", a.precision, "bf16-mixed | fp32 | fp8-params")->capture_default_str();
+  cmd->add_option("--order", q.order, "rank order of the groups (the first share a node)")->capture_default_str();
+  cmd->add_option("--tensor-model-parallel-size", q.t, "pin t (0: search)")->capture_default_str();
+  cmd->add_option("--context-parallel-size", q.cp, "pin cp (0: search)")->capture_default_str();
+  cmd->add_option("--expert-model-parallel-size", q.ep, "pin ep (0: search)")->capture_default_str();
+  cmd->add_option("--pipeline-model-parallel-size", q.p, "pin p (0: search)")->capture_default_str();
+  cmd->add_option("--virtual-pipeline-size", q.v, "pin v, model chunks per pipeline rank (0: search)")
+      ->capture_default_str();
+  cmd->add_option("--micro-batch-size", q.micro_batch, "pin b (0: search powers of two)")->capture_default_str();
+  cmd->add_option("--max-micro-batch-size", q.max_micro_batch, "largest b searched")->capture_default_str();
+  cmd->add_option("--max-virtual-stages", q.max_v, "largest v searched")->capture_default_str();
+  cmd->add_option("--memory-gb", a.memory_gb, "memory per GPU in GB (default: the GPU file's)");
+  cmd->add_flag("--overlap-grad-reduce", q.options.overlap_grad_reduce, "overlap the gradient reduce with backward");
+  cmd->add_flag("--overlap-param-gather", q.options.overlap_param_gather, "overlap the parameter gather with forward");
+  cmd->add_option("--top", q.top, "how many layouts to time exactly and print")->capture_default_str();
+  cmd->add_flag("--exhaustive", q.exhaustive, "simulate every layout that fits (no branch and bound)");
+  cmd->add_option("--out", a.out, "write the best layout as a v2 plan file (and its profile beside it)");
+  cmd->add_flag("--json", a.json, "print one pipescope.llm_plan JSON object");
+}
+
+Json candidate_json(const LlmCandidate& c) {
+  return {{"layout", layout_to_json(c.layout)}, {"step_ms", c.step_ns / 1e6}, {"bound_ms", c.bound_ns / 1e6},
+          {"pipeline_ms", c.pipeline_ns / 1e6}, {"dp_exposed_ms", c.dp_exposed_ns / 1e6},
+          {"sharding_ms", c.sharding_ns / 1e6}, {"bubble_fraction", c.bubble}, {"mfu", c.mfu},
+          {"peak_bytes", json_number(c.peak_bytes)}, {"schedule", c.schedule}, {"padded_vocabulary", c.vocabulary}};
+}
+
+Json result_json(const LlmPlanArgs& a, const TransformerShape& s, const LlmSearchResult& r) {
+  Json best = Json::array();
+  for (const LlmCandidate& c : r.best) best.push_back(candidate_json(c));
+  return {{"format", "pipescope.llm_plan"}, {"version", 1}, {"model", s.name}, {"gpu", a.gpu},
+          {"gpus", a.request.gpus}, {"global_batch", a.request.global_batch}, {"framework", a.flags.framework},
+          {"capacity_bytes", json_number(r.capacity)},
+          {"search", {{"factorizations", r.factorizations}, {"enumerated", r.enumerated}, {"valid", r.valid},
+                      {"fitting", r.fitting}, {"simulated", r.simulated}}},
+          {"best", best}, {"why", r.why}, {"runner_ups", r.lost}};
+}
+
+std::string result_table(const LlmPlanArgs& a, const TransformerShape& s, const LlmSearchResult& r) {
+  std::ostringstream o;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: L %d h %d a %d s %d on %d GPUs (%s, %.1f GB each), global batch %d, %s\n",
+                s.name.c_str(), s.layers, s.hidden, s.heads, s.sequence, a.request.gpus, a.gpu.c_str(),
+                r.capacity / 1e9, a.request.global_batch, a.flags.framework.c_str());
+  o << line;
+  o << "searched: " << r.factorizations << " (t, cp, d, p) factorizations, " << r.enumerated << " layouts, "
+    << r.valid << " valid, " << r.fitting << " fit in memory, " << r.simulated << " simulated\n";
+  o << "| # | layout | schedule | step s | bound s | bubble | DP exposed s | peak GB | MFU |\n"
+       "|---:|---|---|---:|---:|---:|---:|---:|---:|\n";
+  for (std::size_t i = 0; i < r.best.size(); ++i) {
+    const LlmCandidate& c = r.best[i];
+    std::snprintf(line, sizeof line, "| %zu | %s | %s | %.3f | %.3f | %.3f | %.3f | %.1f | %.1f%% |\n", i + 1,
+                  layout_summary(c.layout).c_str(), c.schedule.c_str(), c.step_ns / 1e9, c.bound_ns / 1e9, c.bubble,
+                  c.dp_exposed_ns / 1e9, c.peak_bytes / 1e9, 100 * c.mfu);
+    o << line;
+  }
+  o << "why:\n";
+  for (const std::string& w : r.why) o << "  " << w << "\n";
+  if (!r.lost.empty()) o << "runner-ups:\n";
+  for (std::size_t i = 0; i < r.lost.size(); ++i) o << "  #" << i + 2 << " " << r.lost[i] << "\n";
+  return o.str();
+}
+
+// The best layout as a v2 plan (llm/step_time.h's pipeline) and its profile beside it.
+void write_plan(const std::string& path, TransformerShape shape, const LlmCandidate& best, const GpuModel& gpu) {
+  shape.vocabulary = best.vocabulary;
+  LlmPipeline pipe = llm_pipeline(shape, best.layout, gpu);
+  const std::filesystem::path out(path);
+  const std::string profile = out.stem().string() + ".profile.json";
+  pipe.plan.profile = profile;
+  pipe.plan.layout = layout_to_json(best.layout);
+  const std::filesystem::path profile_path = out.parent_path() / profile;
+  write_files_atomically({{profile_path.string(), profile_to_json(pipe.profile).dump(1) + "\n"},
+                          {path, plan_to_json(pipe.plan).dump(2) + "\n"}});
+}
+
+void run(LlmPlanArgs& a) {
+  LlmSearchRequest& q = a.request;
+  q.shape = shape_from_flags(a.flags);
+  q.vocab_divisible_by = a.flags.vocab_divisible_by;
+  q.framework = framework_from_flags(a.flags);
+  const auto precision = precision_recipe_from_name(a.precision);
+  if (!precision) throw InputError("--precision: expected bf16-mixed, fp32 or fp8-params, got \"" + a.precision + "\"");
+  q.precision = *precision;
+  if (a.memory_gb < 0) throw InputError("--memory-gb: expected a positive number");
+  q.memory_bytes = a.memory_gb * 1e9;
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
+  dirs.push_back(data_dir("profiles/gpus"));
+  const GpuModel gpu = load_gpu_model(find_gpu_file(a.gpu, dirs));
+  ParallelLayout order;
+  order.order = q.order;
+  group_link(gpu, order, Group::Tp);  // throws InputError naming "order" before the search
+  const auto start = std::chrono::steady_clock::now();
+  bool shown = false;
+  q.progress = [&](const LlmSearchProgress& p) {
+    if (std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) return;
+    std::fprintf(stderr, "\rllm-plan: %lld layouts, %lld valid, %lld fit, %lld simulated", static_cast<long long>(p.enumerated),
+                 static_cast<long long>(p.valid), static_cast<long long>(p.fitting), static_cast<long long>(p.simulated));
+    shown = true;
+  };
+  const LlmSearchResult r = search_layouts(q, gpu);
+  if (shown) std::fprintf(stderr, "\n");
+  if (!a.out.empty()) write_plan(a.out, q.shape, r.best.front(), gpu);
+  std::cout << (a.json ? result_json(a, q.shape, r).dump(1) + "\n" : result_table(a, q.shape, r));
+}
+
+}  // namespace
+
+void add_llm_plan_command(CLI::App& app) {
+  auto a = std::make_shared<LlmPlanArgs>();
+  CLI::App* cmd = app.add_subcommand("llm-plan", "Search the parallel layout of an LLM-scale job (t, SP, cp, ep, d, p, "
+                                                 "v, micro-batch, recompute, sharding) under the GPU's memory, "
+                                                 "simulating the candidates that can win (docs/llm-scale.md)");
+  add_model_flags(cmd, a->flags);
+  add_search_flags(cmd, *a);
+  cmd->callback([a] { run(*a); });
+}
+
+}  // namespace pipescope::cli

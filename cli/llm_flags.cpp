@@ -1,0 +1,175 @@
+// The flags of cli/llm_flags.h. Only what CLI11 cannot say is checked here (the names of
+// enums, the global batch against b x d, the virtual stages against the layers of a
+// rank); every fact about a layout is validate_layout's.
+#include "cli/llm_flags.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/error.h"
+#include "interop/hf_config.h"
+#include "llm/plan_layout.h"
+
+namespace pipescope::cli {
+
+namespace {
+
+template <typename Enum>
+Enum parse(const std::string& flag, const std::string& name, std::optional<Enum> value, const std::string& choices) {
+  if (!value) throw InputError(flag + ": expected " + choices + ", got \"" + name + "\"");
+  return *value;
+}
+
+void positive(const std::string& flag, int value) {
+  if (value < 1) throw InputError(flag + ": expected a positive integer, got " + std::to_string(value));
+}
+
+// The layout from the flags: d from the GPU count, v from the layers per virtual stage,
+// M from the global batch, the enums by name.
+ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, const LayoutFlagsUse& use, int& gpus,
+                               int& global_batch) {
+  ParallelLayout l = f.layout;
+  positive("--tensor-model-parallel-size", l.t);
+  positive("--context-parallel-size", l.cp);
+  positive("--pipeline-model-parallel-size", l.p);
+  positive("--micro-batch-size", l.micro_batch);
+  if (f.gpus < 0 || (use.gpus_required && f.gpus == 0)) positive("--gpus", f.gpus);
+  const int model = l.t * l.cp * l.p;
+  gpus = f.gpus > 0 ? f.gpus : model;
+  l.d = std::max(1, gpus / model);
+  if (f.layers_per_virtual > 0) {
+    if (l.p < 1 || s.layers % l.p != 0 || (s.layers / l.p) % f.layers_per_virtual != 0) {
+      throw InputError("--num-layers-per-virtual-pipeline-stage: " + std::to_string(f.layers_per_virtual) +
+                       " does not divide the " + std::to_string(s.layers) + " / p layers of a pipeline rank");
+    }
+    l.v = s.layers / l.p / f.layers_per_virtual;
+  }
+  const std::string sharding =
+      f.sharding.empty() ? (f.distributed_optimizer ? "distributed-optimizer" : "none") : f.sharding;
+  l.sharding = parse("--sharding", sharding, sharding_from_name(sharding), "none, distributed-optimizer, zero-1..3");
+  l.recompute = parse("--recompute-granularity", f.recompute, recompute_from_name(f.recompute), "none, selective, full");
+  l.precision = parse("--precision", f.precision, precision_recipe_from_name(f.precision), "bf16-mixed, fp32, fp8-params");
+  const int64_t per_step = static_cast<int64_t>(l.micro_batch) * l.d;
+  global_batch = f.global_batch;
+  if (global_batch == 0 && !use.global_batch_required) global_batch = static_cast<int>(per_step * l.p);
+  if (global_batch < 1 || global_batch % per_step != 0) {
+    throw InputError("--global-batch-size: expected a positive multiple of --micro-batch-size x d = " +
+                     std::to_string(l.micro_batch) + " x " + std::to_string(l.d) + ", got " +
+                     std::to_string(global_batch));
+  }
+  l.microbatches = static_cast<int>(global_batch / per_step);
+  return l;
+}
+
+}  // namespace
+
+void add_model_flags(CLI::App* cmd, LlmFlags& f) {
+  cmd->add_option("--hf-config", f.hf_config, "Hugging Face config.json (llama, mistral, qwen2, gemma, mixtral)");
+  cmd->add_option("--num-layers", f.shape.layers, "transformer layers L (overrides the config)");
+  cmd->add_option("--hidden-size", f.shape.hidden, "hidden size h");
+  cmd->add_option("--num-attention-heads", f.shape.heads, "attention heads a");
+  cmd->add_option("--num-query-groups", f.shape.kv_heads, "KV heads (GQA); default: a");
+  cmd->add_option("--kv-channels", f.shape.kv_channels, "head dimension; default h / a");
+  cmd->add_option("--ffn-hidden-size", f.shape.ffn_hidden, "FFN width f; default 4 h, or Megatron's 8/3 h with --swiglu");
+  cmd->add_flag("--swiglu", f.swiglu, "three FFN matrices (Llama)");
+  cmd->add_flag("--disable-bias-linear", f.disable_bias, "no biases in the linear layers");
+  cmd->add_option("--normalization", f.normalization, "LayerNorm | RMSNorm (default LayerNorm; HF configs RMSNorm)");
+  cmd->add_flag("--untie-embeddings-and-output-weights", f.untie, "the output layer has its own weights");
+  cmd->add_option("--seq-length", f.shape.sequence, "sequence length s (required with --hf-config)");
+  cmd->add_option("--vocab-size", f.shape.vocabulary, "vocabulary V before padding");
+  cmd->add_option("--make-vocab-size-divisible-by", f.vocab_divisible_by, "pads V to a multiple of this x t")
+      ->capture_default_str();
+  cmd->add_option("--num-experts", f.shape.experts, "MoE experts (0: dense)");
+  cmd->add_option("--moe-router-topk", f.shape.moe_topk, "experts per token");
+  cmd->add_option("--moe-ffn-hidden-size", f.shape.moe_ffn_hidden, "an expert's FFN width (default f)");
+  cmd->add_option("--moe-layer-freq", f.shape.moe_layer_frequency, "every k-th layer is MoE")->capture_default_str();
+}
+
+void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
+  CLI::Option* gpus = cmd->add_option("--gpus", f.gpus, "GPUs in the job (world size); d = gpus / (t cp p)");
+  if (use.gpus_required) gpus->required();
+  cmd->add_option("--tensor-model-parallel-size", f.layout.t, "t")->capture_default_str();
+  cmd->add_flag("--sequence-parallel", f.layout.sequence_parallel, "split norms and dropouts t ways (needs t > 1)");
+  cmd->add_option("--context-parallel-size", f.layout.cp, "cp")->capture_default_str();
+  cmd->add_option("--expert-model-parallel-size", f.layout.ep, "ep")->capture_default_str();
+  cmd->add_option("--pipeline-model-parallel-size", f.layout.p, "p")->capture_default_str();
+  cmd->add_option("--num-layers-per-virtual-pipeline-stage", f.layers_per_virtual,
+                  "interleaving: v = L / (p x this) model chunks per pipeline rank");
+  cmd->add_option("--micro-batch-size", f.layout.micro_batch, "b")->capture_default_str();
+  cmd->add_option("--global-batch-size", f.global_batch,
+                  use.global_batch_required ? "b x M x d" : "samples per step (default: b x p x d)");
+  cmd->add_option("--recompute-granularity", f.recompute, "none | selective | full")->capture_default_str();
+  cmd->add_flag("--use-distributed-optimizer", f.distributed_optimizer, "shard the optimizer state over d cp");
+  cmd->add_option("--sharding", f.sharding, "none | distributed-optimizer | zero-1 | zero-2 | zero-3 | fsdp");
+  cmd->add_option("--framework", f.framework, "megatron | torch | deepspeed (the shardings it offers)")
+      ->capture_default_str();
+  cmd->add_option("--precision", f.precision, "bf16-mixed | fp32 | fp8-params")->capture_default_str();
+  cmd->add_option("--order", f.layout.order, "rank order of the groups (the first share a node)")->capture_default_str();
+  if (use.plan_file) {
+    cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags)");
+  }
+}
+
+// The config's fields, then any model flag given on the command line over them.
+TransformerShape shape_from_flags(const LlmFlags& f) {
+  if (f.hf_config.empty() && f.shape.layers == 0) throw InputError("--hf-config or --num-layers: one is required");
+  TransformerShape s;
+  if (!f.hf_config.empty()) {
+    const HfModel m = load_hf_model(f.hf_config);
+    s.name = m.name, s.layers = static_cast<int>(m.layers), s.hidden = static_cast<int>(m.hidden);
+    s.heads = static_cast<int>(m.heads), s.kv_heads = static_cast<int>(m.kv_heads);
+    s.ffn_hidden = static_cast<int>(m.ffn), s.swiglu = true, s.rms_norm = true, s.tied_embeddings = m.tied;
+    s.bias_linear = m.output_bias && m.mlp_bias, s.qkv_bias = m.qkv_bias, s.vocabulary = static_cast<int>(m.vocabulary);
+    if (m.head_dim * m.heads != m.hidden) s.kv_channels = static_cast<int>(m.head_dim);
+    s.experts = static_cast<int>(m.experts), s.moe_topk = static_cast<int>(m.top_k);
+  } else {
+    s.rms_norm = false, s.tied_embeddings = true;
+  }
+  const TransformerShape& g = f.shape;
+  for (auto [to, from] : {std::pair{&s.layers, g.layers}, {&s.hidden, g.hidden}, {&s.heads, g.heads},
+                          {&s.kv_heads, g.kv_heads}, {&s.kv_channels, g.kv_channels}, {&s.ffn_hidden, g.ffn_hidden},
+                          {&s.sequence, g.sequence}, {&s.vocabulary, g.vocabulary}, {&s.experts, g.experts},
+                          {&s.moe_topk, g.moe_topk}, {&s.moe_ffn_hidden, g.moe_ffn_hidden}}) {
+    if (from != 0) *to = from;
+  }
+  s.moe_layer_frequency = g.moe_layer_frequency;
+  if (f.swiglu) s.swiglu = true;
+  if (f.disable_bias) s.bias_linear = false, s.qkv_bias = false;
+  if (f.untie) s.tied_embeddings = false;
+  if (f.normalization == "RMSNorm" || f.normalization == "LayerNorm") {
+    s.rms_norm = f.normalization == "RMSNorm";
+  } else if (!f.normalization.empty()) {
+    throw InputError("--normalization: expected LayerNorm or RMSNorm, got \"" + f.normalization + "\"");
+  }
+  if (f.vocab_divisible_by < 1) positive("--make-vocab-size-divisible-by", f.vocab_divisible_by);
+  if (s.name.empty()) s.name = "megatron-flags";
+  return s;
+}
+
+Framework framework_from_flags(const LlmFlags& f) {
+  const std::optional<Framework> framework = framework_from_name(f.framework);
+  if (!framework) throw InputError("--framework: expected megatron, torch or deepspeed, got \"" + f.framework + "\"");
+  return *framework;
+}
+
+LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
+  LlmJob job;
+  job.shape = shape_from_flags(f);
+  if (!f.plan.empty()) {
+    const std::optional<ParallelLayout> from = plan_layout(load_plan(f.plan));
+    if (!from) throw InputError(f.plan + ": layout: missing (a version 2 plan with a \"layout\" is expected)");
+    job.layout = *from;
+    job.gpus = f.gpus;
+    job.global_batch = from->global_batch();
+  } else {
+    job.layout = layout_of_flags(f, job.shape, use, job.gpus, job.global_batch);
+  }
+  if (job.shape.vocabulary > 0) {
+    job.shape.vocabulary = padded_vocabulary(job.shape.vocabulary, job.layout.t, f.vocab_divisible_by);
+  }
+  job.framework = framework_from_flags(f);
+  job.layout = validate_layout(job.shape, job.layout, job.gpus, job.framework, &job.notes);
+  return job;
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,68 @@
+// Megatron-LM's model and layout flags, declared once for every LLM-scale command
+// (llm-time, llm-memory, llm-plan): the model flags (or a Hugging Face config.json) become
+// a TransformerShape, the layout flags a ParallelLayout, and llm/layout_check.h's
+// validate_layout is the one place either is checked. Invariant: what job_from_flags
+// returns passed validate_layout for its GPU count and framework, with the vocabulary
+// padded as Megatron pads it (--make-vocab-size-divisible-by x t); bad input throws
+// InputError naming the flag and the numbers.
+//   LlmFlags f;  add_model_flags(cmd, f);  add_layout_flags(cmd, f, {.gpus_required = true});
+//   LlmJob job = job_from_flags(f);  // in the callback
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "llm/layout.h"
+#include "llm/layout_check.h"
+
+namespace pipescope::cli {
+
+struct LlmFlags {
+  // Model: --hf-config, then any model flag over it.
+  std::string hf_config;
+  TransformerShape shape;          // the flags as given (0: unset)
+  std::string normalization;       // LayerNorm | RMSNorm
+  bool untie = false, disable_bias = false, swiglu = false;
+  int vocab_divisible_by = 128;
+  // Layout.
+  ParallelLayout layout;
+  int gpus = 0;                    // world size; 0 (where allowed): t cp p, so d = 1
+  int global_batch = 0;            // 0 (where allowed): b x p x d
+  int layers_per_virtual = 0;      // --num-layers-per-virtual-pipeline-stage
+  std::string sharding, recompute = "none", precision = "bf16-mixed", framework = "megatron";
+  bool distributed_optimizer = false;
+  std::string plan;                // a v2 plan's "layout" instead of the layout flags
+};
+
+struct LayoutFlagsUse {
+  bool gpus_required = false;          // llm-memory: yes; llm-time: 0 means t cp p
+  bool global_batch_required = false;  // llm-memory: yes; llm-time: b x p x d by default
+  bool plan_file = false;              // offer --plan (llm-memory)
+};
+
+// --hf-config, --num-layers, --hidden-size, ... (none required by CLI11: job_from_flags
+// asks for --hf-config or --num-layers, and validate_layout names any missing field).
+void add_model_flags(CLI::App* cmd, LlmFlags& f);
+// --gpus, --tensor-model-parallel-size, --sequence-parallel, --context-parallel-size,
+// --expert-model-parallel-size, --pipeline-model-parallel-size,
+// --num-layers-per-virtual-pipeline-stage, --micro-batch-size, --global-batch-size,
+// --recompute-granularity, --use-distributed-optimizer, --sharding, --framework,
+// --precision, --order.
+void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use);
+
+// The shape of the config and the model flags, vocabulary not yet padded.
+TransformerShape shape_from_flags(const LlmFlags& f);
+Framework framework_from_flags(const LlmFlags& f);
+
+struct LlmJob {
+  TransformerShape shape;          // vocabulary padded for the layout's t
+  ParallelLayout layout;           // validated
+  Framework framework = Framework::Megatron;
+  int gpus = 0;
+  int global_batch = 0;
+  std::vector<std::string> notes;  // what validate_layout changed, as Megatron changes it
+};
+LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use);
+
+}  // namespace pipescope::cli

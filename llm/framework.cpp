@@ -1,0 +1,77 @@
+// The table of llm/framework.h. Each entry names the code or documentation it restates;
+// an entry changes only when that framework's code does.
+#include "llm/framework.h"
+
+#include <algorithm>
+
+namespace pipescope {
+
+namespace {
+
+using K = ScheduleKind;
+using S = Sharding;
+using R = Recompute;
+
+std::vector<FrameworkOffer> make_table() {
+  std::vector<FrameworkOffer> out;
+  // Megatron-LM (megatron/core/pipeline_parallel/schedules.py get_forward_backward_func:
+  // forward_backward_pipelining_without_interleaving = 1F1B, ..._with_interleaving when
+  // --num-layers-per-virtual-pipeline-stage is set); --tensor-model-parallel-size with or
+  // without --sequence-parallel, --context-parallel-size (Transformer Engine's p2p ring),
+  // --expert-model-parallel-size; --use-distributed-optimizer (ZeRO-1,
+  // megatron/core/optimizer/distrib_optimizer.py; ZeRO-2 / 3 only through Megatron-FSDP,
+  // not searched); --recompute-granularity full | selective.
+  out.push_back({Framework::Megatron, "Megatron-LM", true, {true, false}, true, true,
+                 {K::OneFOneB, K::Interleaved}, {K::OneFOneB, K::Interleaved},
+                 {S::None, S::DistributedOptimizer}, {S::None, S::DistributedOptimizer},
+                 {R::None, R::Selective, R::Full},
+                 "megatron/core/pipeline_parallel/schedules.py, megatron/training/arguments.py"});
+  // torch / torchtitan: torch.distributed.pipelining.schedules (ScheduleGPipe,
+  // Schedule1F1B, ScheduleInterleaved1F1B, ScheduleLoopedBFS, ScheduleInterleavedZeroBubble,
+  // ScheduleZBVZeroBubble, ScheduleDualPipeV); TP through parallelize_module, whose norms
+  // torchtitan always shards with SequenceParallel (so SP is on whenever t > 1); context
+  // parallel (torch.distributed.tensor.experimental.context_parallel, ring attention);
+  // expert parallel for its MoE models; FSDP2 fully_shard = ZeRO-3 (reshard_after_forward
+  // = False keeps the parameters gathered: ZeRO-2), DDP (dp_replicate) = none; activation
+  // checkpointing mode none | selective | full (torchtitan's job config).
+  out.push_back({Framework::Torch, "torch (torchtitan)", true, {true}, true, true,
+                 {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
+                  K::DualPipeV},
+                 {K::OneFOneB, K::Interleaved},
+                 {S::None, S::Zero2, S::Zero3}, {S::None, S::Zero2, S::Zero3},
+                 {R::None, R::Selective, R::Full},
+                 "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py"});
+  // DeepSpeed: deepspeed/runtime/pipe/schedule.py TrainSchedule (1F1B-style, one chunk
+  // per stage: no interleaving); deepspeed/runtime/pipe/engine.py refuses ZeRO-2 / 3 with
+  // a pipeline; ZeRO stages 1..3 without one (deepspeed/runtime/zero); tensor parallel as
+  // Megatron-DeepSpeed's (its Megatron mpu) without Megatron's SP, no ring context
+  // parallelism (DeepSpeed-Ulysses is an all-to-all scheme pipescope does not time);
+  // expert parallel (deepspeed/moe/layer.py ep_size); activation checkpointing of whole
+  // layers (deepspeed.checkpointing) = full recompute.
+  out.push_back({Framework::DeepSpeed, "DeepSpeed", true, {false}, false, true,
+                 {K::OneFOneB}, {K::OneFOneB},
+                 {S::None, S::DistributedOptimizer, S::Zero2, S::Zero3}, {S::None, S::DistributedOptimizer},
+                 {R::None, R::Full},
+                 "deepspeed/runtime/pipe/schedule.py, deepspeed/runtime/pipe/engine.py, deepspeed/runtime/zero"});
+  return out;
+}
+
+}  // namespace
+
+bool FrameworkOffer::runs(ScheduleKind kind) const {
+  return std::find(schedules.begin(), schedules.end(), kind) != schedules.end();
+}
+
+bool FrameworkOffer::interleaved() const {
+  return std::find(llm_schedules.begin(), llm_schedules.end(), ScheduleKind::Interleaved) != llm_schedules.end();
+}
+
+const FrameworkOffer& framework_offer(Framework framework) {
+  static const std::vector<FrameworkOffer> table = make_table();
+  for (const FrameworkOffer& f : table) {
+    if (f.framework == framework) return f;
+  }
+  return table.front();
+}
+
+}  // namespace pipescope

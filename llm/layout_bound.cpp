@@ -1,0 +1,124 @@
+// The lower bound and the exact time of llm/layout_search.h for one layout. The bound
+// restates how llm/step_time.h builds its pipeline (one stage per chunk: its layers, the
+// embedding on the first, the head on the last; each layer's optimizer step on the
+// parameters / d of a sharded optimizer) without simulating it:
+//   rank r's step >= fill_r + busy_r + opt_r, and rank 0's >= fill_r + busy_r + drain_r + opt_0
+// where busy_r = M x its stages' F + B, fill_r = the F of stages 0 .. r-1 that its first
+// forward waits for, drain_r = the B of stages r-1 .. 0 after its last backward (1F1B and
+// interleaved 1F1B both end a rank with the last micro-batch's backward of its chunk 0).
+// Point-to-point time is left out (it only adds); the data-parallel tail, the tied
+// embedding all-reduce and the ZeRO-2 / 3 traffic are step_time's own closed forms, so
+// they enter bound and exact step alike.
+#include <algorithm>
+
+#include "llm/collectives.h"
+#include "llm/layer_time.h"
+#include "llm/layout_search.h"
+#include "llm/layout_search_internal.h"
+
+namespace pipescope {
+
+namespace {
+
+int64_t sharded(int64_t parameters, const ParallelLayout& l) {
+  return l.sharding == Sharding::None ? parameters : (parameters + l.d - 1) / l.d;
+}
+
+}  // namespace
+
+LayerTimes layer_times(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
+  LayerTimes out;
+  out.dense = transformer_layer_time(shape, l, gpu, false);
+  out.moe = shape.experts > 0 ? transformer_layer_time(shape, l, gpu, true) : out.dense;
+  out.embedding = embedding_time(shape, l, gpu);
+  out.head = head_time(shape, l, gpu);
+  return out;
+}
+
+RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu, const LayerTimes& lt) {
+  const std::vector<int> chunks = chunk_layers(shape, l);
+  RankCosts rc;
+  rc.stage_f.assign(chunks.size(), 0);
+  rc.stage_b.assign(chunks.size(), 0);
+  rc.busy.assign(static_cast<std::size_t>(l.p), 0);
+  rc.fwd = rc.bwd = rc.params = rc.opt = rc.busy;
+  const int freq = std::max(shape.moe_layer_frequency, 1);
+  auto add = [&](std::size_t stage, const LayerTime& t) {
+    const std::size_t r = stage % static_cast<std::size_t>(l.p);
+    rc.stage_f[stage] += t.forward_ns;
+    rc.stage_b[stage] += t.input_grad_ns + t.weight_grad_ns;
+    rc.params[r] += t.parameters;
+    rc.opt[r] += optimizer_step_ns(gpu, sharded(t.parameters, l));
+  };
+  int layer = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (c == 0) add(c, lt.embedding);
+    for (int i = 0; i < chunks[c]; ++i, ++layer) add(c, shape.experts > 0 && layer % freq == 0 ? lt.moe : lt.dense);
+    if (c + 1 == chunks.size()) add(c, lt.head);
+  }
+  for (std::size_t s = 0; s < chunks.size(); ++s) {
+    const std::size_t r = s % static_cast<std::size_t>(l.p);
+    rc.fwd[r] += rc.stage_f[s];
+    rc.bwd[r] += rc.stage_b[s];
+  }
+  for (std::size_t r = 0; r < rc.busy.size(); ++r) rc.busy[r] = l.microbatches * (rc.fwd[r] + rc.bwd[r]);
+  return rc;
+}
+
+// ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (M - 1 more than
+// step_time's one after the flush); ZeRO-3 / FSDP also all-gathers the parameters before
+// each micro-batch's forward and again before its backward (2 M). Both are prefetched and
+// overlapped with the rank's compute (DeepSpeed overlap_comm, FSDP's prefetching): only
+// what exceeds busy shows. An assumption of pipescope's, stated in docs/llm-scale.md.
+int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t busy) {
+  if (l.d <= 1 || (l.sharding != Sharding::Zero2 && l.sharding != Sharding::Zero3)) return 0;
+  const GroupLink dp = group_link(gpu, l, Group::Dp);
+  int64_t total = (l.microbatches - 1) * reduce_scatter_group_ns(dp, parameters * 4);
+  if (l.sharding == Sharding::Zero3) total += 2 * l.microbatches * allgather_group_ns(dp, parameters * 2);
+  return std::max<int64_t>(total - busy, 0);
+}
+
+int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
+                         const StepOptions& options, const RankCosts& rc) {
+  int64_t pipe = 0, dp = 0, extra = 0, fill = 0, drain = 0;
+  for (std::size_t r = 0; r < rc.busy.size(); ++r) {
+    const int64_t end = fill + rc.busy[r];
+    pipe = std::max({pipe, end + rc.opt[r], end + drain + rc.opt[0]});
+    fill += rc.stage_f[r];
+    drain += rc.stage_b[r];
+    dp = std::max(dp, dp_exposed_ns(gpu, l, rc.params[r], rc.fwd[r], rc.bwd[r], options));
+    extra = std::max(extra, sharding_extra_ns(gpu, l, rc.params[r], rc.busy[r]));
+  }
+  // The cost model rounds each stage's summed milliseconds to nanoseconds: a few ns per op.
+  const int64_t slack = 4 * static_cast<int64_t>(l.microbatches) * l.v * l.p + 1000;
+  return std::max<int64_t>(pipe + dp + embedding_sync_ns(shape, l, gpu) + extra - slack, 0);
+}
+
+int64_t layout_bound_ns(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
+                        const StepOptions& options) {
+  const LayerTimes lt = layer_times(shape, layout, gpu);
+  return bound_from_costs(shape, layout, gpu, options, rank_costs(shape, layout, gpu, lt));
+}
+
+LlmCandidate time_layout(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
+                         const StepOptions& options) {
+  const LayerTimes lt = layer_times(shape, layout, gpu);
+  const RankCosts rc = rank_costs(shape, layout, gpu, lt);
+  LlmCandidate c;
+  c.layout = layout;
+  c.vocabulary = shape.vocabulary;
+  c.bound_ns = bound_from_costs(shape, layout, gpu, options, rc);
+  const StepTime st = step_time(shape, layout, gpu, options);
+  for (std::size_t r = 0; r < rc.busy.size(); ++r) {
+    c.sharding_ns = std::max(c.sharding_ns, sharding_extra_ns(gpu, layout, rc.params[r], rc.busy[r]));
+  }
+  c.pipeline_ns = st.pipeline_ns;
+  c.dp_exposed_ns = st.dp_exposed_ns;
+  c.step_ns = st.step_ns + c.sharding_ns;
+  c.bubble = st.bubble;
+  c.mfu = st.mfu * static_cast<double>(st.step_ns) / static_cast<double>(c.step_ns);
+  c.schedule = st.schedule;
+  return c;
+}
+
+}  // namespace pipescope

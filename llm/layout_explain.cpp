@@ -1,0 +1,128 @@
+// Why the search chose what it chose, in words: per dimension the chosen value (with the
+// fact that decided it: the node the TP group stays in, the bubble, the exposed data-
+// parallel tail, the memory) and each other value's reason (not valid, does not fit and
+// by how much, slower and by how much, or its bound already above the best); per
+// runner-up what differs from the best and what that cost. Only the search's own numbers.
+#include <cstdio>
+#include <string>
+
+#include "llm/collectives.h"
+#include "llm/layout_search_internal.h"
+
+namespace pipescope {
+
+namespace {
+
+constexpr double kGB = 1e9;
+
+std::string fmt(const char* format, double a, double b = 0) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+std::string seconds(int64_t ns) { return fmt("%.3f s", static_cast<double>(ns) / 1e9); }
+
+std::string value_name(const std::string& dim, int value) {
+  if (dim == "recompute") return to_string(static_cast<Recompute>(value));
+  if (dim == "sharding") return to_string(static_cast<Sharding>(value));
+  if (dim == "sp") return value != 0 ? "on" : "off";
+  return std::to_string(value);
+}
+
+int value_of(const std::string& dim, const ParallelLayout& l) {
+  if (dim == "t") return l.t;
+  if (dim == "sp") return l.sequence_parallel ? 1 : 0;
+  if (dim == "cp") return l.cp;
+  if (dim == "ep") return l.ep;
+  if (dim == "p") return l.p;
+  if (dim == "d") return l.d;
+  if (dim == "v") return l.v;
+  if (dim == "b") return l.micro_batch;
+  if (dim == "recompute") return static_cast<int>(l.recompute);
+  return static_cast<int>(l.sharding);
+}
+
+// The fact behind the chosen value of `dim`.
+std::string chosen_reason(const std::string& dim, const LlmCandidate& c, const GpuModel& gpu, double capacity) {
+  const ParallelLayout& l = c.layout;
+  if (dim == "t") {
+    const GroupLink tp = group_link(gpu, l, Group::Tp);
+    if (l.t == 1) return "no tensor-parallel traffic";
+    if (!tp.crosses_nodes) {
+      return "keeps the TP all-reduces (all-gathers and reduce-scatters under SP) inside one NVLink node (" + std::to_string(gpu.gpus_per_node()) + " GPUs)";
+    }
+    return "its TP group spans " + std::to_string(l.t / tp.per_node) + " nodes (TP traffic on the network)";
+  }
+  if (dim == "p") return fmt("bubble %.3f of the simulated pipeline", c.bubble);
+  if (dim == "d") return "exposed data-parallel tail " + seconds(c.dp_exposed_ns);
+  if (dim == "recompute" || dim == "b" || dim == "sharding") {
+    return fmt("peak %.1f GB of %.1f GB per GPU", c.peak_bytes / kGB, capacity / kGB);
+  }
+  return "";
+}
+
+std::string other_reason(const DimensionValue& dv, int64_t best, double capacity) {
+  if (dv.valid == 0) return "not valid (" + dv.invalid + ")";
+  if (dv.fitting == 0) return fmt("does not fit: %.1f GB > %.1f GB", dv.min_need / kGB, capacity / kGB);
+  if (dv.best_step >= 0) {
+    return "at best " + seconds(dv.best_step) +
+           fmt(" (%+.1f%%)", 100.0 * static_cast<double>(dv.best_step - best) / static_cast<double>(best));
+  }
+  return "cannot win: its lower bound " + seconds(dv.best_bound) + " > " + seconds(best);
+}
+
+std::string runner_up_reason(const LlmCandidate& best, const LlmCandidate& c) {
+  std::string out = layout_summary(c.layout) + ": " + seconds(c.step_ns) +
+                    fmt(" (%+.2f%%)", 100.0 * static_cast<double>(c.step_ns - best.step_ns) /
+                                          static_cast<double>(best.step_ns));
+  std::string diff;
+  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "b", "recompute", "sharding"}) {
+    const int a = value_of(dim, c.layout), b = value_of(dim, best.layout);
+    if (a == b) continue;
+    diff += diff.empty() ? ": " : ", ";
+    diff += std::string(dim) + " " + value_name(dim, a) + " instead of " + value_name(dim, b);
+  }
+  out += diff;
+  out += fmt("; bubble %.3f vs %.3f", c.bubble, best.bubble);
+  out += ", data-parallel " + seconds(c.dp_exposed_ns) + " vs " + seconds(best.dp_exposed_ns);
+  if (c.sharding_ns > 0 || best.sharding_ns > 0) {
+    out += ", ZeRO traffic " + seconds(c.sharding_ns) + " vs " + seconds(best.sharding_ns);
+  }
+  out += fmt(", peak %.1f GB vs %.1f GB", c.peak_bytes / kGB, best.peak_bytes / kGB);
+  return out;
+}
+
+}  // namespace
+
+void explain_search(LlmSearchResult& r, const GpuModel& gpu) {
+  r.why.clear();
+  r.lost.clear();
+  if (r.best.empty()) return;
+  const LlmCandidate& best = r.best.front();
+  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "b", "recompute", "sharding"}) {
+    const auto it = r.dimensions.find(dim);
+    if (it == r.dimensions.end() || it->second.size() < 2) continue;
+    const int chosen = value_of(dim, best.layout);
+    std::string line = std::string(dim) + " = " + value_name(dim, chosen);
+    const std::string because = chosen_reason(dim, best, gpu, r.capacity);
+    if (!because.empty()) line += ": " + because;
+    std::string invalid_values, invalid_reason;  // refused values in one clause: "t = 256, 512 not valid (...)"
+    for (const auto& [value, dv] : it->second) {
+      if (value == chosen) continue;
+      if (dv.valid == 0) {
+        invalid_values += (invalid_values.empty() ? "" : ", ") + value_name(dim, value);
+        if (invalid_reason.empty()) invalid_reason = dv.invalid;
+        continue;
+      }
+      line += "; " + std::string(dim) + " = " + value_name(dim, value) + " " + other_reason(dv, best.step_ns, r.capacity);
+    }
+    if (!invalid_values.empty()) {
+      line += "; " + std::string(dim) + " = " + invalid_values + " not valid (" + invalid_reason + ")";
+    }
+    r.why.push_back(line);
+  }
+  for (std::size_t i = 1; i < r.best.size(); ++i) r.lost.push_back(runner_up_reason(best, r.best[i]));
+}
+
+}  // namespace pipescope

@@ -1,0 +1,286 @@
+// The enumeration and the branch and bound of llm/layout_search.h. Describe, then run:
+// every candidate is listed (validated, its memory and bound computed) before the first
+// simulation; the simulations then run in (bound, key) order.
+#include "llm/layout_search.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+#include "core/error.h"
+#include "llm/framework.h"
+#include "llm/layout_search_internal.h"
+#include "llm/memory.h"
+
+namespace pipescope {
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+auto key(const ParallelLayout& l) {
+  return std::make_tuple(l.t, l.cp, l.ep, l.d, l.p, l.v, l.micro_batch, static_cast<int>(l.recompute),
+                         static_cast<int>(l.sharding), l.sequence_parallel ? 1 : 0);
+}
+
+bool faster(const LlmCandidate& a, const LlmCandidate& b) {
+  if (a.step_ns != b.step_ns) return a.step_ns < b.step_ns;
+  return key(a.layout) < key(b.layout);
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int k = 1; k <= n; ++k) {
+    if (n % k == 0) out.push_back(k);
+  }
+  return out;
+}
+
+// The dimension values one layout has, as result.dimensions names them.
+std::vector<std::pair<std::string, int>> dimension_values(const ParallelLayout& l) {
+  return {{"t", l.t}, {"sp", l.sequence_parallel ? 1 : 0}, {"cp", l.cp}, {"ep", l.ep}, {"p", l.p}, {"d", l.d},
+          {"v", l.v}, {"b", l.micro_batch}, {"recompute", static_cast<int>(l.recompute)},
+          {"sharding", static_cast<int>(l.sharding)}};
+}
+
+class Search {
+ public:
+  Search(const LlmSearchRequest& q, const GpuModel& gpu) : q_(q), gpu_(gpu), offer_(framework_offer(q.framework)) {
+    r_.capacity = q.memory_bytes > 0 ? q.memory_bytes : static_cast<double>(gpu.node.memory_bytes);
+  }
+
+  LlmSearchResult run() {
+    check_request();
+    for (const std::array<int, 4>& tuple : degree_tuples(q_.gpus)) enumerate_tuple(tuple);
+    if (r_.fitting == 0) refuse_nothing_fits();
+    branch_and_bound();
+    explain_search(r_, gpu_);
+    return std::move(r_);
+  }
+
+ private:
+  void check_request() const {
+    if (q_.gpus < 1) throw InputError("--gpus: expected a positive integer, got " + str(q_.gpus));
+    if (q_.global_batch < 1) {
+      throw InputError("--global-batch-size: expected a positive integer, got " + str(q_.global_batch));
+    }
+    const int64_t pinned = static_cast<int64_t>(std::max(q_.t, 1)) * std::max(q_.cp, 1) * std::max(q_.p, 1);
+    if (q_.gpus % pinned != 0) {
+      throw InputError("--gpus: the pinned t * cp * p = " + str(std::max(q_.t, 1)) + " * " + str(std::max(q_.cp, 1)) +
+                       " * " + str(std::max(q_.p, 1)) + " = " + str(pinned) + " does not divide " + str(q_.gpus) +
+                       " GPUs");
+    }
+    if (q_.top < 1) throw InputError("--top: expected a positive integer, got " + str(q_.top));
+    if (r_.capacity <= 0) {
+      throw InputError("", "--gpu", "the GPU file gives no memory_bytes to search against: pass --memory-gb");
+    }
+    validate_layout(q_.shape, ParallelLayout{}, 1, q_.framework);  // the shape's own flags (--hidden-size, ...)
+  }
+
+  static bool pinned_out(int pin, int value) { return pin > 0 && pin != value; }
+
+  void enumerate_tuple(const std::array<int, 4>& tuple) {
+    const auto [t, cp, d, p] = tuple;
+    if (pinned_out(q_.t, t) || pinned_out(q_.cp, cp) || pinned_out(q_.p, p)) return;
+    if ((t > 1 && !offer_.tensor_parallel) || (cp > 1 && !offer_.context_parallel)) return;
+    ++r_.factorizations;
+    TransformerShape shape = q_.shape;
+    shape.vocabulary = padded_vocabulary(q_.shape.vocabulary, t, q_.vocab_divisible_by);
+    ParallelLayout base;
+    base.t = t, base.cp = cp, base.d = d, base.p = p;
+    base.precision = q_.precision, base.order = q_.order;
+    for (int ep : ep_options(shape, d * cp)) {
+      for (bool sp : t > 1 ? offer_.sequence_parallel : std::vector<bool>{false}) {
+        for (int v : v_options(shape.layers, p)) {
+          ParallelLayout l = base;
+          l.ep = ep, l.sequence_parallel = sp, l.v = v;
+          if (shape.layers % (p * v) != 0) l.layers_per_chunk = layout_chunks(shape.layers, p, v);
+          enumerate_batches(shape, l, refusal(shape, l));
+        }
+      }
+    }
+  }
+
+  std::vector<int> ep_options(const TransformerShape& shape, int dcp) const {
+    if (shape.experts == 0 || !offer_.expert_parallel) return {1};
+    std::vector<int> out;
+    for (int ep : divisors(shape.experts)) {
+      if (dcp % ep == 0 && !pinned_out(q_.ep, ep)) out.push_back(ep);
+    }
+    return out;
+  }
+
+  std::vector<int> v_options(int layers, int p) const {
+    std::vector<int> out;
+    const std::vector<int> ranks = rank_layers(layers, p);
+    const int fewest = ranks.empty() ? 0 : *std::min_element(ranks.begin(), ranks.end());
+    const int most = ranks.empty() ? 0 : *std::max_element(ranks.begin(), ranks.end());
+    for (int v : divisors(std::max(most, 1))) {
+      const bool allowed = v == 1 || (p > 1 && offer_.interleaved() && v <= q_.max_v && v <= fewest);
+      if (allowed && !pinned_out(q_.v, v)) out.push_back(v);
+    }
+    return out;
+  }
+
+  // Why validate_layout refuses every layout that differs from l0 only in b, M, recompute
+  // and sharding (the framework's own shardings pass check_sharding): "" when it does not.
+  std::string refusal(const TransformerShape& shape, const ParallelLayout& l0) const {
+    try {
+      validate_layout(shape, l0, q_.gpus, q_.framework);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  void enumerate_batches(const TransformerShape& shape, const ParallelLayout& l0, const std::string& refused) {
+    for (int b = 1; b <= std::max(q_.max_micro_batch, q_.micro_batch); b *= 2) {
+      if (pinned_out(q_.micro_batch, b) || q_.global_batch % (static_cast<int64_t>(b) * l0.d) != 0) continue;
+      const int m = static_cast<int>(q_.global_batch / (static_cast<int64_t>(b) * l0.d));
+      if (l0.v > 1 && m % l0.p != 0) continue;  // Megatron's interleaved schedule: M a multiple of p
+      for (Recompute rc : offer_.recomputes) {
+        for (Sharding sh : offer_.shardings_for(l0.p)) {
+          if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over
+          ParallelLayout l = l0;
+          l.micro_batch = b, l.microbatches = m, l.recompute = rc, l.sharding = sh;
+          consider(shape, l, refused);
+        }
+      }
+    }
+  }
+
+  void consider(const TransformerShape& shape, const ParallelLayout& l, const std::string& refused) {
+    ++r_.enumerated;
+    if (q_.progress && r_.enumerated % 4096 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, 0, true});
+    const auto values = dimension_values(l);
+    if (!refused.empty()) {
+      for (const auto& [dim, value] : values) {
+        DimensionValue& dv = r_.dimensions[dim][value];
+        if (dv.invalid.empty()) dv.invalid = refused;
+      }
+      return;
+    }
+    ++r_.valid;
+    const double peak = llm_memory(shape, l).peak();
+    if (r_.smallest_need == 0 || peak < r_.smallest_need) r_.smallest_need = peak, r_.smallest_layout = l;
+    const bool fits = peak <= r_.capacity;
+    LlmCandidate c;
+    if (fits) {
+      c.layout = l, c.vocabulary = shape.vocabulary, c.peak_bytes = peak;
+      const LayerTimes& lt = cached_times(shape, l);
+      c.bound_ns = bound_from_costs(shape, l, gpu_, q_.options, rank_costs(shape, l, gpu_, lt));
+      ++r_.fitting;
+    }
+    for (const auto& [dim, value] : values) {
+      DimensionValue& dv = r_.dimensions[dim][value];
+      ++dv.valid;
+      if (dv.min_need == 0 || peak < dv.min_need) dv.min_need = peak;
+      if (!fits) continue;
+      ++dv.fitting;
+      if (dv.best_bound < 0 || c.bound_ns < dv.best_bound) dv.best_bound = c.bound_ns;
+    }
+    if (fits) fitting_.push_back(std::move(c));
+  }
+
+  const LayerTimes& cached_times(const TransformerShape& shape, const ParallelLayout& l) {
+    const auto k = std::make_tuple(l.t, l.sequence_parallel, l.cp, l.ep, static_cast<int>(l.recompute), l.micro_batch);
+    auto it = times_.find(k);
+    if (it == times_.end()) it = times_.emplace(k, layer_times(shape, l, gpu_)).first;
+    return it->second;
+  }
+
+  [[noreturn]] void refuse_nothing_fits() const {
+    constexpr double kGB = 1e9;
+    std::ostringstream o;
+    o.precision(1);
+    if (r_.valid == 0) {
+      o << "no layout of " << q_.gpus << " GPUs is valid for this model and --framework " << to_string(q_.framework)
+        << " (" << r_.enumerated << " enumerated)";
+      throw InputError("", "--gpus", o.str());
+    }
+    o << std::fixed << "no layout fits " << r_.capacity / kGB << " GB per GPU: the smallest need found is "
+      << r_.smallest_need / kGB << " GB (" << layout_summary(r_.smallest_layout) << "; " << r_.valid
+      << " valid layouts)";
+    throw InputError("", "--gpu", o.str());
+  }
+
+  void branch_and_bound() {
+    std::sort(fitting_.begin(), fitting_.end(), [](const LlmCandidate& a, const LlmCandidate& b) {
+      if (a.bound_ns != b.bound_ns) return a.bound_ns < b.bound_ns;
+      return key(a.layout) < key(b.layout);
+    });
+    const std::size_t top = static_cast<std::size_t>(q_.top);
+    for (const LlmCandidate& next : fitting_) {
+      if (!q_.exhaustive && r_.best.size() >= top && r_.best.back().step_ns < next.bound_ns) break;
+      TransformerShape shape = q_.shape;
+      shape.vocabulary = next.vocabulary;
+      LlmCandidate c = time_layout(shape, next.layout, gpu_, q_.options);
+      c.peak_bytes = next.peak_bytes;
+      ++r_.simulated;
+      if (q_.progress && r_.simulated % 16 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, r_.simulated, false});
+      for (const auto& [dim, value] : dimension_values(c.layout)) {
+        DimensionValue& dv = r_.dimensions[dim][value];
+        if (dv.best_step < 0 || c.step_ns < dv.best_step) dv.best_step = c.step_ns;
+      }
+      r_.best.insert(std::upper_bound(r_.best.begin(), r_.best.end(), c, faster), std::move(c));
+      if (r_.best.size() > top) r_.best.pop_back();
+    }
+  }
+
+  const LlmSearchRequest& q_;
+  const GpuModel& gpu_;
+  const FrameworkOffer& offer_;
+  LlmSearchResult r_;
+  std::vector<LlmCandidate> fitting_;
+  std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;
+};
+
+}  // namespace
+
+std::vector<std::array<int, 4>> degree_tuples(int gpus) {
+  std::vector<std::array<int, 4>> out;
+  for (int t : divisors(gpus)) {
+    for (int cp : divisors(gpus / t)) {
+      for (int p : divisors(gpus / t / cp)) out.push_back({t, cp, gpus / t / cp / p, p});
+    }
+  }
+  return out;
+}
+
+std::vector<int> rank_layers(int layers, int p) {
+  if (p < 1) return {};
+  const int each = (layers + p - 1) / p;
+  std::vector<int> out(static_cast<std::size_t>(p), each);
+  int deficit = each * p - layers;
+  // last, first, second to last, second, ...
+  for (int i = 0; deficit > 0; ++i, --deficit) {
+    const int rank = i % 2 == 0 ? p - 1 - i / 2 : i / 2;
+    --out[static_cast<std::size_t>(rank)];
+  }
+  return out;
+}
+
+std::vector<int> layout_chunks(int layers, int p, int v) {
+  const std::vector<int> ranks = rank_layers(layers, p);
+  std::vector<int> out(static_cast<std::size_t>(p) * v, 0);
+  for (int r = 0; r < p; ++r) {
+    const int n = ranks[static_cast<std::size_t>(r)];
+    if (n < v) return {};
+    for (int c = 0; c < v; ++c) out[static_cast<std::size_t>(c) * p + r] = n / v + (c >= v - n % v ? 1 : 0);
+  }
+  return out;
+}
+
+LlmSearchResult search_layouts(const LlmSearchRequest& request, const GpuModel& gpu) {
+  return Search(request, gpu).run();
+}
+
+std::string layout_summary(const ParallelLayout& l) {
+  std::string out = "t " + str(l.t) + (l.sequence_parallel ? " sp" : "") + " cp " + str(l.cp) + " ep " + str(l.ep);
+  out += " d " + str(l.d) + " p " + str(l.p) + " v " + str(l.v) + " b " + str(l.micro_batch);
+  out += " M " + str(l.microbatches) + " recompute " + to_string(l.recompute) + " " + to_string(l.sharding);
+  return out;
+}
+
+}  // namespace pipescope

@@ -1,0 +1,133 @@
+// `pipescope llm-plan`: Megatron-LM's model flags in, llm/layout_search.h's answer out (a
+// table with its reasons, or exactly one JSON object with --json), --out writes the best
+// as a v2 plan whose layout reads back, and bad input exits 2 naming the flag and numbers.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "core/json_reader.h"
+#include "core/plan.h"
+#include "llm/framework.h"
+#include "llm/layout_search.h"
+#include "llm/plan_layout.h"
+#include "tests/support/cli_run.h"
+
+namespace pipescope {
+namespace {
+
+using testing::run_cli;
+
+const std::string kSmall =
+    "llm-plan --gpu h100-sxm --num-layers 8 --hidden-size 1024 --num-attention-heads 16 --num-query-groups 4 "
+    "--ffn-hidden-size 4096 --swiglu --disable-bias-linear --normalization RMSNorm "
+    "--untie-embeddings-and-output-weights --vocab-size 32000 --seq-length 2048 --gpus 16 --global-batch-size 64";
+
+LlmSearchRequest small_request() {
+  LlmSearchRequest q;
+  TransformerShape& s = q.shape;
+  s.name = "megatron-flags";
+  s.layers = 8, s.hidden = 1024, s.heads = 16, s.kv_heads = 4, s.ffn_hidden = 4096, s.swiglu = true;
+  s.bias_linear = false, s.rms_norm = true, s.tied_embeddings = false, s.vocabulary = 32000, s.sequence = 2048;
+  q.gpus = 16, q.global_batch = 64;
+  return q;
+}
+
+TEST(CliLlmPlan, JsonIsOneObjectWithTheSearchsAnswer) {
+  const auto r = run_cli(kSmall + " --json --top 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);  // throws unless exactly one JSON value
+  EXPECT_EQ(j["format"], "pipescope.llm_plan");
+  LlmSearchRequest q = small_request();
+  q.top = 3;
+  const LlmSearchResult want =
+      search_layouts(q, load_gpu_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/h100-sxm.json"));
+  ASSERT_EQ(j["best"].size(), 3U);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(j["best"][i]["step_ms"].get<double>(), static_cast<double>(want.best[i].step_ns) / 1e6);
+    EXPECT_EQ(j["best"][i]["layout"], layout_to_json(want.best[i].layout));
+  }
+  EXPECT_EQ(j["search"]["fitting"], want.fitting);
+  EXPECT_EQ(j["search"]["simulated"], want.simulated);
+  EXPECT_EQ(j["why"].size(), want.why.size());
+  EXPECT_EQ(j["runner_ups"].size(), 2U);
+}
+
+TEST(CliLlmPlan, TableShowsTheCountsTheLayoutsAndTheReasons) {
+  const auto r = run_cli(kSmall);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("searched: 35 (t, cp, d, p) factorizations"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("why:\n  t = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("runner-ups:\n  #2 "), std::string::npos) << r.out;
+}
+
+TEST(CliLlmPlan, OutWritesTheBestAsAV2PlanWithItsLayout) {
+  const std::string dir = ::testing::TempDir() + "llm_plan_out";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/best.json";
+  const auto r = run_cli(kSmall + " --json --top 1 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  const Plan plan = load_plan(out);
+  ASSERT_TRUE(plan.layout.has_value());
+  EXPECT_EQ(layout_to_json(*plan_layout(plan)), j["best"][0]["layout"]);
+  EXPECT_EQ(plan.microbatches, j["best"][0]["layout"]["microbatches"].get<int>());
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir + "/best.profile.json"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliLlmPlan, BadInputExitsTwoNamingTheFlag) {
+  const std::pair<std::string, std::string> cases[] = {
+      {" --tensor-model-parallel-size 3", "--gpus: the pinned t * cp * p = 3 * 1 * 1 = 3 does not divide 16 GPUs"},
+      {" --memory-gb 0.001", "--gpu: no layout fits 0.0 GB per GPU: the smallest need found is"},
+      {" --framework jax", "--framework: expected megatron, torch or deepspeed, got \"jax\""},
+      {" --order tp-dp-pp", "order: \"tp-dp-pp\""},
+      {" --precision fp7", "--precision: expected bf16-mixed, fp32 or fp8-params"},
+      {" --top 0", "--top: expected a positive integer, got 0"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const auto r = run_cli(kSmall + flags);
+    EXPECT_EQ(r.code, 2) << flags << ": " << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << flags << ": " << r.out;
+  }
+  std::string other_gpu = kSmall, no_batch = kSmall;
+  other_gpu.replace(other_gpu.find("h100-sxm"), 8, "nosuch");
+  const auto gpu = run_cli(other_gpu);
+  EXPECT_EQ(gpu.code, 2);
+  EXPECT_NE(gpu.out.find("--gpu: \"nosuch\""), std::string::npos) << gpu.out;
+  no_batch.replace(no_batch.find("--global-batch-size 64"), 22, "--global-batch-size 0");
+  const auto batch = run_cli(no_batch);
+  EXPECT_EQ(batch.code, 2);
+  EXPECT_NE(batch.out.find("--global-batch-size: expected a positive integer, got 0"), std::string::npos) << batch.out;
+  const auto missing = run_cli("llm-plan --gpu h100-sxm --gpus 8 --global-batch-size 8");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("--hf-config or --num-layers"), std::string::npos) << missing.out;
+}
+
+// `plan --framework` keeps the framework's schedules (llm/framework.h's table), and
+// refuses one named in --schedules that the framework does not run.
+TEST(CliPlanFramework, KeepsOnlyTheFrameworksSchedules) {
+  const std::string plan = std::string("plan --profile ") + PIPESCOPE_SOURCE_DIR +
+                           "/profiles/gpt-tiny-cpu.json -D 8 -N 32 --top 1000 --json --framework ";
+  for (const std::string f : {"megatron", "torch", "deepspeed"}) {
+    const auto r = run_cli(plan + f);
+    ASSERT_EQ(r.code, 0) << f << ": " << r.out;
+    const Json j = Json::parse(r.out);
+    const FrameworkOffer& offer = framework_offer(*framework_from_name(f));
+    ASSERT_GT(j["top"].size(), 0U);
+    for (const Json& c : j["top"]) {
+      EXPECT_TRUE(offer.runs(parse_schedule_kind(c["schedule"].get<std::string>()))) << f << ": " << c["schedule"];
+    }
+  }
+  const auto refused = run_cli(plan + "megatron --schedules zb-h1,1f1b");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.out.find("--schedules: zb-h1 is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"),
+            std::string::npos) << refused.out;
+  const auto bad = run_cli(plan + "jax");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--framework: expected megatron, torch or deepspeed"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace pipescope

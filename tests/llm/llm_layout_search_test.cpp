@@ -1,0 +1,228 @@
+// The layout search (llm/layout_search.h): the enumerator yields exactly the ordered
+// factorizations (counted by formula), the bound never exceeds the exact step, branch and
+// bound returns what the exhaustive search returns, each framework gets only what its
+// table offers, the reasons quote the search's own numbers, bad requests name the flag,
+// and Llama-3-405B on 16,384 H100s gets a sane layout.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "core/error.h"
+#include "llm/collectives.h"
+#include "llm/framework.h"
+#include "llm/layout_search.h"
+#include "llm/memory.h"
+#include "llm_shapes.h"
+
+namespace pipescope {
+namespace {
+
+GpuModel h100() { return load_gpu_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/h100-sxm.json"); }
+
+// Ordered factorizations of n into 4 factors: the product over n's primes p^e of C(e + 3, 3).
+int64_t ordered_factorizations(int n) {
+  int64_t out = 1;
+  for (int prime = 2; n > 1; ++prime) {
+    int e = 0;
+    while (n % prime == 0) n /= prime, ++e;
+    out *= static_cast<int64_t>(e + 3) * (e + 2) * (e + 1) / 6;
+  }
+  return out;
+}
+
+// Small enough to search exhaustively: every dimension divides everywhere.
+TransformerShape small_dense() {
+  TransformerShape s;
+  s.name = "small";
+  s.layers = 8, s.hidden = 1024, s.heads = 16, s.kv_heads = 4, s.ffn_hidden = 4096, s.swiglu = true;
+  s.bias_linear = false, s.rms_norm = true, s.tied_embeddings = false, s.vocabulary = 32000, s.sequence = 2048;
+  return s;
+}
+
+LlmSearchRequest request(const TransformerShape& shape, int gpus, int batch, Framework f = Framework::Megatron) {
+  LlmSearchRequest q;
+  q.shape = shape, q.gpus = gpus, q.global_batch = batch, q.framework = f;
+  return q;
+}
+
+TEST(LlmLayoutSearch, DegreeTuplesAreExactlyTheOrderedFactorizations) {
+  for (int n = 1; n <= 300; ++n) {
+    const auto tuples = degree_tuples(n);
+    ASSERT_EQ(static_cast<int64_t>(tuples.size()), ordered_factorizations(n)) << n;
+    for (std::size_t i = 0; i < tuples.size(); ++i) {
+      const auto [t, cp, d, p] = tuples[i];
+      EXPECT_EQ(t * cp * d * p, n);
+      if (i > 0) {
+        EXPECT_NE(tuples[i], tuples[i - 1]);
+      }
+    }
+  }
+  EXPECT_EQ(degree_tuples(16384).size(), 680U);  // 2^14: C(17, 3)
+}
+
+TEST(LlmLayoutSearch, SearchCountsTheFactorizationsAndHonoursPins) {
+  LlmSearchRequest q = request(small_dense(), 16, 64);
+  EXPECT_EQ(search_layouts(q, h100()).factorizations, 35);  // 2^4: C(7, 3)
+  q.t = 2;                                                  // (cp, d, p) with product 8: C(5, 2)
+  const LlmSearchResult r = search_layouts(q, h100());
+  EXPECT_EQ(r.factorizations, 10);
+  for (const LlmCandidate& c : r.best) EXPECT_EQ(c.layout.t, 2);
+}
+
+TEST(LlmLayoutSearch, UnevenRanksLoseLayersAtTheEnds) {
+  const std::vector<int> ranks = rank_layers(126, 16);  // Llama 3 405B: 7, 8 x 14, 7
+  ASSERT_EQ(ranks.size(), 16U);
+  EXPECT_EQ(ranks.front(), 7);
+  EXPECT_EQ(ranks.back(), 7);
+  for (int r = 1; r < 15; ++r) EXPECT_EQ(ranks[static_cast<std::size_t>(r)], 8);
+  const std::vector<int> chunks = layout_chunks(126, 16, 2);  // rank 0: 3 then 4; rank 1: 4 and 4
+  ASSERT_EQ(chunks.size(), 32U);
+  EXPECT_EQ(chunks[0], 3);
+  EXPECT_EQ(chunks[16], 4);
+  EXPECT_EQ(chunks[1], 4);
+  int sum = 0;
+  for (int c : chunks) sum += c;
+  EXPECT_EQ(sum, 126);
+  EXPECT_EQ(rank_layers(10, 4), (std::vector<int>{2, 3, 3, 2}));
+  EXPECT_TRUE(layout_chunks(10, 4, 3).empty());  // ranks of 2 layers cannot hold 3 chunks
+}
+
+// Random small problems: every fitting layout's bound <= its exact step, and branch and
+// bound's top 5 == the exhaustive search's top 5, layout for layout.
+TEST(LlmLayoutSearch, BoundNeverExceedsTheStepAndBranchAndBoundIsExact) {
+  std::mt19937 rng(7);
+  const GpuModel gpu = h100();
+  const int gpu_counts[] = {4, 8, 16, 32};
+  int64_t checked = 0, pruned = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    TransformerShape s = small_dense();
+    s.layers = 4 * (1 + static_cast<int>(rng() % 3));
+    if (trial % 3 == 2) s.experts = 4, s.moe_topk = 2, s.moe_ffn_hidden = 1024;
+    const Framework f = static_cast<Framework>(trial % 3);
+    LlmSearchRequest q = request(s, gpu_counts[rng() % 4], 32, f);
+    q.options.overlap_grad_reduce = trial % 2 == 1;
+    q.memory_bytes = 2e9 + 1e9 * static_cast<double>(rng() % 4);
+    LlmSearchRequest all = q;
+    all.exhaustive = true, all.top = 1 << 20;
+    const LlmSearchResult every = search_layouts(all, gpu);
+    ASSERT_EQ(static_cast<int64_t>(every.best.size()), every.fitting) << trial;
+    for (const LlmCandidate& c : every.best) {
+      ASSERT_LE(c.bound_ns, c.step_ns) << trial << ": " << layout_summary(c.layout);
+      EXPECT_LE(c.peak_bytes, q.memory_bytes);
+    }
+    const LlmSearchResult bb = search_layouts(q, gpu);
+    ASSERT_EQ(bb.best.size(), std::min<std::size_t>(5, every.best.size())) << trial;
+    for (std::size_t i = 0; i < bb.best.size(); ++i) {
+      EXPECT_EQ(layout_summary(bb.best[i].layout), layout_summary(every.best[i].layout)) << trial << " #" << i;
+      EXPECT_EQ(bb.best[i].step_ns, every.best[i].step_ns) << trial << " #" << i;
+    }
+    EXPECT_LE(bb.simulated, every.simulated);
+    checked += every.fitting, pruned += every.simulated - bb.simulated;
+  }
+  std::printf("checked %lld layouts, branch and bound skipped %lld\n", static_cast<long long>(checked),
+              static_cast<long long>(pruned));
+  EXPECT_GT(checked, 1000);  // the property held over many layouts, not a handful
+  EXPECT_GT(pruned, checked / 2);
+}
+
+TEST(LlmLayoutSearch, EachFrameworkGetsOnlyWhatItRuns) {
+  for (Framework f : {Framework::Megatron, Framework::Torch, Framework::DeepSpeed}) {
+    LlmSearchRequest q = request(small_dense(), 16, 64, f);
+    q.exhaustive = true, q.top = 1 << 20;
+    const LlmSearchResult r = search_layouts(q, h100());
+    const FrameworkOffer& offer = framework_offer(f);
+    ASSERT_GT(r.best.size(), 0U);
+    for (const LlmCandidate& c : r.best) {
+      const ParallelLayout& l = c.layout;
+      const auto& shardings = offer.shardings_for(l.p);
+      EXPECT_NE(std::find(shardings.begin(), shardings.end(), l.sharding), shardings.end()) << layout_summary(l);
+      EXPECT_NE(std::find(offer.recomputes.begin(), offer.recomputes.end(), l.recompute), offer.recomputes.end());
+      if (f == Framework::DeepSpeed) {
+        EXPECT_EQ(l.v, 1);
+        EXPECT_EQ(l.cp, 1);
+        EXPECT_FALSE(l.sequence_parallel);
+        if (l.p > 1) {
+          EXPECT_TRUE(l.sharding == Sharding::None || l.sharding == Sharding::DistributedOptimizer);
+        }
+      }
+      if (f == Framework::Torch && l.t > 1) {  // torchtitan's norms
+        EXPECT_TRUE(l.sequence_parallel);
+      }
+      if (f == Framework::Megatron) {
+        EXPECT_TRUE(l.sharding == Sharding::None || l.sharding == Sharding::DistributedOptimizer);
+      }
+    }
+  }
+  EXPECT_FALSE(framework_offer(Framework::DeepSpeed).runs(ScheduleKind::Interleaved));
+  EXPECT_TRUE(framework_offer(Framework::Torch).runs(ScheduleKind::InterleavedZeroBubble));
+  EXPECT_FALSE(framework_offer(Framework::Megatron).runs(ScheduleKind::ZeroBubbleH1));
+}
+
+TEST(LlmLayoutSearch, ReasonsQuoteTheSearchsNumbers) {
+  // Llama-3-70B on 64 H100s at 40 GB: t = 1 cannot hold 70 B parameters' 18 bytes / p.
+  LlmSearchRequest q = request(testing::llama3_70b(), 64, 64);
+  q.memory_bytes = 40e9;
+  const LlmSearchResult r = search_layouts(q, h100());
+  ASSERT_FALSE(r.best.empty());
+  const LlmCandidate& best = r.best.front();
+  ASSERT_FALSE(r.why.empty());
+  const std::string& t_line = r.why.front();
+  EXPECT_EQ(t_line.rfind("t = " + std::to_string(best.layout.t), 0), 0U) << t_line;
+  if (best.layout.t <= 8) {
+    EXPECT_NE(t_line.find("inside one NVLink node (8 GPUs)"), std::string::npos) << t_line;
+  }
+  const DimensionValue& t1 = r.dimensions.at("t").at(1);
+  ASSERT_EQ(t1.fitting, 0);
+  char need[64];
+  std::snprintf(need, sizeof need, "t = 1 does not fit: %.1f GB > 40.0 GB", t1.min_need / 1e9);
+  EXPECT_NE(t_line.find(need), std::string::npos) << t_line;
+  ASSERT_EQ(r.lost.size(), r.best.size() - 1);
+  for (std::size_t i = 0; i < r.lost.size(); ++i) {
+    EXPECT_EQ(r.lost[i].rfind(layout_summary(r.best[i + 1].layout), 0), 0U) << r.lost[i];
+    EXPECT_NE(r.lost[i].find("instead of"), std::string::npos) << r.lost[i];
+  }
+}
+
+TEST(LlmLayoutSearch, BadRequestsNameTheFlag) {
+  auto message = [](const LlmSearchRequest& q) {
+    try {
+      search_layouts(q, h100());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  LlmSearchRequest q = request(small_dense(), 16, 64);
+  q.t = 3;
+  EXPECT_EQ(message(q), "--gpus: the pinned t * cp * p = 3 * 1 * 1 = 3 does not divide 16 GPUs");
+  q = request(small_dense(), 16, 64);
+  q.memory_bytes = 1e6;
+  const std::string none = message(q);
+  EXPECT_EQ(none.rfind("--gpu: no layout fits 0.0 GB per GPU: the smallest need found is ", 0), 0U) << none;
+  q = request(small_dense(), 16, 0);
+  EXPECT_EQ(message(q), "--global-batch-size: expected a positive integer, got 0");
+}
+
+TEST(LlmLayoutSearch, Llama405bOn16kH100sIsSane) {
+  TransformerShape s = testing::llama3(126, 16384, 128, 53248);
+  const GpuModel gpu = h100();
+  const LlmSearchResult r = search_layouts(request(s, 16384, 2048), gpu);
+  ASSERT_FALSE(r.best.empty());
+  const LlmCandidate& best = r.best.front();
+  const ParallelLayout& l = best.layout;
+  EXPECT_EQ(l.gpus(), 16384);
+  EXPECT_EQ(l.global_batch(), 2048);
+  EXPECT_LE(l.t, 8);
+  EXPECT_FALSE(group_link(gpu, l, Group::Tp).crosses_nodes);
+  s.vocabulary = best.vocabulary;
+  EXPECT_EQ(llm_memory(s, l).peak(), best.peak_bytes);
+  EXPECT_LE(best.peak_bytes, 80e9);
+  EXPECT_EQ(time_layout(s, l, gpu, {}).step_ns, best.step_ns);
+  EXPECT_LT(r.simulated, r.fitting);  // the bound pruned
+}
+
+}  // namespace
+}  // namespace pipescope
