@@ -13,6 +13,7 @@
 #include "core/compare.h"
 #include "exec/runtime/executor.h"
 #include "exec/transport/mpi_runner.h"
+#include "sim/offload.h"
 #include "sim/replay.h"
 #include "sim/simulator.h"
 
@@ -23,14 +24,19 @@ namespace {
 constexpr double kGradientTolerance = 1e-5;
 
 // The prediction of what the run did: post-validation's steps back to back (as many as
-// ran), under the run's p2p.
-StepReport simulate_plan(const ResolvedPlan& r, const CostModel& costs, const exec::RunOptions& run) {
+// ran), under the run's p2p, with the plan's offload.
+SimOptions simulate_plan(const ResolvedPlan& r, const exec::RunOptions& run) {
   SimOptions options;
   options.model = r.profile.model;
   options.optimizer_step = run.optimizer_step;
   options.p2p = run.p2p;
+  options.offload = r.plan.offload;
   if (run.optimizer_step == OptimizerStep::PostValidation) options.steps = run.steps;
-  return simulate(r.schedule, costs, r.hardware, options);
+  return options;
+}
+
+StepReport simulate_plan(const ResolvedPlan& r, const CostModel& costs, const exec::RunOptions& run) {
+  return simulate(r.schedule, costs, r.hardware, simulate_plan(r, run));
 }
 
 struct RunArgs {
@@ -157,15 +163,21 @@ void add_run_command(CLI::App& app) {
       if (!a->fault.empty()) a->run.fault = exec::parse_fault(a->fault);
       a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);
-      if (r.plan.offload.active()) {
-        throw InputError("--offload " + to_string(r.plan.offload.policy) + ": the executor does not offload "
-                         "activations yet (simulate predicts it); run with --offload none");
-      }
       a->run.optimizer_step = r.plan.optimizer_step;
       a->run.p2p = r.p2p;
+      if (r.plan.offload.active()) {  // the stashes the prediction offloads (one decision: sim/offload.h)
+        const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
+        a->run.offload = exec::OffloadRun{r.plan.offload.policy, *r.hardware.host_link,
+                                          offload_decision(r.schedule, costs, r.hardware, simulate_plan(r, a->run))};
+      }
       if (a->clock == "model") a->run.model_time = r.hardware;
       exec::RunResult result = exec::run_plan(r.profile, r.plan, r.schedule, a->run);
       if (!result.is_root) return;
+      if (r.hardware.host_link) {
+        result.report.host_memory_limit_bytes = r.hardware.host_link->memory_bytes;
+        result.report.host_node_memory_limit_bytes = r.hardware.host_link->node_memory_bytes;
+      }
+      if (a->plan.host_capacity == "error") check_host_capacity(result.report, r.hardware, "--host-capacity report");
       report_run(*a, r, result);
     } catch (const GateError&) {
       throw;  // every rank has finished; the gates are rank 0's verdict on the result

@@ -64,6 +64,7 @@ void add_simulate_command(CLI::App& app) {
     options.p2p = r.p2p;
     options.offload = r.plan.offload;
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
+    if (args->plan.host_capacity == "error") check_host_capacity(report, r.hardware, "--host-capacity report");
     if (!r.layer_order.empty()) {
       report.notes.push_back("the optimal cut of this graph profile is contiguous in another topological order of its "
                              "layers: the stages' layer ranges index that order (plan -o writes the profile in it)");

@@ -78,6 +78,11 @@ void PlanOptions::add_to(CLI::App* cmd) {
       ->check(CLI::IsMember({"synchronized", "post-validation"}));
   add_p2p_option(cmd, p2p);
   add_offload_options(cmd, offload, offload_fraction);
+  cmd->add_option("--host-capacity", host_capacity,
+                  "error (a host peak over the hardware file's host_link memory_bytes or node_memory_bytes exits 2) | "
+                  "report (only report it)")
+      ->check(CLI::IsMember({"error", "report"}))
+      ->capture_default_str();
   cmd->add_option("--microbatch-size", microbatch_size,
                   "Samples per micro-batch (default: the profile's first batch size)");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");

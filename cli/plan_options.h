@@ -34,6 +34,7 @@ struct PlanOptions {
   std::string p2p;             // --p2p (empty: the plan file's, else the hardware file's, else overlapped)
   std::string offload;         // --offload (empty: the plan file's, else none)
   std::string offload_fraction;  // --offload-fraction (empty: the plan file's, else 1)
+  std::string host_capacity = "error";  // --host-capacity: error | report (over the host memory)
   double microbatch_size = 0;
   bool recompute = false;
   std::string partition = "optimal";

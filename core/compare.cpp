@@ -30,6 +30,7 @@ Comparison compare_reports(const StepReport& p, const StepReport& m, StageMatch 
   warn_if(p.batch_size != m.batch_size, "batch size");
   warn_if(p.recompute != m.recompute, "re-materialisation");
   warn_if(p.chunks != m.chunks, "chunks");
+  warn_if(p.offload != m.offload, "offload (" + p.offload + " vs " + m.offload + ")");
   c.values.push_back({"step_time_ms", p.step_ns / 1e6, m.step_ns / 1e6});
   if (p.steps > 1 && m.steps > 1) {  // several steps (pipedream, 2bw, simulate --steps): once the pipeline filled
     warn_if(p.steps != m.steps, "steps (" + std::to_string(p.steps) + " vs " + std::to_string(m.steps) + ")");
@@ -53,6 +54,10 @@ Comparison compare_reports(const StepReport& p, const StepReport& m, StageMatch 
     c.values.push_back({st + "peak_activation_bytes", double(a.peak_activation_bytes), double(b.peak_activation_bytes)});
     c.values.push_back({st + "transient_bytes", double(a.transient_bytes), double(b.transient_bytes)});
     c.values.push_back({st + "peak_memory_bytes", double(a.peak_memory_bytes), double(b.peak_memory_bytes)});
+    if (p.offload != "none" || m.offload != "none") {  // activation offload: the host side
+      c.values.push_back({st + "offloaded_bytes", double(a.offloaded_bytes), double(b.offloaded_bytes)});
+      c.values.push_back({st + "host_peak_bytes", double(a.host_peak_bytes), double(b.host_peak_bytes)});
+    }
   }
   return c;
 }

@@ -1,5 +1,6 @@
 // Puts a prediction and a measurement of the same plan side by side: step time,
-// throughput, bubble, and per stage busy time, peak activation bytes and peak memory,
+// throughput, bubble, and per stage busy time, peak activation bytes and peak memory (with
+// offload also the bytes sent to the host and the host peak),
 // each with its relative error (measured - predicted) / predicted. Report code, so it
 // lives beside core/report.h: `pipescope compare`, `run --compare` and the GUI's
 // comparison table all take their rows from here.

@@ -98,6 +98,10 @@ Hardware hardware_from_json(const JsonReader& r) {
   if (r.has("host_link")) {
     const JsonReader host = r["host_link"];
     h.host_link = HostLink{link_from_json(host["to_host"]), link_from_json(host["to_device"])};
+    if (host.has("memory_bytes")) h.host_link->memory_bytes = host["memory_bytes"].as_int(1, int64_t{1} << 50);
+    if (host.has("node_memory_bytes")) {
+      h.host_link->node_memory_bytes = host["node_memory_bytes"].as_int(1, int64_t{1} << 50);
+    }
   }
   return h;
 }
@@ -117,6 +121,8 @@ Json hardware_to_json(const Hardware& h) {
   if (h.p2p) out["p2p"] = to_string(*h.p2p);
   if (h.host_link) {
     out["host_link"] = {{"to_host", link_to_json(h.host_link->to_host)}, {"to_device", link_to_json(h.host_link->to_device)}};
+    if (h.host_link->memory_bytes > 0) out["host_link"]["memory_bytes"] = h.host_link->memory_bytes;
+    if (h.host_link->node_memory_bytes > 0) out["host_link"]["node_memory_bytes"] = h.host_link->node_memory_bytes;
   }
   return out;
 }

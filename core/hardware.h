@@ -27,9 +27,13 @@ struct Link {
 
 // A device's own link to host memory: to_host (device -> host, an offload) and to_device
 // (host -> device, a reload). Every device has its own pair (PCIe x16 or NVLink-C2C).
+// Host memory for offloaded activations: `memory_bytes` per device, and/or
+// `node_memory_bytes` per node (shared by the node's devices); 0 = unbounded.
 struct HostLink {
   Link to_host;
   Link to_device;
+  int64_t memory_bytes = 0;
+  int64_t node_memory_bytes = 0;
 };
 
 struct Hardware {

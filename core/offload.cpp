@@ -80,6 +80,32 @@ void check_offload(const Offload& o, int stages, const Hardware& hardware, const
   }
 }
 
+void check_host_capacity(const StepReport& r, const Hardware& h, const std::string& how) {
+  if (r.offload == "none" || !h.host_link) return;
+  const std::string file = h.source.empty() ? std::string("the hardware") : h.source;
+  const int64_t device = h.host_link->memory_bytes, node = h.host_link->node_memory_bytes;
+  std::vector<int64_t> per_node;
+  for (const PositionReport& s : r.positions) {
+    if (device > 0 && s.host_peak_bytes > device) {
+      throw InputError(file + ": host_link.memory_bytes: position " + std::to_string(s.index) + " holds " +
+                       std::to_string(s.host_peak_bytes) + " bytes on the host at its peak, over the " +
+                       std::to_string(device) + " the file gives each device (" + how + " to report it only)");
+    }
+    for (int dev : s.hardware_devices) {
+      const std::size_t n = h.devices_per_node > 0 ? static_cast<std::size_t>(dev / h.devices_per_node) : 0;
+      if (per_node.size() <= n) per_node.resize(n + 1, 0);
+      per_node[n] += s.host_peak_bytes;
+    }
+  }
+  for (std::size_t n = 0; node > 0 && n < per_node.size(); ++n) {
+    if (per_node[n] > node) {
+      throw InputError(file + ": host_link.node_memory_bytes: the positions on node " + std::to_string(n) + " hold " +
+                       std::to_string(per_node[n]) + " bytes on the host at their peaks together, over the " +
+                       std::to_string(node) + " the file gives each node (" + how + " to report it only)");
+    }
+  }
+}
+
 Offload offload_from_json(const JsonReader& r) {
   Offload o;
   const std::string name = r["policy"].as_string();

@@ -16,6 +16,7 @@
 
 #include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/report.h"
 
 namespace pipescope {
 
@@ -41,6 +42,13 @@ std::vector<double> parse_offload_fraction(const std::string& text);
 // `fraction_where` that of the fractions (default: where).
 void check_offload(const Offload& offload, int stages, const Hardware& hardware, const std::string& where,
                    const std::string& fraction_where = "");
+
+// The host pool's peaks of `report` against the hardware's host memory (host_link's
+// memory_bytes per device, node_memory_bytes per node: the sum of its positions' host
+// peaks, an upper bound on what they hold at once). Over either: InputError naming the
+// hardware file's field, the position or node and the bytes; `how` says how to get a
+// report only (e.g. "--host-capacity report").
+void check_host_capacity(const StepReport& report, const Hardware& hardware, const std::string& how);
 
 // The plan file's "offload": {"policy": "all", "fraction": 0.5 | [..]} (fraction optional).
 Offload offload_from_json(const JsonReader& field);

@@ -168,6 +168,10 @@ Json report_to_json(const StepReport& r) {
   if (r.weight_update != WeightUpdate::Flush) out["weight_update"] = to_string(r.weight_update);
   if (r.optimizer_step != "synchronized") out["optimizer_step"] = r.optimizer_step;
   if (r.offload != "none") out["offload"] = r.offload;
+  if (r.offload != "none" && r.host_memory_limit_bytes > 0) out["host_memory_limit_bytes"] = r.host_memory_limit_bytes;
+  if (r.offload != "none" && r.host_node_memory_limit_bytes > 0) {
+    out["host_node_memory_limit_bytes"] = r.host_node_memory_limit_bytes;
+  }
   if (r.steps > 1) {
     out["steps"] = r.steps;
     out["total_time_ms"] = ns_to_ms(r.total_ns);
@@ -206,6 +210,8 @@ StepReport report_from_json(const JsonReader& r) {
   if (r.has("weight_update")) rep.weight_update = weight_update_from_json(r["weight_update"]);
   if (r.has("optimizer_step")) rep.optimizer_step = r["optimizer_step"].as_string();
   if (r.has("offload")) rep.offload = r["offload"].as_string();
+  if (r.has("host_memory_limit_bytes")) rep.host_memory_limit_bytes = r["host_memory_limit_bytes"].as_int(0);
+  if (r.has("host_node_memory_limit_bytes")) rep.host_node_memory_limit_bytes = r["host_node_memory_limit_bytes"].as_int(0);
   if (r.has("steps")) {
     rep.steps = static_cast<int>(r["steps"].as_int(1, 1 << 20));
     rep.total_ns = ms_to_ns_exact(r["total_time_ms"].as_double(0.0, 1e12));
@@ -331,8 +337,9 @@ std::string report_table(const StepReport& r) {
     for (const PositionReport& s : r.positions) {
       out << "offload " << r.offload << ": position " << s.index << " sent "
           << format_bytes(static_cast<double>(s.offloaded_bytes)) << " to host, host peak "
-          << format_bytes(static_cast<double>(s.host_peak_bytes)) << ", reloads late by " << format_ms(s.offload_delay_ns)
-          << " ms\n";
+          << format_bytes(static_cast<double>(s.host_peak_bytes));
+      if (r.host_memory_limit_bytes > 0) out << " of " << format_bytes(static_cast<double>(r.host_memory_limit_bytes));
+      out << ", reloads late by " << format_ms(s.offload_delay_ns) << " ms\n";
     }
   }
   for (const std::string& n : r.notes) out << "note: " << n << "\n";

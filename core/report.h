@@ -138,6 +138,8 @@ struct StepReport {
   int64_t batch_size = 1;
   bool recompute = false;
   int64_t memory_limit_bytes = 0;  // 0 = unbounded
+  // Activation offload: the hardware's host memory per device and per node (0 = unbounded).
+  int64_t host_memory_limit_bytes = 0, host_node_memory_limit_bytes = 0;
   int64_t step_ns = 0;  // one step; over several steps their mean (total_ns / steps)
   double throughput_samples_per_s = 0;
   WeightUpdate weight_update = WeightUpdate::Flush;  // the schedule's; JSON: "flush", "stash", "double-buffer"

@@ -306,7 +306,11 @@ void record_report(CandidateEvaluation& e) {
                                                       static_cast<double>(report.steady_state_step_ns)));
   }
   c.stage_peak_bytes.clear();
-  for (const PositionReport& st : report.positions) c.stage_peak_bytes.push_back(st.peak_memory_bytes);
+  c.stage_host_peak_bytes.clear();
+  for (const PositionReport& st : report.positions) {
+    c.stage_peak_bytes.push_back(st.peak_memory_bytes);
+    c.stage_host_peak_bytes.push_back(st.host_peak_bytes);
+  }
   c.peak_bytes = report.peak_memory_bytes();
   c.fits = report.fits();
   c.objective_ns = c.step_ns;

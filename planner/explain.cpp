@@ -213,6 +213,9 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
       layers.push_back({c.plan.stages[s].first_layer, c.plan.stages[s].end_layer});
     }
     stages.push_back({{"layers", layers}, {"devices", c.plan.stages[p].devices}, {"peak_memory_bytes", c.stage_peak_bytes[p]}});
+    if (c.plan.offload.active() && p < c.stage_host_peak_bytes.size()) {
+      stages.back()["host_peak_bytes"] = c.stage_host_peak_bytes[p];
+    }
   }
   Json out = {{"index", c.index},
           {"label", c.label()},

@@ -109,6 +109,7 @@ struct Candidate {
   double bubble_fraction = 0;
   int64_t slowest_stage_ns = 0;  // busiest device's time per micro-batch (partitioner's model)
   std::vector<int64_t> stage_peak_bytes;  // per pipeline position, simulated
+  std::vector<int64_t> stage_host_peak_bytes;  // activation offload: per position, the host peak (fits counts it)
   int64_t peak_bytes = 0;
   bool fits = false;
   // zb-auto: a lower bound of its step (in step_ns; search.cpp, evaluate) could not

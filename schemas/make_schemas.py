@@ -277,7 +277,12 @@ def _define():
              "description": "optional: how the runtime's point-to-point transfers meet compute (blocking: Megatron-LM's "
                             "batched isend/irecv waited on; absent: a plan's p2p, else overlapped)"},
         host_link=obj({"to_host": dict(link, description="device -> host (an offload)"),
-                       "to_device": dict(link, description="host -> device (a reload)")}, ["to_host", "to_device"],
+                       "to_device": dict(link, description="host -> device (a reload)"),
+                       "memory_bytes": integer(1, MAXB, "optional: host memory for each device's offloaded "
+                                                        "activations (simulate and run exit 2 over it)"),
+                       "node_memory_bytes": integer(1, MAXB, "optional: host memory of a node, shared by its "
+                                                             "devices' offloaded activations")},
+                      ["to_host", "to_device"],
                       "optional: each device's own link to host memory, one per direction (activation offload: "
                       "PCIe, NVLink-C2C)"),
         gpu=_gpu_section())
@@ -403,6 +408,8 @@ def _define():
             simulated_ops=integer(0),
             weight_update=string("asynchronous schedules: stash (pipedream) or double-buffer (2bw); absent: flush"),
             offload={"enum": ["all", "selective"], "description": "activation offload policy; absent: none"},
+            host_memory_limit_bytes=integer(1, desc="offload: the hardware's host memory per device; absent: unbounded"),
+            host_node_memory_limit_bytes=integer(1, desc="offload: the hardware's host memory per node; absent: unbounded"),
             optimizer_step={"enum": ["post-validation"],
                             "description": "a flushed schedule simulated with post-validation; absent: synchronized"},
             steps=integer(2, desc="several steps (simulate --steps N, or an asynchronous run): the keys below come with it"),
@@ -435,7 +442,10 @@ def _define():
         "offload": {"enum": ["selective", "all"], "description": "the activation offload the search took because the "
                     "candidate did not fit without it (absent: none, or the request's --offload)"},
         "positions": array(obj({"layers": array(pair(integer(0), "[first, end)")), "devices": array(integer(0)),
-                                "peak_memory_bytes": integer(0)}, ["layers", "devices", "peak_memory_bytes"]))},
+                                "peak_memory_bytes": integer(0),
+                                "host_peak_bytes": integer(0, desc="activation offload: the most held on the host "
+                                                                   "at once (over host_link.memory_bytes: not fitting)")},
+                               ["layers", "devices", "peak_memory_bytes"]))},
         ["index", "label", "stages", "replicas", "microbatches", "microbatch_size", "schedule", "chunks", "recompute",
          "step_ms", "throughput_samples_per_s", "bubble_fraction", "peak_memory_bytes", "fits", "pareto", "rank", "positions"])
     s = head("sweep", "pipescope sweep v1", "Every candidate plan of `pipescope sweep` (PREFIX.json), Pareto front marked.")

@@ -25,6 +25,7 @@
 #include "core/invariant.h"
 #include "core/op_rules.h"
 #include "sim/offload.h"
+#include "sim/sim_report.h"
 #include "sim/sim_steps.h"
 
 namespace pipescope {
@@ -394,62 +395,21 @@ class PipelineSim {
     return true;
   }
 
-  // Position d's row: its layers, busy time and bubble, static and peak bytes.
-  PositionReport position_row(int d) const {
-    PositionReport st;
-    st.index = d;
-    int64_t params = 0;
-    for (int s : stages_of_[d]) {
-      st.layers.emplace_back(c_.stages[s].first_layer, c_.stages[s].end_layer);
-      params += c_.stages[s].parameter_bytes;
-    }
-    st.hardware_devices = c_.position_devices[d];
-    st.busy_ns = busy_[d];
-    st.bubble_fraction = bubble_fraction(static_cast<double>(busy_[d]), 1, static_cast<double>(end_));
-    st.static_bytes = static_bytes(params, c_.optimizer_state_factor);
-    st.weight_bytes = params;
-    st.gradient_bytes = params;
-    st.optimizer_bytes = st.static_bytes - 2 * params;
-    st.peak_activation_bytes = peak_act_[d];
-    st.peak_memory_bytes = st.static_bytes + peak_total_[d];
-    st.weight_versions = peak_versions_[d];
-    st.weight_version_bytes = (peak_versions_[d] - 1) * params;
-    st.transient_bytes = transient_share(st);
-    st.fits = h_.memory_bytes == 0 || st.peak_memory_bytes <= h_.memory_bytes;
-    if (offload_) offload_->fill(st);
-    return st;
-  }
-
   StepReport make_report() {
-    StepReport& r = report_;
-    r.model = o_.model;
-    r.schedule = s_.name;
-    r.num_positions = K_;
-    r.chunks = std::max(1, S_ / K_);
-    r.microbatches = M_;
-    r.microbatch_size = c_.microbatch_size;
-    r.batch_size = c_.batch_size;
-    r.recompute = s_.recompute;
-    r.memory_limit_bytes = h_.memory_bytes;
-    r.microbatches = s_.step_microbatches();
-    r.weight_update = s_.weight_update;
-    if (post_validation_) r.optimizer_step = to_string(OptimizerStep::PostValidation);
-    r.simulated_ops = static_cast<int64_t>(s_.num_ops());
     step_end_.back() = end_;  // the last step ends with the run (its last transfer or optimizer step)
-    set_step_ends(r, step_end_);
-    int64_t total_busy = 0;
-    for (int d = 0; d < K_; ++d) {
-      r.positions.push_back(position_row(d));
-      total_busy += busy_[d];
-    }
-    r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K_, static_cast<double>(end_));
-    add_prediction_notes(r, s_, c_, h_, blocking_, post_validation_);
+    const WalkTotals totals{busy_, peak_act_, peak_total_, peak_versions_, step_end_, end_, stages_of_};
+    fill_prediction(report_, s_, c_, h_, o_, totals, blocking_, post_validation_);
     if (offload_) {
-      r.offload = to_string(o_.offload.policy);
-      r.notes.push_back(offload_note(o_.offload));
-      offload_->write_host_memory(recorder_ ? &r.timeline : nullptr);
+      const int64_t host = report_.host_memory_limit_bytes;
+      for (PositionReport& st : report_.positions) {
+        offload_->fill(st);
+        if (host > 0 && st.host_peak_bytes > host) st.fits = false;  // over host_link.memory_bytes: the planner skips it
+      }
+      report_.offload = to_string(o_.offload.policy);
+      report_.notes.push_back(offload_note(o_.offload));
+      offload_->write_host_memory(recorder_ ? &report_.timeline : nullptr);
     }
-    return std::move(r);
+    return std::move(report_);
   }
 
   const Schedule& s_;
@@ -484,7 +444,7 @@ class PipelineSim {
   std::vector<int64_t> step_end_;       // per step: when its last op (and update) ended
   StepReport report_;
   std::optional<TimelineRecorder> recorder_;
-  std::optional<OffloadWalk> offload_;  // activation offload (sim/offload.h); none without
+  std::optional<SimOffload> offload_;  // activation offload (sim/offload.h); none without
 };
 
 }  // namespace
@@ -497,23 +457,11 @@ std::size_t op_offset(const Schedule& schedule, int device) {
 
 namespace {
 
-// One run, with the plan's offload (sim/offload.h): selective first runs without it to
-// learn each op's start and end, then chooses the stashes that delay nothing.
+// One run, with the plan's offload (sim/offload.h's offload_decision: selective first
+// runs without it to learn each op's start and end, then chooses the stashes that delay nothing).
 StepReport run_sim(const Schedule& s, const CostModel& c, const Hardware& h, const SimOptions& o) {
   if (!o.offload.active()) return PipelineSim(s, c, h, o).run();
-  check_offload(o.offload, s.stages(), h, "--offload");
-  std::vector<int64_t> bytes = offload_all_bytes(s, c, o.offload);
-  if (o.offload.policy == OffloadPolicy::Selective) {
-    std::vector<int64_t> starts, ends;
-    SimOptions plain = o;
-    plain.offload = {};
-    plain.record_timeline = false;
-    plain.op_starts_ns = &starts;
-    plain.op_ends_ns = &ends;
-    PipelineSim(s, c, h, plain).run();
-    bytes = choose_offloads(s, *h.host_link, bytes, starts, ends);
-  }
-  return PipelineSim(s, c, h, o, std::move(bytes)).run();
+  return PipelineSim(s, c, h, o, offload_decision(s, c, h, o)).run();
 }
 
 }  // namespace

@@ -1,23 +1,62 @@
-// Buffers charge their tracker for exactly as long as they live; retag moves the charge.
+// Buffers charge their tracker for exactly as long as they live (while evicted, for their
+// resident part); retag moves the charge between categories, move_to between trackers.
 #include "exec/memory/tensor.h"
+
+#include "core/invariant.h"
 
 namespace pipescope::exec {
 
 Buffer::Buffer(Context ctx, int64_t floats, Category category)
-    : ctx_(ctx), data_(ctx.backend.allocate(floats)), floats_(floats), category_(category) {
-  ctx_.tracker.charge(category_, bytes());
+    : backend_(&ctx.backend), tracker_(&ctx.tracker), data_(ctx.backend.allocate(floats)), floats_(floats),
+      category_(category) {
+  tracker_->charge(category_, bytes());
 }
 
 Buffer::~Buffer() {
-  ctx_.tracker.discharge(category_, bytes());
-  ctx_.backend.deallocate(data_, floats_);
+  tracker_->discharge(category_, resident_bytes());
+  if (data_) backend_->deallocate(data_, floats_ - evicted_);
 }
 
-int64_t Buffer::bytes() const { return floats_ * ctx_.backend.element_bytes(); }
+int64_t Buffer::bytes() const { return floats_ * backend_->element_bytes(); }
+
+int64_t Buffer::resident_bytes() const { return (floats_ - evicted_) * backend_->element_bytes(); }
 
 void Buffer::retag(Category category) {
-  ctx_.tracker.move(category_, category, bytes());
+  tracker_->move(category_, category, resident_bytes());
   category_ = category;
+}
+
+void Buffer::move_to(MemoryTracker& tracker) {
+  if (&tracker == tracker_) return;
+  tracker_->discharge(category_, resident_bytes());
+  tracker_ = &tracker;
+  tracker_->charge(category_, resident_bytes());
+}
+
+void Buffer::evict(int64_t floats) {
+  PS_INVARIANT(evicted_ == 0 && floats > 0 && floats <= floats_, "a buffer evicted twice or past its end");
+  float* rest = nullptr;
+  if (floats < floats_) {
+    rest = backend_->allocate(floats_ - floats);
+    backend_->copy(rest, data_ + floats, floats_ - floats);
+  }
+  backend_->deallocate(data_, floats_);
+  data_ = rest;
+  evicted_ = floats;
+  tracker_->discharge(category_, floats * backend_->element_bytes());
+}
+
+void Buffer::restore(const std::vector<float>& host) {
+  PS_INVARIANT(evicted_ > 0 && static_cast<int64_t>(host.size()) == evicted_, "a buffer restored from the wrong copy");
+  float* whole = backend_->allocate(floats_);
+  backend_->upload(whole, host.data(), evicted_);
+  if (data_) {
+    backend_->copy(whole + evicted_, data_, floats_ - evicted_);
+    backend_->deallocate(data_, floats_ - evicted_);
+  }
+  data_ = whole;
+  tracker_->charge(category_, evicted_ * backend_->element_bytes());
+  evicted_ = 0;
 }
 
 Tensor Tensor::empty(Context ctx, int64_t rows, int64_t cols, Category c) {

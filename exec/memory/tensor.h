@@ -3,6 +3,9 @@
 // the charge); the buffer is freed, and discharged, when the last copy goes away.
 // stash() moves the buffer's bytes into Category::Activations: that is how a layer
 // says "I keep this for my backward" (idempotent: a buffer is charged once).
+// Activation offload (exec/runtime/stage_offload.h) evicts a buffer's first floats to host
+// memory and restores them: while evicted the tracker holds only the resident rest, and
+// the buffer's data must not be read.
 //   Context ctx{backend, tracker};
 //   Tensor x = Tensor::empty(ctx, rows, cols);   // Transient
 //   x.stash();                                  // now counted as activations
@@ -32,15 +35,26 @@ class Buffer {
   void retag(Category category);
   float* data() const { return data_; }
   int64_t floats() const { return floats_; }
-  int64_t bytes() const;  // floats x the backend's element size: what the tracker charges
+  int64_t bytes() const;  // floats x the backend's element size (what the tracker charges when resident)
   Category category() const { return category_; }
-  Backend& backend() const { return ctx_.backend; }
+  Backend& backend() const { return *backend_; }
+  // The charge moves to `tracker` (a tensor received before its op's start is counted from it).
+  void move_to(MemoryTracker& tracker);
+  // Frees the first `floats` floats on the backend (the caller copied them to the host
+  // first); the rest moves to a buffer of its own. restore() brings them back from that
+  // host copy. One eviction at a time.
+  void evict(int64_t floats);
+  void restore(const std::vector<float>& host);
+  int64_t evicted_floats() const { return evicted_; }
 
  private:
-  Context ctx_;
+  int64_t resident_bytes() const;
+  Backend* backend_;
+  MemoryTracker* tracker_;
   float* data_;
   int64_t floats_;
   Category category_;
+  int64_t evicted_ = 0;  // the first floats, on the host while evicted
 };
 
 struct Tensor {

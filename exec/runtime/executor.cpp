@@ -38,6 +38,36 @@ void check_async_runnable(const Schedule& schedule, const RunOptions& options, c
   }
 }
 
+// Activation offload runs where its walk is the simulator's: one worker per position on this
+// process's threads, flushed synchronized steps, whole elements of the cpu backend.
+void check_offload_runnable(const Schedule& schedule, const RunOptions& options, const ReplicaLayout& layout) {
+  const OffloadRun& off = *options.offload;
+  const std::string what = "--offload " + to_string(off.policy);
+  if (options.backend != "cpu" || options.transport != Transport::Threads) {
+    throw InputError(what + ": the executor offloads on the cpu backend's threads transport only (got --backend " +
+                     options.backend + ", --transport " + to_string(options.transport) + ")");
+  }
+  if (layout.replicas > 1) throw InputError(what + ": the executor does not offload replicated stages yet; use --replicas 1");
+  if (schedule.asynchronous() || options.optimizer_step == OptimizerStep::PostValidation) {
+    throw InputError(what + ": the executor offloads flushed steps with a synchronized optimizer step only (got " +
+                     schedule.name + ", --optimizer-step " + to_string(options.optimizer_step) + ")");
+  }
+  const std::size_t slots = static_cast<std::size_t>(schedule.stages()) * schedule.microbatches();
+  if (off.slot_bytes.size() != slots) {
+    throw InputError(what + ": expected one offload byte count per (stage, micro-batch), " + std::to_string(slots) +
+                     ", got " + std::to_string(off.slot_bytes.size()));
+  }
+  const int64_t element = make_backend(options.backend)->element_bytes();
+  for (std::size_t k = 0; k < slots; ++k) {
+    if (off.slot_bytes[k] % element != 0) {
+      throw InputError("--offload-fraction: stage " + std::to_string(k / schedule.microbatches()) + " would offload " +
+                       std::to_string(off.slot_bytes[k]) + " bytes of each stash, not a whole number of the " +
+                       options.backend + " backend's " + std::to_string(element) +
+                       "-byte elements (the executor moves whole elements; pick a fraction that gives them, e.g. 0.5)");
+    }
+  }
+}
+
 }  // namespace
 
 void check_runnable(const Profile& profile, const Plan& plan, const Schedule& schedule,
@@ -57,6 +87,7 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
                      "replicated stages run on the cpu backend only (got --backend " + options.backend + ")");
   }
   if (schedule.asynchronous()) check_async_runnable(schedule, options, layout);
+  if (options.offload) check_offload_runnable(schedule, options, layout);
   const bool post_validation = options.optimizer_step == OptimizerStep::PostValidation && !schedule.asynchronous();
   if (post_validation && (options.transport != Transport::Threads || options.backend != "cpu" || layout.replicas > 1)) {
     throw InputError("--optimizer-step: post-validation runs on the cpu backend's threads transport without "

@@ -138,6 +138,7 @@ class SyncMerge {
     for (const MemorySample& m : workers_.at(layout_.worker(p, memory_replica)).steps.at(pick_).memory) {
       timeline_.memory(p, m.time_ns - t0_, m.activation_bytes, m.transient_bytes);
     }
+    add_host_side(p, workers_.at(layout_.worker(p, 0)).steps.at(pick_), st);
     st.transient_bytes = transient_share(st);
     after_arrival_ = std::max(after_arrival_, summed - last_arrival);
     st.bubble_fraction = bubble_fraction(static_cast<double>(st.busy_ns), 1, static_cast<double>(r_.report.step_ns));
@@ -177,6 +178,17 @@ class SyncMerge {
     st.busy_ns = std::max(st.busy_ns, busy);
   }
 
+  // Activation offload (one replica): the host tracks, the host pool's series and its numbers.
+  void add_host_side(int p, const StepRecord& s, PositionReport& st) {
+    for (const HostTransferRecord& h : s.host_transfers) {
+      timeline_.host_transfer(p, h.to_host, h.stage, h.microbatch, h.start_ns - t0_, h.end_ns - h.start_ns);
+    }
+    for (const auto& [time, bytes] : s.host_memory) timeline_.host_memory(p, time - t0_, bytes);
+    st.offloaded_bytes = s.offloaded_bytes;
+    st.host_peak_bytes = s.host_peak_bytes;
+    st.offload_delay_ns = s.offload_delay_ns;
+  }
+
   static void take_larger_bytes(const WorkerResult& w, PositionReport& st) {
     st.static_bytes = std::max(st.static_bytes, w.static_bytes);
     st.weight_bytes = std::max(st.weight_bytes, w.weight_bytes);
@@ -205,6 +217,12 @@ void add_sync_notes(RunResult& r, const ReplicaLayout& layout, const RunOptions&
   rep.notes.push_back(measured_setup(options, K * R, r.spin_waits) + ", median of " +
                       std::to_string(steps - warmup) + " step(s) after " + std::to_string(warmup) + " warm-up");
   if (options.model_time) rep.notes.push_back(model_time_note(options));
+  if (options.offload) {
+    rep.offload = to_string(options.offload->policy);
+    rep.notes.push_back("offload " + rep.offload + ": each F's chosen stash bytes were copied into the worker's host "
+                        "pool and freed on the device once the host link's copy ended, and copied back from the start "
+                        "of the op before the one that needs them (the simulator's rule, on the run's clock)");
+  }
   if (std::string where = placement_note(options.backend, K); !where.empty()) rep.notes.push_back(where);
   if (R > 1) {
     rep.notes.push_back("every stage runs as r = " + std::to_string(R) + " replicas (" + std::to_string(K * R) +

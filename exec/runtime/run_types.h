@@ -11,6 +11,7 @@
 
 #include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/offload.h"
 #include "core/plan.h"
 #include "core/report.h"
 #include "core/schedule.h"
@@ -65,6 +66,16 @@ enum class PinMode : uint8_t { Auto, On, Off };
 std::string to_string(PinMode pin);             // "auto", "on", "off"
 PinMode parse_pin_mode(const std::string& name);  // throws InputError naming --pin
 
+// Activation offload on the run (exec/runtime/stage_offload.h): which slots go is the
+// prediction's decision (sim/offload.h's offload_decision, which `pipescope run` calls), when
+// they go and come back core/offload_walk.h's rule on the host link. The cpu backend's
+// threads transport, flushed synchronized steps, unreplicated stages.
+struct OffloadRun {
+  OffloadPolicy policy = OffloadPolicy::All;
+  HostLink link;
+  std::vector<int64_t> slot_bytes;  // per (stage, micro-batch) slot, stage * M + mb: what its F offloads
+};
+
 struct RunOptions {
   std::string backend = "cpu";
   int steps = 3;
@@ -98,6 +109,7 @@ struct RunOptions {
   // instead of the steady clock's, so the run's times equal the simulator's prediction.
   std::optional<Hardware> model_time;
   std::optional<PoisonGradient> poison_gradient;
+  std::optional<OffloadRun> offload;
 
   int warmup_steps() const { return warmup >= 0 ? warmup : (steps > 1 ? 1 : 0); }
   // Whether waits spin, given how many devices run on this machine.
@@ -126,6 +138,13 @@ struct TransferRecord {
   int64_t start_ns, end_ns;
 };
 
+// An offload (to the host) or a reload of (stage, micro-batch)'s stash on the worker's host tracks.
+struct HostTransferRecord {
+  bool to_host;
+  int stage, microbatch;
+  int64_t start_ns, end_ns;
+};
+
 struct StepRecord {
   int64_t origin_ns = 0;  // this worker's clock right after the step's start barrier
   std::vector<OpRecord> ops;
@@ -137,6 +156,11 @@ struct StepRecord {
   double loss = 0;  // last stage: this step's loss (mean squared error over the mini-batch)
   int64_t peak_activation_bytes = 0;
   int64_t peak_total_bytes = 0;
+  // Activation offload (RunOptions::offload): the host tracks, the host pool's series
+  // (time, bytes held) and peak, the bytes sent and how long late reloads held up ops.
+  std::vector<HostTransferRecord> host_transfers;
+  std::vector<std::pair<int64_t, int64_t>> host_memory;
+  int64_t host_peak_bytes = 0, offloaded_bytes = 0, offload_delay_ns = 0;
 };
 
 // Under an asynchronous schedule the worker runs its op list once (all the schedule's

@@ -5,6 +5,7 @@
 // asynchronous schedule the weight versions change only at the ends of such ops, in
 // WeightVersions' order (drop, keep, optimizer step), exactly when the simulator's do.
 #include "exec/runtime/stage_worker.h"
+#include "exec/runtime/stage_state.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 #include "core/error.h"
@@ -28,24 +30,6 @@ int64_t thread_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 }  // namespace
-
-struct StageWorker::MicroState {
-  Tensor input;                    // the stage input kept under re-materialisation
-  std::vector<LayerStash> stashes;  // one per layer
-  Tensor loss_grad;                // last stage: dLoss/dOutput, from F until B
-};
-
-struct StageWorker::StageState {
-  int first_layer = 0;
-  StageLayers layers;
-  std::vector<MicroState> micro;
-  std::vector<Parameter*> parameters;
-  // Asynchronous schedules only: the version rules, the kept versions' copies (version ->
-  // one tensor per entry of `parameters`) and the stage's own optimizer.
-  std::optional<WeightVersions> versions;
-  std::map<int, std::vector<Tensor>> kept;
-  std::unique_ptr<Optimizer> optimizer;
-};
 
 StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
     : setup_(setup),
@@ -76,6 +60,12 @@ StageWorker::StageWorker(const WorkerSetup& setup, Endpoint& endpoint)
     stages_[s] = std::move(st);
   }
   if (!sched.asynchronous()) optimizer_ = std::make_unique<Optimizer>(ctx, parameters_, setup_.options.optimizer);
+  if (const auto& off = setup_.options.offload) {
+    offload_ = std::make_unique<StageOffload>(sched, *off, position_, [this](int stage, int mb) {
+      const MicroState& ms = stages_.at(stage)->micro.at(mb);
+      return stash_buffers(ms.input, ms.stashes);
+    });
+  }
   result_.device = setup_.worker;
   result_.static_bytes = tracker_.current_total();
   result_.weight_bytes = tracker_.current(Category::Parameters);
@@ -106,7 +96,7 @@ void StageWorker::sample_memory(StepRecord& record, int64_t at, int64_t activati
 Tensor StageWorker::upload_input(int m) {
   const int64_t b = microbatch_size_;
   const int64_t features = stages_[0]->layers.front()->in_features();
-  Context ctx{*backend_, tracker_};
+  Context ctx{*backend_, offload_ ? staging_ : tracker_};  // offload: counted from the op's start
   return Tensor::from_host(ctx, b * sequence_, features,
                            input_data(layout_.first_sample(m, replica_), b, sequence_, features));
 }
@@ -211,11 +201,14 @@ void StageWorker::run_steps() {
     if (setup_.model_clock) clock_ = setup_.model_clock->reached(step);
     record.origin_ns = now();
     tracker_.reset_peaks();
-    for (const Op& op : setup_.schedule.position_ops[position_]) {
-      current_ = op;
-      run_op(op, step, record);
+    if (offload_) offload_->start_step();
+    const std::vector<Op>& ops = setup_.schedule.position_ops[position_];
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      current_ = ops[i];
+      run_op(ops[i], i, step, record);
     }
     current_ = Op{OpKind::Forward, -1, -1};
+    if (offload_) offload_->finish_step(record);
     endpoint_.flush(deadline());
     allreduce_gradients(record);
     keep_step_gradients(step);
@@ -241,96 +234,6 @@ void StageWorker::keep_step_gradients(int step) {
   }
 }
 
-Endpoint::Validation StageWorker::local_validation() const {
-  Endpoint::Validation v;
-  for (const Parameter* p : parameters_) {
-    for (float g : p->grad.to_host()) {
-      v.finite = v.finite && std::isfinite(g);
-      v.norm_sq += static_cast<double>(g) * g;
-    }
-  }
-  return v;
-}
-
-void StageWorker::run_step_ops(int step, StepRecord& record) {
-  const int M = setup_.schedule.microbatches();
-  const std::size_t ops0 = record.ops.size(), transfers0 = record.transfers.size();
-  for (const Op& op : setup_.schedule.position_ops[position_]) {
-    current_ = op;
-    run_op(op, step, record);
-  }
-  current_ = Op{OpKind::Forward, -1, -1};
-  endpoint_.flush(deadline());
-  // The simulator numbers step t's micro-batch n as t M + n when it runs steps back to back.
-  for (std::size_t i = ops0; i < record.ops.size(); ++i) record.ops[i].microbatch += step * M;
-  for (std::size_t i = transfers0; i < record.transfers.size(); ++i) record.transfers[i].microbatch += step * M;
-}
-
-// Post-validation: one barrier, then the steps back to back. The check of step t - 1 is
-// awaited after step t's ops, so it runs behind them; until it passes, the parameters and
-// optimizer state from before step t - 1's update are kept (`before`). Every worker sees
-// the same check results, so all of them redo the same steps and their messages match.
-void StageWorker::run_post_validation() {
-  const RunOptions& o = setup_.options;
-  const int steps = o.steps;
-  std::vector<StepRecord> records(static_cast<std::size_t>(steps));
-  endpoint_.barrier(deadline(), "the start of the run");
-  const int64_t origin = now();
-  for (StepRecord& r : records) r.origin_ns = origin;
-  tracker_.reset_peaks();
-  int seq = 0;         // check sequence number: one per optimizer step taken
-  int pending = -1;    // the step whose check is still out
-  Optimizer::State before;
-  bool poisoned = false;
-  auto settle = [&] {  // awaits the pending check; true when it failed (restored)
-    if (pending < 0) return false;
-    const Endpoint::Validation v = endpoint_.await_validation(seq - 1, deadline());
-    const bool failed = !v.finite || !std::isfinite(v.norm_sq);
-    if (failed) {
-      optimizer_->restore(before);
-      result_.rolled_back_steps.push_back(pending);
-    } else {
-      result_.gradient_norms.push_back(std::sqrt(v.norm_sq));
-    }
-    pending = -1;
-    return failed;
-  };
-  for (step_ = 0; step_ < steps; ++step_) {
-    const int step = step_;
-    run_step_ops(step, records[step]);
-    if (settle()) {  // step - 1 was rolled back: this step ran on its weights
-      const int64_t keep = records[step].origin_ns;
-      records[step] = StepRecord{};
-      records[step].origin_ns = keep;
-      run_step_ops(step, records[step]);
-    }
-    keep_step_gradients(step);
-    if (o.poison_gradient && o.poison_gradient->step == step && !poisoned && replica_ == 0 &&
-        o.poison_gradient->stage < static_cast<int>(stages_.size()) && stages_[o.poison_gradient->stage]) {
-      Parameter* p = stages_[o.poison_gradient->stage]->parameters.at(0);
-      backend_->fill(p->grad.data(), std::numeric_limits<float>::quiet_NaN(), 1);
-      poisoned = true;
-    }
-    const Endpoint::Validation mine = local_validation();
-    endpoint_.post_validation(seq++, mine.norm_sq, mine.finite);
-    pending = step;
-    const int64_t t0 = now();
-    before = optimizer_->save();  // measured with the update: what keeping the copy costs
-    optimizer_->step();
-    if (setup_.model_clock) clock_ += setup_.model_clock->optimizer_ns(position_);
-    records[step].updates.push_back({setup_.schedule.stages_of(position_).front(), -1, t0, now()});
-    records[step].optimizer_start_ns = t0;
-    records[step].optimizer_ns = now() - t0;
-    sample_memory(records[step]);
-  }
-  settle();
-  for (StepRecord& r : records) {
-    r.peak_activation_bytes = tracker_.peak(Category::Activations);
-    r.peak_total_bytes = tracker_.peak_total();
-  }
-  result_.steps = std::move(records);
-}
-
 // One barrier, then every step's ops in the device's order; each op's records go under
 // its micro-batch's step, all with the run's one origin. The peaks are the run's.
 void StageWorker::run_async() {
@@ -340,10 +243,11 @@ void StageWorker::run_async() {
   const int64_t origin = now();
   for (StepRecord& r : records) r.origin_ns = origin;
   tracker_.reset_peaks();
-  for (const Op& op : sched.position_ops[position_]) {
+  for (std::size_t i = 0; i < sched.position_ops[position_].size(); ++i) {
+    const Op& op = sched.position_ops[position_][i];
     current_ = op;
     step_ = sched.step_of(op.microbatch);
-    run_op(op, step_, records[step_]);
+    run_op(op, i, step_, records[step_]);
   }
   current_ = Op{OpKind::Forward, -1, -1};
   endpoint_.flush(deadline());
@@ -412,7 +316,7 @@ Tensor StageWorker::op_input(const Op& op) {
   StageState& st = *stages_.at(op.stage);
   MicroState& ms = st.micro[op.microbatch];
   if (auto in = op_receives(op, sched.stages())) {
-    Context ctx{*backend_, tracker_};
+    Context ctx{*backend_, offload_ ? staging_ : tracker_};
     const int64_t rows = microbatch_size_ * sequence_;
     const int64_t cols = in->kind == MessageKind::Activation ? st.layers.front()->in_features()
                                                              : st.layers.back()->out_features();
@@ -495,12 +399,26 @@ Tensor StageWorker::compute(const Op& op, Tensor x, StepRecord& record) {
   return Tensor{};
 }
 
-void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
+// The offload walk's part of an op's start: the offloads that reached the host leave the
+// device, the reload for the next op starts, the op waits for its own reload; only then is
+// its received input counted (the simulator's order: releases, reload, then the op's peak).
+void StageWorker::offload_op_start(std::size_t index, Tensor& x) {
+  const int64_t start = offload_->before_op(index, now());
+  if (setup_.model_clock) {
+    clock_ = start;
+  } else {
+    while (now() < start) std::this_thread::yield();  // the reload's copy has not ended yet
+  }
+  if (x.defined()) x.buffer->move_to(tracker_);
+}
+
+void StageWorker::run_op(const Op& op, std::size_t index, int step, StepRecord& record) {
   const bool drop_output = injected_fault(op, step);
   const Schedule& sched = setup_.schedule;
+  Tensor x = op_input(op);
+  if (offload_) offload_op_start(index, x);
   tracker_.start_window();  // the op's highest point: its input, workspace and output included
   const int64_t act0 = tracker_.current(Category::Activations);
-  Tensor x = op_input(op);
   StageState& st = *stages_.at(op.stage);
   // The weights the op runs on: under a flush those after `step` optimizer steps.
   const int version = st.versions ? st.versions->use(op) : step;
@@ -511,6 +429,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
   if (setup_.model_clock) clock_ += setup_.model_clock->op_ns(op);
   const int64_t t1 = now(), c1 = thread_cpu_ns();
   if (swapped) swap_version(st, version);
+  if (offload_) offload_->settle(t1);
   if (op_frees(op.kind)) st.micro[op.microbatch] = MicroState{};
   record.ops.push_back({op.kind, op.stage, op.microbatch, t0, t1, c1 - c0, version});
   if (auto msg = op_sends(op, sched.stages()); msg && !drop_output) {
@@ -524,6 +443,7 @@ void StageWorker::run_op(const Op& op, int step, StepRecord& record) {
     record.transfers.push_back({setup_.worker, to, msg->to_stage, op.microbatch, s0, setup_.model_clock ? s1 : now()});
   }
   out = Tensor{};  // sent: what the op leaves held is what remains
+  if (offload_ && op.kind == OpKind::Forward) offload_->after_forward(index, t0, t1);
   sample_memory(record, t0, act0);
   sample_memory(record);
   if (st.versions) update_weights(op, record);

@@ -33,6 +33,8 @@
 // step t, which ran on the skipped update's weights, runs again.
 // In model time (RunOptions::model_time) every time the worker records is its own clock
 // of exec/runtime/model_clock.h, never the steady clock.
+// Activation offload (RunOptions::offload): exec/runtime/stage_offload.h moves the stashes;
+// a received tensor is counted from its op's start (after the offloads settled there).
 //   StageWorker w(setup, hub.endpoint(d));  WorkerResult r = w.run();
 #pragma once
 
@@ -46,6 +48,7 @@
 #include "exec/runtime/model_clock.h"
 #include "exec/runtime/replica_layout.h"
 #include "exec/runtime/run_types.h"
+#include "exec/runtime/stage_offload.h"
 #include "exec/transport/transport.h"
 
 namespace pipescope::exec {
@@ -77,7 +80,8 @@ class StageWorker {
   void keep_step_gradients(int step);  // step 0's gradients for the gradient check
   Endpoint::Validation local_validation() const;  // this worker's squared gradient norm, all finite
   int64_t now();  // the steady clock's ns, or in model time the worker's clock
-  void run_op(const Op& op, int step, StepRecord& record);
+  void run_op(const Op& op, std::size_t index, int step, StepRecord& record);  // index: in the position's op list
+  void offload_op_start(std::size_t index, Tensor& x);  // the walk's op start; then x is counted
   void swap_version(StageState& st, int version);  // the layers run on `version` (or back)
   void update_weights(const Op& op, StepRecord& record);
   bool injected_fault(const Op& op, int step) const;  // true: drop the op's output
@@ -98,6 +102,8 @@ class StageWorker {
   Endpoint& endpoint_;
   std::unique_ptr<Backend> backend_;
   MemoryTracker tracker_;
+  MemoryTracker staging_;  // offload: a received tensor until its op starts
+  std::unique_ptr<StageOffload> offload_;
   int64_t microbatch_size_;
   int64_t sequence_ = 1;
   std::vector<std::unique_ptr<StageState>> stages_;  // indexed by model stage; null when not ours

@@ -57,6 +57,42 @@ TEST(HostLink, BadInputNamesTheField) {
             std::string::npos);
 }
 
+// host_link's memory_bytes and node_memory_bytes: read, written back, bad values named.
+TEST(HostLink, HostMemoryReadWrittenBackAndChecked) {
+  const std::string text = testing::replaced(kHardware, "\"latency_us\": 3.0}", "\"latency_us\": 3.0}, \"memory_bytes\": 4000, \"node_memory_bytes\": 6000");
+  const Hardware h = read_hardware(text);
+  EXPECT_EQ(h.host_link->memory_bytes, 4000);
+  EXPECT_EQ(h.host_link->node_memory_bytes, 6000);
+  const Hardware again = hardware_from_json(JsonReader::from_text(hardware_to_json(h).dump(), "again.json"));
+  EXPECT_EQ(again.host_link->memory_bytes, 4000);
+  EXPECT_EQ(again.host_link->node_memory_bytes, 6000);
+  EXPECT_EQ(read_hardware(kHardware).host_link->memory_bytes, 0);  // absent: unbounded
+  EXPECT_NE(input_error_of([&] { read_hardware(testing::replaced(text, "4000", "0")); }).find("h.json: host_link.memory_bytes:"),
+            std::string::npos);
+  EXPECT_NE(input_error_of([&] { read_hardware(testing::replaced(text, "6000", "\"a lot\"")); })
+                .find("h.json: host_link.node_memory_bytes:"),
+            std::string::npos);
+  // Two positions on devices 0 and 1 of one node (no "nodes": one node): 3000 and 3500
+  // bytes at their host peaks fit 4000 each, but 6500 together exceed the node's 6000.
+  StepReport r;
+  r.offload = "all";
+  r.positions.resize(2);
+  r.positions[0].host_peak_bytes = 3000;
+  r.positions[0].hardware_devices = {0};
+  r.positions[1].index = 1;
+  r.positions[1].host_peak_bytes = 3500;
+  r.positions[1].hardware_devices = {1};
+  EXPECT_EQ(input_error_of([&] { check_host_capacity(r, h, "--host-capacity report"); }),
+            "h.json: host_link.node_memory_bytes: the positions on node 0 hold 6500 bytes on the host at their peaks "
+            "together, over the 6000 the file gives each node (--host-capacity report to report it only)");
+  r.positions[1].host_peak_bytes = 4001;
+  EXPECT_EQ(input_error_of([&] { check_host_capacity(r, h, "--host-capacity report"); }),
+            "h.json: host_link.memory_bytes: position 1 holds 4001 bytes on the host at its peak, over the 4000 the "
+            "file gives each device (--host-capacity report to report it only)");
+  r.positions[1].host_peak_bytes = 2999;  // 5999 together: fits both
+  EXPECT_EQ(input_error_of([&] { check_host_capacity(r, h, "--host-capacity report"); }), "");
+}
+
 TEST(OffloadPlan, ReadAndWrittenBack) {
   const Plan p = read_plan(kPlan);
   EXPECT_EQ(p.offload.policy, OffloadPolicy::All);
