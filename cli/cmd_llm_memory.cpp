@@ -17,7 +17,7 @@ namespace pipescope::cli {
 
 namespace {
 
-Json stage_json(const StageMemory& st) {
+Json stage_json(const RankMemory& st) {
   return {{"rank", st.rank},
           {"layers", st.layers},
           {"embedding", st.embedding},
@@ -46,7 +46,7 @@ void print_table(const TransformerShape& s, const ParallelLayout& l, const LlmMe
   std::printf("%4s %6s %14s %11s %11s %11s %11s %11s  (GiB per GPU)\n", "rank", "layers", "params/GPU", "weights",
               "grads", "optimizer", "activations", "total");
   constexpr double kGiB = 1024.0 * 1024 * 1024;
-  for (const StageMemory& st : m.stages) {
+  for (const RankMemory& st : m.stages) {
     std::printf("%4d %4d%s %14.0f %11.2f %11.2f %11.2f %11.2f %11.2f\n", st.rank, st.layers,
                 st.embedding ? (st.head ? "EH" : "E ") : (st.head ? " H" : "  "), st.parameters,
                 st.parameter_bytes / kGiB, st.gradient_bytes / kGiB, st.optimizer_bytes / kGiB,
@@ -69,7 +69,7 @@ void run(const LlmMemoryArgs& a) {
   const LlmMemory m = llm_memory(s, l);
   if (!a.json) return print_table(s, l, m, job.notes);
   Json stages = Json::array();
-  for (const StageMemory& st : m.stages) stages.push_back(stage_json(st));
+  for (const RankMemory& st : m.stages) stages.push_back(stage_json(st));
   const Json out = {{"format", "pipescope.llm-memory"}, {"version", 1}, {"model", s.name},
                     {"layout", layout_to_json(l)}, {"gpus", job.gpus}, {"framework", a.flags.framework},
                     {"padded_vocabulary", s.vocabulary}, {"layer_activation_bytes", json_number(m.layer_activation_bytes)},

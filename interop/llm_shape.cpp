@@ -36,7 +36,7 @@ std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int
     const std::string type = type_of(l);
     if (type == "embedding" || type == "hf_embedding" || type == "lm_head" || type == "hf_lm_head") {
       vocabulary = std::max(vocabulary, spec_int(l.spec, "vocabulary"));
-      if (type == "hf_lm_head") tied = spec_bool(l.spec, "tied", tied);
+      if (type == "hf_lm_head" || type == "lm_head") tied = spec_bool(l.spec, "tied", tied);
       continue;
     }
     if (type != "transformer_block" && type != "hf_decoder_layer") {
@@ -54,15 +54,15 @@ std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int
   s.vocabulary = padded_vocabulary(vocabulary, t);
   s.tied_embeddings = tied;
   s.bias_linear = spec_bool(b, "bias_linear", true);
-  if (b["type"] == "hf_decoder_layer") {
-    s.swiglu = true, s.rms_norm = true;
-    s.kv_heads = spec_int(b, "kv_heads");
-    s.ffn_hidden = spec_int(b, "ffn_hidden");
-    s.qkv_bias = spec_bool(b, "qkv_bias", false);
-    const int head_dim = spec_int(b, "head_dim");
-    if (head_dim > 0 && head_dim * s.heads != s.hidden) s.kv_channels = head_dim;
-    s.experts = spec_int(b, "experts"), s.moe_topk = spec_int(b, "moe_topk");
-  }
+  // Hugging Face decoders are SwiGLU + RMSNorm; a GPT block says so when it is (llm-plan's).
+  const bool hf = b["type"] == "hf_decoder_layer";
+  s.swiglu = spec_bool(b, "swiglu", hf), s.rms_norm = spec_bool(b, "rms_norm", hf);
+  s.kv_heads = spec_int(b, "kv_heads");
+  s.ffn_hidden = spec_int(b, "ffn_hidden");
+  s.qkv_bias = spec_bool(b, "qkv_bias", false);
+  const int head_dim = spec_int(b, "head_dim");
+  if (head_dim > 0 && head_dim * s.heads != s.hidden) s.kv_channels = head_dim;
+  s.experts = spec_int(b, "experts"), s.moe_topk = spec_int(b, "moe_topk");
   return s;
 }
 

@@ -51,7 +51,7 @@ std::vector<std::vector<int>> layers_of_ranks(const TransformerShape& shape, con
 
 // Parameters per GPU of rank k: its layers, the embedding (rank 0), the final norm and
 // the output layer (rank p - 1: Megatron keeps a copy of tied word embeddings there too).
-void add_parameters(StageMemory& st, const TransformerShape& shape, const ParallelLayout& l,
+void add_parameters(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l,
                     const std::vector<int>& layers) {
   const double t = l.t, vh = static_cast<double>(shape.vocabulary) * shape.hidden;
   const double norm = (shape.rms_norm ? 1.0 : 2.0) * shape.hidden;
@@ -81,7 +81,7 @@ void add_parameters(StageMemory& st, const TransformerShape& shape, const Parall
 // interleaved: chunk 0 holds min(M, 2 p) at the peak, two rounds of p forwards before its
 // first backward), one micro-batch of the head on rank p - 1, and under full recompute
 // the one layer being recomputed.
-void add_activations(StageMemory& st, const TransformerShape& shape, const ParallelLayout& l) {
+void add_activations(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l) {
   const int chunks = in_flight_chunks(l, st.rank);
   st.in_flight = static_cast<double>(chunks) / l.v;
   st.activation_bytes = st.in_flight * st.layers * layer_activation_bytes(shape, l);
@@ -157,7 +157,7 @@ int in_flight_chunks(const ParallelLayout& l, int rank) {
 
 double LlmMemory::peak() const {
   double out = 0;
-  for (const StageMemory& st : stages) out = std::max(out, st.total());
+  for (const RankMemory& st : stages) out = std::max(out, st.total());
   return out;
 }
 
@@ -166,7 +166,7 @@ LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout
   out.layer_activation_bytes = layer_activation_bytes(shape, layout);
   const std::vector<std::vector<int>> ranks = layers_of_ranks(shape, layout);
   for (int k = 0; k < layout.p; ++k) {
-    StageMemory st;
+    RankMemory st;
     st.rank = k;
     st.layers = static_cast<int>(ranks[static_cast<std::size_t>(k)].size());
     st.embedding = k == 0;

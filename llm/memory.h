@@ -33,7 +33,9 @@ double layer_activation_bytes(const TransformerShape& shape, const ParallelLayou
 double embedding_activation_bytes(const TransformerShape& shape, const ParallelLayout& layout);
 double head_activation_bytes(const TransformerShape& shape, const ParallelLayout& layout);
 
-struct StageMemory {
+// What each GPU of one pipeline rank keeps (not core/op_rules.h's StageMemory, which is
+// one op's bytes over a stage's layers).
+struct RankMemory {
   int rank = 0;                 // pipeline rank 0 .. p - 1
   int layers = 0;               // over its v chunks
   bool embedding = false, head = false;
@@ -46,7 +48,7 @@ struct StageMemory {
 };
 
 struct LlmMemory {
-  std::vector<StageMemory> stages;  // one per pipeline rank
+  std::vector<RankMemory> stages;  // one per pipeline rank
   double layer_activation_bytes = 0;
   double peak() const;              // the largest stage total
 };

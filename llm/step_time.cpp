@@ -67,6 +67,23 @@ std::vector<LayerTime> transformer_layers(const TransformerShape& shape, const P
   return out;
 }
 
+// The shape in the specs `profile synth` writes (interop/llm_shape.h reads them back), so
+// that an `llm-plan --out` profile exports and shows as the model it is: roles for the
+// exporters (embedding, transformer_block, lm_head), Megatron's shape for memory.
+Json block_spec(const TransformerShape& s) {
+  Json j = {{"type", "transformer_block"}, {"hidden", s.hidden},       {"heads", s.heads},
+            {"sequence", s.sequence},      {"swiglu", s.swiglu},       {"rms_norm", s.rms_norm},
+            {"bias_linear", s.bias_linear}, {"qkv_bias", s.qkv_bias}};
+  if (s.kv_heads > 0) j["kv_heads"] = s.kv_heads;
+  if (s.ffn_hidden > 0) j["ffn_hidden"] = s.ffn_hidden;
+  if (s.kv_channels > 0) j["head_dim"] = s.kv_channels;
+  if (s.experts > 0) {
+    j["experts"] = s.experts;
+    j["moe_topk"] = s.moe_topk;
+  }
+  return j;
+}
+
 }  // namespace
 
 int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters) {
@@ -87,12 +104,16 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   p.batch_sizes = {static_cast<double>(l.micro_batch)};
   const LayerTime emb = embedding_time(shape, l, gpu), head = head_time(shape, l, gpu);
   p.layers.push_back(layer_profile("embedding", emb, send, optimizer_step_ns(gpu, sharded(emb.parameters, l))));
+  p.layers.back().spec = {{"type", "embedding"}, {"vocabulary", shape.vocabulary}, {"hidden", shape.hidden}};
   const std::vector<LayerTime> layers = transformer_layers(shape, l, gpu);
+  const Json block = block_spec(shape);
   for (int i = 0; i < shape.layers; ++i) {
     const LayerTime& t = layers[static_cast<std::size_t>(i)];
     p.layers.push_back(layer_profile("layers." + std::to_string(i), t, send, optimizer_step_ns(gpu, sharded(t.parameters, l))));
+    p.layers.back().spec = block;
   }
   p.layers.push_back(layer_profile("head", head, 0, optimizer_step_ns(gpu, sharded(head.parameters, l))));
+  p.layers.back().spec = {{"type", "lm_head"}, {"vocabulary", shape.vocabulary}, {"tied", shape.tied_embeddings}};
   Plan& plan = out.plan;
   plan.microbatches = l.microbatches;
   plan.batch_size = static_cast<int64_t>(l.micro_batch) * l.microbatches;

@@ -24,7 +24,7 @@ std::optional<std::vector<LlmMemoryBar>> plan_llm_memory(const Profile& profile,
     if (!shape) return fail(reason);
     const LlmMemory memory = llm_memory(*shape, validate_layout(*shape, *layout, layout->gpus()));
     std::vector<LlmMemoryBar> bars;
-    for (const StageMemory& s : memory.stages) {
+    for (const RankMemory& s : memory.stages) {
       bars.push_back({s.rank, {s.parameter_bytes, s.gradient_bytes, s.optimizer_bytes, s.activation_bytes}});
     }
     return bars;

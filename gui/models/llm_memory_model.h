@@ -30,8 +30,6 @@ struct LlmMemoryBar {
 // llm_memory(shape, layout) of the plan's layout over the profile's model
 // (interop/llm_shape.h), validated as Megatron-LM checks it, one bar per pipeline rank;
 // nullopt with `why` for a plan without a layout or a model the specs do not state.
-// (llm/memory.h stays out of this header: its StageMemory shares a name with
-// core/op_rules.h's, which the other models include.)
 std::optional<std::vector<LlmMemoryBar>> plan_llm_memory(const Profile& profile, const Plan& plan, QString* why = nullptr);
 
 class LlmMemoryModel : public QAbstractTableModel {

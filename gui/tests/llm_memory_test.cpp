@@ -5,8 +5,7 @@
 // distributed optimizer), the model passes QAbstractItemModelTester, a plan without a
 // layout has no rows and says why, and the view draws rank 0's bar with parameters at the
 // bottom and activations on top, offscreen. (The main window's part:
-// llm_memory_window_test.cpp, apart because main_window.h reaches core/op_rules.h, whose
-// StageMemory shares its name with llm/memory.h's.)
+// llm_memory_window_test.cpp.)
 #include <QAbstractItemModelTester>
 #include <QImage>
 #include <QtTest>
@@ -66,7 +65,7 @@ class LlmMemoryTest : public QObject {
     const LlmMemory ref = llm_memory(shape, validate_layout(shape, layout(), 8));
     for (int r = 0; r < 2; ++r) {
       const LlmMemoryBar& b = m.bars()[r];
-      const StageMemory& s = ref.stages[r];
+      const RankMemory& s = ref.stages[r];
       QCOMPARE(b.rank, r);
       QCOMPARE(b.parts[0], s.parameter_bytes);
       QCOMPARE(b.parts[3], s.activation_bytes);

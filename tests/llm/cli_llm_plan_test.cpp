@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/json_reader.h"
@@ -74,6 +75,31 @@ TEST(CliLlmPlan, OutWritesTheBestAsAV2PlanWithItsLayout) {
   EXPECT_EQ(layout_to_json(*plan_layout(plan)), j["best"][0]["layout"]);
   EXPECT_EQ(plan.microbatches, j["best"][0]["layout"]["microbatches"].get<int>());
   EXPECT_TRUE(std::filesystem::is_regular_file(dir + "/best.profile.json"));
+  std::filesystem::remove_all(dir);
+}
+
+// The profile beside the plan names each layer's role and the shape, so the Megatron
+// export counts 8 decoder layers (not 10: the embedding and the head are layers of the
+// profile, not of --num-layers) and carries the layout's t.
+TEST(CliLlmPlan, OutExportsToMegatronWithTheModelsLayerCount) {
+  const std::string dir = ::testing::TempDir() + "llm_plan_export";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/best.json";
+  const auto r = run_cli(kSmall + " --json --top 1 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const int t = Json::parse(r.out)["best"][0]["layout"]["t"].get<int>();
+  const auto e = run_cli("export --plan " + out + " --to megatron");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("--num-layers 8"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("= tensor " + std::to_string(t) + " x pipeline"), std::string::npos) << e.out;  // t = 1: no flag
+  std::ifstream in(dir + "/best.profile.json");
+  const Json profile = Json::parse(in);
+  EXPECT_EQ(profile["layers"][0]["spec"]["type"], "embedding");
+  EXPECT_EQ(profile["layers"][1]["spec"]["type"], "transformer_block");
+  EXPECT_EQ(profile["layers"][1]["spec"]["kv_heads"], 4);
+  EXPECT_EQ(profile["layers"][1]["spec"]["swiglu"], true);
+  EXPECT_EQ(profile["layers"][9]["spec"]["type"], "lm_head");
+  EXPECT_EQ(profile["layers"][9]["spec"]["tied"], false);
   std::filesystem::remove_all(dir);
 }
 

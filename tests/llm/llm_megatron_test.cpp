@@ -76,7 +76,7 @@ ParallelLayout layout(int t, bool sp, int d, int p, Sharding z) {
 // Compares rank 0 with the restated formula under the stated differences.
 void expect_agrees(const TransformerShape& s, const ParallelLayout& l, const std::string& what) {
   const ParallelLayout ok = validate_layout(s, l, l.gpus());
-  const StageMemory r0 = llm_memory(s, ok).stages[0];
+  const RankMemory r0 = llm_memory(s, ok).stages[0];
   const Megatron m = megatron(s, ok);
   const double norm = (s.rms_norm ? 1.0 : 2.0) * s.hidden;
   const double per = ok.sharding == Sharding::DistributedOptimizer ? 6 + 12.0 / ok.d : 18;
@@ -132,7 +132,7 @@ TEST(LlmMegatronCrossCheck, OneStageIncludesTheHead) {
   // p = 1: the formula adds the head's 4 s b h (1 + V / h) / t under SP; so does pipescope.
   const TransformerShape s = testing::llama3_8b();
   expect_agrees(s, layout(4, true, 16, 1, Sharding::DistributedOptimizer), "llama-3-8b t4 p1 sp dist-opt");
-  const StageMemory r0 = llm_memory(s, layout(4, true, 16, 1, Sharding::DistributedOptimizer)).stages[0];
+  const RankMemory r0 = llm_memory(s, layout(4, true, 16, 1, Sharding::DistributedOptimizer)).stages[0];
   EXPECT_DOUBLE_EQ(megatron(s, layout(4, true, 16, 1, Sharding::DistributedOptimizer)).activations,
                    r0.activation_bytes);
 }
@@ -143,7 +143,7 @@ TEST(LlmMegatronCrossCheck, InterleavedDiffersOnlyInTheEmbeddingsMicroBatches) {
   ParallelLayout l = layout(4, true, 1, 4, Sharding::None);
   l.v = 2, l.microbatches = 16;
   const ParallelLayout ok = validate_layout(s, l, 16);
-  const StageMemory r0 = llm_memory(s, ok).stages[0];
+  const RankMemory r0 = llm_memory(s, ok).stages[0];
   const double factor = 1 + 3.0 / 8;  // 1 + (p - 1) / (p v)
   const double emb = embedding_activation_bytes(s, ok);
   // pipescope: 2 p = 8 micro-batches of the embedding; Megatron: factor x p = 5.5.

@@ -59,7 +59,7 @@ TEST(LlmMemory, ParameterCountsArePublishedOnes) {
   ParallelLayout l;
   l.t = 2, l.p = 4, l.d = 1;
   double sum = 0;
-  for (const StageMemory& st : llm_memory(l8, l).stages) sum += st.parameters;
+  for (const RankMemory& st : llm_memory(l8, l).stages) sum += st.parameters;
   const double replicated = 32 * 8192.0 + 4096;
   EXPECT_EQ(sum, (8030261248.0 - replicated) / 2 + replicated);
   // Mixtral-8x7B: 8 experts of 3 h f + router h E per layer; ep = 8 leaves one expert per GPU.
@@ -67,7 +67,7 @@ TEST(LlmMemory, ParameterCountsArePublishedOnes) {
   EXPECT_EQ(llm_memory(mx, ParallelLayout{}).stages[0].parameters, 46702792704.0);
   ParallelLayout e;
   e.ep = 8, e.d = 8;
-  const StageMemory st = llm_memory(mx, e).stages[0];
+  const RankMemory st = llm_memory(mx, e).stages[0];
   EXPECT_EQ(st.expert_parameters, 32 * 176160768.0);
   EXPECT_EQ(st.parameters, 46702792704.0 - 7 * 32 * 176160768.0);
 }
