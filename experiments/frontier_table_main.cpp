@@ -3,29 +3,16 @@
 // every schedule with offload none, selective and all, and the 13B model again with a
 // GH200-style host link (a what-if on the same GPU). Run from the source tree's root:
 //   build/bin/frontier_table [-o FILE]
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/data_dir.h"
-#include "core/error.h"
 #include "experiments/frontier_table.h"
+#include "experiments/table_program.h"
 
 int main(int argc, char** argv) {
   using namespace pipescope;
-  std::string output;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "-o" && i + 1 < argc) {
-      output = argv[++i];
-    } else {
-      std::cerr << "usage: frontier_table [-o FILE]\n";
-      return 2;
-    }
-  }
-  try {
+  return run_table_program(argc, argv, "frontier_table", [] {
     std::ostringstream md;
     std::vector<FrontierSetting> settings;
     for (const char* profile : {"profiles/gpt-1.3b-h200.json", "profiles/gpt-13b-h200.json"}) {
@@ -41,14 +28,6 @@ int main(int argc, char** argv) {
     c2c.host_link_name = "a GH200-style host link (NVLink-C2C, 450 GB/s each way; what-if)";
     settings.push_back(c2c);
     for (const FrontierSetting& s : settings) md << frontier_markdown(s, frontier_table(s)) << "\n";
-    if (output.empty()) {
-      std::cout << md.str();
-    } else {
-      write_file_atomically(output, md.str());
-    }
-  } catch (const std::exception& e) {
-    std::cerr << "frontier_table: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+    return md.str();
+  });
 }
