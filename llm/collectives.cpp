@@ -1,5 +1,6 @@
 // Group placement and collective costs (llm/collectives.h). The ring formulas are
-// core/op_rules.h's (allreduce_ns, allgather_ns); this file only picks the link.
+// core/op_rules.h's (allreduce_ns, allgather_ns); this file picks the link, and the tree
+// against the ring for all-reduces that span nodes.
 #include "llm/collectives.h"
 
 #include <algorithm>
@@ -54,6 +55,15 @@ int stride_of(const ParallelLayout& l, Group group) {
   return found;
 }
 
+// NCCL's tuning model gives a tree 0.9 of the bus bandwidth of a ring on the same channels.
+constexpr double kTreeBandwidthShare = 0.9;
+
+int ceil_log2(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
 Link scaled(const Link& link, double factor, double bandwidth_cap) {
   Link out = link;
   out.bandwidth_gb_per_s = std::min(link.bandwidth_gb_per_s * factor, bandwidth_cap);
@@ -89,6 +99,8 @@ GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group gr
   g.stride = where.stride;
   g.per_node = where.per_node;
   g.crosses_nodes = where.crosses_nodes;
+  g.nodes = (g.size + g.per_node - 1) / g.per_node;
+  g.in_node = gpu.node.link;
   const double eff = gpu.collective_efficiency;
   const Link& nvlink = gpu.node.link;
   const double in_node = gpu.collective_gb_per_s > 0 ? gpu.collective_gb_per_s : nvlink.bandwidth_gb_per_s;
@@ -105,7 +117,30 @@ GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group gr
   return g;
 }
 
-int64_t allreduce_group_ns(const GroupLink& g, int64_t bytes) { return allreduce_ns(g.ring, bytes, g.size); }
+std::string to_string(CollectiveAlgorithm algorithm) {
+  return algorithm == CollectiveAlgorithm::Tree ? "tree" : "ring";
+}
+
+int64_t ring_allreduce_group_ns(const GroupLink& g, int64_t bytes) { return allreduce_ns(g.ring, bytes, g.size); }
+
+int64_t tree_allreduce_group_ns(const GroupLink& g, int64_t bytes) {
+  if (!g.crosses_nodes || g.size < 2) return -1;
+  Link tree = g.ring;
+  tree.bandwidth_gb_per_s *= kTreeBandwidthShare;
+  const int64_t hops = static_cast<int64_t>(g.per_node - 1) * g.in_node.latency_ns() +
+                       static_cast<int64_t>(ceil_log2(g.nodes)) * g.ring.latency_ns();
+  return tree.busy_ns(2 * bytes) + 2 * hops;
+}
+
+CollectiveAlgorithm allreduce_algorithm(const GroupLink& g, int64_t bytes) {
+  const int64_t tree = tree_allreduce_group_ns(g, bytes);
+  return tree >= 0 && tree < ring_allreduce_group_ns(g, bytes) ? CollectiveAlgorithm::Tree : CollectiveAlgorithm::Ring;
+}
+
+int64_t allreduce_group_ns(const GroupLink& g, int64_t bytes) {
+  const int64_t ring = ring_allreduce_group_ns(g, bytes), tree = tree_allreduce_group_ns(g, bytes);
+  return tree >= 0 ? std::min(ring, tree) : ring;
+}
 
 int64_t allgather_group_ns(const GroupLink& g, int64_t bytes) { return allgather_ns(g.ring, bytes, g.size); }
 

@@ -8,7 +8,15 @@
 // one node rings over NVLink; one that spans nodes rings through the per-GPU network
 // ports of the k ranks it has per node (NCCL runs one channel per rail): bandwidth
 // min(NVLink, k x port). Collectives run at collective_efficiency of that bandwidth;
-// point-to-point sends at the raw link. Rings only: NCCL's trees are not modelled.
+// point-to-point sends at the raw link. An all-reduce over a group that spans nodes runs
+// as NCCL's tuner would pick, the faster of its ring and its (double binary) tree:
+//   ring  2 (n-1)/n of the bytes, 2 (n-1) latencies of the crossing link
+//   tree  2 x the bytes at 0.9 of the ring's bandwidth (NCCL's tuning model discounts its
+//         trees' bus bandwidth by a tenth, src/graph/tuning.cc), up and down a chain of the
+//         node's k ranks over NVLink and a binary tree of the N nodes:
+//         2 ((k - 1) NVLink latencies + ceil(log2 N) network latencies).
+// Inside one node, and for all-gather, reduce-scatter and all-to-all, only the ring (NCCL
+// runs trees for all-reduce alone; NVLink SHARP (NVLS) and CollNet are not modelled).
 //   GroupLink tp = group_link(gpu, layout, Group::Tp);
 //   int64_t ns = allreduce_group_ns(tp, bytes);
 #pragma once
@@ -41,14 +49,24 @@ struct GroupLink {
   int stride = 1;          // rank distance between neighbours of the group
   int per_node = 1;        // the group's ranks on one node
   bool crosses_nodes = false;
+  int nodes = 1;           // nodes the group spans: ceil(size / per_node)
   Link ring;               // what a ring collective over the group runs at
+  Link in_node;            // one hop inside a node (NVLink): the tree's chain
   Link p2p;                // what one send between neighbours runs at (pp)
 };
 
 // Throws InputError naming "order" when it is not a permutation of tp, cp, ep, dp, pp.
 GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group);
 
-// Ring collectives over the group of `bytes` (the whole buffer, as NCCL counts it).
+enum class CollectiveAlgorithm : uint8_t { Ring, Tree };
+std::string to_string(CollectiveAlgorithm algorithm);  // "ring", "tree"
+
+// Collectives over the group of `bytes` (the whole buffer, as NCCL counts it).
+int64_t ring_allreduce_group_ns(const GroupLink& g, int64_t bytes);
+// -1 when the group does not span nodes (no tree is run).
+int64_t tree_allreduce_group_ns(const GroupLink& g, int64_t bytes);
+// The faster of the two (the ring on a tie, and inside a node).
+CollectiveAlgorithm allreduce_algorithm(const GroupLink& g, int64_t bytes);
 int64_t allreduce_group_ns(const GroupLink& g, int64_t bytes);
 int64_t allgather_group_ns(const GroupLink& g, int64_t bytes);       // also reduce-scatter
 int64_t reduce_scatter_group_ns(const GroupLink& g, int64_t bytes);

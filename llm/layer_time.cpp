@@ -16,6 +16,7 @@ namespace {
 
 struct Dims {
   int64_t b, s, sl, h, a, kvh, hd, t, ffn, mats, m;
+  int64_t q;  // a x hd: the query (and attention output) width, h unless --kv-channels says otherwise
   bool sp;
 };
 
@@ -24,7 +25,8 @@ Dims dims_of(const TransformerShape& shape, const ParallelLayout& l) {
   d.b = l.micro_batch, d.s = shape.sequence, d.sl = shape.sequence / l.cp;
   d.h = shape.hidden, d.a = shape.heads;
   d.kvh = shape.kv_heads > 0 ? shape.kv_heads : shape.heads;
-  d.hd = shape.hidden / shape.heads;
+  d.hd = shape.kv_channels > 0 ? shape.kv_channels : shape.hidden / shape.heads;
+  d.q = d.a * d.hd;
   d.t = l.t, d.ffn = ffn_width(shape), d.mats = shape.swiglu ? 2 : 1;
   d.m = d.b * d.sl;
   d.sp = l.sequence_parallel && l.t > 1;
@@ -61,8 +63,8 @@ struct Linears {
 
 Linears linears_of(const Dims& d, const TransformerShape& shape, bool moe) {
   Linears x{};
-  x.qkv = {d.m, (d.h + 2 * d.kvh * d.hd) / d.t, d.h};
-  x.proj = {d.m, d.h, d.h / d.t};
+  x.qkv = {d.m, (d.q + 2 * d.kvh * d.hd) / d.t, d.h};
+  x.proj = {d.m, d.h, d.q / d.t};
   if (!moe) {
     x.up = {d.m, d.mats * d.ffn / d.t, d.h};
     x.down = {d.m, d.h, d.ffn / d.t};
@@ -145,14 +147,14 @@ void add_cp_ep(Comm& c, const Dims& d, const Core& core, const TransformerShape&
 }
 
 int64_t layer_parameters(const Dims& d, const TransformerShape& shape, bool moe, const ParallelLayout& l) {
-  const int64_t qkv = d.h + 2 * d.kvh * d.hd;
+  const int64_t qkv = d.q + 2 * d.kvh * d.hd;
   int64_t mlp = (d.mats + 1) * d.h * d.ffn;
   if (moe) {
     const int64_t e_ffn = shape.moe_ffn_hidden > 0 ? shape.moe_ffn_hidden : d.ffn;
     mlp = (d.mats + 1) * d.h * e_ffn * shape.experts / std::max(l.ep, 1) +
           (d.mats + 1) * d.h * shape.shared_expert_ffn_hidden;
   }
-  int64_t p = (d.h * qkv + d.h * d.h + mlp) / d.t + 4 * d.h;
+  int64_t p = (d.h * qkv + d.h * d.q + mlp) / d.t + 4 * d.h;
   if (shape.bias_linear) p += (qkv + d.mats * d.ffn) / d.t + 2 * d.h;
   return p;
 }

@@ -106,6 +106,10 @@ void check_chunks(const TransformerShape& s, const ParallelLayout& l) {
                                                           ") needs --pipeline-model-parallel-size > 1");
   }
   if (l.layers_per_chunk.empty()) {
+    if (s.layers < chunks) {
+      refuse("--num-layers", str(s.layers) + " layers cannot give each of p * v = " + str(l.p) + " * " + str(l.v) +
+                                 " = " + str(chunks) + " chunks a layer (expected p * v <= " + str(s.layers) + ")");
+    }
     if (s.layers % chunks != 0) {
       refuse("--num-layers", str(s.layers) + " layers do not fill p * v = " + str(l.p) + " * " + str(l.v) + " = " +
                                  str(chunks) + " chunks evenly");

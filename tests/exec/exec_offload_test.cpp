@@ -30,20 +30,7 @@ namespace {
 
 // The tiny GPT's measured memory (workspace included: exact peaks), with times that
 // differ from layer to layer so that the host tracks queue.
-Profile timed_profile() {
-  Profile p = test::tiny_gpt_measured_profile();
-  for (std::size_t i = 0; i < p.layers.size(); ++i) {
-    LayerProfile& l = p.layers[i];
-    const double f = 0.010 * static_cast<double>(1 + i % 3);
-    for (std::size_t b = 0; b < p.batch_sizes.size(); ++b) {
-      l.forward_ms[b] = f * static_cast<double>(b + 1);
-      l.backward_ms[b] = 2.5 * l.forward_ms[b];
-      if (!l.backward_input_ms.empty()) l.backward_input_ms[b] = l.backward_weight_ms[b] = 1.25 * l.forward_ms[b];
-    }
-    l.optimizer_ms = 0.004;
-  }
-  return p;
-}
+Profile timed_profile() { return test::timed_tiny_gpt_profile({0.004}); }
 
 // p2p at 0.01 GB/s (256 B in ~26 us); the host link at 0.05 GB/s to the host and 0.08 back
 // (a 1.5 KB stash in ~30 us and ~19 us), about an op's time.

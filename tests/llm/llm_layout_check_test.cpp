@@ -96,6 +96,10 @@ TEST(LlmLayoutCheck, LayersMustFillTheChunks) {
   ParallelLayout l = layout(1, 1, 1, 8);
   l.v = 3;
   EXPECT_EQ(refusal(s, l, 8), "--num-layers: 80 layers do not fill p * v = 8 * 3 = 24 chunks evenly");
+  // More chunks than layers is not an unevenness: say that no chunk would be empty.
+  l = layout(1, 1, 1, 128);
+  EXPECT_EQ(refusal(s, l, 128),
+            "--num-layers: 80 layers cannot give each of p * v = 128 * 1 = 128 chunks a layer (expected p * v <= 80)");
   l = layout(1, 1, 1, 2);
   l.layers_per_chunk = {40, 30};
   EXPECT_EQ(refusal(s, l, 2), "layers_per_chunk: the entries sum to 70, but --num-layers is 80");

@@ -3,6 +3,7 @@
 // (llm/layer_time.h), and a one-rank step that is the sum of its parts (llm/step_time.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -88,6 +89,71 @@ TEST(LlmCollectives, RingCostsAreOpRulesFormulas) {
   EXPECT_EQ(allreduce_group_ns(group_link(g, one, Group::Tp), bytes), 0);
 }
 
+// A data-parallel group of 1024 ranks, one per node (t = 8 fills each node first):
+// the ring pays 2 x 1023 network latencies, NCCL's tree 2 x ceil(log2 1024) = 20 but
+// moves 2 x the bytes at 0.9 of the bandwidth. Below the crossover
+//   S* = (2 (n-1) - 2 log2 N) a / (2 / (0.9 B) - 2 (n-1) / (n B))
+// the tree is faster, above it the ring: all-reduce is the faster of the two.
+TEST(LlmCollectives, AllReducePicksTheTreeBelowTheCrossoverAndTheRingAbove) {
+  const GpuModel g = a100();
+  ParallelLayout l;
+  l.t = 8, l.d = 1024;
+  const GroupLink dp = group_link(g, l, Group::Dp);
+  ASSERT_TRUE(dp.crosses_nodes);
+  EXPECT_EQ(dp.per_node, 1);
+  EXPECT_EQ(dp.nodes, 1024);
+  const double a = dp.ring.latency_ns(), b = dp.ring.bandwidth_gb_per_s;  // ns, bytes per ns
+  const double n = 1024;
+  const double crossover = (2 * (n - 1) - 2 * 10) * a / (2 / (0.9 * b) - 2 * (n - 1) / (n * b));
+  const auto below = static_cast<int64_t>(crossover / 2), above = static_cast<int64_t>(crossover * 2);
+  EXPECT_EQ(allreduce_algorithm(dp, below), CollectiveAlgorithm::Tree);
+  EXPECT_EQ(allreduce_algorithm(dp, above), CollectiveAlgorithm::Ring);
+  Link tree = dp.ring;
+  tree.bandwidth_gb_per_s *= 0.9;
+  EXPECT_EQ(tree_allreduce_group_ns(dp, below), tree.busy_ns(2 * below) + 2 * 10 * dp.ring.latency_ns());
+  EXPECT_EQ(allreduce_group_ns(dp, below), tree_allreduce_group_ns(dp, below));
+  EXPECT_EQ(allreduce_group_ns(dp, above), ring_allreduce_group_ns(dp, above));
+  EXPECT_EQ(ring_allreduce_group_ns(dp, above), allreduce_ns(dp.ring, above, 1024));
+  // Two ranks per node (t = 4): each node's pair is a chain over NVLink, 512 nodes a tree.
+  l.t = 4;
+  const GroupLink dp2 = group_link(g, l, Group::Dp);
+  EXPECT_EQ(dp2.per_node, 2);
+  EXPECT_EQ(dp2.nodes, 512);
+  Link tree2 = dp2.ring;
+  tree2.bandwidth_gb_per_s *= 0.9;
+  EXPECT_EQ(tree_allreduce_group_ns(dp2, 1000000),
+            tree2.busy_ns(2000000) + 2 * (g.node.link.latency_ns() + 9 * dp2.ring.latency_ns()));
+}
+
+// Inside one node NCCL's all-reduce is the ring (no tree; NVLS is not modelled).
+TEST(LlmCollectives, AllReduceInsideANodeIsTheRing) {
+  const GpuModel g = a100();
+  ParallelLayout l;
+  l.t = 8;
+  const GroupLink tp = group_link(g, l, Group::Tp);
+  EXPECT_EQ(tree_allreduce_group_ns(tp, 1000), -1);
+  for (int64_t bytes : {int64_t{1}, int64_t{1} << 20, int64_t{1} << 34}) {
+    EXPECT_EQ(allreduce_algorithm(tp, bytes), CollectiveAlgorithm::Ring);
+    EXPECT_EQ(allreduce_group_ns(tp, bytes), ring_allreduce_group_ns(tp, bytes));
+  }
+}
+
+// Over random groups and sizes: the all-reduce is never slower than either algorithm.
+TEST(LlmCollectives, AllReduceIsTheMinimumOfRingAndTree) {
+  const GpuModel g = a100();
+  std::mt19937 rng(28);
+  for (int i = 0; i < 500; ++i) {
+    ParallelLayout l;
+    l.t = 1 << std::uniform_int_distribution<int>(0, 3)(rng);
+    l.d = 1 << std::uniform_int_distribution<int>(0, 12)(rng);
+    const int64_t bytes = int64_t{1} << std::uniform_int_distribution<int>(0, 36)(rng);
+    const GroupLink dp = group_link(g, l, Group::Dp);
+    const int64_t ring = ring_allreduce_group_ns(dp, bytes), tree = tree_allreduce_group_ns(dp, bytes);
+    EXPECT_EQ(tree >= 0, dp.crosses_nodes);
+    EXPECT_EQ(allreduce_group_ns(dp, bytes), tree >= 0 ? std::min(ring, tree) : ring) << l.t << " " << l.d;
+  }
+}
+
 TEST(LlmCollectives, BadOrderNamesTheField) {
   const GpuModel g = a100();
   ParallelLayout l;
@@ -116,6 +182,29 @@ TEST(LlmLayerTime, FlopsAreTheClosedFormOverRandomShapes) {
     const LayerTime x = transformer_layer_time(gpt(4, hidden, heads, s), l, g);
     EXPECT_DOUBLE_EQ(x.model_flops * t, expected) << "seed 20220510 trial " << trial << " t " << t;
   }
+}
+
+// --kv-channels c (head dimension) other than h / a widens the query, key and value
+// projections to a c, kv c, kv c and the output projection's input to a c, as Megatron's
+// query_projection_size = kv_channels x heads does; the attention core's GEMMs run at c.
+// Going from c0 = h / a to c adds, per layer and micro-batch of m = b s tokens (t = 1):
+//   parameters  h (a + 2 kv) (c - c0) + h a (c - c0) + (a + 2 kv) (c - c0) (the QKV bias: GPT's biases)
+//   FLOPs       3 x 2 m x that  +  3 x 2 x 2 b a s s (c - c0)   (forward + 2 x backward)
+TEST(LlmLayerTime, KvChannelsWidensTheAttentionProjectionsAndCore) {
+  const GpuModel g = flat_gpu();
+  TransformerShape s = gpt(2, 4096, 32, 2048);
+  s.kv_heads = 8;
+  ParallelLayout l;
+  l.micro_batch = 2;
+  const LayerTime base = transformer_layer_time(s, l, g);
+  s.kv_channels = 256;  // c0 = 128
+  const LayerTime wide = transformer_layer_time(s, l, g);
+  const int64_t h = 4096, a = 32, kv = 8, dc = 128, m = 2 * 2048;
+  ASSERT_TRUE(s.bias_linear);
+  EXPECT_EQ(wide.parameters - base.parameters, h * (a + 2 * kv) * dc + h * a * dc + (a + 2 * kv) * dc);
+  EXPECT_DOUBLE_EQ(wide.model_flops - base.model_flops,
+                   3.0 * 2 * m * (h * (a + 2 * kv) * dc + h * a * dc) + 3.0 * 2 * 2 * 2 * a * 2048.0 * 2048 * dc);
+  EXPECT_GT(wide.forward_ns, base.forward_ns);
 }
 
 TEST(LlmLayerTime, RecomputeAddsTheForwardOrTheAttentionCore) {

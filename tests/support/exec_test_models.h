@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/profile.h"
 #include "core/report.h"
@@ -40,6 +41,26 @@ inline Profile tiny_gpt_measured_profile() {
   po.warmup = 0;
   po.repeats = 1;
   return exec::profile_model(tiny_gpt_model(), po);
+}
+
+// The measured tiny GPT with made-up times that differ by layer and grow with the
+// micro-batch size: F = 0.010 (1 + i mod 3) ms x the size's rank (1, 2), B = 2.5 F, I =
+// W = 1.25 F, and layer i's optimizer step optimizer_ms[i mod size] (the exec tests
+// compare executor and simulator on times that are not all equal).
+inline Profile timed_tiny_gpt_profile(const std::vector<double>& optimizer_ms) {
+  Profile p = tiny_gpt_measured_profile();
+  for (std::size_t i = 0; i < p.layers.size(); ++i) {
+    LayerProfile& l = p.layers[i];
+    const double f = 0.010 * static_cast<double>(1 + i % 3);
+    for (std::size_t b = 0; b < p.batch_sizes.size(); ++b) {
+      const double scale = static_cast<double>(b + 1);
+      l.forward_ms[b] = f * scale;
+      l.backward_ms[b] = 2.5 * f * scale;
+      if (!l.backward_input_ms.empty()) l.backward_input_ms[b] = l.backward_weight_ms[b] = 1.25 * f * scale;
+    }
+    l.optimizer_ms = optimizer_ms[i % optimizer_ms.size()];
+  }
+  return p;
 }
 
 // K positions, M micro-batches of `microbatch_size` samples, the layers cut uniformly;
