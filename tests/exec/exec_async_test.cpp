@@ -319,32 +319,17 @@ TEST(AsyncExec, TrackedMemoryEqualsThePredictionVersionsIncluded) {
         const StepReport p = simulate(s, build_cost_model(profile, plan, hw), hw);
         const StepReport m = run_async(profile, plan, s).report;
         const std::string label = to_string(kind) + " K=" + std::to_string(K) + (rc ? " recompute" : "");
-        ASSERT_EQ(p.positions.size(), m.positions.size()) << label;
+        test::expect_same_position_memory(p, m, label);
+        // Closed forms: pipedream holds K - d versions on position d (1F1B keeps K - d
+        // micro-batches in flight there, each on its own version); 2bw two (steps 1 and 2
+        // run on versions 0 and 1 while the current one is a step ahead).
         for (std::size_t d = 0; d < p.positions.size(); ++d) {
-          const PositionReport &a = p.positions[d], &b = m.positions[d];
-          const std::string where = label + ", position " + std::to_string(d);
-          EXPECT_EQ(b.peak_memory_bytes, a.peak_memory_bytes) << where;
-          EXPECT_EQ(b.weight_versions, a.weight_versions) << where;
-          EXPECT_EQ(b.weight_version_bytes, a.weight_version_bytes) << where;
-          EXPECT_EQ(b.peak_activation_bytes, a.peak_activation_bytes) << where;
-          EXPECT_EQ(b.transient_bytes, a.transient_bytes) << where;
-          EXPECT_EQ(b.static_bytes, a.static_bytes) << where;
-          // Closed forms: pipedream holds K - d versions on position d (1F1B keeps K - d
-          // micro-batches in flight there, each on its own version); 2bw two (steps 1 and 2
-          // run on versions 0 and 1 while the current one is a step ahead).
-          EXPECT_EQ(a.weight_versions, kind == ScheduleKind::PipeDream ? K - static_cast<int>(d) : 2) << where;
+          EXPECT_EQ(p.positions[d].weight_versions, kind == ScheduleKind::PipeDream ? K - static_cast<int>(d) : 2)
+              << label << ", position " << d;
         }
-        // Both memory curves (every step's samples) reach the peak: static + activations +
-        // transients + kept versions at one instant.
-        for (const StepReport* r : {&p, &m}) {
-          std::vector<int64_t> top(r->positions.size(), 0);
-          for (const MemorySample& x : r->timeline.memory) {
-            top.at(x.position) = std::max(top[x.position], x.activation_bytes + x.transient_bytes + x.weight_version_bytes);
-          }
-          for (std::size_t d = 0; d < top.size(); ++d) {
-            EXPECT_EQ(r->positions[d].static_bytes + top[d], r->positions[d].peak_memory_bytes) << label << ", " << r->kind;
-          }
-        }
+        // Both memory curves (every step's samples) reach the peak.
+        test::expect_curves_reach_the_peaks(p, label);
+        test::expect_curves_reach_the_peaks(m, label);
         // The report has the simulator's step structure, so compare shows the steady state on both sides.
         EXPECT_EQ(m.steps, 3) << label;
         EXPECT_EQ(m.step_end_ns.size(), 3u) << label;

@@ -86,16 +86,8 @@ struct Tally {
 void expect_equal(const StepReport& p, const StepReport& m, const std::string& what, Tally& tally) {
   EXPECT_EQ(m.step_ns, p.step_ns) << what;
   EXPECT_EQ(m.offload, p.offload) << what;
-  ASSERT_EQ(m.positions.size(), p.positions.size()) << what;
-  for (std::size_t d = 0; d < p.positions.size(); ++d) {
-    const PositionReport &a = p.positions[d], &b = m.positions[d];
-    const std::string where = what + ", position " + std::to_string(d);
-    EXPECT_EQ(b.peak_memory_bytes, a.peak_memory_bytes) << where;
-    EXPECT_EQ(b.peak_activation_bytes, a.peak_activation_bytes) << where;
-    EXPECT_EQ(b.transient_bytes, a.transient_bytes) << where;
-    EXPECT_EQ(b.host_peak_bytes, a.host_peak_bytes) << where;
-    EXPECT_EQ(b.offloaded_bytes, a.offloaded_bytes) << where;
-    EXPECT_EQ(b.offload_delay_ns, a.offload_delay_ns) << where;
+  test::expect_same_position_memory(p, m, what);
+  for (const PositionReport& a : p.positions) {
     tally.offloaded += a.offloaded_bytes > 0;
     tally.delayed += a.offload_delay_ns > 0;
   }

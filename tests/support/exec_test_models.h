@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,46 @@ inline Profile timed_tiny_gpt_profile(const std::vector<double>& optimizer_ms) {
     l.optimizer_ms = optimizer_ms[i % optimizer_ms.size()];
   }
   return p;
+}
+
+// Every memory number of every position of `measured` (the executor's tracking allocator)
+// equals `predicted`'s (the simulator's): static parts, activations, transients, weight
+// versions, the peak, and what offload sent to and held on the host.
+inline void expect_same_position_memory(const StepReport& predicted, const StepReport& measured,
+                                        const std::string& label) {
+  ASSERT_EQ(measured.positions.size(), predicted.positions.size()) << label;
+  for (std::size_t d = 0; d < predicted.positions.size(); ++d) {
+    const PositionReport &a = predicted.positions[d], &b = measured.positions[d];
+    const std::string where = label + ", position " + std::to_string(d);
+    EXPECT_EQ(b.peak_memory_bytes, a.peak_memory_bytes)
+        << where << " (tracked - predicted = " << b.peak_memory_bytes - a.peak_memory_bytes << ")";
+    EXPECT_EQ(b.static_bytes, a.static_bytes) << where;
+    EXPECT_EQ(b.weight_bytes, a.weight_bytes) << where;
+    EXPECT_EQ(b.gradient_bytes, a.gradient_bytes) << where;
+    EXPECT_EQ(b.optimizer_bytes, a.optimizer_bytes) << where;
+    EXPECT_EQ(b.peak_activation_bytes, a.peak_activation_bytes) << where;
+    EXPECT_EQ(b.transient_bytes, a.transient_bytes) << where;
+    EXPECT_EQ(b.weight_versions, a.weight_versions) << where;
+    EXPECT_EQ(b.weight_version_bytes, a.weight_version_bytes) << where;
+    EXPECT_EQ(b.offloaded_bytes, a.offloaded_bytes) << where;
+    EXPECT_EQ(b.host_peak_bytes, a.host_peak_bytes) << where;
+    EXPECT_EQ(b.offload_delay_ns, a.offload_delay_ns) << where;
+  }
+}
+
+// A report's memory curve (its timeline's samples) reaches each position's peak: static +
+// activations + transients + kept weight versions at one instant.
+inline void expect_curves_reach_the_peaks(const StepReport& r, const std::string& label) {
+  std::vector<int64_t> top(r.positions.size(), 0);
+  for (const MemorySample& x : r.timeline.memory) {
+    ASSERT_LT(x.position, static_cast<int>(top.size())) << label;
+    top[static_cast<std::size_t>(x.position)] = std::max(top[static_cast<std::size_t>(x.position)],
+                                                         x.activation_bytes + x.transient_bytes + x.weight_version_bytes);
+  }
+  for (std::size_t d = 0; d < top.size(); ++d) {
+    EXPECT_EQ(r.positions[d].static_bytes + top[d], r.positions[d].peak_memory_bytes)
+        << label << ", " << r.kind << " curve of position " << d;
+  }
 }
 
 // K positions, M micro-batches of `microbatch_size` samples, the layers cut uniformly;
