@@ -167,6 +167,15 @@ class LlmPlansWindowTest : public QObject {
     QCOMPARE(w.llm_plans().rowCount(), 0);
   }
 
+  // File > Open, a dropped file and open_any go by the file's "format".
+  void open_any_reads_an_llm_plan_by_its_format() {
+    MainWindow w(parse_app_options({"pipescope-gui"}));
+    QCOMPARE(w.llm_plans().rowCount(), 0);
+    QVERIFY(w.open_any(kFixture));
+    QCOMPARE(w.llm_plans().rowCount(), 40);
+    QCOMPARE(w.llm_plans_view()->filter(LlmDimension::Cp)->count(), 4);  // all, cp = 1, 2, 4
+  }
+
   void screenshot_of_the_tab() {
     QTemporaryDir dir;
     QProcess p;
