@@ -1,6 +1,6 @@
 // The pipescope.llm_plan file (llm/llm_plan_json.h): a search written and read back gives
 // the same candidates field for field and the same bytes; what `pipescope llm-plan --json`
-// prints reads back; the committed fixture reads with the counts its README states; and
+// prints reads back, and `validate` reads it; the committed fixture reads with the counts its README states; and
 // each kind of bad file throws InputError naming the file and the JSON path of the field.
 #include <gtest/gtest.h>
 
@@ -176,6 +176,21 @@ TEST(LlmPlanJson, BadFilesNameTheFileAndTheField) {
             "r.json: runner_ups: expected one line per runner-up, 39, got 38");
   EXPECT_EQ(refusal([](Json& j) { j["why"][0] = 7; }), "r.json: why[0]: expected a string, got number");
   EXPECT_EQ(refusal([](Json& j) { j = Json::array(); }), "r.json: (top level): expected an object, got array");
+}
+
+TEST(LlmPlanJson, ValidateReadsItWithTheSameReader) {
+  const auto ok = run_cli("validate " + kFixture);
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(ok.out, kFixture + ": ok (pipescope.llm_plan v1)\n");
+  const std::string dir = ::testing::TempDir() + "llm_plan_validate";
+  std::filesystem::create_directories(dir);
+  Json j = Json::parse(text_of(kFixture));
+  j["best"][2]["step_ms"] = -1;
+  std::ofstream(dir + "/r.json") << j.dump();
+  const auto bad = run_cli("validate " + dir + "/r.json");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find(dir + "/r.json: best[2].step_ms: expected a number >= 0, got -1"), std::string::npos) << bad.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LlmPlanJson, TruncatedAndMissingFilesNameTheFile) {
