@@ -2,7 +2,8 @@
 // sharding) of a Megatron-LM / torch / DeepSpeed job that fits the GPU's memory and has
 // the shortest simulated step (llm/layout_search.h), with why each dimension took its
 // value and why each runner-up lost. A table, or with --json one pipescope.llm_plan
-// object; --out writes the best as a v2 plan file (with its "layout") and its profile.
+// object (llm/llm_plan_json.h, which pipescope-gui --llm-plan reads); --out writes the
+// best as a v2 plan file (with its "layout") and its profile.
 // Progress goes to stderr once the search has taken more than a second.
 //   pipescope llm-plan --gpu h100-sxm --num-layers 126 --hidden-size 16384 --num-attention-heads 128
 //     --num-query-groups 8 --ffn-hidden-size 53248 --swiglu --normalization RMSNorm --vocab-size 128256
@@ -25,6 +26,7 @@
 #include "interop/hf_profile.h"
 #include "llm/collectives.h"
 #include "llm/layout_search.h"
+#include "llm/llm_plan_json.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope::cli {
@@ -64,24 +66,6 @@ void add_search_flags(CLI::App* cmd, LlmPlanArgs& a) {
   cmd->add_flag("--exhaustive", q.exhaustive, "simulate every layout that fits (no branch and bound)");
   cmd->add_option("--out", a.out, "write the best layout as a v2 plan file (and its profile beside it)");
   cmd->add_flag("--json", a.json, "print one pipescope.llm_plan JSON object");
-}
-
-Json candidate_json(const LlmCandidate& c) {
-  return {{"layout", layout_to_json(c.layout)}, {"step_ms", c.step_ns / 1e6}, {"bound_ms", c.bound_ns / 1e6},
-          {"pipeline_ms", c.pipeline_ns / 1e6}, {"dp_exposed_ms", c.dp_exposed_ns / 1e6},
-          {"sharding_ms", c.sharding_ns / 1e6}, {"bubble_fraction", c.bubble}, {"mfu", c.mfu},
-          {"peak_bytes", json_number(c.peak_bytes)}, {"schedule", c.schedule}, {"padded_vocabulary", c.vocabulary}};
-}
-
-Json result_json(const LlmPlanArgs& a, const TransformerShape& s, const LlmSearchResult& r) {
-  Json best = Json::array();
-  for (const LlmCandidate& c : r.best) best.push_back(candidate_json(c));
-  return {{"format", "pipescope.llm_plan"}, {"version", 1}, {"model", s.name}, {"gpu", a.gpu},
-          {"gpus", a.request.gpus}, {"global_batch", a.request.global_batch}, {"framework", a.flags.framework},
-          {"capacity_bytes", json_number(r.capacity)},
-          {"search", {{"factorizations", r.factorizations}, {"enumerated", r.enumerated}, {"valid", r.valid},
-                      {"fitting", r.fitting}, {"simulated", r.simulated}}},
-          {"best", best}, {"why", r.why}, {"runner_ups", r.lost}};
 }
 
 std::string result_table(const LlmPlanArgs& a, const TransformerShape& s, const LlmSearchResult& r) {
@@ -147,10 +131,11 @@ void run(LlmPlanArgs& a) {
                  static_cast<long long>(p.valid), static_cast<long long>(p.fitting), static_cast<long long>(p.simulated));
     shown = true;
   };
-  const LlmSearchResult r = search_layouts(q, gpu);
+  LlmPlanFile file{q.shape.name, a.gpu, q.gpus, q.global_batch, q.framework, search_layouts(q, gpu)};
+  const LlmSearchResult& r = file.result;
   if (shown) std::fprintf(stderr, "\n");
   if (!a.out.empty()) write_plan(a.out, q.shape, r.best.front(), gpu);
-  std::cout << (a.json ? result_json(a, q.shape, r).dump(1) + "\n" : result_table(a, q.shape, r));
+  std::cout << (a.json ? llm_plan_result_to_json(file).dump(1) + "\n" : result_table(a, q.shape, r));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // `pipescope validate FILE...`: reads each file with the reader its "format" names (the
-// same reader simulate, run and compare use; a v2 plan's layout too): "FILE: ok (FORMAT
-// vN)" on stdout for a good file, the reader's message (file, JSON path, expectation)
-// on stderr for a bad one; exit 2 when any file was bad. A CI job runs it on
-// hand-written inputs first.
+// same reader simulate, run and compare use; a v2 plan's layout too; llm-plan --json's
+// result as pipescope-gui reads it): "FILE: ok (FORMAT vN)" on stdout for a good file,
+// the reader's message (file, JSON path, expectation) on stderr for a bad one; exit 2
+// when any file was bad. A CI job runs it on hand-written inputs first.
 #include <iostream>
 #include <memory>
 
@@ -13,6 +13,7 @@
 #include "core/profile.h"
 #include "core/report.h"
 #include "exec/layers/model.h"
+#include "llm/llm_plan_json.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope::cli {
@@ -34,9 +35,12 @@ std::string read_any(const std::string& path) {
     report_from_json(r);
   } else if (format == "pipescope.model") {
     exec::model_from_json(r);
+  } else if (format == "pipescope.llm_plan") {
+    llm_plan_result_from_json(r);
   } else {
     r["format"].fail("expected a format this command reads: pipescope.profile, pipescope.hardware, pipescope.plan, "
-                     "pipescope.model, pipescope.prediction or pipescope.measurement; got \"" + format + "\"");
+                     "pipescope.model, pipescope.prediction, pipescope.measurement or pipescope.llm_plan; got \"" +
+                     format + "\"");
   }
   return format + " v" + std::to_string(r["version"].as_int());
 }
@@ -46,7 +50,8 @@ std::string read_any(const std::string& path) {
 void add_validate_command(CLI::App& app) {
   auto files = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand("validate", "Read files with pipescope's own readers (profile, hardware, plan, "
-                                                 "model, prediction, measurement); exit 2 naming the first bad value");
+                                                 "model, prediction, measurement, llm_plan); exit 2 naming the first "
+                                                 "bad value");
   cmd->add_option("files", *files, "JSON files to read")->required();
   cmd->callback([files] {
     std::size_t bad = 0;

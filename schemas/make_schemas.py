@@ -193,7 +193,7 @@ def llm_memory():
 
 
 def llm_plan():
-    """What `pipescope llm-plan --json` prints (cli/cmd_llm_plan.cpp, llm/layout_search.h)."""
+    """What `pipescope llm-plan --json` prints (llm/llm_plan_json.cpp, llm/layout_search.h)."""
     ms = number(0, 1e15)
     count = integer(0)
     candidate = obj({"layout": llm_layout(), "step_ms": dict(ms, description="exact: the simulated step"),
@@ -202,7 +202,8 @@ def llm_plan():
                      "sharding_ms": dict(ms, description="ZeRO-2 / 3 traffic per micro-batch not hidden"),
                      "bubble_fraction": number(-1, 1), "mfu": number(0, 1), "peak_bytes": number(0),
                      "schedule": {"enum": ["1f1b", "interleaved"]}, "padded_vocabulary": integer(1)},
-                    ["layout", "step_ms", "bound_ms", "peak_bytes", "schedule"])
+                    ["layout", "step_ms", "bound_ms", "pipeline_ms", "dp_exposed_ms", "sharding_ms", "bubble_fraction",
+                     "mfu", "peak_bytes", "schedule", "padded_vocabulary"])
     s = head("llm_plan", "pipescope llm_plan v1",
              "What `pipescope llm-plan --json` prints: the fastest parallel layouts that fit, and why "
              "(docs/llm-scale.md).")
@@ -215,7 +216,9 @@ def llm_plan():
                            best=array(candidate, "exact, fastest first", 1),
                            why=array(string(), "per dimension: the chosen value and each other value's reason"),
                            runner_ups=array(string(), "why best[i + 1] lost"))
-    s["required"] = ["format", "version", "gpus", "search", "best", "why", "runner_ups"]
+    # Every key the command writes: llm/llm_plan_json.h's reader (validate, pipescope-gui --llm-plan) requires them.
+    s["required"] = ["format", "version", "model", "gpu", "gpus", "global_batch", "framework", "capacity_bytes",
+                     "search", "best", "why", "runner_ups"]
     return s
 
 

@@ -13,6 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$gui" --screenshot docs/gui.png
 "$gui" --screenshot docs/gui-sweep.png --tab sweep --sweep --schedule gpipe --microbatch-size 4
 "$gui" --screenshot docs/gui-plans.png --tab plans -M 32
+"$gui" --screenshot docs/gui-llm-plans.png --llm-plan tests/data/llm_plan/moe-32gpus-top40.json
 
 # A/B: A = 1F1B, K=4, M=8 with the uniform cut (7, 7, 6, 6 blocks); B = ZB-H1, K=4, M=8, optimal cut.
 cat > "$tmp/a.json" <<'JSON'

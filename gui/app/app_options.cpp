@@ -42,7 +42,11 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"pin", "Plan file (pipescope.plan) pinned as A in the A/B tab", "FILE"},
       {"plan", "Plan file (pipescope.plan) to show, with its profile unless --profile names one; a version 2 plan's "
                "layout adds the memory per GPU as Megatron-LM keeps it", "FILE"},
-      {"tab", "Tab to show: timeline | layers | sweep | compare | plans | ab | distribution (default timeline; plans runs the search, distribution samples 1000 steps)",
+      {"llm-plan", "Result of `pipescope llm-plan ... --json` (pipescope.llm_plan) to explore in the llm-plans tab, "
+                   "which opens unless --tab names another; llm-plan prints 5 layouts unless --top says more (e.g. "
+                   "--top 50)", "FILE"},
+      {"tab", "Tab to show: timeline | layers | sweep | compare | plans | ab | distribution | llm-plans (default "
+              "timeline, or llm-plans with --llm-plan; plans runs the search, distribution samples 1000 steps)",
        "NAME", "timeline"},
       {"size", "Window size WxH (default 1400x900)", "WxH", "1400x900"},
   });
@@ -71,9 +75,11 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.trace_path = p.value("trace");
   o.screenshot_path = p.value("screenshot");
   o.run_sweep = p.isSet("sweep");
-  o.tab = p.value("tab");
-  if (!QStringList{"timeline", "layers", "sweep", "compare", "plans", "ab", "distribution"}.contains(o.tab)) {
-    throw InputError("--tab: expected timeline, layers, sweep, compare, plans, ab or distribution, got \"" + o.tab.toStdString() + "\"");
+  o.llm_plan_path = p.value("llm-plan");
+  o.tab = p.isSet("tab") || o.llm_plan_path.isEmpty() ? p.value("tab") : "llm-plans";
+  if (!QStringList{"timeline", "layers", "sweep", "compare", "plans", "ab", "distribution", "llm-plans"}.contains(o.tab)) {
+    throw InputError("--tab: expected timeline, layers, sweep, compare, plans, ab, distribution or llm-plans, got \"" +
+                     o.tab.toStdString() + "\"");
   }
   o.pin_path = p.value("pin");
   o.plan_path = p.value("plan");

@@ -1,6 +1,7 @@
 // The command line of pipescope-gui: the plan flags of `pipescope simulate`
 // (--profile, --hardware, --stages, --microbatches, --microbatch-size, --schedule,
-// --chunks, --recompute, --partition) plus --screenshot FILE, --tab and --size.
+// --chunks, --recompute, --partition) plus --screenshot FILE, --tab and --size, and the
+// files to show: --plan, --pin, --measurement, --trace, --llm-plan (llm-plan --json's result).
 // Without --profile the bundled GPT profile and its H200 hardware file load.
 #pragma once
 
@@ -29,13 +30,15 @@ struct AppOptions {
   PartitionKind partition = PartitionKind::Optimal;
   int replicas = 1;
   QString screenshot_path;
-  QString tab = "timeline";  // timeline | layers | sweep | compare | plans | ab (plans searches at start)
+  QString tab = "timeline";  // timeline | layers | sweep | compare | plans | ab | distribution | llm-plans
+                             // (plans searches at start; --llm-plan alone opens llm-plans)
   QSize size{1400, 900};
   bool run_sweep = false;    // start the K x M sweep at once
   QString measurement_path;
   QString trace_path;
   QString pin_path;          // a plan file pinned as A in the A/B tab
   QString plan_path;         // a plan file shown as the current plan (its profile unless --profile)
+  QString llm_plan_path;     // a pipescope.llm_plan file (llm-plan --json) shown in the llm-plans tab
   QString help_text;         // set when --help was given: main() prints it and exits 0
 };
 

@@ -1,6 +1,7 @@
 // pipescope-gui: explore pipeline plans visually. With --screenshot FILE it renders
 // the main window at --size (default 1400x900) once the plan is simulated, writes a
-// PNG and exits: 0 on success, 2 on bad input (a bad flag or file, an impossible plan).
+// PNG and exits: 0 on success, 2 on bad input (a bad flag or file, an impossible plan):
+// a --plan or --llm-plan file that does not read prints its reader's message (file and field).
 #include <QApplication>
 #include <cstdio>
 #include <exception>
@@ -52,6 +53,10 @@ int main(int argc, char** argv) {
   if (options.tab == "plans") window.wait_for_plans();
   if (!options.pin_path.isEmpty()) window.wait_for_pin();
   QApplication::processEvents();
+  if (!window.startup_error().isEmpty()) {  // a --plan or --llm-plan file that does not read
+    std::fprintf(stderr, "pipescope-gui: %s\n", window.startup_error().toStdString().c_str());
+    return 2;
+  }
   if (!window.evaluation()) {
     std::fprintf(stderr, "pipescope-gui: %s\n", window.status_text().toStdString().c_str());
     return 2;

@@ -23,6 +23,7 @@
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
 #include "gui/app/llm_memory_view.h"
+#include "gui/app/llm_plans_view.h"
 #include "gui/app/memory_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"
@@ -46,12 +47,13 @@ QWidget* MainWindow::current_chart() const {
     case 2: return sweep_view_->heat_map();
     case 4: return plans_view_->scatter();
     case 5: return ab_view_->content();
+    case 7: return llm_plans_view_->scatter();
     default: return compare_view_;
   }
 }
 
 void MainWindow::show_tab(const QString& name) {
-  const QStringList names = {"timeline", "layers", "sweep", "compare", "plans", "ab", "distribution"};
+  const QStringList names = {"timeline", "layers", "sweep", "compare", "plans", "ab", "distribution", "llm-plans"};
   tabs_->setCurrentIndex(std::max<int>(0, static_cast<int>(names.indexOf(name))));
 }
 
@@ -134,7 +136,8 @@ bool MainWindow::open_any(const QString& path) {
   if (format == "pipescope.hardware") return open_hardware(path);
   if (format == "pipescope.measurement" || format == "pipescope.prediction") return open_measurement(path);
   if (format == "trace") return open_trace(path);
-  set_status(path + ": format: expected a profile, hardware, measurement or Chrome trace file", true);
+  if (format == "pipescope.llm_plan") return open_llm_plan(path);
+  set_status(path + ": format: expected a profile, hardware, measurement, llm-plan result or Chrome trace file", true);
   return false;
 }
 

@@ -1,5 +1,5 @@
 // The main window: plan controls and the summary on the left, tabs on the right
-// (timeline + memory, layers, sweep, compare, plans, A/B). It owns the models and the workers
+// (timeline + memory, layers, sweep, compare, plans, A/B, distribution, llm-plans). It owns the models and the workers
 // and only wires them: every number shown comes from an Evaluation (plan_evaluation.h)
 // or a SweepResult computed off the GUI thread.
 //   MainWindow w(parse_app_options(args)); w.show();
@@ -14,6 +14,7 @@
 #include "gui/models/compare_model.h"
 #include "gui/models/layer_table_model.h"
 #include "gui/models/llm_memory_model.h"
+#include "gui/models/llm_plans_model.h"
 #include "gui/models/plans_model.h"
 #include "gui/models/summary_model.h"
 #include "gui/models/sweep_model.h"
@@ -32,6 +33,7 @@ class CompareView;
 class ControlsPanel;
 class LayerChart;
 class LlmMemoryView;
+class LlmPlansView;
 class MemoryView;
 class PlansView;
 class SweepView;
@@ -58,7 +60,7 @@ class MainWindow : public QMainWindow {
   void simulate();
   void wait_for_plan() { plan_worker_.wait(); }
   void run_sweep();
-  void show_tab(const QString& name);  // timeline | layers | sweep | compare | plans | ab | distribution
+  void show_tab(const QString& name);  // timeline | layers | sweep | compare | plans | ab | distribution | llm-plans
 
   // Plans: the planner's search for the current inputs (plan_search.h), off the GUI thread.
   void run_plans();
@@ -71,6 +73,11 @@ class MainWindow : public QMainWindow {
   // Shows a plan file as the current plan (its profile loaded when none was named).
   bool open_plan_file(const QString& path);
   void wait_for_pin() { pin_worker_.wait(); }
+  // Shows a `pipescope llm-plan --json` result (llm/llm_plan_json.h) in the llm-plans tab.
+  bool open_llm_plan(const QString& path);
+  // The first file named on the command line (--plan, --llm-plan) that could not be
+  // read, as its reader said it; empty when all read. pipescope-gui --screenshot exits 2 on it.
+  const QString& startup_error() const { return startup_error_; }
   // What-if edits are simulated after a short pause; this runs a pending one now.
   void flush_what_if();
 
@@ -87,6 +94,8 @@ class MainWindow : public QMainWindow {
   SweepView* sweep_view() const { return sweep_view_; }
   const PlansModel& plans() const { return plans_; }
   PlansView* plans_view() const { return plans_view_; }
+  const LlmPlansModel& llm_plans() const { return llm_plans_; }
+  LlmPlansView* llm_plans_view() const { return llm_plans_view_; }
   const AbModel& ab() const { return ab_; }
   AbView* ab_view() const { return ab_view_; }
   std::shared_ptr<const Evaluation> pinned() const { return pinned_; }
@@ -116,6 +125,7 @@ class MainWindow : public QMainWindow {
   void update_compare_rows();
   void update_ab();
   void connect_plans();
+  void connect_llm_plans();
   void forget_plans();  // a new profile or hardware: the last search no longer applies
   void export_widget(QWidget* widget, const QString& name, const QString& extension);
   void export_plan();
@@ -141,6 +151,9 @@ class MainWindow : public QMainWindow {
   PlansModel plans_;
   PlansWorker plans_worker_;
   AbModel ab_;
+  LlmPlansModel llm_plans_;
+  std::shared_ptr<const LlmPlanFile> llm_plan_;
+  QString startup_error_;
   TimelineModel pinned_timeline_;
   std::shared_ptr<const Evaluation> pinned_;
   PlanWorker pin_worker_;
@@ -160,6 +173,7 @@ class MainWindow : public QMainWindow {
   PlansView* plans_view_ = nullptr;
   AbView* ab_view_ = nullptr;
   class DistributionView* distribution_view_ = nullptr;
+  LlmPlansView* llm_plans_view_ = nullptr;
 };
 
 }  // namespace pipescope::gui

@@ -26,6 +26,7 @@
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
 #include "gui/app/llm_memory_view.h"
+#include "gui/app/llm_plans_view.h"
 #include "gui/app/memory_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"
@@ -130,6 +131,10 @@ void MainWindow::build_tabs(QWidget* parent) {
 
   distribution_view_ = new DistributionView(tabs_);
   tabs_->addTab(distribution_view_, "Distribution");
+
+  llm_plans_view_ = new LlmPlansView(tabs_);
+  llm_plans_view_->set_model(&llm_plans_);
+  tabs_->addTab(llm_plans_view_, "LLM plans");
   connect(distribution_view_, &DistributionView::sampleRequested, this, [this] {
     if (!evaluation_) return;
     try {
@@ -160,6 +165,7 @@ void MainWindow::connect_simulation() {
   connect(what_if_timer_, &QTimer::timeout, this, &MainWindow::simulate);
   connect(controls_, &ControlsPanel::whatIfChanged, what_if_timer_, qOverload<>(&QTimer::start));
   connect_plans();
+  connect_llm_plans();
   open_on_request(this, controls_, &ControlsPanel::openProfileRequested, "Open profile", profiles_dir(),
                   [this](const QString& f) { open_profile(f); });
   open_on_request(this, controls_, &ControlsPanel::openHardwareRequested, "Open hardware", profiles_dir(),
@@ -198,6 +204,11 @@ void MainWindow::connect_sweep() {
   });
 }
 
+void MainWindow::connect_llm_plans() {
+  open_on_request(this, llm_plans_view_, &LlmPlansView::openRequested, "Open llm-plan result", QString(),
+                  [this](const QString& f) { open_llm_plan(f); });
+}
+
 void MainWindow::connect_compare() {
   open_on_request(this, compare_view_, &CompareView::openMeasurementRequested, "Open measurement", QString(),
                   [this](const QString& f) { open_measurement(f); });
@@ -216,7 +227,10 @@ void MainWindow::open_startup_files() {
   if (ok && options_.run_sweep) run_sweep();
   if (ok && options_.tab == "plans") run_plans();
   if (ok && !options_.pin_path.isEmpty()) pin_plan_file(options_.pin_path);
-  if (!options_.plan_path.isEmpty()) open_plan_file(options_.plan_path);
+  if (!options_.plan_path.isEmpty() && !open_plan_file(options_.plan_path)) startup_error_ = status_text();
+  if (!options_.llm_plan_path.isEmpty() && !open_llm_plan(options_.llm_plan_path) && startup_error_.isEmpty()) {
+    startup_error_ = llm_plans_view_->description();
+  }
 }
 
 QWidget* MainWindow::build_left_panel() {
@@ -247,6 +261,7 @@ void MainWindow::build_menus() {
   file->addAction("Use ideal hardware", this, [this] { open_hardware(QString()); });
   file->addAction("Open &measurement...", compare_view_, &CompareView::openMeasurementRequested);
   file->addAction("Open Chrome &trace...", compare_view_, &CompareView::openTraceRequested);
+  file->addAction("Open &llm-plan result...", llm_plans_view_, &LlmPlansView::openRequested);
   file->addSeparator();
   file->addAction("Export timeline as PNG...", this, [this] { export_widget(timeline_view_, "timeline", "png"); });
   file->addAction("Export timeline as SVG...", this, [this] { export_widget(timeline_view_, "timeline", "svg"); });

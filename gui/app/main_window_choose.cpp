@@ -1,6 +1,6 @@
 // MainWindow's tools for choosing a plan: the plans tab (the planner's
 // search off the GUI thread, a click loads the candidate's own plan), the A/B tab
-// (pin, differences, aligned timelines) and the what-if debounce. Same class as
+// (pin, differences, aligned timelines), the llm-plans tab's file and the what-if debounce. Same class as
 // main_window.cpp, kept apart so each file stays readable.
 #include <QDir>
 #include <QFileInfo>
@@ -11,6 +11,7 @@
 #include "gui/app/ab_view.h"
 #include "gui/app/controls_panel.h"
 #include "gui/app/main_window.h"
+#include "gui/app/llm_plans_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/models/plan_search.h"
 
@@ -130,6 +131,20 @@ bool MainWindow::open_plan_file(const QString& path) {
   }
   loaded_candidate_ = -1;
   plan_worker_.request(in);
+  return true;
+}
+
+bool MainWindow::open_llm_plan(const QString& path) {
+  try {
+    llm_plan_ = std::make_shared<const LlmPlanFile>(read_llm_plan_result(path.toStdString()));
+  } catch (const std::exception& e) {
+    llm_plans_view_->set_description(e.what());
+    set_status(e.what(), true);
+    return false;
+  }
+  llm_plans_.set_result(std::shared_ptr<const LlmSearchResult>(llm_plan_, &llm_plan_->result));
+  llm_plans_view_->refresh_filters();
+  llm_plans_view_->set_description(QFileInfo(path).fileName() + ": " + llm_plan_description(*llm_plan_));
   return true;
 }
 

@@ -84,11 +84,55 @@ std::vector<int> LlmPlansModel::values(LlmDimension dimension) const {
   return out;
 }
 
-QColor LlmPlansModel::colour(int row) const {
+QColor LlmPlansModel::colour(int row) const { return value_colour(dimension_value(candidate(row).layout, colour_by_)); }
+
+QColor LlmPlansModel::value_colour(int value) const {
   const std::vector<int> all = values(colour_by_);
-  const int value = dimension_value(candidate(row).layout, colour_by_);
   const auto at = std::lower_bound(all.begin(), all.end(), value) - all.begin();
   return ramp_color(all.size() < 2 ? 0.0 : static_cast<double>(at) / static_cast<double>(all.size() - 1));
+}
+
+int LlmPlansModel::row_of_candidate(int candidate) const {
+  const auto it = std::find(rows_.begin(), rows_.end(), static_cast<std::size_t>(candidate));
+  return candidate < 0 || it == rows_.end() ? -1 : static_cast<int>(it - rows_.begin());
+}
+
+MemoryAxis LlmPlansModel::memory_axis() const {
+  double peak = 0;
+  if (result_) {
+    for (const LlmCandidate& c : result_->best) peak = std::max(peak, c.peak_bytes);
+  }
+  return gui::memory_axis(static_cast<int64_t>(peak), result_ ? static_cast<int64_t>(result_->capacity) : 0);
+}
+
+int64_t LlmPlansModel::min_step_ns() const {
+  int64_t out = 0;
+  if (result_ && !result_->best.empty()) out = result_->best.front().step_ns;
+  if (result_) {
+    for (const LlmCandidate& c : result_->best) out = std::min(out, c.step_ns);
+  }
+  return out;
+}
+
+int64_t LlmPlansModel::max_step_ns() const {
+  int64_t out = 0;
+  if (result_) {
+    for (const LlmCandidate& c : result_->best) out = std::max(out, c.step_ns);
+  }
+  return out;
+}
+
+QString llm_plan_description(const LlmPlanFile& f) {
+  const LlmSearchResult& r = f.result;
+  QString text = QString("%1 on %2 x %3 (%4 GB each), global batch %5, %6: the %7 fastest layouts that fit\n")
+                     .arg(QString::fromStdString(f.model)).arg(f.gpus).arg(QString::fromStdString(f.gpu))
+                     .arg(r.capacity / 1e9, 0, 'f', 1).arg(f.global_batch)
+                     .arg(QString::fromStdString(to_string(f.framework))).arg(r.best.size());
+  text += QString("searched: %1 (t, cp, d, p) factorizations, %2 layouts, %3 valid, %4 fit in memory, %5 simulated\n")
+              .arg(r.factorizations).arg(r.enumerated).arg(r.valid).arg(r.fitting).arg(r.simulated);
+  text += "why:";
+  for (const std::string& w : r.why) text += "\n  " + QString::fromStdString(w);
+  return text;
 }
 
 int LlmPlansModel::rowCount(const QModelIndex& parent) const {

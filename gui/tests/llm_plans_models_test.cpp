@@ -2,7 +2,7 @@
 // filter keeps exactly the rows with that value (counted independently here); colours
 // follow the value's place in the values the result spans, so equal values share a
 // colour and the smallest / largest take the ramp's ends. Runs under
-// QAbstractItemModelTester.
+// QAbstractItemModelTester. The axes and the description of a file read from disk.
 #include <QAbstractItemModelTester>
 #include <QtTest>
 #include <memory>
@@ -85,6 +85,35 @@ class LlmPlansModelsTest : public QObject {
     QCOMPARE(dimension_value_name(LlmDimension::Sharding, static_cast<int>(Sharding::DistributedOptimizer)),
              QString("distributed-optimizer"));
     QCOMPARE(to_qstring(LlmDimension::Cp), QString("cp"));
+  }
+
+  // The committed llm-plan result (tests/data/llm_plan/README.md): 40 layouts, the peak
+  // from 31.56 to 78.91 GB against 80 GB, steps from 1501.054612 to 1620.199397 ms.
+  void a_file_gives_axes_over_every_layout_and_a_description() {
+    const auto file = std::make_shared<const LlmPlanFile>(
+        read_llm_plan_result(PIPESCOPE_SOURCE_DIR "/tests/data/llm_plan/moe-32gpus-top40.json"));
+    LlmPlansModel m;
+    m.set_result(std::shared_ptr<const LlmSearchResult>(file, &file->result));
+    QCOMPARE(m.rowCount(), 40);
+    m.set_filter(LlmDimension::T, 2);  // best[3] is the first of the 10 layouts with t = 2
+    QCOMPARE(m.rowCount(), 10);
+    QCOMPARE(m.row_of_candidate(3), 0);
+    QCOMPARE(m.row_of_candidate(0), -1);
+    // 1.1 x the largest peak (86.80 GB) is above 1.02 x 80 GB: the capacity is inside the axis.
+    const MemoryAxis axis = m.memory_axis();  // the same with the filter on
+    QCOMPARE(axis.top, 1.1 * 78905124352.0);
+    QVERIFY(axis.capacity_inside);
+    QCOMPARE(m.min_step_ns(), int64_t{1501054612});
+    QCOMPARE(m.max_step_ns(), int64_t{1620199397});
+    m.set_colour_by(LlmDimension::Sharding);
+    QCOMPARE(m.value_colour(static_cast<int>(Sharding::None)), ramp_color(0.0));
+    QCOMPARE(m.value_colour(static_cast<int>(Sharding::DistributedOptimizer)), ramp_color(1.0));
+    const QString text = llm_plan_description(*file);
+    QVERIFY2(text.startsWith("megatron-flags on 32 x h100-sxm (80.0 GB each), global batch 128, megatron: the 40 "
+                             "fastest layouts that fit\nsearched: 56 (t, cp, d, p) factorizations, 14466 layouts, "
+                             "14454 valid, 11414 fit in memory, 449 simulated\nwhy:\n  t = 1: "),
+             qPrintable(text));
+    QCOMPARE(text.count("\n  "), 10);  // the file's 10 why lines
   }
 };
 

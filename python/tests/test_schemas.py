@@ -27,7 +27,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="needs Debian's python3-js
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMAS = os.path.join(ROOT, "schemas")
 BINARY = os.environ.get("PIPESCOPE_BINARY", os.path.join(ROOT, "build", "bin", "pipescope"))
-READ_BY_VALIDATE = ("profile", "hardware", "plan", "model", "prediction", "measurement")
+READ_BY_VALIDATE = ("profile", "hardware", "plan", "model", "prediction", "measurement", "llm_plan")
 SEED = 16
 
 

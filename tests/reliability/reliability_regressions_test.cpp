@@ -13,6 +13,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/report.h"
+#include "llm/llm_plan_json.h"
 #include "tests/reliability/reliability_util.h"
 
 namespace pipescope {
@@ -38,6 +39,7 @@ TEST(ReliabilityRegressions, EveryKeptFuzzInputIsReadOrRefusedWithAnInputError) 
       {"hardware", [](const JsonReader& r) { hardware_from_json(r); }},
       {"plan", [](const JsonReader& r) { plan_from_json(r); }},
       {"report", [](const JsonReader& r) { report_from_json(r); }},
+      {"llm_plan", [](const JsonReader& r) { llm_plan_result_from_json(r); }},
   };
   int replayed = 0;
   for (const auto& [target, read] : readers) {

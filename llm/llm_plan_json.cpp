@@ -1,0 +1,139 @@
+// pipescope.llm_plan v1, field for field (llm/llm_plan_json.h). Steps are written in
+// milliseconds as doubles (step_ns / 1e6) and read back rounded to the nanosecond,
+// exact below 2^53 / 1e6 ms; the reader also holds the facts the search guarantees
+// (every layout spans the GPUs and the global batch, fits, is bounded below by its bound,
+// and best is fastest first), so a hand-edited file cannot show an impossible layout.
+#include "llm/llm_plan_json.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "llm/plan_layout.h"
+
+namespace pipescope {
+
+namespace {
+
+// About 11.6 days: far inside int64 nanoseconds (9.2e18), and inside the schema's 1e15.
+constexpr double kMaxMs = 1e12;
+
+std::string num(double v) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+Json candidate_json(const LlmCandidate& c) {
+  return {{"layout", layout_to_json(c.layout)}, {"step_ms", c.step_ns / 1e6}, {"bound_ms", c.bound_ns / 1e6},
+          {"pipeline_ms", c.pipeline_ns / 1e6}, {"dp_exposed_ms", c.dp_exposed_ns / 1e6},
+          {"sharding_ms", c.sharding_ns / 1e6}, {"bubble_fraction", c.bubble}, {"mfu", c.mfu},
+          {"peak_bytes", json_number(c.peak_bytes)}, {"schedule", c.schedule}, {"padded_vocabulary", c.vocabulary}};
+}
+
+int64_t read_ns(const JsonReader& r) { return std::llround(r.as_double(0, kMaxMs) * 1e6); }
+
+LlmCandidate read_candidate(const JsonReader& r, const LlmPlanFile& f) {
+  LlmCandidate c;
+  const JsonReader layout = r["layout"];
+  c.layout = layout_from_json(layout);
+  if (c.layout.gpus() != f.gpus) {
+    layout.fail("t x cp x d x p = " + std::to_string(c.layout.gpus()) + ", expected gpus = " + std::to_string(f.gpus));
+  }
+  if (c.layout.global_batch() != f.global_batch) {
+    layout.fail("micro_batch x microbatches x d = " + std::to_string(c.layout.global_batch()) +
+                ", expected global_batch = " + std::to_string(f.global_batch));
+  }
+  c.step_ns = read_ns(r["step_ms"]);
+  c.bound_ns = read_ns(r["bound_ms"]);
+  if (c.bound_ns > c.step_ns) r["bound_ms"].fail("expected at most step_ms (a lower bound on it)");
+  c.pipeline_ns = read_ns(r["pipeline_ms"]);
+  c.dp_exposed_ns = read_ns(r["dp_exposed_ms"]);
+  c.sharding_ns = read_ns(r["sharding_ms"]);
+  c.bubble = r["bubble_fraction"].as_double(-1, 1);
+  c.mfu = r["mfu"].as_double(0, 1);
+  c.peak_bytes = r["peak_bytes"].as_double(0);
+  if (c.peak_bytes > f.result.capacity) {
+    r["peak_bytes"].fail("expected at most capacity_bytes = " + num(f.result.capacity) + " (a layout that fits), got " +
+                         num(c.peak_bytes));
+  }
+  c.schedule = r["schedule"].as_string();
+  const std::string schedule = c.layout.v > 1 ? "interleaved" : "1f1b";
+  if (c.schedule != schedule) {
+    r["schedule"].fail("expected \"" + schedule + "\" for v = " + std::to_string(c.layout.v) + ", got \"" + c.schedule +
+                       "\"");
+  }
+  c.vocabulary = static_cast<int>(r["padded_vocabulary"].as_int(1, INT_MAX));
+  return c;
+}
+
+std::vector<std::string> read_strings(const JsonReader& r) {
+  std::vector<std::string> out;
+  for (const JsonReader& s : r.items()) out.push_back(s.as_string());
+  return out;
+}
+
+}  // namespace
+
+Json llm_plan_result_to_json(const LlmPlanFile& f) {
+  const LlmSearchResult& r = f.result;
+  Json best = Json::array();
+  for (const LlmCandidate& c : r.best) best.push_back(candidate_json(c));
+  return {{"format", "pipescope.llm_plan"}, {"version", 1}, {"model", f.model}, {"gpu", f.gpu},
+          {"gpus", f.gpus}, {"global_batch", f.global_batch}, {"framework", to_string(f.framework)},
+          {"capacity_bytes", json_number(r.capacity)},
+          {"search", {{"factorizations", r.factorizations}, {"enumerated", r.enumerated}, {"valid", r.valid},
+                      {"fitting", r.fitting}, {"simulated", r.simulated}}},
+          {"best", best}, {"why", r.why}, {"runner_ups", r.lost}};
+}
+
+LlmPlanFile llm_plan_result_from_json(const JsonReader& r) {
+  r.expect_format("pipescope.llm_plan", 1);
+  LlmPlanFile f;
+  f.model = r["model"].as_string();
+  f.gpu = r["gpu"].as_string();
+  f.gpus = static_cast<int>(r["gpus"].as_int(1, INT_MAX));
+  f.global_batch = static_cast<int>(r["global_batch"].as_int(1, INT_MAX));
+  const std::string framework = r["framework"].as_string();
+  const std::optional<Framework> known = framework_from_name(framework);
+  if (!known) r["framework"].fail("expected megatron, torch or deepspeed, got \"" + framework + "\"");
+  f.framework = *known;
+  LlmSearchResult& s = f.result;
+  s.capacity = r["capacity_bytes"].as_double(0);
+  const JsonReader search = r["search"];
+  s.factorizations = search["factorizations"].as_int(0);
+  s.enumerated = search["enumerated"].as_int(0);
+  s.valid = search["valid"].as_int(0, s.enumerated);
+  s.fitting = search["fitting"].as_int(0, s.valid);
+  s.simulated = search["simulated"].as_int(0, s.fitting);
+  const JsonReader best = r["best"];
+  for (const JsonReader& c : best.items()) {
+    s.best.push_back(read_candidate(c, f));
+    if (s.best.size() > 1 && s.best.back().step_ns < s.best[s.best.size() - 2].step_ns) {
+      c["step_ms"].fail("expected at least the step before it (best is fastest first)");
+    }
+  }
+  if (s.best.empty()) best.fail("expected at least one layout (llm-plan writes the best first)");
+  if (static_cast<int64_t>(s.best.size()) > s.simulated) {
+    search["simulated"].fail("expected at least the " + std::to_string(s.best.size()) + " layouts in best, got " +
+                             std::to_string(s.simulated));
+  }
+  s.why = read_strings(r["why"]);
+  const JsonReader lost = r["runner_ups"];
+  s.lost = read_strings(lost);
+  if (s.lost.size() != s.best.size() - 1) {
+    lost.fail("expected one line per runner-up, " + std::to_string(s.best.size() - 1) + ", got " +
+              std::to_string(s.lost.size()));
+  }
+  return f;
+}
+
+LlmPlanFile read_llm_plan_result(const std::string& path) {
+  return llm_plan_result_from_json(JsonReader::from_file(path));
+}
+
+}  // namespace pipescope
