@@ -187,6 +187,9 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
     if (!why.empty()) throw InputError(why);
   }
   job.layout = validate_layout(job.shape, job.layout, job.gpus, job.framework, &job.notes);
+  if (const std::string why = runtime_refusal(framework_offer(job.framework), job.layout); !why.empty()) {
+    throw InputError(why);
+  }
   return job;
 }
 

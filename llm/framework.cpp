@@ -79,6 +79,17 @@ std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kin
   return "";
 }
 
+// torch/distributed/pipelining/schedules.py Schedule1F1B.__init__: "Number of microbatches
+// (M) must be greater than or equal to the number of stages (p)."
+std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l) {
+  if (offer.framework == Framework::Torch && l.p > 1 && layout_schedule(l) == ScheduleKind::OneFOneB &&
+      l.microbatches < l.p) {
+    return "--global-batch-size: torch's Schedule1F1B needs at least p = " + std::to_string(l.p) +
+           " micro-batches per pipeline (one per stage), got " + std::to_string(l.microbatches);
+  }
+  return "";
+}
+
 const FrameworkOffer& framework_offer(Framework framework) {
   static const std::vector<FrameworkOffer> table = make_table();
   for (const FrameworkOffer& f : table) {

@@ -16,6 +16,7 @@
 #include "core/schedule.h"
 #include "llm/layout.h"
 #include "llm/layout_check.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -43,5 +44,9 @@ const FrameworkOffer& framework_offer(Framework framework);
 // framework runs, or one llm/ does not time for it. Names --schedule, the framework and
 // what it runs ("--schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)").
 std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kind);
+// Why the framework's own runtime refuses the layout's schedule at its M ("" when it
+// takes it), beyond the generators' rules (llm/pipeline_schedule.h's schedule_refusal):
+// torch 2.13's Schedule1F1B raises for fewer micro-batches than stages (M < p).
+std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
 
 }  // namespace pipescope

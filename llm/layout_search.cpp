@@ -168,6 +168,7 @@ class Search {
       ParallelLayout with_m = l0;
       with_m.microbatches = m;
       if (!schedule_refusal(with_m).empty()) continue;  // e.g. interleaved: M a multiple of p (Megatron's rule)
+      if (!runtime_refusal(offer_, with_m).empty()) continue;  // torch's Schedule1F1B: M >= p
       for (Recompute rc : offer_.recomputes) {
         for (Sharding sh : offer_.shardings_for(l0.p)) {
           if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over

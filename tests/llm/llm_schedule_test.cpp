@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <random>
+#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -226,6 +227,12 @@ TEST(LlmSchedule, LayoutsASchedulesGeneratorRefusesNameTheField) {
   EXPECT_EQ(schedule_offer_refusal(framework_offer(Framework::Megatron), ScheduleKind::ZeroBubbleV),
             "--schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)");
   EXPECT_EQ(schedule_offer_refusal(framework_offer(Framework::Torch), ScheduleKind::ZeroBubbleV), "");
+  // torch's Schedule1F1B raises for M < p; Megatron's 1F1B runs min(p - r - 1, M) warm-ups.
+  EXPECT_NE(runtime_refusal(framework_offer(Framework::Torch), pipeline(4, 1, 3, ScheduleKind::OneFOneB))
+                .find("torch's Schedule1F1B needs at least p = 4"),
+            std::string::npos);
+  EXPECT_EQ(runtime_refusal(framework_offer(Framework::Megatron), pipeline(4, 1, 3, ScheduleKind::OneFOneB)), "");
+  EXPECT_EQ(runtime_refusal(framework_offer(Framework::Torch), pipeline(4, 1, 3, ScheduleKind::GPipe)), "");
 }
 
 // The bound stays below the exact step for every schedule torch runs, over random
@@ -253,6 +260,25 @@ TEST(LlmSchedule, BoundNeverExceedsTheStepForEverySchedule) {
     ++checked;
   }
   EXPECT_GE(checked, 150);
+}
+
+// Every layout torch's exhaustive search times is one torch runs: a schedule of its table,
+// accepted by its generator (schedule_refusal) and by torch's constructor (runtime_refusal:
+// no 1f1b with M < p), with every schedule of the table reached on some layout.
+TEST(LlmSchedule, TorchSearchTimesOnlyWhatTorchRuns) {
+  LlmSearchRequest q;
+  q.shape = small(8), q.gpus = 8, q.global_batch = 8, q.framework = Framework::Torch;
+  q.exhaustive = true, q.top = 1 << 20;
+  const LlmSearchResult r = search_layouts(q, h100());
+  const FrameworkOffer& torch = framework_offer(Framework::Torch);
+  std::set<std::string> seen;
+  for (const LlmCandidate& c : r.best) {
+    EXPECT_TRUE(torch.runs(layout_schedule(c.layout))) << layout_summary(c.layout);
+    EXPECT_EQ(schedule_refusal(c.layout), "") << layout_summary(c.layout);
+    EXPECT_EQ(runtime_refusal(torch, c.layout), "") << layout_summary(c.layout);
+    seen.insert(c.schedule);
+  }
+  EXPECT_EQ(seen.size(), 7U);  // gpipe, 1f1b, interleaved, looped-bfs, interleaved-zb, zb-v, dualpipev
 }
 
 // Why zb-v must win here: 8 layers whose F, I and W are each about one GEMM pass (layer_time:
