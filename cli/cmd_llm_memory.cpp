@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "llm/layout_check.h"
 #include "llm/memory.h"
+#include "llm/pipeline_schedule.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope::cli {
@@ -38,10 +39,10 @@ void print_table(const TransformerShape& s, const ParallelLayout& l, const LlmMe
   std::printf("%s: L %d, h %d, a %d, kv %d, s %d, V %d (padded)%s\n", s.name.c_str(), s.layers, s.hidden, s.heads,
               s.kv_heads == 0 ? s.heads : s.kv_heads, s.sequence, s.vocabulary,
               s.experts > 0 ? (", " + std::to_string(s.experts) + " experts").c_str() : "");
-  std::printf("t %d%s cp %d ep %d d %d p %d v %d, %s, recompute %s, b %d, M %d, %s (%d + %d + %d bytes/param)\n", l.t,
-              l.sequence_parallel ? " sp" : "", l.cp, l.ep, l.d, l.p, l.v, to_string(l.sharding).c_str(),
+  std::printf("t %d%s cp %d ep %d d %d p %d v %d, %s, recompute %s, b %d, M %d, %s (%d + %d + %d bytes/param), %s\n",
+              l.t, l.sequence_parallel ? " sp" : "", l.cp, l.ep, l.d, l.p, l.v, to_string(l.sharding).c_str(),
               to_string(l.recompute).c_str(), l.micro_batch, l.microbatches, to_string(l.precision).c_str(),
-              pr.parameter_bytes, pr.gradient_bytes, pr.optimizer_bytes);
+              pr.parameter_bytes, pr.gradient_bytes, pr.optimizer_bytes, to_string(layout_schedule(l)).c_str());
   for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
   std::printf("%4s %6s %14s %11s %11s %11s %11s %11s  (GiB per GPU)\n", "rank", "layers", "params/GPU", "weights",
               "grads", "optimizer", "activations", "total");

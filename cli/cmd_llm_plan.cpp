@@ -1,5 +1,5 @@
-// `pipescope llm-plan`: the parallel layout (t, SP, cp, ep, d, p, v, b, M, recompute,
-// sharding) of a Megatron-LM / torch / DeepSpeed job that fits the GPU's memory and has
+// `pipescope llm-plan`: the parallel layout (t, SP, cp, ep, d, p, v, schedule, b, M,
+// recompute, sharding) of a Megatron-LM / torch / DeepSpeed job that fits the GPU's memory and has
 // the shortest simulated step (llm/layout_search.h), with why each dimension took its
 // value and why each runner-up lost. A table, or with --json one pipescope.llm_plan
 // object (llm/llm_plan_json.h, which pipescope-gui --llm-plan reads); --out writes the
@@ -34,7 +34,7 @@ namespace pipescope::cli {
 namespace {
 
 struct LlmPlanArgs {
-  std::string gpu, precision = "bf16-mixed", out;
+  std::string gpu, precision = "bf16-mixed", out, schedule;
   LlmFlags flags;
   LlmSearchRequest request;
   double memory_gb = 0;
@@ -56,6 +56,9 @@ void add_search_flags(CLI::App* cmd, LlmPlanArgs& a) {
   cmd->add_option("--pipeline-model-parallel-size", q.p, "pin p (0: search)")->capture_default_str();
   cmd->add_option("--virtual-pipeline-size", q.v, "pin v, model chunks per pipeline rank (0: search)")
       ->capture_default_str();
+  cmd->add_option("--schedule", a.schedule,
+                  "pin the pipeline schedule (gpipe | 1f1b | interleaved | looped-bfs | interleaved-zb | zb-v | "
+                  "dualpipev; one the --framework runs; default: search them)");
   cmd->add_option("--micro-batch-size", q.micro_batch, "pin b (0: search powers of two)")->capture_default_str();
   cmd->add_option("--max-micro-batch-size", q.max_micro_batch, "largest b searched")->capture_default_str();
   cmd->add_option("--max-virtual-stages", q.max_v, "largest v searched")->capture_default_str();
@@ -111,6 +114,7 @@ void run(LlmPlanArgs& a) {
   q.shape = shape_from_flags(a.flags);
   q.vocab_divisible_by = a.flags.vocab_divisible_by;
   q.framework = framework_from_flags(a.flags);
+  q.schedule = schedule_from_flags(a.schedule);
   const auto precision = precision_recipe_from_name(a.precision);
   if (!precision) throw InputError("--precision: expected bf16-mixed, fp32 or fp8-params, got \"" + a.precision + "\"");
   q.precision = *precision;
@@ -143,7 +147,7 @@ void run(LlmPlanArgs& a) {
 void add_llm_plan_command(CLI::App& app) {
   auto a = std::make_shared<LlmPlanArgs>();
   CLI::App* cmd = app.add_subcommand("llm-plan", "Search the parallel layout of an LLM-scale job (t, SP, cp, ep, d, p, "
-                                                 "v, micro-batch, recompute, sharding) under the GPU's memory, "
+                                                 "v, schedule, micro-batch, recompute, sharding) under the GPU's memory, "
                                                  "simulating the candidates that can win (docs/llm-scale.md)");
   add_model_flags(cmd, a->flags);
   add_search_flags(cmd, *a);

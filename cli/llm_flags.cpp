@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "interop/hf_config.h"
+#include "llm/framework.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope::cli {
@@ -49,6 +50,7 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
   l.sharding = parse("--sharding", sharding, sharding_from_name(sharding), "none, distributed-optimizer, zero-1..3");
   l.recompute = parse("--recompute-granularity", f.recompute, recompute_from_name(f.recompute), "none, selective, full");
   l.precision = parse("--precision", f.precision, precision_recipe_from_name(f.precision), "bf16-mixed, fp32, fp8-params");
+  l.schedule = schedule_from_flags(f.schedule);
   const int64_t per_step = static_cast<int64_t>(l.micro_batch) * l.d;
   global_batch = f.global_batch;
   if (global_batch == 0 && !use.global_batch_required) global_batch = static_cast<int>(per_step * l.p);
@@ -105,6 +107,9 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
       ->capture_default_str();
   cmd->add_option("--precision", f.precision, "bf16-mixed | fp32 | fp8-params")->capture_default_str();
   cmd->add_option("--order", f.layout.order, "rank order of the groups (the first share a node)")->capture_default_str();
+  cmd->add_option("--schedule", f.schedule,
+                  "pipeline schedule: gpipe | 1f1b | interleaved | looped-bfs | interleaved-zb | zb-v | dualpipev "
+                  "(default: 1f1b, interleaved with virtual stages)");
   if (use.plan_file) {
     cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags)");
   }
@@ -152,6 +157,15 @@ Framework framework_from_flags(const LlmFlags& f) {
   return *framework;
 }
 
+std::optional<ScheduleKind> schedule_from_flags(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  try {
+    return parse_schedule_kind(name);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--schedule: ") + e.what());
+  }
+}
+
 LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
   LlmJob job;
   job.shape = shape_from_flags(f);
@@ -168,7 +182,14 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
     job.shape.vocabulary = padded_vocabulary(job.shape.vocabulary, job.layout.t, f.vocab_divisible_by);
   }
   job.framework = framework_from_flags(f);
+  if (job.layout.schedule) {  // a schedule given (or a plan's): one the framework runs
+    const std::string why = schedule_offer_refusal(framework_offer(job.framework), *job.layout.schedule);
+    if (!why.empty()) throw InputError(why);
+  }
   job.layout = validate_layout(job.shape, job.layout, job.gpus, job.framework, &job.notes);
+  if (const std::string why = runtime_refusal(framework_offer(job.framework), job.layout); !why.empty()) {
+    throw InputError(why);
+  }
   return job;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct LlmFlags {
   int global_batch = 0;            // 0 (where allowed): b x p x d
   int layers_per_virtual = 0;      // --num-layers-per-virtual-pipeline-stage
   std::string sharding, recompute = "none", precision = "bf16-mixed", framework = "megatron";
+  std::string schedule;            // --schedule (empty: Megatron's, 1f1b or interleaved by v)
   bool distributed_optimizer = false;
   std::string plan;                // a v2 plan's "layout" instead of the layout flags
 };
@@ -48,12 +50,14 @@ void add_model_flags(CLI::App* cmd, LlmFlags& f);
 // --expert-model-parallel-size, --pipeline-model-parallel-size,
 // --num-layers-per-virtual-pipeline-stage, --micro-batch-size, --global-batch-size,
 // --recompute-granularity, --use-distributed-optimizer, --sharding, --framework,
-// --precision, --order.
+// --precision, --order, --schedule.
 void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use);
 
 // The shape of the config and the model flags, vocabulary not yet padded.
 TransformerShape shape_from_flags(const LlmFlags& f);
 Framework framework_from_flags(const LlmFlags& f);
+// --schedule by pipescope's name (nullopt when not given); throws InputError naming it.
+std::optional<ScheduleKind> schedule_from_flags(const std::string& name);
 
 struct LlmJob {
   TransformerShape shape;          // vocabulary padded for the layout's t

@@ -64,6 +64,12 @@ void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profil
   };
   same("p", l.p, "pipeline positions", s.positions);
   same("v", l.v, "chunks per position", s.chunks);
+  if (l.schedule && plan.schedule_file.empty() && *l.schedule != plan.schedule) {
+    std::string why = to_string(*l.schedule);
+    why += ", but the plan's schedule is ";
+    why += to_string(plan.schedule);
+    refuse_layout("schedule", why);
+  }
   if (!one_pipeline) same("d", l.d, "replicas per stage", s.replicas);
   same("microbatches", l.microbatches, "micro-batches", s.microbatches);
   same("micro_batch", l.micro_batch, "samples per micro-batch per replica (batch_size / (microbatches x replicas))",

@@ -37,7 +37,8 @@ std::vector<FrameworkOffer> make_table() {
   out.push_back({Framework::Torch, "torch (torchtitan)", true, {true}, true, true,
                  {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
                   K::DualPipeV},
-                 {K::OneFOneB, K::Interleaved},
+                 {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
+                  K::DualPipeV},
                  {S::None, S::Zero2, S::Zero3}, {S::None, S::Zero2, S::Zero3},
                  {R::None, R::Selective, R::Full},
                  "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py"});
@@ -62,8 +63,31 @@ bool FrameworkOffer::runs(ScheduleKind kind) const {
   return std::find(schedules.begin(), schedules.end(), kind) != schedules.end();
 }
 
-bool FrameworkOffer::interleaved() const {
-  return std::find(llm_schedules.begin(), llm_schedules.end(), ScheduleKind::Interleaved) != llm_schedules.end();
+std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kind) {
+  auto names = [](const std::vector<ScheduleKind>& kinds) {
+    std::string out;
+    for (ScheduleKind k : kinds) out += (out.empty() ? "" : ", ") + to_string(k);
+    return out;
+  };
+  if (!offer.runs(kind)) {
+    return "--schedule: " + to_string(kind) + " is not a schedule " + offer.name + " runs (it runs " +
+           names(offer.schedules) + ")";
+  }
+  if (std::find(offer.llm_schedules.begin(), offer.llm_schedules.end(), kind) == offer.llm_schedules.end()) {
+    return "--schedule: llm/ times " + names(offer.llm_schedules) + " for " + offer.name + ", not " + to_string(kind);
+  }
+  return "";
+}
+
+// torch/distributed/pipelining/schedules.py Schedule1F1B.__init__: "Number of microbatches
+// (M) must be greater than or equal to the number of stages (p)."
+std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l) {
+  if (offer.framework == Framework::Torch && l.p > 1 && layout_schedule(l) == ScheduleKind::OneFOneB &&
+      l.microbatches < l.p) {
+    return "--global-batch-size: torch's Schedule1F1B needs at least p = " + std::to_string(l.p) +
+           " micro-batches per pipeline (one per stage), got " + std::to_string(l.microbatches);
+  }
+  return "";
 }
 
 const FrameworkOffer& framework_offer(Framework framework) {

@@ -3,7 +3,8 @@
 // pipeline, and the recompute granularities. `pipescope llm-plan --framework` searches
 // only these; `pipescope plan --framework` keeps only these schedules. Invariant: every
 // entry is something the framework's own code runs today; llm_schedules is the part of
-// schedules that llm/step_time.h can time (1f1b and interleaved); framework.cpp says
+// schedules that llm/step_time.h can time (llm/pipeline_schedule.h's timed_schedules: all
+// of torch's; Megatron's 1f1b and interleaved; DeepSpeed's 1f1b); framework.cpp says
 // where each fact comes from.
 //   const FrameworkOffer& f = framework_offer(Framework::DeepSpeed);
 //   f.runs(ScheduleKind::Interleaved)  // false
@@ -15,6 +16,7 @@
 #include "core/schedule.h"
 #include "llm/layout.h"
 #include "llm/layout_check.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -26,17 +28,25 @@ struct FrameworkOffer {
   bool context_parallel = false;         // cp > 1
   bool expert_parallel = false;          // ep > 1
   std::vector<ScheduleKind> schedules;   // pipeline schedules (p > 1)
-  std::vector<ScheduleKind> llm_schedules;  // of them, what llm-plan times: 1f1b, interleaved (v > 1)
+  std::vector<ScheduleKind> llm_schedules;  // of them, what llm-plan searches and times
   std::vector<Sharding> shardings;       // with p = 1
   std::vector<Sharding> pipeline_shardings;  // with p > 1
   std::vector<Recompute> recomputes;
   std::string source;                    // where these facts come from
 
   bool runs(ScheduleKind kind) const;
-  bool interleaved() const;  // v > 1: llm_schedules holds interleaved
   const std::vector<Sharding>& shardings_for(int p) const { return p > 1 ? pipeline_shardings : shardings; }
 };
 
 const FrameworkOffer& framework_offer(Framework framework);
+
+// Why a job on `offer`'s framework cannot run `kind` ("" when it can): not a schedule the
+// framework runs, or one llm/ does not time for it. Names --schedule, the framework and
+// what it runs ("--schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)").
+std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kind);
+// Why the framework's own runtime refuses the layout's schedule at its M ("" when it
+// takes it), beyond the generators' rules (llm/pipeline_schedule.h's schedule_refusal):
+// torch 2.13's Schedule1F1B raises for fewer micro-batches than stages (M < p).
+std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
 
 }  // namespace pipescope

@@ -4,6 +4,8 @@
 //   cp --context-parallel-size           ep --expert-model-parallel-size (MoE layers)
 //   d  data-parallel size (what is left) p  --pipeline-model-parallel-size
 //   v  virtual stages (model chunks) per pipeline rank (--num-layers-per-virtual-pipeline-stage)
+//   schedule  the pipeline schedule (pipescope's names, core/schedule.h); unset: Megatron's
+//      1f1b, or interleaved when v > 1 (llm/pipeline_schedule.h says which kinds llm/ times)
 // Invariant: a layout that passed validate_layout has t * cp * d * p == gpus, t divides
 // the attention heads and the KV heads' groups as Megatron requires, ep divides the
 // experts and d * cp, cp splits the sequence into 2 * cp chunks, and the layers fill the
@@ -14,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/schedule.h"
 
 namespace pipescope {
 
@@ -86,6 +90,9 @@ struct ParallelLayout {
   std::vector<int> layers_per_chunk;   // empty: L / (p v) each; else p * v entries, in pipeline order
   PrecisionRecipe precision = PrecisionRecipe::Bf16Mixed;
   std::string order = "tp-cp-ep-dp-pp";  // Megatron's --rank order: the first groups share a node
+  // The pipeline schedule; unset: Megatron's (1f1b, interleaved when v > 1). V-shapes
+  // (zb-v, dualpipev) put chunk c on rank c < p ? c : 2p-1-c (llm/pipeline_schedule.h).
+  std::optional<ScheduleKind> schedule;
 
   int gpus() const { return t * cp * d * p; }
   int global_batch() const { return micro_batch * microbatches * d; }

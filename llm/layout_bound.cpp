@@ -3,9 +3,12 @@
 // embedding on the first, the head on the last; each layer's optimizer step on the
 // parameters / d of a sharded optimizer) without simulating it:
 //   rank r's step >= fill_r + busy_r + opt_r, and rank 0's >= fill_r + busy_r + drain_r + opt_0
-// where busy_r = M x its stages' F + B, fill_r = the F of stages 0 .. r-1 that its first
-// forward waits for, drain_r = the B of stages r-1 .. 0 after its last backward (1F1B and
-// interleaved 1F1B both end a rank with the last micro-batch's backward of its chunk 0).
+// where busy_r = M x its stages' F + B (B = I + W), fill_r = the F of stages 0 .. r-1 that
+// its first forward waits for (stage r is the first a rank runs, V-shapes too), drain_r =
+// the B of stages r-1 .. 0 after its last backward. The drain holds only where each rank
+// ends with a whole B that runs down to stage 0 (gpipe, 1f1b, interleaved, looped-bfs:
+// llm/pipeline_schedule.h's ends_with_backward_chain); the zero-bubble kinds end ranks
+// with W, which needs nothing of the others, so their bound is fill + busy alone.
 // Point-to-point time is left out (it only adds); the data-parallel tail, the tied
 // embedding all-reduce and the ZeRO-2 / 3 traffic are step_time's own closed forms, so
 // they enter bound and exact step alike.
@@ -15,6 +18,7 @@
 #include "llm/layer_time.h"
 #include "llm/layout_search.h"
 #include "llm/layout_search_internal.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -43,8 +47,10 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
   rc.busy.assign(static_cast<std::size_t>(l.p), 0);
   rc.fwd = rc.bwd = rc.params = rc.opt = rc.busy;
   const int freq = std::max(shape.moe_layer_frequency, 1);
+  std::vector<std::size_t> rank_of(chunks.size());
+  for (std::size_t c = 0; c < chunks.size(); ++c) rank_of[c] = static_cast<std::size_t>(chunk_rank(l, static_cast<int>(c)));
   auto add = [&](std::size_t stage, const LayerTime& t) {
-    const std::size_t r = stage % static_cast<std::size_t>(l.p);
+    const std::size_t r = rank_of[stage];
     rc.stage_f[stage] += t.forward_ns;
     rc.stage_b[stage] += t.input_grad_ns + t.weight_grad_ns;
     rc.params[r] += t.parameters;
@@ -57,7 +63,7 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
     if (c + 1 == chunks.size()) add(c, lt.head);
   }
   for (std::size_t s = 0; s < chunks.size(); ++s) {
-    const std::size_t r = s % static_cast<std::size_t>(l.p);
+    const std::size_t r = rank_of[s];
     rc.fwd[r] += rc.stage_f[s];
     rc.bwd[r] += rc.stage_b[s];
   }
@@ -81,9 +87,11 @@ int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t 
 int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
                          const StepOptions& options, const RankCosts& rc) {
   int64_t pipe = 0, dp = 0, extra = 0, fill = 0, drain = 0;
+  const bool chain = ends_with_backward_chain(layout_schedule(l));
   for (std::size_t r = 0; r < rc.busy.size(); ++r) {
     const int64_t end = fill + rc.busy[r];
-    pipe = std::max({pipe, end + rc.opt[r], end + drain + rc.opt[0]});
+    pipe = std::max(pipe, end + rc.opt[r]);
+    if (chain) pipe = std::max(pipe, end + drain + rc.opt[0]);
     fill += rc.stage_f[r];
     drain += rc.stage_b[r];
     dp = std::max(dp, dp_exposed_ns(gpu, l, rc.params[r], rc.fwd[r], rc.bwd[r], options));

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -198,6 +199,7 @@ ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayo
   check_tensor_parallel(shape, layout);
   check_experts_and_context(shape, layout);
   check_chunks(shape, layout);
+  if (const std::string why = schedule_refusal(layout); !why.empty()) throw InputError(why);
   check_sharding(layout, framework, notes);
   check_order(layout, framework);
   ParallelLayout out = layout;

@@ -2,7 +2,8 @@
 // Megatron-LM's arguments.py and TransformerConfig make (and DeepSpeed's pipeline
 // engine, torch FSDP for the sharding). Invariant: validate_layout either returns a
 // layout that llm/layout.h's invariant holds for, or throws InputError naming the field
-// (by its Megatron flag) and the numbers; a returned note says what it changed.
+// (by its Megatron flag) and the numbers, or the schedule's (llm/pipeline_schedule.h); a
+// returned note says what it changed.
 //   ParallelLayout ok = validate_layout(shape, layout, 64, Framework::Megatron, &notes);
 #pragma once
 
@@ -25,7 +26,8 @@ int default_ffn_hidden(int hidden, bool swiglu);
 // (--make-vocab-size-divisible-by, default 128).
 int padded_vocabulary(int vocabulary, int t, int divisible_by = 128);
 
-// Layers of each of the p * v chunks, in pipeline order (chunk c runs on rank c % p).
+// Layers of each of the p * v chunks, in model order (chunk c runs on rank chunk_rank(layout,
+// c) of llm/pipeline_schedule.h: c % p, or the V's c < p ? c : 2p-1-c).
 std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& layout);
 
 // Throws InputError naming the flag and the numbers. `notes` (optional) receives what

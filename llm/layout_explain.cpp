@@ -8,6 +8,7 @@
 
 #include "llm/collectives.h"
 #include "llm/layout_search_internal.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -27,6 +28,7 @@ std::string value_name(const std::string& dim, int value) {
   if (dim == "recompute") return to_string(static_cast<Recompute>(value));
   if (dim == "sharding") return to_string(static_cast<Sharding>(value));
   if (dim == "sp") return value != 0 ? "on" : "off";
+  if (dim == "schedule") return to_string(static_cast<ScheduleKind>(value));
   return std::to_string(value);
 }
 
@@ -38,6 +40,7 @@ int value_of(const std::string& dim, const ParallelLayout& l) {
   if (dim == "p") return l.p;
   if (dim == "d") return l.d;
   if (dim == "v") return l.v;
+  if (dim == "schedule") return static_cast<int>(layout_schedule(l));
   if (dim == "b") return l.micro_batch;
   if (dim == "recompute") return static_cast<int>(l.recompute);
   return static_cast<int>(l.sharding);
@@ -55,6 +58,10 @@ std::string chosen_reason(const std::string& dim, const LlmCandidate& c, const G
     return "its TP group spans " + std::to_string(l.t / tp.per_node) + " nodes (TP traffic on the network)";
   }
   if (dim == "p") return fmt("bubble %.3f of the simulated pipeline", c.bubble);
+  if (dim == "schedule") {
+    return fmt("bubble %.3f of the simulated pipeline, peak %.1f GB per GPU", c.bubble, c.peak_bytes / kGB) +
+           (ends_with_backward_chain(layout_schedule(l)) ? "" : " (W fills the drain)");
+  }
   if (dim == "d") return "exposed data-parallel tail " + seconds(c.dp_exposed_ns);
   if (dim == "recompute" || dim == "b" || dim == "sharding") {
     return fmt("peak %.1f GB of %.1f GB per GPU", c.peak_bytes / kGB, capacity / kGB);
@@ -77,7 +84,7 @@ std::string runner_up_reason(const LlmCandidate& best, const LlmCandidate& c) {
                     fmt(" (%+.2f%%)", 100.0 * static_cast<double>(c.step_ns - best.step_ns) /
                                           static_cast<double>(best.step_ns));
   std::string diff;
-  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "b", "recompute", "sharding"}) {
+  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "schedule", "b", "recompute", "sharding"}) {
     const int a = value_of(dim, c.layout), b = value_of(dim, best.layout);
     if (a == b) continue;
     diff += diff.empty() ? ": " : ", ";
@@ -100,7 +107,7 @@ void explain_search(LlmSearchResult& r, const GpuModel& gpu) {
   r.lost.clear();
   if (r.best.empty()) return;
   const LlmCandidate& best = r.best.front();
-  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "b", "recompute", "sharding"}) {
+  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "schedule", "b", "recompute", "sharding"}) {
     const auto it = r.dimensions.find(dim);
     if (it == r.dimensions.end() || it->second.size() < 2) continue;
     const int chosen = value_of(dim, best.layout);

@@ -12,6 +12,7 @@
 #include "llm/framework.h"
 #include "llm/layout_search_internal.h"
 #include "llm/memory.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -21,7 +22,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 auto key(const ParallelLayout& l) {
   return std::make_tuple(l.t, l.cp, l.ep, l.d, l.p, l.v, l.micro_batch, static_cast<int>(l.recompute),
-                         static_cast<int>(l.sharding), l.sequence_parallel ? 1 : 0);
+                         static_cast<int>(l.sharding), l.sequence_parallel ? 1 : 0,
+                         static_cast<int>(layout_schedule(l)));
 }
 
 bool faster(const LlmCandidate& a, const LlmCandidate& b) {
@@ -40,8 +42,8 @@ std::vector<int> divisors(int n) {
 // The dimension values one layout has, as result.dimensions names them.
 std::vector<std::pair<std::string, int>> dimension_values(const ParallelLayout& l) {
   return {{"t", l.t}, {"sp", l.sequence_parallel ? 1 : 0}, {"cp", l.cp}, {"ep", l.ep}, {"p", l.p}, {"d", l.d},
-          {"v", l.v}, {"b", l.micro_batch}, {"recompute", static_cast<int>(l.recompute)},
-          {"sharding", static_cast<int>(l.sharding)}};
+          {"v", l.v}, {"schedule", static_cast<int>(layout_schedule(l))}, {"b", l.micro_batch},
+          {"recompute", static_cast<int>(l.recompute)}, {"sharding", static_cast<int>(l.sharding)}};
 }
 
 class Search {
@@ -72,13 +74,33 @@ class Search {
                        " GPUs");
     }
     if (q_.top < 1) throw InputError("--top: expected a positive integer, got " + str(q_.top));
+    if (q_.schedule) check_schedule_pin(*q_.schedule);
     if (r_.capacity <= 0) {
       throw InputError("", "--gpu", "the GPU file gives no memory_bytes to search against: pass --memory-gb");
     }
     validate_layout(q_.shape, ParallelLayout{}, 1, q_.framework);  // the shape's own flags (--hidden-size, ...)
   }
 
+  // --schedule: a kind the framework runs, and of those one llm/ can time.
+  void check_schedule_pin(ScheduleKind kind) const {
+    if (const std::string why = schedule_offer_refusal(offer_, kind); !why.empty()) throw InputError(why);
+  }
+
   static bool pinned_out(int pin, int value) { return pin > 0 && pin != value; }
+
+  // The schedules searched with p ranks and v chunks: the framework's that take v (p = 1:
+  // no pipeline, 1f1b), less those the pin excludes.
+  std::vector<ScheduleKind> schedule_options(int p, int v) const {
+    if (p == 1) {
+      if (q_.schedule && *q_.schedule != ScheduleKind::OneFOneB) return {};  // a pinned pipeline schedule needs p > 1
+      return {ScheduleKind::OneFOneB};
+    }
+    std::vector<ScheduleKind> out;
+    for (ScheduleKind k : offer_.llm_schedules) {
+      if (schedule_takes_chunks(k, v) && (!q_.schedule || *q_.schedule == k)) out.push_back(k);
+    }
+    return out;
+  }
 
   void enumerate_tuple(const std::array<int, 4>& tuple) {
     const auto [t, cp, d, p] = tuple;
@@ -93,10 +115,12 @@ class Search {
     for (int ep : ep_options(shape, d * cp)) {
       for (bool sp : t > 1 ? offer_.sequence_parallel : std::vector<bool>{false}) {
         for (int v : v_options(shape.layers, p)) {
-          ParallelLayout l = base;
-          l.ep = ep, l.sequence_parallel = sp, l.v = v;
-          if (shape.layers % (p * v) != 0) l.layers_per_chunk = layout_chunks(shape.layers, p, v);
-          enumerate_batches(shape, l, refusal(shape, l));
+          for (ScheduleKind kind : schedule_options(p, v)) {
+            ParallelLayout l = base;
+            l.ep = ep, l.sequence_parallel = sp, l.v = v, l.schedule = kind;
+            if (shape.layers % (p * v) != 0) l.layers_per_chunk = layout_chunks(shape.layers, p, v, v_shaped(kind));
+            enumerate_batches(shape, l, refusal(shape, l));
+          }
         }
       }
     }
@@ -117,7 +141,7 @@ class Search {
     const int fewest = ranks.empty() ? 0 : *std::min_element(ranks.begin(), ranks.end());
     const int most = ranks.empty() ? 0 : *std::max_element(ranks.begin(), ranks.end());
     for (int v : divisors(std::max(most, 1))) {
-      const bool allowed = v == 1 || (p > 1 && offer_.interleaved() && v <= q_.max_v && v <= fewest);
+      const bool allowed = v == 1 || (p > 1 && v <= q_.max_v && v <= fewest && !schedule_options(p, v).empty());
       if (allowed && !pinned_out(q_.v, v)) out.push_back(v);
     }
     return out;
@@ -125,9 +149,12 @@ class Search {
 
   // Why validate_layout refuses every layout that differs from l0 only in b, M, recompute
   // and sharding (the framework's own shardings pass check_sharding): "" when it does not.
+  // M = 2p passes every schedule's rule on M (enumerate_batches checks the real M).
   std::string refusal(const TransformerShape& shape, const ParallelLayout& l0) const {
+    ParallelLayout any_m = l0;
+    any_m.microbatches = 2 * l0.p;
     try {
-      validate_layout(shape, l0, q_.gpus, q_.framework);
+      validate_layout(shape, any_m, q_.gpus, q_.framework);
     } catch (const InputError& e) {
       return e.what();
     }
@@ -138,7 +165,10 @@ class Search {
     for (int b = 1; b <= std::max(q_.max_micro_batch, q_.micro_batch); b *= 2) {
       if (pinned_out(q_.micro_batch, b) || q_.global_batch % (static_cast<int64_t>(b) * l0.d) != 0) continue;
       const int m = static_cast<int>(q_.global_batch / (static_cast<int64_t>(b) * l0.d));
-      if (l0.v > 1 && m % l0.p != 0) continue;  // Megatron's interleaved schedule: M a multiple of p
+      ParallelLayout with_m = l0;
+      with_m.microbatches = m;
+      if (!schedule_refusal(with_m).empty()) continue;  // e.g. interleaved: M a multiple of p (Megatron's rule)
+      if (!runtime_refusal(offer_, with_m).empty()) continue;  // torch's Schedule1F1B: M >= p
       for (Recompute rc : offer_.recomputes) {
         for (Sharding sh : offer_.shardings_for(l0.p)) {
           if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over
@@ -162,7 +192,7 @@ class Search {
       return;
     }
     ++r_.valid;
-    const double peak = llm_memory(shape, l).peak();
+    const double peak = llm_memory(shape, l, walked(l)).peak();
     if (r_.smallest_need == 0 || peak < r_.smallest_need) r_.smallest_need = peak, r_.smallest_layout = l;
     const bool fits = peak <= r_.capacity;
     LlmCandidate c;
@@ -181,6 +211,16 @@ class Search {
       if (dv.best_bound < 0 || c.bound_ns < dv.best_bound) dv.best_bound = c.bound_ns;
     }
     if (fits) fitting_.push_back(std::move(c));
+  }
+
+  // The in-flight peaks of the layout's schedule, walked once per (kind, p, v, M).
+  const InFlight* walked(const ParallelLayout& l) {
+    const ScheduleKind kind = layout_schedule(l);
+    if (l.p == 1 || kind == ScheduleKind::OneFOneB || kind == ScheduleKind::Interleaved) return nullptr;
+    const auto k = std::make_tuple(static_cast<int>(kind), l.p, l.v, l.microbatches);
+    auto it = in_flight_.find(k);
+    if (it == in_flight_.end()) it = in_flight_.emplace(k, schedule_in_flight(kind, l.p, l.v, l.microbatches)).first;
+    return &it->second;
   }
 
   const LayerTimes& cached_times(const TransformerShape& shape, const ParallelLayout& l) {
@@ -234,6 +274,7 @@ class Search {
   LlmSearchResult r_;
   std::vector<LlmCandidate> fitting_;
   std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;
+  std::map<std::tuple<int, int, int, int>, InFlight> in_flight_;
 };
 
 }  // namespace
@@ -261,13 +302,16 @@ std::vector<int> rank_layers(int layers, int p) {
   return out;
 }
 
-std::vector<int> layout_chunks(int layers, int p, int v) {
+std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape) {
   const std::vector<int> ranks = rank_layers(layers, p);
   std::vector<int> out(static_cast<std::size_t>(p) * v, 0);
   for (int r = 0; r < p; ++r) {
     const int n = ranks[static_cast<std::size_t>(r)];
     if (n < v) return {};
-    for (int c = 0; c < v; ++c) out[static_cast<std::size_t>(c) * p + r] = n / v + (c >= v - n % v ? 1 : 0);
+    for (int c = 0; c < v; ++c) {
+      const int chunk = v_shape && c == 1 ? 2 * p - 1 - r : c * p + r;  // rank r's c-th chunk in model order
+      out[static_cast<std::size_t>(chunk)] = n / v + (c >= v - n % v ? 1 : 0);
+    }
   }
   return out;
 }
@@ -280,6 +324,12 @@ std::string layout_summary(const ParallelLayout& l) {
   std::string out = "t " + str(l.t) + (l.sequence_parallel ? " sp" : "") + " cp " + str(l.cp) + " ep " + str(l.ep);
   out += " d " + str(l.d) + " p " + str(l.p) + " v " + str(l.v) + " b " + str(l.micro_batch);
   out += " M " + str(l.microbatches) + " recompute " + to_string(l.recompute) + " " + to_string(l.sharding);
+  ParallelLayout by_v = l;
+  by_v.schedule.reset();
+  if (layout_schedule(l) != layout_schedule(by_v)) {  // not Megatron's default
+    out += ' ';
+    out += to_string(layout_schedule(l));
+  }
   return out;
 }
 

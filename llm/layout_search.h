@@ -1,5 +1,5 @@
-// The LLM-scale planner: every parallel layout (t, cp, ep, d, p, v, SP, micro-batch b and
-// count M, recompute, sharding) of a model on a GPU count that the framework runs
+// The LLM-scale planner: every parallel layout (t, cp, ep, d, p, v, pipeline schedule, SP,
+// micro-batch b and count M, recompute, sharding) of a model on a GPU count that the framework runs
 // (llm/framework.h) and validate_layout accepts, pruned by memory (llm/memory.h's peak
 // per GPU against the GPU's capacity), ranked by a lower bound on the step, and timed
 // exactly (llm/step_time.h: the pipeline simulated) only while a candidate's bound can
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct LlmSearchRequest {
   StepOptions options;
   // Pins: > 0 fixes the dimension, 0 searches it.
   int t = 0, cp = 0, ep = 0, p = 0, v = 0, micro_batch = 0;
+  // Pins the schedule (with p > 1); it must be one the framework runs and llm/ times
+  // (llm/framework.h's llm_schedules), else InputError naming --schedule and the framework.
+  std::optional<ScheduleKind> schedule;
   int max_micro_batch = 8;       // b runs over the powers of two up to this
   int max_v = 8;                 // v runs over divisors of a rank's layers up to this
   int top = 5;                   // how many exact best layouts to return
@@ -56,7 +60,7 @@ struct LlmCandidate {
   int64_t step_ns = -1;          // exact; -1: not simulated
   int64_t pipeline_ns = 0, dp_exposed_ns = 0, sharding_ns = 0;
   double bubble = 0, mfu = 0;
-  std::string schedule;          // "1f1b" or "interleaved"
+  std::string schedule;          // the layout's: "1f1b", "interleaved", "zb-v", ...
 };
 
 // What the search saw of one value of one dimension (t = 4, recompute = full, ...).
@@ -75,7 +79,7 @@ struct LlmSearchResult {
   double capacity = 0;             // bytes per GPU searched against
   double smallest_need = 0;        // the smallest peak of any valid layout
   ParallelLayout smallest_layout;  // ... and that layout
-  // dimension name ("t", "cp", "ep", "p", "d", "v", "b", "sp", "recompute", "sharding")
+  // dimension name ("t", "cp", "ep", "p", "d", "v", "schedule", "b", "sp", "recompute", "sharding")
   // -> value (enums as their integer) -> what the search saw.
   std::map<std::string, std::map<int, DimensionValue>> dimensions;
   std::vector<std::string> why;    // why the best's t, cp, p, d, ... (one line each)
@@ -89,9 +93,10 @@ std::vector<std::array<int, 4>> degree_tuples(int gpus);
 // on the last rank, then the first, then the second to last ... (the embedding and the
 // head sit there: Llama 3 405B's 126 layers on 16 ranks of 8, 7 on the first and last).
 std::vector<int> rank_layers(int layers, int p);
-// The p * v chunks in pipeline order (chunk c on rank c % p), rank r's layers split into
-// v chunks as evenly as possible, the larger ones last. Empty when a rank has < v layers.
-std::vector<int> layout_chunks(int layers, int p, int v);
+// The p * v chunks in model order (chunk c on rank c % p, or for a V (v = 2, `v_shape`)
+// rank r's chunks r and 2p-1-r), rank r's layers split into v chunks as evenly as
+// possible, the larger ones last. Empty when a rank has < v layers.
+std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape = false);
 
 // Throws InputError naming the flag: pins that do not divide --gpus, a bad global batch,
 // or no layout that fits (naming the smallest need found and its layout).
@@ -104,7 +109,8 @@ int64_t layout_bound_ns(const TransformerShape& shape, const ParallelLayout& lay
 LlmCandidate time_layout(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
                          const StepOptions& options);
 
-// "t 8 sp cp 1 ep 1 d 128 p 16 v 1 b 1 M 16 selective distributed-optimizer"
+// "t 8 sp cp 1 ep 1 d 128 p 16 v 1 b 1 M 16 selective distributed-optimizer", then the
+// schedule's name where it is not Megatron's default for v ("... zb-v").
 std::string layout_summary(const ParallelLayout& layout);
 
 }  // namespace pipescope

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "llm/pipeline_schedule.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope {
@@ -62,10 +63,10 @@ LlmCandidate read_candidate(const JsonReader& r, const LlmPlanFile& f) {
                          num(c.peak_bytes));
   }
   c.schedule = r["schedule"].as_string();
-  const std::string schedule = c.layout.v > 1 ? "interleaved" : "1f1b";
+  const std::string schedule = to_string(layout_schedule(c.layout));
   if (c.schedule != schedule) {
-    r["schedule"].fail("expected \"" + schedule + "\" for v = " + std::to_string(c.layout.v) + ", got \"" + c.schedule +
-                       "\"");
+    r["schedule"].fail("expected \"" + schedule + "\", the layout's (layout.schedule, else 1f1b or interleaved by v), got \"" +
+                       c.schedule + "\"");
   }
   c.vocabulary = static_cast<int>(r["padded_vocabulary"].as_int(1, INT_MAX));
   return c;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "llm/layout_check.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -38,19 +39,27 @@ Bytes bytes_of(double params, const Precision& pr, Sharding sharding, double gro
   return b;
 }
 
-// The layers each pipeline rank holds, over its v chunks (chunk c on rank c % p).
+// The layers each pipeline rank holds, over its v chunks (chunk c on rank chunk_rank(c)).
 std::vector<std::vector<int>> layers_of_ranks(const TransformerShape& shape, const ParallelLayout& layout) {
   std::vector<std::vector<int>> out(static_cast<std::size_t>(layout.p));
   const std::vector<int> chunks = chunk_layers(shape, layout);
   int next = 0;
   for (std::size_t c = 0; c < chunks.size(); ++c) {
-    for (int i = 0; i < chunks[c]; ++i) out[c % static_cast<std::size_t>(layout.p)].push_back(next++);
+    const auto r = static_cast<std::size_t>(chunk_rank(layout, static_cast<int>(c)));
+    for (int i = 0; i < chunks[c]; ++i) out[r].push_back(next++);
   }
   return out;
 }
 
+// Megatron's closed forms hold for its own schedules (and p = 1: no pipeline).
+bool megatron_schedule(const ParallelLayout& l) {
+  const ScheduleKind k = layout_schedule(l);
+  return l.p == 1 || k == ScheduleKind::OneFOneB || k == ScheduleKind::Interleaved;
+}
+
 // Parameters per GPU of rank k: its layers, the embedding (rank 0), the final norm and
-// the output layer (rank p - 1: Megatron keeps a copy of tied word embeddings there too).
+// the output layer (the last chunk's rank: p - 1, or 0 for a V; Megatron keeps a copy of
+// tied word embeddings there too when that is not rank 0).
 void add_parameters(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l,
                     const std::vector<int>& layers) {
   const double t = l.t, vh = static_cast<double>(shape.vocabulary) * shape.hidden;
@@ -63,7 +72,7 @@ void add_parameters(RankMemory& st, const TransformerShape& shape, const Paralle
   if (st.embedding) sum.tp_sharded += vh;
   if (st.head) {
     sum.replicated += norm;
-    if (l.p > 1 || !shape.tied_embeddings) sum.tp_sharded += vh;
+    if (!st.embedding || !shape.tied_embeddings) sum.tp_sharded += vh;
   }
   st.expert_parameters = sum.expert / (t * l.ep);
   st.parameters = sum.tp_sharded / t + sum.replicated + st.expert_parameters;
@@ -80,16 +89,20 @@ void add_parameters(RankMemory& st, const TransformerShape& shape, const Paralle
 // (exact for even chunks), the embedding's micro-batches on rank 0 (1F1B: min(p, M);
 // interleaved: chunk 0 holds min(M, 2 p) at the peak, two rounds of p forwards before its
 // first backward), one micro-batch of the head on rank p - 1, and under full recompute
-// the one layer being recomputed.
-void add_activations(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l) {
-  const int chunks = in_flight_chunks(l, st.rank);
+// the one layer being recomputed. Other schedules: the walked peaks of llm/pipeline_schedule.h
+// (chunk 0's for the embedding, the last chunk's for the head).
+void add_activations(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l, const InFlight* walked) {
+  const bool megatron = walked == nullptr;
+  const int chunks = megatron ? in_flight_chunks(l, st.rank) : walked->rank_chunks[static_cast<std::size_t>(st.rank)];
   st.in_flight = static_cast<double>(chunks) / l.v;
   st.activation_bytes = st.in_flight * st.layers * layer_activation_bytes(shape, l);
   if (st.embedding) {
-    const int held = l.v == 1 ? std::min(l.p, l.microbatches) : std::min(l.microbatches, 2 * l.p);
+    const int held = !megatron ? walked->first_chunk
+                     : l.v == 1 ? std::min(l.p, l.microbatches)
+                                : std::min(l.microbatches, 2 * l.p);
     st.activation_bytes += held * embedding_activation_bytes(shape, l);
   }
-  if (st.head) st.activation_bytes += head_activation_bytes(shape, l);
+  if (st.head) st.activation_bytes += (megatron ? 1 : walked->last_chunk) * head_activation_bytes(shape, l);
   if (l.recompute == Recompute::Full && st.layers > 0) {
     ParallelLayout kept = l;
     kept.recompute = Recompute::None;
@@ -151,6 +164,10 @@ double head_activation_bytes(const TransformerShape& shape, const ParallelLayout
 }
 
 int in_flight_chunks(const ParallelLayout& l, int rank) {
+  if (!megatron_schedule(l)) {
+    const InFlight f = schedule_in_flight(layout_schedule(l), l.p, l.v, l.microbatches);
+    return f.rank_chunks[static_cast<std::size_t>(rank)];
+  }
   const int warmup = l.v == 1 ? l.p - rank - 1 : 2 * (l.p - rank - 1) + (l.v - 1) * l.p;
   return std::min(warmup + 1, l.microbatches * l.v);
 }
@@ -161,7 +178,15 @@ double LlmMemory::peak() const {
   return out;
 }
 
-LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout) {
+LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout, const InFlight* walked) {
+  InFlight own;
+  if (megatron_schedule(layout)) {
+    walked = nullptr;
+  } else if (walked == nullptr) {
+    own = schedule_in_flight(layout_schedule(layout), layout.p, layout.v, layout.microbatches);
+    walked = &own;
+  }
+  const int head_rank = chunk_rank(layout, layout.p * layout.v - 1);
   LlmMemory out;
   out.layer_activation_bytes = layer_activation_bytes(shape, layout);
   const std::vector<std::vector<int>> ranks = layers_of_ranks(shape, layout);
@@ -170,9 +195,9 @@ LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout
     st.rank = k;
     st.layers = static_cast<int>(ranks[static_cast<std::size_t>(k)].size());
     st.embedding = k == 0;
-    st.head = k == layout.p - 1;
+    st.head = k == head_rank;
     add_parameters(st, shape, layout, ranks[static_cast<std::size_t>(k)]);
-    add_activations(st, shape, layout);
+    add_activations(st, shape, layout, walked);
     out.stages.push_back(st);
   }
   return out;

@@ -4,7 +4,16 @@
 // the data-parallel group (d cp ranks; d cp / ep for experts) as the Sharding says;
 // activations per layer are Korthikanti et al. 2022 Table 2 (with Megatron's 18 + 4 f / h
 // for the 34), times the micro-batches Megatron's 1F1B / interleaved schedule keeps in
-// flight on that rank. Invariant: the (shape, layout) passed validate_layout.
+// flight on that rank (its closed form). Other schedules (gpipe, looped-bfs,
+// interleaved-zb, zb-v, dualpipev): rank r keeps the largest number of chunk-micro-batches
+// alive at once on the schedule's own op order (llm/pipeline_schedule.h's InFlight: from
+// the start of F to the end of B, or of W under split backward, since llm/ states no
+// weight_grad_bytes and core/op_rules.h then frees the stash at W), times the per-chunk
+// bytes; the embedding counts chunk 0's peak, the head the last chunk's (GPipe: M of
+// each). Closed forms the tests hold (chunk-micro-batches on rank r): gpipe M, 1f1b
+// min(p - r, M), looped-bfs M v, interleaved-zb (v - 1) R + p with R = M / max(1, M / p),
+// zb-v 2p, dualpipev 2p + 1 (tests/llm/llm_schedule_test.cpp). Invariant: the (shape,
+// layout) passed validate_layout.
 //   LlmMemory m = llm_memory(shape, validate_layout(shape, layout, 64));
 //   double peak = m.stages[0].total();
 #pragma once
@@ -12,6 +21,7 @@
 #include <vector>
 
 #include "llm/layout.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -52,10 +62,13 @@ struct LlmMemory {
   double layer_activation_bytes = 0;
   double peak() const;              // the largest stage total
 };
-LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout);
+// `walked`: schedule_in_flight of the layout's (schedule, p, v, M), when the caller has it
+// (the search caches it); ignored for Megatron's schedules; nullptr: walked here.
+LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout, const InFlight* walked = nullptr);
 
 // Chunk-micro-batches rank k keeps at its peak: Megatron's warm-up forwards + 1
-// (1F1B: p - k - 1; interleaved: 2 (p - k - 1) + (v - 1) p), at most M v.
+// (1F1B: p - k - 1; interleaved: 2 (p - k - 1) + (v - 1) p), at most M v; other
+// schedules: schedule_in_flight's walked count.
 int in_flight_chunks(const ParallelLayout& layout, int rank);
 
 }  // namespace pipescope

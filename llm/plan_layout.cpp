@@ -3,6 +3,9 @@
 
 #include <memory>
 
+#include "core/error.h"
+#include "llm/pipeline_schedule.h"
+
 namespace pipescope {
 
 namespace {
@@ -34,7 +37,8 @@ Json layout_to_json(const ParallelLayout& l) {
               {"micro_batch", l.micro_batch},
               {"microbatches", l.microbatches},
               {"precision", to_string(l.precision)},
-              {"order", l.order}};
+              {"order", l.order},
+              {"schedule", to_string(layout_schedule(l))}};
   if (!l.layers_per_chunk.empty()) out["layers_per_chunk"] = l.layers_per_chunk;
   return out;
 }
@@ -59,6 +63,15 @@ ParallelLayout layout_from_json(const JsonReader& r) {
     l.precision = read_name(r["precision"], &precision_recipe_from_name, "bf16-mixed, fp32 or fp8-params");
   }
   if (r.has("order")) l.order = r["order"].as_string();
+  if (r.has("schedule")) {  // absent (files before it): Megatron's, 1f1b or interleaved by v
+    const JsonReader kind = r["schedule"];
+    const std::string name = kind.as_string();
+    try {
+      l.schedule = parse_schedule_kind(name);
+    } catch (const InputError&) {
+      kind.fail("expected " + schedule_kind_names(", ") + ", got \"" + name + "\"");
+    }
+  }
   if (r.has("layers_per_chunk")) {
     const JsonReader chunks = r["layers_per_chunk"];
     for (const JsonReader& n : chunks.items()) l.layers_per_chunk.push_back(static_cast<int>(n.as_int(1, 1 << 20)));

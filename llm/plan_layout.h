@@ -2,7 +2,9 @@
 // of an LLM-scale job, in Megatron-LM's words. core/plan.h keeps it as raw JSON
 // (core never includes llm/); this reader gives it meaning. Invariant: layout_from_json
 // reads what layout_to_json writes, field for field; a bad field throws InputError
-// naming the file and its JSON path ("plan.json: layout.t: expected ...").
+// naming the file and its JSON path ("plan.json: layout.t: expected ..."). "schedule" is
+// always written (the resolved kind); a file without it (written before it) reads as
+// Megatron's default, 1f1b or interleaved by v.
 //   std::optional<ParallelLayout> l = plan_layout(load_plan("plan.json"));
 #pragma once
 

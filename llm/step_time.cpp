@@ -12,6 +12,7 @@
 #include "core/op_rules.h"
 #include "core/schedule.h"
 #include "llm/collectives.h"
+#include "llm/pipeline_schedule.h"
 #include "sim/simulator.h"
 
 namespace pipescope {
@@ -34,7 +35,7 @@ LayerProfile layer_profile(const std::string& name, const LayerTime& t, int64_t 
   return l;
 }
 
-// Transformer layers per chunk, in pipeline order (chunk c of rank r is stage c p + r).
+// Transformer layers per chunk, in model order (chunk c runs on rank chunk_rank(c)).
 std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& l) {
   const int chunks = l.p * l.v;
   if (!l.layers_per_chunk.empty()) {
@@ -91,11 +92,7 @@ int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters) {
 }
 
 LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
-  if (l.v > 1 && l.microbatches % l.p != 0) {
-    throw InputError("--global-batch-size: the interleaved schedule needs micro-batches per pipeline (" +
-                     std::to_string(l.microbatches) + ") to be a multiple of --pipeline-model-parallel-size " +
-                     std::to_string(l.p));
-  }
+  if (const std::string why = schedule_refusal(l); !why.empty()) throw InputError(why);
   const std::vector<int> per_chunk = chunk_layers(shape, l);
   const int64_t send = static_cast<int64_t>(l.micro_batch) * (shape.sequence / l.cp) * shape.hidden * 2 / l.t;
   LlmPipeline out;
@@ -117,13 +114,13 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   Plan& plan = out.plan;
   plan.microbatches = l.microbatches;
   plan.batch_size = static_cast<int64_t>(l.micro_batch) * l.microbatches;
-  plan.schedule = l.v > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+  plan.schedule = layout_schedule(l);
   plan.chunks = l.v;
   plan.p2p = P2p::Blocking;
   int first = 0;
   for (std::size_t c = 0; c < per_chunk.size(); ++c) {
     const int end = first + per_chunk[c] + (c == 0 ? 1 : 0) + (c + 1 == per_chunk.size() ? 1 : 0);
-    plan.stages.push_back({first, end, {static_cast<int>(c) % l.p}});
+    plan.stages.push_back({first, end, {chunk_rank(l, static_cast<int>(c))}});
     first = end;
   }
   return out;
@@ -142,7 +139,8 @@ int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t para
 }
 
 int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
-  if (l.p <= 1 || !shape.tied_embeddings) return 0;
+  // A V puts the head on rank 0 beside the embedding: one copy, nothing to all-reduce.
+  if (l.p <= 1 || !shape.tied_embeddings || chunk_rank(l, l.p * l.v - 1) == 0) return 0;
   const GroupLink pp = group_link(gpu, l, Group::Pp);
   const Link& link = pp.crosses_nodes ? gpu.node.inter_node : gpu.node.link;
   return allreduce_ns(link, static_cast<int64_t>(shape.vocabulary) * shape.hidden / l.t * 4, 2);
@@ -168,7 +166,7 @@ StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const
   // Per pipeline rank: its parameters, its optimizer step, one micro-batch's F and B.
   std::vector<int64_t> params(static_cast<std::size_t>(l.p), 0), fwd(params), bwd(params), opt(params);
   for (std::size_t s = 0; s < costs.stages.size(); ++s) {
-    const std::size_t r = s % static_cast<std::size_t>(l.p);
+    const auto r = static_cast<std::size_t>(chunk_rank(l, static_cast<int>(s)));
     params[r] += costs.stages[s].parameter_bytes / 2;
     opt[r] += costs.stages[s].optimizer_ns;
     fwd[r] += costs.stages[s].forward_ns;

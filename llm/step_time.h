@@ -3,7 +3,11 @@
 // transformer layer, the embedding and the head + loss as layers of their own, t folded
 // into the device), cut into p x v chunks as Megatron-LM cuts them (the embedding on
 // the first chunk, the head on the last), and the exact pipeline simulation (sim/) runs
-// 1F1B, or interleaved 1F1B with v chunks, with p2p on the pp group's link. The
+// the layout's schedule (llm/pipeline_schedule.h: 1F1B, or interleaved 1F1B with v
+// chunks, by default; gpipe, looped-bfs, interleaved-zb, zb-v, dualpipev on request, the
+// zero-bubble kinds with I and W as separate ops at layer_time's I / W times; a V puts
+// chunk c >= p on rank 2p-1-c; dualpipev's F&B pairs run back to back, layer_time states
+// no overlap), with p2p on the pp group's link. The
 // data-parallel tail and the tied-embedding all-reduce follow the flush; the optimizer
 // step (a sharded one under the distributed optimizer) ends the step.
 //   StepTime st = step_time(shape, layout, load_gpu_model("profiles/gpus/a100-80gb.json"));
@@ -42,12 +46,13 @@ struct StepTime {
   double bubble = 0;           // the simulation's mean idle fraction
   double model_flops = 0;      // per step, all GPUs (Korthikanti et al. appendix A: no recompute)
   double mfu = 0;              // model FLOPs / (step x GPUs x peak)
-  std::string schedule;        // "1f1b" or "interleaved"
+  std::string schedule;        // the layout's schedule: "1f1b", "interleaved", "zb-v", ...
   int layers_per_chunk = 0;    // the first chunk's transformer layers
 };
 
-// Throws InputError when the layout does not cut the layers into p x v chunks, or v > 1
-// with microbatches not a multiple of p (Megatron's interleaved schedule).
+// Throws InputError when the layout does not cut the layers into p x v chunks, or its
+// schedule refuses it (llm/pipeline_schedule.h's schedule_refusal: interleaved with M not
+// a multiple of p, dualpipev with M < 2p, zb-v with v != 2, ...).
 StepTime step_time(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
                    const StepOptions& options = {});
 

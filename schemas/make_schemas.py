@@ -137,7 +137,8 @@ def _define_llm_time():
     s = head("llm_time", "pipescope llm_time v1",
              "What `pipescope llm-time --json` prints: a Megatron-LM job's iteration time (docs/llm-scale.md).")
     s["properties"] = dict(fmt_props("llm_time"), gpu=string("the --gpu given"), layout=layout,
-        schedule={"enum": ["1f1b", "interleaved"]}, layer=layer, embedding=layer, head=layer,
+        schedule={"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v", "dualpipev"]},
+        layer=layer, embedding=layer, head=layer,
         pipeline_ms=dict(ms, description="the simulated flushed pipeline, optimizer step included"),
         optimizer_ms=ms, dp_exposed_ms=ms, embedding_sync_ms=ms, step_ms=ms, bubble_fraction=number(-1, 1),
         mfu=number(0, 1, "model FLOPs (no recompute) / (step x GPUs x peak bf16)"), model_tflop_per_step=number(0))
@@ -167,8 +168,13 @@ def llm_layout():
                 "precision": {"enum": ["bf16-mixed", "fp32", "fp8-params"],
                               "description": "bytes per parameter: 2 + 4 + 12 (default), 4 + 4 + 8, 1 + 4 + 12"},
                 "order": string("Megatron's rank order (default tp-cp-ep-dp-pp)"),
-                "layers_per_chunk": array(integer(1, 2**20), "p x v entries in pipeline order (chunk c on rank "
-                                                             "c mod p); absent: L / (p v) each", 1)}}
+                "layers_per_chunk": array(integer(1, 2**20), "p x v entries in model order (chunk c on rank "
+                                                             "c mod p, or c < p ? c : 2p-1-c for zb-v and "
+                                                             "dualpipev); absent: L / (p v) each", 1),
+                "schedule": {"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v",
+                                      "dualpipev"],
+                             "description": "the pipeline schedule (pipescope's names, llm/pipeline_schedule.h); "
+                                            "absent: 1f1b, or interleaved when v > 1 (Megatron-LM's)"}}}
 
 
 def llm_memory():
@@ -201,7 +207,8 @@ def llm_plan():
                      "pipeline_ms": ms, "dp_exposed_ms": ms,
                      "sharding_ms": dict(ms, description="ZeRO-2 / 3 traffic per micro-batch not hidden"),
                      "bubble_fraction": number(-1, 1), "mfu": number(0, 1), "peak_bytes": number(0),
-                     "schedule": {"enum": ["1f1b", "interleaved"]}, "padded_vocabulary": integer(1)},
+                     "schedule": {"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v",
+                                           "dualpipev"]}, "padded_vocabulary": integer(1)},
                     ["layout", "step_ms", "bound_ms", "pipeline_ms", "dp_exposed_ms", "sharding_ms", "bubble_fraction",
                      "mfu", "peak_bytes", "schedule", "padded_vocabulary"])
     s = head("llm_plan", "pipescope llm_plan v1",

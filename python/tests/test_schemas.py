@@ -340,3 +340,28 @@ def test_llm_plan_json_validates(tmp_path):
     plan = load_json(out)
     assert plan["version"] == 2 and plan["layout"] == document["best"][0]["layout"]
     assert errors(plan) == []
+
+
+def test_llm_plan_zb_v_json_validates_and_exports_torchs_class(tmp_path):
+    """`llm-plan --framework torch --schedule zb-v`: its JSON and its --out plan (whose
+    layout carries "schedule": "zb-v" and whose stages sit on a V) validate, and
+    `export --to torch` names ScheduleZBVZeroBubble with the V's stage ranks."""
+    out = tmp_path / "zbv.json"
+    r = pipescope("llm-plan", "--gpu", "h100-sxm", "--num-layers", "8", "--hidden-size", "1024",
+                  "--num-attention-heads", "16", "--num-query-groups", "4", "--ffn-hidden-size", "4096", "--swiglu",
+                  "--vocab-size", "32000", "--seq-length", "2048", "--gpus", "8", "--global-batch-size", "32",
+                  "--pipeline-model-parallel-size", "4", "--framework", "torch", "--schedule", "zb-v",
+                  "--top", "2", "--json", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert errors(document) == []
+    assert {c["schedule"] for c in document["best"]} == {"zb-v"}
+    plan = load_json(out)
+    assert errors(plan) == []
+    assert plan["schedule"]["kind"] == "zb-v" and plan["layout"]["schedule"] == "zb-v"
+    assert [s["devices"][0] for s in plan["stages"]] == [0, 1, 2, 3, 3, 2, 1, 0]
+    e = pipescope("export", "--plan", str(out), "--to", "torch", "--json")
+    assert e.returncode == 0, e.stderr
+    exported = json.loads(e.stdout)
+    assert exported["schedule_class"] == "ScheduleZBVZeroBubble"
+    assert exported["stage_ranks"] == [0, 1, 2, 3, 3, 2, 1, 0]

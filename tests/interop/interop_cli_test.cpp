@@ -140,6 +140,7 @@ TEST(InteropCli, LayoutRefusalsExitTwoNamingTheField) {
       {R"("sharding": "zero-2")", "deepspeed", "layout.sharding"},
       {R"("recompute": "selective")", "torch", "layout.recompute"},
       {R"("v": 2)", "megatron", "layout.v: 2, but the plan has chunks per position 1"},
+      {R"("schedule": "gpipe")", "torch", "layout.schedule: gpipe, but the plan's schedule is 1f1b"},
   };
   for (const Case& c : cases) {
     Result r = run("export --plan " + with_layout(c.layout) + " --to " + c.target);

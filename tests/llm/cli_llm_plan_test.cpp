@@ -131,6 +131,50 @@ TEST(CliLlmPlan, BadInputExitsTwoNamingTheFlag) {
   EXPECT_NE(missing.out.find("--hf-config or --num-layers"), std::string::npos) << missing.out;
 }
 
+// --schedule pins the layout's pipeline schedule: under torch each of the seven it runs is
+// searched, written into the --out plan (its kind and its layout's "schedule"), and
+// `export --to torch` names the torch.distributed.pipelining class that runs it; a
+// schedule the --framework does not run exits 2 naming both, an unknown name exits 2.
+TEST(CliLlmPlan, SchedulePinReachesThePlanAndTheTorchExport) {
+  const std::string dir = ::testing::TempDir() + "llm_plan_schedules";
+  std::filesystem::create_directories(dir);
+  const std::string cmd =
+      "llm-plan --gpu h100-sxm --num-layers 8 --hidden-size 1024 --num-attention-heads 16 --num-query-groups 4 "
+      "--ffn-hidden-size 4096 --swiglu --disable-bias-linear --normalization RMSNorm "
+      "--untie-embeddings-and-output-weights --vocab-size 32000 --seq-length 2048 --gpus 8 --global-batch-size 32 "
+      "--pipeline-model-parallel-size 2 --framework torch --top 1 --json";
+  const std::pair<const char*, const char*> classes[] = {
+      {"gpipe", "ScheduleGPipe"},           {"1f1b", "Schedule1F1B"},
+      {"interleaved", "ScheduleInterleaved1F1B"}, {"looped-bfs", "ScheduleLoopedBFS"},
+      {"interleaved-zb", "ScheduleInterleavedZeroBubble"}, {"zb-v", "ScheduleZBVZeroBubble"},
+      {"dualpipev", "ScheduleDualPipeV"}};
+  for (const auto& [kind, torch_class] : classes) {
+    const std::string out = dir + "/" + kind + ".json";
+    const auto r = run_cli(cmd + " --schedule " + kind + " --out " + out);
+    ASSERT_EQ(r.code, 0) << kind << ": " << r.out;
+    const Json j = Json::parse(r.out);
+    EXPECT_EQ(j["best"][0]["schedule"], kind);
+    EXPECT_EQ(j["best"][0]["layout"]["schedule"], kind);
+    const Plan plan = load_plan(out);
+    EXPECT_EQ(to_string(plan.schedule), kind);
+    EXPECT_EQ(to_string(*plan_layout(plan)->schedule), kind);
+    const auto e = run_cli("export --plan " + out + " --to torch --json");
+    ASSERT_EQ(e.code, 0) << kind << ": " << e.out;
+    EXPECT_EQ(Json::parse(e.out)["schedule_class"], torch_class) << kind;
+  }
+  const auto megatron = run_cli(kSmall + " --schedule zb-v");
+  EXPECT_EQ(megatron.code, 2);
+  EXPECT_NE(megatron.out.find("--schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"),
+            std::string::npos) << megatron.out;
+  const auto deepspeed = run_cli(kSmall + " --framework deepspeed --schedule interleaved");
+  EXPECT_EQ(deepspeed.code, 2);
+  EXPECT_NE(deepspeed.out.find("--schedule: interleaved is not a schedule DeepSpeed runs (it runs 1f1b)"),
+            std::string::npos) << deepspeed.out;
+  const auto unknown = run_cli(kSmall + " --framework torch --schedule zbv");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("--schedule: unknown schedule \"zbv\""), std::string::npos) << unknown.out;
+}
+
 // `plan --framework` keeps the framework's schedules (llm/framework.h's table), and
 // refuses one named in --schedules that the framework does not run.
 TEST(CliPlanFramework, KeepsOnlyTheFrameworksSchedules) {

@@ -33,6 +33,25 @@ TEST(CliLlmTime, JsonIsOneObjectWithTheLibrarysStep) {
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
 }
 
+// --schedule zb-v (torch): the V's step, as llm/step_time.h times it, named in the JSON.
+TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
+  const std::string zbv =
+      "llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+      "--vocab-size 51200 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+      "--num-layers-per-virtual-pipeline-stage 6 --sequence-parallel --recompute-granularity selective "
+      "--micro-batch-size 1 --global-batch-size 64 --framework torch --schedule zb-v --json";
+  const auto r = run_cli(zbv);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schedule"], "zb-v");
+  EXPECT_EQ(j["layout"]["v"], 2);
+  ParallelLayout l = korthikanti_layout(kKorthikantiModels[1], true);
+  l.v = 2, l.schedule = ScheduleKind::ZeroBubbleV;
+  const GpuModel gpu = load_gpu_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/a100-80gb.json");
+  const StepTime st = step_time(korthikanti_shape(kKorthikantiModels[1]), l, gpu);
+  EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
+}
+
 TEST(CliLlmTime, TableNamesTheLayout) {
   const auto r = run_cli(k175);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -53,6 +72,12 @@ TEST(CliLlmTime, BadFlagsExitTwoNamingTheFlag) {
       {"--gpus 12 --tensor-model-parallel-size 8", "--gpus"},
       {"--micro-batch-size 0", "--micro-batch-size"},
       {"--order tp-dp-pp", "order"},
+      // --schedule: a name pipescope has, one the --framework runs, a layout its generator takes.
+      {"--schedule zbv", "--schedule: unknown schedule"},
+      {"--pipeline-model-parallel-size 8 --schedule zb-v", "--schedule: zb-v is not a schedule Megatron-LM runs"},
+      {"--pipeline-model-parallel-size 8 --framework torch --schedule zb-v", "schedule: zb-v runs exactly 2 chunks"},
+      {"--pipeline-model-parallel-size 8 --num-layers-per-virtual-pipeline-stage 6 --framework torch "
+       "--schedule dualpipev --global-batch-size 8", "--global-batch-size: dualpipev needs at least 2p = 16"},
   };
   for (const auto& [flags, named] : cases) {
     const auto r = run_cli(base + flags);

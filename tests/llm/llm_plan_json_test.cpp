@@ -119,7 +119,7 @@ TEST(LlmPlanJson, TheFixtureReadsWithTheCountsItsReadmeStates) {
   EXPECT_EQ(r.enumerated, 14466);
   EXPECT_EQ(r.simulated, 449);
   EXPECT_EQ(r.lost.size(), 39U);
-  EXPECT_EQ(r.why.size(), 10U);
+  EXPECT_EQ(r.why.size(), 11U);  // t, sp, cp, ep, p, d, v, schedule, b, recompute, sharding
   EXPECT_EQ(r.best.front().step_ns, 1501054612);  // "step_ms": 1501.054612
   EXPECT_EQ(llm_plan_result_to_json(f).dump(1) + "\n", text_of(kFixture));
 }
@@ -164,7 +164,8 @@ TEST(LlmPlanJson, BadFilesNameTheFileAndTheField) {
             "r.json: best[0].peak_bytes: expected at most capacity_bytes = 80000000000 (a layout that fits), got "
             "90000000000");
   EXPECT_EQ(refusal([](Json& j) { j["best"][0]["schedule"] = "interleaved"; }),
-            "r.json: best[0].schedule: expected \"1f1b\" for v = 1, got \"interleaved\"");
+            "r.json: best[0].schedule: expected \"1f1b\", the layout's (layout.schedule, else 1f1b or interleaved by v), "
+            "got \"interleaved\"");
   EXPECT_EQ(refusal([](Json& j) { j["best"][0]["mfu"] = 1.5; }), "r.json: best[0].mfu: expected a number <= 1, got 1.5");
   EXPECT_EQ(refusal([](Json& j) { j["framework"] = "jax"; }),
             "r.json: framework: expected megatron, torch or deepspeed, got \"jax\"");

@@ -76,5 +76,25 @@ TEST(LlmPlanLayout, BadLayoutsNameFileAndField) {
             std::string::npos);
 }
 
+// "schedule" (the layout's pipeline schedule) round-trips by pipescope's name; a file
+// without it (written before it) reads as Megatron's default: 1f1b, interleaved with v > 1.
+TEST(LlmPlanLayout, ScheduleRoundTripsAndDefaultsByV) {
+  ParallelLayout l;
+  l.p = 4, l.v = 2, l.microbatches = 8, l.schedule = ScheduleKind::ZeroBubbleV;
+  const Json j = layout_to_json(l);
+  EXPECT_EQ(j["schedule"], "zb-v");
+  const Plan zbv = plan_from_json(JsonReader::from_text(v2(j.dump()), "plan.json"));
+  ASSERT_TRUE(plan_layout(zbv)->schedule.has_value());
+  EXPECT_EQ(*plan_layout(zbv)->schedule, ScheduleKind::ZeroBubbleV);
+  const Plan old_v2 = plan_from_json(JsonReader::from_text(v2(R"({"p": 4, "v": 2})"), "plan.json"));
+  EXPECT_FALSE(plan_layout(old_v2)->schedule.has_value());
+  EXPECT_EQ(layout_to_json(*plan_layout(old_v2))["schedule"], "interleaved");
+  const Plan old_v1 = plan_from_json(JsonReader::from_text(v2(R"({"p": 4})"), "plan.json"));
+  EXPECT_EQ(layout_to_json(*plan_layout(old_v1))["schedule"], "1f1b");
+  EXPECT_NE(refusal(v2(R"({"schedule": "zbv2"})")).find("plan.json: layout.schedule: expected gpipe, 1f1b"),
+            std::string::npos);
+  EXPECT_NE(refusal(v2(R"({"schedule": 3})")).find("plan.json: layout.schedule"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pipescope

@@ -1,0 +1,114 @@
+// The rules of llm/pipeline_schedule.h: each kind's constraints restate its generator
+// in core/schedules/ (which throws the same refusals), so that the search refuses a
+// layout before building its schedule; the in-flight walk replays make_schedule's lists.
+#include "llm/pipeline_schedule.h"
+
+#include <algorithm>
+
+namespace pipescope {
+
+namespace {
+
+std::string str(int v) { return std::to_string(v); }
+
+}  // namespace
+
+ScheduleKind layout_schedule(const ParallelLayout& l) {
+  if (l.schedule) return *l.schedule;
+  return l.v > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+}
+
+const std::vector<ScheduleKind>& timed_schedules() {
+  using K = ScheduleKind;
+  static const std::vector<ScheduleKind> kinds = {K::GPipe,     K::OneFOneB,    K::Interleaved,
+                                                  K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
+                                                  K::DualPipeV};
+  return kinds;
+}
+
+bool schedule_takes_chunks(ScheduleKind kind, int v) {
+  switch (kind) {
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB: return v == 1;
+    case ScheduleKind::Interleaved:
+    case ScheduleKind::LoopedBFS: return v > 1;
+    case ScheduleKind::InterleavedZeroBubble: return v >= 1;
+    case ScheduleKind::ZeroBubbleV:
+    case ScheduleKind::DualPipeV: return v == 2;
+    default: return false;
+  }
+}
+
+std::string schedule_refusal(const ParallelLayout& l) {
+  const ScheduleKind kind = layout_schedule(l);
+  const std::string name = to_string(kind);
+  const auto& timed = timed_schedules();
+  if (std::find(timed.begin(), timed.end(), kind) == timed.end()) {
+    std::string names;
+    for (ScheduleKind k : timed) names += (names.empty() ? "" : ", ") + to_string(k);
+    return "schedule: llm/ times " + names + ", not " + name;
+  }
+  if (l.p < 2) {
+    if (kind == ScheduleKind::OneFOneB) return "";
+    return "schedule: " + name + " needs a pipeline (--pipeline-model-parallel-size > 1, got " + str(l.p) + ")";
+  }
+  if (!schedule_takes_chunks(kind, l.v)) {
+    const char* takes = kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB ? "1 chunk per rank (v = 1)"
+                        : kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV
+                            ? "exactly 2 chunks per rank (V-shape, v = 2)"
+                            : "v > 1 chunks per rank (with v = 1 it is 1f1b or gpipe)";
+    return "schedule: " + name + " runs " + takes + ", got v = " + str(l.v);
+  }
+  const int M = l.microbatches;
+  if (kind == ScheduleKind::Interleaved && M % l.p != 0) {
+    return "--global-batch-size: the interleaved schedule needs micro-batches per pipeline (" + str(M) +
+           ") to be a multiple of --pipeline-model-parallel-size " + str(l.p);
+  }
+  const int rounds = std::max(1, M / l.p);
+  if (kind == ScheduleKind::InterleavedZeroBubble && M % rounds != 0) {
+    return "--global-batch-size: interleaved-zb needs micro-batches per pipeline (" + str(M) +
+           ") to be a multiple of its rounds max(1, M / p) = " + str(rounds) + " (ScheduleInterleavedZeroBubble's rule)";
+  }
+  if (kind == ScheduleKind::DualPipeV && M < 2 * l.p) {
+    return "--global-batch-size: dualpipev needs at least 2p = " + str(2 * l.p) +
+           " micro-batches per pipeline (DualPipe's num_chunks >= num_ranks * 2), got " + str(M);
+  }
+  return "";
+}
+
+bool v_shaped(ScheduleKind kind) { return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV; }
+
+int chunk_rank(const ParallelLayout& l, int chunk) {
+  if (v_shaped(layout_schedule(l)) && l.v == 2 && chunk >= l.p) return 2 * l.p - 1 - chunk;
+  return chunk % l.p;
+}
+
+bool ends_with_backward_chain(ScheduleKind kind) {
+  return kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB || kind == ScheduleKind::Interleaved ||
+         kind == ScheduleKind::LoopedBFS;
+}
+
+InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
+  const Schedule s = make_schedule({kind, p, microbatches, v});
+  const int S = s.stages();
+  InFlight out;
+  out.rank_chunks.assign(static_cast<std::size_t>(p), 0);
+  std::vector<int> stage_alive(static_cast<std::size_t>(S), 0);
+  for (int r = 0; r < s.positions(); ++r) {
+    int alive = 0;
+    for (const Op& op : s.position_ops[static_cast<std::size_t>(r)]) {
+      int& here = stage_alive[static_cast<std::size_t>(op.stage)];
+      if (op.kind == OpKind::Forward) {
+        ++alive, ++here;
+        out.rank_chunks[static_cast<std::size_t>(r)] = std::max(out.rank_chunks[static_cast<std::size_t>(r)], alive);
+        if (op.stage == 0) out.first_chunk = std::max(out.first_chunk, here);
+        if (op.stage == S - 1) out.last_chunk = std::max(out.last_chunk, here);
+      } else if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardWeight) {
+        --alive, --here;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace pipescope

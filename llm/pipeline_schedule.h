@@ -1,0 +1,58 @@
+// The pipeline schedule of a ParallelLayout: which kind runs (the layout's, else
+// Megatron-LM's 1f1b / interleaved by v), what each kind asks of v and M (the rules of
+// core/schedules/'s generators, which llm/ calls), where chunk c sits (c % p, or c < p ?
+// c : 2p-1-c for the V-shapes), and how many chunk-micro-batches each rank keeps alive,
+// counted on the generator's own op order. Invariant: a layout schedule_refusal accepts
+// builds with make_schedule and simulates; the kinds llm/ times are timed_schedules().
+//   ScheduleKind k = layout_schedule(layout);          // zb-v, or 1f1b by default
+//   InFlight f = schedule_in_flight(k, p, v, M);      // f.rank_chunks[r]: rank r's peak
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+#include "llm/layout.h"
+
+namespace pipescope {
+
+// The layout's schedule: layout.schedule, else interleaved when v > 1, else 1f1b.
+ScheduleKind layout_schedule(const ParallelLayout& layout);
+
+// What llm/step_time.h can time (torch.distributed.pipelining's classes): gpipe, 1f1b,
+// interleaved, looped-bfs, interleaved-zb, zb-v, dualpipev.
+const std::vector<ScheduleKind>& timed_schedules();
+
+// Whether the kind can run v chunks per rank (gpipe, 1f1b: v = 1; interleaved,
+// looped-bfs: v > 1; interleaved-zb: any v; zb-v, dualpipev: v = 2).
+bool schedule_takes_chunks(ScheduleKind kind, int v);
+
+// Why the layout cannot run its schedule ("" when it can), naming the field: a kind
+// llm/ does not time, v the kind does not take, M its generator refuses (interleaved:
+// M a multiple of p; interleaved-zb: of max(1, M / p); dualpipev: M >= 2p), p = 1 with
+// anything but 1f1b.
+std::string schedule_refusal(const ParallelLayout& layout);
+
+// Whether the kind's stages are a V (chunk c on rank c < p ? c : 2p-1-c).
+bool v_shaped(ScheduleKind kind);
+// The rank chunk c (0 .. p v - 1, model order) runs on.
+int chunk_rank(const ParallelLayout& layout, int chunk);
+
+// Whether every rank ends with a whole backward (B) whose input gradient runs down
+// through the chunks of ranks r-1 .. 0 of the same micro-batch (gpipe, 1f1b, interleaved,
+// looped-bfs): what the search's lower bound may add as a drain (llm/layout_bound.cpp).
+bool ends_with_backward_chain(ScheduleKind kind);
+
+// The peaks of alive chunk-micro-batches on the schedule's op order. A chunk-micro-batch
+// is alive from the start of its F to the end of its B, or of its W under split backward:
+// llm/ gives no weight_grad_bytes, so, as core/op_rules.h does without them, I frees
+// nothing of the stash and W frees it all.
+struct InFlight {
+  std::vector<int> rank_chunks;  // per rank: the most alive at once over its chunks
+  int first_chunk = 0;           // the most alive at once of chunk 0 (the embedding's)
+  int last_chunk = 0;            // of chunk p v - 1 (the head's)
+};
+// Throws InputError (make_schedule's) when the generator refuses (p, v, M).
+InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches);
+
+}  // namespace pipescope
