@@ -63,8 +63,11 @@ void add_search_flags(CLI::App* cmd, LlmPlanArgs& a) {
   cmd->add_option("--max-micro-batch-size", q.max_micro_batch, "largest b searched")->capture_default_str();
   cmd->add_option("--max-virtual-stages", q.max_v, "largest v searched")->capture_default_str();
   cmd->add_option("--memory-gb", a.memory_gb, "memory per GPU in GB (default: the GPU file's)");
-  cmd->add_flag("--overlap-grad-reduce", q.options.overlap_grad_reduce, "overlap the gradient reduce with backward");
-  cmd->add_flag("--overlap-param-gather", q.options.overlap_param_gather, "overlap the parameter gather with forward");
+  cmd->add_flag("--overlap-grad-reduce", q.options.overlap_grad_reduce,
+                "overlap the gradient reduce with backward (Megatron, DeepSpeed overlap_comm; torch always does)");
+  cmd->add_flag("--overlap-param-gather", q.options.overlap_param_gather,
+                "overlap the parameter gather with forward, under the distributed optimizer (torch FSDP2 and DeepSpeed "
+                "ZeRO-3 always do)");
   cmd->add_option("--top", q.top, "how many layouts to time exactly and print")->capture_default_str();
   cmd->add_flag("--exhaustive", q.exhaustive, "simulate every layout that fits (no branch and bound)");
   cmd->add_option("--out", a.out, "write the best layout as a v2 plan file (and its profile beside it)");

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "interop/hf_profile.h"
+#include "llm/framework.h"
 #include "llm/step_time.h"
 
 namespace pipescope::cli {
@@ -47,7 +48,8 @@ Json step_json(const LlmTimeArgs& a, const LlmJob& job, const StepTime& st) {
           {"layout", {{"t", l.t}, {"sequence_parallel", l.sequence_parallel}, {"cp", l.cp}, {"ep", l.ep}, {"d", l.d},
                       {"p", l.p}, {"v", l.v}, {"micro_batch", l.micro_batch}, {"microbatches", l.microbatches},
                       {"global_batch", job.global_batch}, {"recompute", to_string(l.recompute)},
-                      {"sharding", to_string(l.sharding)}, {"order", l.order}, {"gpus", l.gpus()}}},
+                      {"sharding", to_string(l.sharding)}, {"order", l.order}, {"gpus", l.gpus()},
+                      {"overlap_grad_reduce", l.overlap_grad_reduce}, {"overlap_param_gather", l.overlap_param_gather}}},
           {"schedule", st.schedule}, {"layer", layer_json(st.layer)}, {"embedding", layer_json(st.embedding)},
           {"head", layer_json(st.head)}, {"pipeline_ms", st.pipeline_ns / 1e6}, {"optimizer_ms", st.optimizer_ns / 1e6},
           {"dp_exposed_ms", st.dp_exposed_ns / 1e6}, {"embedding_sync_ms", st.embedding_sync_ns / 1e6},
@@ -68,7 +70,9 @@ std::string step_table(const LlmTimeArgs& a, const LlmJob& job, const StepTime& 
   for (auto [name, t] : {std::pair{"transformer layer", &st.layer}, {"embedding", &st.embedding}, {"head + loss", &st.head}})
     o << "| " << name << " | " << t->forward_ns / 1e6 << " | " << t->input_grad_ns / 1e6 << " | " << t->weight_grad_ns / 1e6 << " |\n";
   o << "pipeline (simulated, optimizer included) " << st.pipeline_ns / 1e6 << " ms, bubble " << st.bubble << "\n"
-    << "data-parallel exposed " << st.dp_exposed_ns / 1e6 << " ms, tied-embedding all-reduce "
+    << "data-parallel exposed " << st.dp_exposed_ns / 1e6 << " ms (gradient reduce "
+    << (l.overlap_grad_reduce ? "overlapped" : "after the flush") << ", parameter gather "
+    << (l.overlap_param_gather ? "overlapped" : "after the step") << "), tied-embedding all-reduce "
     << st.embedding_sync_ns / 1e6 << " ms, optimizer " << st.optimizer_ns / 1e6 << " ms\n"
     << "step " << st.step_ns / 1e6 << " ms, MFU " << std::setprecision(1) << 100.0 * st.mfu << "%\n";
   return o.str();
@@ -83,17 +87,24 @@ void add_llm_time_command(CLI::App& app) {
   cmd->add_option("--gpu", args->gpu, "GPU file or name (a100-80gb, h100-sxm, h200, b200, mi300x)")->required();
   add_model_flags(cmd, args->flags);
   add_layout_flags(cmd, args->flags, kUse);
-  cmd->add_flag("--overlap-grad-reduce", args->options.overlap_grad_reduce, "overlap the gradient reduce with backward");
+  cmd->add_flag("--overlap-grad-reduce", args->options.overlap_grad_reduce,
+                "overlap the gradient reduce with backward (torch: always; DeepSpeed: overlap_comm)");
   cmd->add_flag("--overlap-param-gather", args->options.overlap_param_gather,
-                "overlap the parameter gather with forward");
+                "overlap the parameter gather with forward (torch FSDP2 and DeepSpeed ZeRO-3: always)");
   cmd->add_flag("--json", args->json, "print one JSON object instead of the table");
   cmd->callback([args] {
-    const LlmJob job = job_from_flags(args->flags, kUse);
+    LlmJob job = job_from_flags(args->flags, kUse);
+    if (args->options.overlap_param_gather) {
+      const std::string refused = param_gather_refusal(job.framework, job.layout.sharding);
+      if (!refused.empty()) throw InputError("--overlap-param-gather: " + refused);
+    }
+    set_framework_overlap(job.framework, args->options.overlap_grad_reduce, args->options.overlap_param_gather,
+                          job.layout);
     std::vector<std::string> dirs;
     if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
     dirs.push_back(data_dir("profiles/gpus"));
     const GpuModel gpu = load_gpu_model(find_gpu_file(args->gpu, dirs));
-    const StepTime st = step_time(job.shape, job.layout, gpu, args->options);
+    const StepTime st = step_time(job.shape, job.layout, gpu, step_options(job.layout));
     std::cout << (args->json ? step_json(*args, job, st).dump(2) + "\n" : step_table(*args, job, st));
   });
 }

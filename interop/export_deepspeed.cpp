@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "llm/framework.h"
 
 namespace pipescope {
 
@@ -66,6 +67,10 @@ void check_layout(const ParallelLayout& l) {
     refuse_layout("precision", "ds_config offers bf16, fp16 and fp32; fp8 weights come from Transformer Engine layers, "
                                "not from DeepSpeed");
   }
+  if (l.overlap_param_gather) {  // stage 0 or 1 here: nothing DeepSpeed gathers during forward
+    const std::string refused = param_gather_refusal(Framework::DeepSpeed, l.sharding);
+    refuse_layout("overlap_param_gather", refused);
+  }
   // PipeModelDataParallelTopology's axes ['pipe', 'data', 'model']: model fastest, then data, then pipe.
   std::vector<std::string> said, deepspeeds;
   std::string name;
@@ -111,7 +116,9 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
                  {"gradient_accumulation_steps", s.microbatches}};
   if (s.layout) {
     if (s.layout->precision == PrecisionRecipe::Bf16Mixed) config["bf16"] = {{"enabled", true}};
-    config["zero_optimization"] = {{"stage", s.layout->sharding == Sharding::DistributedOptimizer ? 1 : 0}};
+    // overlap_comm: the gradient reduce overlapped with the last micro-batch's backward, as timed.
+    config["zero_optimization"] = {{"stage", s.layout->sharding == Sharding::DistributedOptimizer ? 1 : 0},
+                                   {"overlap_comm", s.layout->overlap_grad_reduce}};
   } else {
     if (s.dtype == Dtype::Bf16) config["bf16"] = {{"enabled", true}};
     if (s.dtype == Dtype::Fp16) config["fp16"] = {{"enabled", true}};

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "llm/framework.h"
 
 namespace pipescope {
 
@@ -154,6 +155,13 @@ void layout_flags(const ParallelLayout& l, Flags& f) {
                               "plan with sharding none or distributed-optimizer");
   }
   if (l.sharding == Sharding::DistributedOptimizer) f.emplace_back("--use-distributed-optimizer", "");
+  // The data-parallel overlap the plan was timed with (llm/step_time.h's StepOptions).
+  if (l.overlap_grad_reduce) f.emplace_back("--overlap-grad-reduce", "");
+  if (l.overlap_param_gather) {
+    const std::string refused = param_gather_refusal(Framework::Megatron, l.sharding);
+    if (!refused.empty()) refuse_layout("overlap_param_gather", refused);
+    f.emplace_back("--overlap-param-gather", "");
+  }
   if (l.recompute == Recompute::Selective) f.emplace_back("--recompute-granularity", "selective");
   if (l.recompute == Recompute::Full) {  // every layer recomputed from its own input
     f.emplace_back("--recompute-granularity", "full");

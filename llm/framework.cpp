@@ -90,6 +90,38 @@ std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l
   return "";
 }
 
+void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout) {
+  const Sharding s = layout.sharding;
+  switch (framework) {
+    case Framework::Megatron:
+      layout.overlap_grad_reduce = grad_reduce;
+      layout.overlap_param_gather = param_gather && s == Sharding::DistributedOptimizer;
+      return;
+    case Framework::Torch:
+      layout.overlap_grad_reduce = true;
+      layout.overlap_param_gather = s == Sharding::Zero2 || s == Sharding::Zero3;
+      return;
+    case Framework::DeepSpeed:
+      layout.overlap_grad_reduce = grad_reduce || s == Sharding::Zero3;
+      layout.overlap_param_gather = s == Sharding::Zero3;
+      return;
+  }
+}
+
+std::string param_gather_refusal(Framework framework, Sharding sharding) {
+  if (sharding == Sharding::None) {
+    return framework == Framework::Megatron
+               ? "Megatron-LM asserts --use-distributed-optimizer for it (without a sharded "
+                 "optimizer there is no parameter all-gather to overlap)"
+               : "sharding none has no parameter all-gather to overlap";
+  }
+  if (framework == Framework::DeepSpeed && sharding != Sharding::Zero3) {
+    return "DeepSpeed's ZeRO stage " + std::string(sharding == Sharding::Zero2 ? "2" : "1") +
+           " all-gathers the updated parameters after the optimizer step, not overlapped (only ZeRO-3 prefetches them)";
+  }
+  return "";
+}
+
 const FrameworkOffer& framework_offer(Framework framework) {
   static const std::vector<FrameworkOffer> table = make_table();
   for (const FrameworkOffer& f : table) {

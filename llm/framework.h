@@ -40,6 +40,24 @@ struct FrameworkOffer {
 
 const FrameworkOffer& framework_offer(Framework framework);
 
+// The data-parallel overlap `framework` runs `layout` with, given what was asked
+// (--overlap-grad-reduce / --overlap-param-gather), written into layout.overlap_*:
+//   Megatron-LM  what is asked; the parameter gather only under the distributed optimizer
+//                (Megatron-LM's arguments.py asserts --use-distributed-optimizer for it;
+//                without a sharded optimizer there is no gather to overlap)
+//   torch        both, asked or not: DDP all-reduces gradient buckets as backward makes
+//                them, FSDP2 reduce-scatters in its post-backward hooks and prefetches the
+//                next all-gather during forward
+//   DeepSpeed    the gradient reduce when asked (zero_optimization.overlap_comm); under
+//                ZeRO-3 both, asked or not (overlap_comm defaults to true there, DeepSpeedZeroConfig's
+//                overlap_comm_valid, and parameters are prefetched); ZeRO-1 / 2 gather the
+//                updated parameters after the step, so never the gather
+void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout);
+// Why --overlap-param-gather cannot apply to a layout of `sharding` under `framework` ("" when
+// it can; the reason without the flag's name): no sharded parameters to gather (sharding none; Megatron-LM's arguments.py asserts
+// --use-distributed-optimizer), or DeepSpeed's ZeRO-1 / 2, which gather after the step.
+std::string param_gather_refusal(Framework framework, Sharding sharding);
+
 // Why a job on `offer`'s framework cannot run `kind` ("" when it can): not a schedule the
 // framework runs, or one llm/ does not time for it. Names --schedule, the framework and
 // what it runs ("--schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)").

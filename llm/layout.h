@@ -93,6 +93,11 @@ struct ParallelLayout {
   // The pipeline schedule; unset: Megatron's (1f1b, interleaved when v > 1). V-shapes
   // (zb-v, dualpipev) put chunk c on rank c < p ? c : 2p-1-c (llm/pipeline_schedule.h).
   std::optional<ScheduleKind> schedule;
+  // The data-parallel overlap the job runs with (llm/step_time.h's StepOptions; Megatron's
+  // --overlap-grad-reduce / --overlap-param-gather, DeepSpeed's overlap_comm; torch's DDP and
+  // FSDP2 overlap by design). llm/framework.h's framework_overlap sets what the framework does.
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
 
   int gpus() const { return t * cp * d * p; }
   int global_batch() const { return micro_batch * microbatches * d; }

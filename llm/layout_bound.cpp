@@ -75,13 +75,19 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
 // step_time's one after the flush); ZeRO-3 / FSDP also all-gathers the parameters before
 // each micro-batch's forward and again before its backward (2 M). Both are prefetched and
 // overlapped with the rank's compute (DeepSpeed overlap_comm, FSDP's prefetching): only
-// what exceeds busy shows. An assumption of pipescope's, stated in docs/llm-scale.md.
-int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t busy) {
+// what exceeds busy shows. An assumption of pipescope's, stated in docs/llm-scale.md. The
+// data-parallel link carries each collective once: the part of step_time's tail that its
+// overlap switches hid behind compute (dp_exposed_ns with and without them) takes its share
+// of the same busy time, so the excess of all of it shows here.
+int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t busy,
+                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options) {
   if (l.d <= 1 || (l.sharding != Sharding::Zero2 && l.sharding != Sharding::Zero3)) return 0;
   const GroupLink dp = group_link(gpu, l, Group::Dp);
   int64_t total = (l.microbatches - 1) * reduce_scatter_group_ns(dp, parameters * 4);
   if (l.sharding == Sharding::Zero3) total += 2 * l.microbatches * allgather_group_ns(dp, parameters * 2);
-  return std::max<int64_t>(total - busy, 0);
+  const int64_t hidden_tail = dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, {}) -
+                              dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, options);
+  return std::max<int64_t>(total + hidden_tail - busy, 0);
 }
 
 int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
@@ -95,7 +101,7 @@ int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& l,
     fill += rc.stage_f[r];
     drain += rc.stage_b[r];
     dp = std::max(dp, dp_exposed_ns(gpu, l, rc.params[r], rc.fwd[r], rc.bwd[r], options));
-    extra = std::max(extra, sharding_extra_ns(gpu, l, rc.params[r], rc.busy[r]));
+    extra = std::max(extra, sharding_extra_ns(gpu, l, rc.params[r], rc.busy[r], rc.fwd[r], rc.bwd[r], options));
   }
   // The cost model rounds each stage's summed milliseconds to nanoseconds: a few ns per op.
   const int64_t slack = 4 * static_cast<int64_t>(l.microbatches) * l.v * l.p + 1000;
@@ -118,7 +124,7 @@ LlmCandidate time_layout(const TransformerShape& shape, const ParallelLayout& la
   c.bound_ns = bound_from_costs(shape, layout, gpu, options, rc);
   const StepTime st = step_time(shape, layout, gpu, options);
   for (std::size_t r = 0; r < rc.busy.size(); ++r) {
-    c.sharding_ns = std::max(c.sharding_ns, sharding_extra_ns(gpu, layout, rc.params[r], rc.busy[r]));
+    c.sharding_ns = std::max(c.sharding_ns, sharding_extra_ns(gpu, layout, rc.params[r], rc.busy[r], rc.fwd[r], rc.bwd[r], options));
   }
   c.pipeline_ns = st.pipeline_ns;
   c.dp_exposed_ns = st.dp_exposed_ns;

@@ -174,6 +174,7 @@ class Search {
           if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over
           ParallelLayout l = l0;
           l.micro_batch = b, l.microbatches = m, l.recompute = rc, l.sharding = sh;
+          set_framework_overlap(q_.framework, q_.options.overlap_grad_reduce, q_.options.overlap_param_gather, l);
           consider(shape, l, refused);
         }
       }
@@ -199,7 +200,7 @@ class Search {
     if (fits) {
       c.layout = l, c.vocabulary = shape.vocabulary, c.peak_bytes = peak;
       const LayerTimes& lt = cached_times(shape, l);
-      c.bound_ns = bound_from_costs(shape, l, gpu_, q_.options, rank_costs(shape, l, gpu_, lt));
+      c.bound_ns = bound_from_costs(shape, l, gpu_, step_options(l), rank_costs(shape, l, gpu_, lt));
       ++r_.fitting;
     }
     for (const auto& [dim, value] : values) {
@@ -255,7 +256,7 @@ class Search {
       if (!q_.exhaustive && r_.best.size() >= top && r_.best.back().step_ns < next.bound_ns) break;
       TransformerShape shape = q_.shape;
       shape.vocabulary = next.vocabulary;
-      LlmCandidate c = time_layout(shape, next.layout, gpu_, q_.options);
+      LlmCandidate c = time_layout(shape, next.layout, gpu_, step_options(next.layout));
       c.peak_bytes = next.peak_bytes;
       ++r_.simulated;
       if (q_.progress && r_.simulated % 16 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, r_.simulated, false});

@@ -38,7 +38,7 @@ struct LlmSearchRequest {
   Framework framework = Framework::Megatron;
   PrecisionRecipe precision = PrecisionRecipe::Bf16Mixed;
   std::string order = "tp-cp-ep-dp-pp";
-  StepOptions options;
+  StepOptions options;            // what was asked; each layout runs set_framework_overlap's (llm/framework.h)
   // Pins: > 0 fixes the dimension, 0 searches it.
   int t = 0, cp = 0, ep = 0, p = 0, v = 0, micro_batch = 0;
   // Pins the schedule (with p > 1); it must be one the framework runs and llm/ times

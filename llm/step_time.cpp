@@ -133,7 +133,9 @@ int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t para
   const int64_t grad_bytes = parameters * 4;  // fp32 main gradients
   const bool sharded_opt = l.sharding != Sharding::None;
   const int64_t reduce = sharded_opt ? reduce_scatter_group_ns(dp, grad_bytes) : allreduce_group_ns(dp, grad_bytes);
-  const int64_t gather = sharded_opt ? allgather_group_ns(dp, parameters * 2) : 0;
+  // ZeRO-3 keeps its updated parameters sharded: its gathers are the per-micro-batch ones
+  // before forward and backward (llm/layout_bound.cpp's sharding_extra_ns), none after the step.
+  const int64_t gather = sharded_opt && l.sharding != Sharding::Zero3 ? allgather_group_ns(dp, parameters * 2) : 0;
   return (options.overlap_grad_reduce ? std::max<int64_t>(reduce - backward_ns, 0) : reduce) +
          (options.overlap_param_gather ? std::max<int64_t>(gather - forward_ns, 0) : gather);
 }

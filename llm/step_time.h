@@ -34,6 +34,10 @@ struct StepOptions {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
 };
+// The overlap a layout says it runs with (layout.overlap_*).
+inline StepOptions step_options(const ParallelLayout& layout) {
+  return {layout.overlap_grad_reduce, layout.overlap_param_gather};
+}
 
 struct StepTime {
   LayerTime layer;         // one transformer layer, one micro-batch
@@ -65,7 +69,8 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& la
 
 // The data-parallel tail of one pipeline rank holding `parameters` per GPU whose one
 // micro-batch takes forward_ns and backward_ns: the fp32 gradient reduce-scatter (all-reduce
-// without a sharded optimizer) and the bf16 parameter all-gather, less what the overlap
+// without a sharded optimizer) and the bf16 parameter all-gather (none under ZeRO-3, whose
+// parameters stay sharded until the next forward gathers them), less what the overlap
 // options hide. 0 for d = 1. step_time takes the largest over the ranks.
 int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& layout, int64_t parameters, int64_t forward_ns,
                       int64_t backward_ns, const StepOptions& options);

@@ -131,7 +131,8 @@ def _define_llm_time():
     layout = obj({"t": integer(1), "sequence_parallel": {"type": "boolean"}, "cp": integer(1), "ep": integer(1),
                   "d": integer(1), "p": integer(1), "v": integer(1), "micro_batch": integer(1), "microbatches": integer(1),
                   "global_batch": integer(1), "recompute": {"enum": ["none", "selective", "full"]},
-                  "sharding": string(), "order": string(), "gpus": integer(1)},
+                  "sharding": string(), "order": string(), "gpus": integer(1),
+                  "overlap_grad_reduce": {"type": "boolean"}, "overlap_param_gather": {"type": "boolean"}},
                  ["t", "sequence_parallel", "cp", "ep", "d", "p", "v", "micro_batch", "microbatches", "global_batch",
                   "recompute", "gpus"])
     s = head("llm_time", "pipescope llm_time v1",
@@ -174,7 +175,11 @@ def llm_layout():
                 "schedule": {"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v",
                                       "dualpipev"],
                              "description": "the pipeline schedule (pipescope's names, llm/pipeline_schedule.h); "
-                                            "absent: 1f1b, or interleaved when v > 1 (Megatron-LM's)"}}}
+                                            "absent: 1f1b, or interleaved when v > 1 (Megatron-LM's)"},
+                "overlap_grad_reduce": {"type": "boolean", "description": "the gradient reduce overlaps the last "
+                                        "micro-batch's backward (--overlap-grad-reduce; torch always; default false)"},
+                "overlap_param_gather": {"type": "boolean", "description": "the parameter gather overlaps the next "
+                                         "forward (--overlap-param-gather; FSDP2 and ZeRO-3 always; default false)"}}}
 
 
 def llm_memory():

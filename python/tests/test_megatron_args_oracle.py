@@ -34,7 +34,7 @@ import warnings
 import pytest
 
 from helpers import run_pipescope as run
-from test_oracle_megatron import LAYOUTS, PIPESCOPE, flag_value, write_layout_plan
+from test_oracle_megatron import LAYOUTS, OVERLAPS, PIPESCOPE, flag_value, write_layout_plan
 
 MIRROR = os.environ.get("PIPESCOPE_MEGATRON_MIRROR", "/work/.mirror/NVIDIA+Megatron-LM/repo")
 TAG = "core_v0.15.0"
@@ -94,7 +94,7 @@ def model_flags(layout):
 def test_megatron_lm_parses_and_validates_the_layout_export(name, arguments, tmp_path, capsys):
     layout = LAYOUTS[name]
     t, sp, cp, ep, d, p, v, sharding, recompute, precision, order, b, M, decoders = layout
-    plan = write_layout_plan(tmp_path, *layout)
+    plan = write_layout_plan(tmp_path, *layout, overlap=OVERLAPS.get(name, (False, False)))
     exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
     flags = [x for f in exported["flags"] for x in f]
     parser = arguments.add_megatron_arguments(argparse.ArgumentParser(allow_abbrev=False))
@@ -110,6 +110,7 @@ def test_megatron_lm_parses_and_validates_the_layout_export(name, arguments, tmp
     assert args.sequence_parallel == (sp and t > 1)
     assert (args.virtual_pipeline_model_parallel_size or 1) == v
     assert args.use_distributed_optimizer == (sharding == "distributed-optimizer")
+    assert (args.overlap_grad_reduce, args.overlap_param_gather) == OVERLAPS.get(name, (False, False))
     assert args.recompute_granularity == (None if recompute == "none" else recompute)
     assert args.use_tp_pp_dp_mapping == (order == "tp-cp-ep-pp-dp")
     assert args.bf16 == (precision != "fp32")

@@ -233,21 +233,23 @@ def write_layout_plan(path, K, replicas, microbatches, layout):
     path.write_text(json.dumps(plan))
 
 
-@pytest.mark.parametrize("sharding,stage", [("none", 0), ("distributed-optimizer", 1)])
+@pytest.mark.parametrize("sharding,stage,overlap", [("none", 0, False), ("distributed-optimizer", 1, False),
+                                                    ("distributed-optimizer", 1, True)])
 @pytest.mark.parametrize("precision", ["bf16-mixed", "fp32"])
-def test_layout_zero_stage_is_deepspeeds_config(sharding, stage, precision, tmp_path, monkeypatch):
+def test_layout_zero_stage_is_deepspeeds_config(sharding, stage, overlap, precision, tmp_path, monkeypatch):
     # DS_CONFIG parsed by DeepSpeed's own DeepSpeedConfig (no distributed init: get_rank
     # and the mpu's data-parallel size stood in for): ZeRO stage, bf16 and the batch.
     K, replicas, t = 2, 4, 2
     plan = tmp_path / "plan.json"
     write_layout_plan(plan, K, replicas, 4, {"t": t, "sharding": sharding, "precision": precision,
-                                             "recompute": "full"})
+                                             "recompute": "full", "overlap_grad_reduce": overlap})
     exported = load_exported(run("export", "--plan", plan, "--to", "deepspeed"), tmp_path)
     facts = json.loads(run("export", "--plan", plan, "--to", "deepspeed", "--json"))
     monkeypatch.setattr(ds_config.dist, "get_rank", lambda *a, **k: 0)
     mpu = types.SimpleNamespace(get_data_parallel_world_size=lambda: replicas)
     config = ds_config.DeepSpeedConfig(dict(exported.DS_CONFIG), mpu=mpu)
     assert config.zero_optimization_stage == stage == facts["zero_stage"]
+    assert config.zero_config.overlap_comm == overlap  # the gradient reduce overlapped as the plan was timed
     assert config.zero_enabled == (stage > 0)
     assert config.bfloat16_config.enabled == (precision == "bf16-mixed")
     assert not config.bfloat16_config.bf16_master_weights_and_grads  # fp32 master weights and grads, as bf16-mixed keeps

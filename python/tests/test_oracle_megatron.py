@@ -110,13 +110,16 @@ FLAG_TO_CONFIG = {
 FLAG_TO_DDP_CONFIG = {
     "--use-distributed-optimizer": "use_distributed_optimizer",
     "--fp8-param-gather": "fp8_param_gather",
+    "--overlap-grad-reduce": "overlap_grad_reduce",
+    "--overlap-param-gather": "overlap_param_gather",
 }
 # megatron/training/initialize.py: order = 'tp-cp-ep-pp-dp' if args.use_tp_pp_dp_mapping
 # else 'tp-cp-ep-dp-pp', passed to initialize_model_parallel (and so to RankGenerator).
 ORDER_FLAG = "--use-tp-pp-dp-mapping"
 # Flags about batches and sequence: not config fields (the batch ones feed the
 # micro-batch calculator, checked in part 3).
-OTHER_FLAGS = {"--seq-length", "--micro-batch-size", "--global-batch-size", ORDER_FLAG, "--use-distributed-optimizer"}
+OTHER_FLAGS = {"--seq-length", "--micro-batch-size", "--global-batch-size", ORDER_FLAG, "--use-distributed-optimizer",
+               "--overlap-grad-reduce", "--overlap-param-gather"}
 
 PROFILE = os.path.join(REPO, "profiles", "gpt-1.3b-h200.json")  # embedding, 24 blocks, head
 
@@ -354,7 +357,13 @@ LAYOUTS = {
 }
 
 
-def write_layout_plan(tmp_path, t, sp, cp, ep, d, p, v, sharding, recompute, precision, order, b, M, decoders):
+# The data-parallel overlap some layouts are timed with (--overlap-param-gather needs the
+# distributed optimizer: Megatron-LM's arguments.py asserts it, the exporter refuses it).
+OVERLAPS = {"405b": (True, True), "moe": (True, True), "pp-dp": (True, False)}
+
+
+def write_layout_plan(tmp_path, t, sp, cp, ep, d, p, v, sharding, recompute, precision, order, b, M, decoders,
+                      overlap=(False, False)):
     """A profile of an embedding, `decoders` blocks and a head (gpt-1.3b's layers, no
     tensor-parallel size of its own), and a v2 plan over it: p positions of d replicas, v
     chunks, stage s on position s % p; the cut puts (decoders + 2) / (p v) layers per stage."""
@@ -373,7 +382,8 @@ def write_layout_plan(tmp_path, t, sp, cp, ep, d, p, v, sharding, recompute, pre
             "recompute": False, "stages": stages,
             "layout": {"t": t, "sequence_parallel": sp, "cp": cp, "ep": ep, "d": d, "p": p, "v": v,
                        "sharding": sharding, "recompute": recompute, "micro_batch": b, "microbatches": M,
-                       "precision": precision, "order": order}}
+                       "precision": precision, "order": order,
+                       "overlap_grad_reduce": overlap[0], "overlap_param_gather": overlap[1]}}
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     return path
@@ -389,7 +399,7 @@ def flag_value(flags, name, default=None):
 @pytest.mark.parametrize("name", list(LAYOUTS))
 def test_layout_flags_are_megatron_cores_config(name, tmp_path):
     t, sp, cp, ep, d, p, v, sharding, recompute, precision, order, b, M, decoders = LAYOUTS[name]
-    plan = write_layout_plan(tmp_path, *LAYOUTS[name])
+    plan = write_layout_plan(tmp_path, *LAYOUTS[name], overlap=OVERLAPS.get(name, (False, False)))
     exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
     flags = exported["flags"]
     model = {"hidden_size": 1024, "num_attention_heads": 16}
@@ -408,6 +418,7 @@ def test_layout_flags_are_megatron_cores_config(name, tmp_path):
     ddp = DistributedDataParallelConfig(**{field: True for flag, field in FLAG_TO_DDP_CONFIG.items()
                                            if flag_value(flags, flag)})
     assert ddp.use_distributed_optimizer == (sharding == "distributed-optimizer")
+    assert (ddp.overlap_grad_reduce, ddp.overlap_param_gather) == OVERLAPS.get(name, (False, False))
     # Megatron's own micro-batch arithmetic: M = global batch / (micro-batch x data parallel),
     # data parallel = WORLD_SIZE / (t cp p).
     world = exported["world_size"]

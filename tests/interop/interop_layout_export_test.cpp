@@ -74,6 +74,34 @@ TEST(ExportLayout, MegatronSaysEveryField) {
   EXPECT_HAS(r.text, "# 32 GPUs = tensor 2 x context 2 x pipeline 2 x data 4");
 }
 
+// The data-parallel overlap the layout was timed with: Megatron-LM's two switches, and
+// DeepSpeed's overlap_comm; a gather to overlap that the framework does not have is refused.
+TEST(ExportLayout, OverlapIsTheFrameworksSwitch) {
+  ParallelLayout l = base_layout();
+  l.overlap_grad_reduce = l.overlap_param_gather = true;
+  const std::map<std::string, std::string> flags =
+      flags_of(export_plan(plan_with(l), llm_profile(6), ExportTarget::Megatron));
+  EXPECT_EQ(flags.count("--overlap-grad-reduce"), 1U);
+  EXPECT_EQ(flags.count("--overlap-param-gather"), 1U);
+  l.sharding = Sharding::None;
+  EXPECT_EQ(refusal(l, ExportTarget::Megatron),
+            "layout.overlap_param_gather: Megatron-LM asserts --use-distributed-optimizer for it (without a sharded "
+            "optimizer there is no parameter all-gather to overlap)");
+  l.overlap_param_gather = false;
+  EXPECT_EQ(flags_of(export_plan(plan_with(l), llm_profile(6), ExportTarget::Megatron)).count("--overlap-param-gather"),
+            0U);
+  // DeepSpeed: t and d only (no SP, cp, ep), ZeRO-1.
+  ParallelLayout ds = base_layout();
+  ds.sequence_parallel = false, ds.cp = 1, ds.ep = 1, ds.recompute = Recompute::None;
+  ds.overlap_grad_reduce = true;
+  const ExportResult r = export_plan(plan_with(ds), llm_profile(6), ExportTarget::DeepSpeed);
+  EXPECT_EQ(r.json["config"]["zero_optimization"]["overlap_comm"], true);
+  ds.overlap_param_gather = true;
+  EXPECT_EQ(refusal(ds, ExportTarget::DeepSpeed),
+            "layout.overlap_param_gather: DeepSpeed's ZeRO stage 1 all-gathers the updated parameters after the "
+            "optimizer step, not overlapped (only ZeRO-3 prefetches them)");
+}
+
 TEST(ExportLayout, DefaultsAddNoFlags) {
   // t = 2 without SP, cp = ep = 1, no sharding or recompute, fp32, Megatron's order: only t.
   ParallelLayout l = base_layout();

@@ -52,6 +52,26 @@ TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
 }
 
+// The data-parallel overlap a framework runs (llm/framework.h), in the JSON's layout and
+// in the step: torch overlaps DDP's gradient all-reduce whether asked or not, so its tail is
+// Megatron's with --overlap-grad-reduce.
+TEST(CliLlmTime, TorchOverlapsTheGradientReduceUnasked) {
+  const std::string dp2 = k175 + " --gpus 128 --json";
+  const auto megatron = run_cli(dp2), asked = run_cli(dp2 + " --overlap-grad-reduce"),
+             torch = run_cli(dp2 + " --framework torch");
+  ASSERT_EQ(megatron.code, 0) << megatron.out;
+  ASSERT_EQ(torch.code, 0) << torch.out;
+  const nlohmann::json m = nlohmann::json::parse(megatron.out), a = nlohmann::json::parse(asked.out),
+                       t = nlohmann::json::parse(torch.out);
+  EXPECT_EQ(m["layout"]["d"], 2);
+  EXPECT_EQ(m["layout"]["overlap_grad_reduce"], false);
+  EXPECT_EQ(a["layout"]["overlap_grad_reduce"], true);
+  EXPECT_EQ(t["layout"]["overlap_grad_reduce"], true);
+  EXPECT_EQ(t["layout"]["overlap_param_gather"], false);  // DDP: nothing to gather
+  EXPECT_LT(a["dp_exposed_ms"].get<double>(), m["dp_exposed_ms"].get<double>());
+  EXPECT_EQ(t["dp_exposed_ms"], a["dp_exposed_ms"]);
+}
+
 TEST(CliLlmTime, TableNamesTheLayout) {
   const auto r = run_cli(k175);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -78,6 +98,10 @@ TEST(CliLlmTime, BadFlagsExitTwoNamingTheFlag) {
       {"--pipeline-model-parallel-size 8 --framework torch --schedule zb-v", "schedule: zb-v runs exactly 2 chunks"},
       {"--pipeline-model-parallel-size 8 --num-layers-per-virtual-pipeline-stage 6 --framework torch "
        "--schedule dualpipev --global-batch-size 8", "--global-batch-size: dualpipev needs at least 2p = 16"},
+      // a parameter gather to overlap that the layout does not have
+      {"--overlap-param-gather", "--overlap-param-gather: Megatron-LM asserts --use-distributed-optimizer"},
+      {"--overlap-param-gather --framework deepspeed --use-distributed-optimizer",
+       "--overlap-param-gather: DeepSpeed's ZeRO stage 1 all-gathers the updated parameters after"},
   };
   for (const auto& [flags, named] : cases) {
     const auto r = run_cli(base + flags);

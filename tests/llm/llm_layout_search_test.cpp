@@ -5,6 +5,7 @@
 // and Llama-3-405B on 16,384 H100s gets a sane layout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -126,6 +127,34 @@ TEST(LlmLayoutSearch, BoundNeverExceedsTheStepAndBranchAndBoundIsExact) {
               static_cast<long long>(pruned));
   EXPECT_GT(checked, 1000);  // the property held over many layouts, not a handful
   EXPECT_GT(pruned, checked / 2);
+}
+
+// ZeRO-3 with both overlaps on: its 2 M parameter gathers, the M - 1 reduce-scatters after
+// the earlier micro-batches and the step's last one share one data-parallel link, so
+// together they hide behind the rank's compute at most once. One rank (p = 1) of 64
+// data-parallel GPUs over 8 nodes, M = 2, s = 256:
+//   exposed = max(RS - B, 0) + max((M - 1) RS + 2 M AG + (RS - max(RS - B, 0)) - M (F + B), 0)
+// with F, B one micro-batch's forward and backward of the rank.
+TEST(LlmLayoutSearch, ShardedCollectivesShareOneLink) {
+  const GpuModel gpu = h100();
+  TransformerShape shape = small_dense();
+  shape.sequence = 256;  // few tokens per parameter: the link is busier than the rank
+  ParallelLayout l;
+  l.d = 64, l.micro_batch = 1, l.microbatches = 2, l.sharding = Sharding::Zero3;
+  l.overlap_grad_reduce = l.overlap_param_gather = true;
+  const LlmCandidate c = time_layout(shape, l, gpu, step_options(l));
+  const StepTime st = step_time(shape, l, gpu, step_options(l));
+  const int64_t f = st.embedding.forward_ns + 8 * st.layer.forward_ns + st.head.forward_ns;
+  const int64_t b = st.embedding.backward_ns() + 8 * st.layer.backward_ns() + st.head.backward_ns();
+  const int64_t params = st.embedding.parameters + 8 * st.layer.parameters + st.head.parameters;
+  const GroupLink dp = group_link(gpu, l, Group::Dp);
+  const int64_t rs = reduce_scatter_group_ns(dp, params * 4), ag = allgather_group_ns(dp, params * 2);
+  const int64_t tail = std::max<int64_t>(rs - b, 0);
+  const int64_t extra = std::max<int64_t>(rs + 4 * ag + (rs - tail) - 2 * (f + b), 0);
+  EXPECT_NEAR(static_cast<double>(c.dp_exposed_ns), static_cast<double>(tail), 8);
+  EXPECT_NEAR(static_cast<double>(c.sharding_ns), static_cast<double>(extra), 8);
+  EXPECT_GT(c.sharding_ns, 0);  // the case the rule is for: the link is busier than the rank
+  EXPECT_LE(c.bound_ns, c.step_ns);
 }
 
 TEST(LlmLayoutSearch, EachFrameworkGetsOnlyWhatItRuns) {

@@ -44,6 +44,7 @@ TEST(LlmPlanLayout, VersionTwoRoundTrips) {
   l.sharding = Sharding::DistributedOptimizer, l.recompute = Recompute::Selective;
   l.micro_batch = 2, l.microbatches = 8, l.layers_per_chunk = {1, 2, 3, 4};
   l.precision = PrecisionRecipe::Fp8Params, l.order = "tp-cp-ep-pp-dp";
+  l.overlap_grad_reduce = l.overlap_param_gather = true;
   Plan p = plan_from_json(JsonReader::from_text(kV1, "plan.json"));
   p.layout = layout_to_json(l);
   const Json out = plan_to_json(p);
@@ -73,6 +74,10 @@ TEST(LlmPlanLayout, BadLayoutsNameFileAndField) {
   EXPECT_NE(refusal(v2(R"({"layers_per_chunk": [0]})")).find("plan.json: layout.layers_per_chunk[0]"),
             std::string::npos);
   EXPECT_NE(refusal(v2(R"({"sequence_parallel": 1})")).find("plan.json: layout.sequence_parallel"),
+            std::string::npos);
+  EXPECT_NE(refusal(v2(R"({"overlap_grad_reduce": "yes"})")).find("plan.json: layout.overlap_grad_reduce"),
+            std::string::npos);
+  EXPECT_NE(refusal(v2(R"({"overlap_param_gather": 0})")).find("plan.json: layout.overlap_param_gather"),
             std::string::npos);
 }
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/op_rules.h"
 #include "llm/collectives.h"
+#include "llm/framework.h"
 #include "llm/layer_time.h"
 #include "llm/step_time.h"
 
@@ -313,6 +314,55 @@ TEST(LlmStepTime, DataParallelTailIsReduceScatterPlusAllGather) {
               static_cast<double>(reduce_scatter_group_ns(dp, params * 4) + allgather_group_ns(dp, params * 2)), 4);
   const StepTime overlapped = step_time(shape, l, g, {.overlap_grad_reduce = true, .overlap_param_gather = true});
   EXPECT_LT(overlapped.dp_exposed_ns, st.dp_exposed_ns);
+}
+
+// ZeRO-3 keeps its updated parameters sharded: the tail is the gradient reduce-scatter
+// alone (its gathers are the 2 M before each forward and backward, counted by the search).
+TEST(LlmStepTime, ZeroThreeTailHasNoParameterGather) {
+  const GpuModel g = a100();
+  const TransformerShape shape = gpt(8, 2048, 16, 2048);
+  ParallelLayout l;
+  l.t = 8, l.d = 4, l.microbatches = 4, l.sharding = Sharding::Zero3;
+  const StepTime st = step_time(shape, l, g);
+  const int64_t params = st.embedding.parameters + 8 * st.layer.parameters + st.head.parameters;
+  EXPECT_NEAR(static_cast<double>(st.dp_exposed_ns),
+              static_cast<double>(reduce_scatter_group_ns(group_link(g, l, Group::Dp), params * 4)), 4);
+}
+
+// What each framework overlaps (llm/framework.h): Megatron-LM only what is asked, the
+// gather only under the distributed optimizer; torch always (DDP buckets, FSDP2 hooks and
+// prefetch); DeepSpeed the reduce when asked, both under ZeRO-3 (overlap_comm's default).
+TEST(LlmFramework, DataParallelOverlapIsWhatTheFrameworkDoes) {
+  struct Row {
+    Framework f;
+    Sharding s;
+    bool ask_grad, ask_gather, grad, gather;
+  };
+  const Row rows[] = {
+      {Framework::Megatron, Sharding::None, false, false, false, false},
+      {Framework::Megatron, Sharding::None, true, true, true, false},
+      {Framework::Megatron, Sharding::DistributedOptimizer, true, true, true, true},
+      {Framework::Megatron, Sharding::DistributedOptimizer, false, true, false, true},
+      {Framework::Torch, Sharding::None, false, false, true, false},
+      {Framework::Torch, Sharding::Zero2, false, false, true, true},
+      {Framework::Torch, Sharding::Zero3, false, false, true, true},
+      {Framework::DeepSpeed, Sharding::DistributedOptimizer, false, false, false, false},
+      {Framework::DeepSpeed, Sharding::DistributedOptimizer, true, true, true, false},
+      {Framework::DeepSpeed, Sharding::Zero2, true, false, true, false},
+      {Framework::DeepSpeed, Sharding::Zero3, false, false, true, true},
+  };
+  for (const Row& r : rows) {
+    ParallelLayout l;
+    l.sharding = r.s;
+    set_framework_overlap(r.f, r.ask_grad, r.ask_gather, l);
+    const std::string what = to_string(r.f) + " " + to_string(r.s);
+    EXPECT_EQ(l.overlap_grad_reduce, r.grad) << what;
+    EXPECT_EQ(l.overlap_param_gather, r.gather) << what;
+    // Asking for a gather the framework cannot overlap is what param_gather_refusal names.
+    if (r.ask_gather) {
+      EXPECT_EQ(param_gather_refusal(r.f, r.s).empty(), l.overlap_param_gather) << what;
+    }
+  }
 }
 
 TEST(LlmStepTime, LayersThatDoNotFillTheChunksNameTheFlag) {
