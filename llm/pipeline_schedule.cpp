@@ -109,7 +109,8 @@ InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
     std::vector<int> state(2 * stages.size(), 0);  // per local stage: before I's end, then waiting for W
     std::set<std::vector<int>> seen;
     int alive = 0;
-    for (const Op& op : ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
       int& here = stage_alive[static_cast<std::size_t>(op.stage)];
       const std::size_t j = local(op.stage);
       if (op.kind == OpKind::Forward) {
@@ -117,7 +118,8 @@ InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
         out.rank_chunks[static_cast<std::size_t>(r)] = std::max(out.rank_chunks[static_cast<std::size_t>(r)], alive);
         if (op.stage == 0) out.first_chunk = std::max(out.first_chunk, here);
         if (op.stage == S - 1) out.last_chunk = std::max(out.last_chunk, here);
-        seen.insert(state);
+        // Only the last F of a run of them can peak (the next F covers this one).
+        if (i + 1 == ops.size() || ops[i + 1].kind != OpKind::Forward) seen.insert(state);
       } else if (op.kind == OpKind::BackwardInput) {
         --state[2 * j], ++state[2 * j + 1];
       } else if (op.kind == OpKind::Backward) {
@@ -126,7 +128,19 @@ InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
         --alive, --here, --state[2 * j + 1];
       }
     }
-    out.rank_states[static_cast<std::size_t>(r)].assign(seen.begin(), seen.end());
+    // Bytes are never negative, so a state another one covers in every count never peaks.
+    const std::vector<std::vector<int>> all(seen.begin(), seen.end());
+    auto covers = [](const std::vector<int>& a, const std::vector<int>& b) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i] < b[i]) return false;
+      }
+      return a != b;
+    };
+    for (const std::vector<int>& x : all) {
+      if (std::none_of(all.begin(), all.end(), [&](const std::vector<int>& y) { return covers(y, x); })) {
+        out.rank_states[static_cast<std::size_t>(r)].push_back(x);
+      }
+    }
   }
   return out;
 }

@@ -52,9 +52,10 @@ struct InFlight {
   std::vector<int> rank_chunks;  // per rank: the most alive at once over its chunks
   int first_chunk = 0;           // the most alive at once of chunk 0 (the embedding's)
   int last_chunk = 0;            // of chunk p v - 1 (the head's)
-  // For peak_bytes, per rank: its stages (chunks), and the distinct states its op order
-  // passes through at the start of each F: per stage of the rank, the chunk-micro-batches
-  // alive before their I ends, then those past I waiting for W (2 ints a stage).
+  // For peak_bytes, per rank: its stages (chunks), and the states its op order passes
+  // through at the start of each F that no other such state covers in every count: per
+  // stage of the rank, the chunk-micro-batches alive before their I ends, then those past
+  // I waiting for W (2 ints a stage).
   std::vector<std::vector<int>> rank_stages;
   std::vector<std::vector<std::vector<int>>> rank_states;
 };
@@ -62,7 +63,7 @@ struct InFlight {
 InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches);
 
 // Per rank, the most bytes alive at once on `walked`'s op order (the largest over its F
-// states, so a call costs the distinct states, not the ops), where a chunk-micro-batch
+// states, so a call costs the few uncovered states, not the ops), where a chunk-micro-batch
 // of stage (chunk) s holds held[s] from F's start to I's end and for_weight[s] (<= held[s])
 // from I's end to W's end; B frees held[s] at its end. for_weight = held is the count's
 // rule (I frees nothing): peak_bytes of 1 per stage is rank_chunks.
