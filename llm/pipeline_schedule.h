@@ -1,7 +1,7 @@
 // The pipeline schedule of a ParallelLayout: which kind runs (the layout's, else
 // Megatron-LM's 1f1b / interleaved by v), what each kind asks of v and M (the rules of
 // core/schedules/'s generators, which llm/ calls), where chunk c sits (c % p, or c < p ?
-// c : 2p-1-c for the V-shapes), and how many chunk-micro-batches each rank keeps alive,
+// c : 2p-1-c for the V-shapes), and how many chunk-micro-batches (and bytes) each rank keeps alive,
 // counted on the generator's own op order. Invariant: a layout schedule_refusal accepts
 // builds with make_schedule and simulates; the kinds llm/ times are timed_schedules().
 //   ScheduleKind k = layout_schedule(layout);          // zb-v, or 1f1b by default
