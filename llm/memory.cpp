@@ -85,24 +85,29 @@ void add_parameters(RankMemory& st, const TransformerShape& shape, const Paralle
   st.optimizer_bytes = dense.optimizer + expert.optimizer;
 }
 
-// Rank k's activations: its in-flight chunk-micro-batches x its mean layers per chunk
-// (exact for even chunks), the embedding's micro-batches on rank 0 (1F1B: min(p, M);
-// interleaved: chunk 0 holds min(M, 2 p) at the peak, two rounds of p forwards before its
-// first backward), one micro-batch of the head on rank p - 1, and under full recompute
-// the one layer being recomputed. Other schedules: the walked peaks of llm/pipeline_schedule.h
-// (chunk 0's for the embedding, the last chunk's for the head).
-void add_activations(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l, const InFlight* walked) {
+// Rank k's activations under Megatron's schedules: its in-flight chunk-micro-batches x
+// its mean layers per chunk (exact for even chunks), the embedding's micro-batches on
+// rank 0 (1F1B: min(p, M); interleaved: chunk 0 holds min(M, 2 p) at the peak, two rounds
+// of p forwards before its first backward), one micro-batch of the head on rank p - 1.
+// Other schedules: the byte peak of llm/pipeline_schedule.h's walk, each chunk holding its
+// layers' (and the embedding's or head's) activation bytes from F to I and their
+// weight-gradient bytes from I to W (peak_bytes). Both add, under full recompute, the one
+// layer being recomputed.
+void add_activations(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l, const InFlight* walked,
+                     const std::vector<double>& walked_bytes) {
   const bool megatron = walked == nullptr;
   const int chunks = megatron ? in_flight_chunks(l, st.rank) : walked->rank_chunks[static_cast<std::size_t>(st.rank)];
   st.in_flight = static_cast<double>(chunks) / l.v;
-  st.activation_bytes = st.in_flight * st.layers * layer_activation_bytes(shape, l);
-  if (st.embedding) {
-    const int held = !megatron ? walked->first_chunk
-                     : l.v == 1 ? std::min(l.p, l.microbatches)
-                                : std::min(l.microbatches, 2 * l.p);
-    st.activation_bytes += held * embedding_activation_bytes(shape, l);
+  if (megatron) {
+    st.activation_bytes = st.in_flight * st.layers * layer_activation_bytes(shape, l);
+    if (st.embedding) {
+      const int held = l.v == 1 ? std::min(l.p, l.microbatches) : std::min(l.microbatches, 2 * l.p);
+      st.activation_bytes += held * embedding_activation_bytes(shape, l);
+    }
+    if (st.head) st.activation_bytes += head_activation_bytes(shape, l);
+  } else {
+    st.activation_bytes = walked_bytes[static_cast<std::size_t>(st.rank)];
   }
-  if (st.head) st.activation_bytes += (megatron ? 1 : walked->last_chunk) * head_activation_bytes(shape, l);
   if (l.recompute == Recompute::Full && st.layers > 0) {
     ParallelLayout kept = l;
     kept.recompute = Recompute::None;
@@ -151,6 +156,28 @@ double layer_activation_bytes(const TransformerShape& shape, const ParallelLayou
   return bytes;
 }
 
+double layer_weight_grad_bytes(const TransformerShape& shape, const ParallelLayout& l) {
+  const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch, h = shape.hidden;
+  const double t = l.t, sbh = s * b * h;
+  const bool sp = l.sequence_parallel && l.t > 1;
+  if (l.recompute == Recompute::Full) return layer_activation_bytes(shape, l);
+  const double whole = 4 * sbh + 2 * sbh + 2 * sbh;          // norm inputs, QKV's and fc1's inputs
+  const double split = 2 * sbh + 2 * s * b * ffn(shape);     // the output projection's and fc2's inputs
+  return (sp ? whole / t : whole) + split / t;
+}
+
+double embedding_weight_grad_bytes(const TransformerShape& shape, const ParallelLayout& l) {
+  const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch;
+  const bool sp = l.sequence_parallel && l.t > 1;
+  return 8 * s * b / (sp ? l.t : 1);
+}
+
+double head_weight_grad_bytes(const TransformerShape& shape, const ParallelLayout& l) {
+  const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch;
+  const bool sp = l.sequence_parallel && l.t > 1;
+  return 4 * s * b * shape.hidden / (sp ? l.t : 1);
+}
+
 double embedding_activation_bytes(const TransformerShape& shape, const ParallelLayout& l) {
   const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch;
   const bool sp = l.sequence_parallel && l.t > 1;
@@ -161,6 +188,19 @@ double head_activation_bytes(const TransformerShape& shape, const ParallelLayout
   const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch;
   const bool sp = l.sequence_parallel && l.t > 1;
   return 4 * s * b * shape.vocabulary / l.t + 4 * s * b * shape.hidden / (sp ? l.t : 1);
+}
+
+std::vector<StashBytes> chunk_stash_bytes(const TransformerShape& shape, const ParallelLayout& l) {
+  const std::vector<int> layers = chunk_layers(shape, l);
+  const double act = layer_activation_bytes(shape, l), wg = layer_weight_grad_bytes(shape, l);
+  std::vector<StashBytes> out;
+  for (std::size_t c = 0; c < layers.size(); ++c) {
+    StashBytes b{layers[c] * act, layers[c] * wg};
+    if (c == 0) b.held += embedding_activation_bytes(shape, l), b.for_weight += embedding_weight_grad_bytes(shape, l);
+    if (c + 1 == layers.size()) b.held += head_activation_bytes(shape, l), b.for_weight += head_weight_grad_bytes(shape, l);
+    out.push_back(b);
+  }
+  return out;
 }
 
 int in_flight_chunks(const ParallelLayout& l, int rank) {
@@ -187,6 +227,13 @@ LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout
     walked = &own;
   }
   const int head_rank = chunk_rank(layout, layout.p * layout.v - 1);
+  std::vector<double> walked_bytes;
+  if (walked != nullptr) {
+    const std::vector<StashBytes> chunks = chunk_stash_bytes(shape, layout);
+    std::vector<double> held, for_weight;
+    for (const StashBytes& c : chunks) held.push_back(c.held), for_weight.push_back(c.for_weight);
+    walked_bytes = peak_bytes(*walked, held, for_weight);
+  }
   LlmMemory out;
   out.layer_activation_bytes = layer_activation_bytes(shape, layout);
   const std::vector<std::vector<int>> ranks = layers_of_ranks(shape, layout);
@@ -197,7 +244,7 @@ LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout
     st.embedding = k == 0;
     st.head = k == head_rank;
     add_parameters(st, shape, layout, ranks[static_cast<std::size_t>(k)]);
-    add_activations(st, shape, layout, walked);
+    add_activations(st, shape, layout, walked, walked_bytes);
     out.stages.push_back(st);
   }
   return out;

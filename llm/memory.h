@@ -5,12 +5,16 @@
 // activations per layer are Korthikanti et al. 2022 Table 2 (with Megatron's 18 + 4 f / h
 // for the 34), times the micro-batches Megatron's 1F1B / interleaved schedule keeps in
 // flight on that rank (its closed form). Other schedules (gpipe, looped-bfs,
-// interleaved-zb, zb-v, dualpipev): rank r keeps the largest number of chunk-micro-batches
-// alive at once on the schedule's own op order (llm/pipeline_schedule.h's InFlight: from
-// the start of F to the end of B, or of W under split backward, since llm/ states no
-// weight_grad_bytes and core/op_rules.h then frees the stash at W), times the per-chunk
-// bytes; the embedding counts chunk 0's peak, the head the last chunk's (GPipe: M of
-// each). Closed forms the tests hold (chunk-micro-batches on rank r): gpipe M, 1f1b
+// interleaved-zb, zb-v, dualpipev): rank r's peak bytes on the schedule's own op order
+// (llm/pipeline_schedule.h's peak_bytes, core/op_rules.h's rule): a chunk-micro-batch
+// holds its chunk's activation bytes from the start of F to the end of B or I, and under
+// split backward its weight-gradient bytes (what W reads: the weighted layers' inputs)
+// from I's end to W's end; the embedding's and the head's ride with chunk 0 and the
+// last chunk. That is the stash of a split backward that keeps only what W reads
+// (Qi et al.'s and DualPipe's weight-gradient stores, pipescope's executor); torch 2.13's
+// stage_backward_input keeps the whole graph to W (retain_graph; docs/torch-run.md
+// measured it), which the counts' rule (I frees nothing) describes. Closed forms the tests
+// hold (chunk-micro-batches on rank r, InFlight's counts): gpipe M, 1f1b
 // min(p - r, M), looped-bfs M v, interleaved-zb (v - 1) R + p with R = M / max(1, M / p),
 // zb-v 2p, dualpipev 2p + 1 (tests/llm/llm_schedule_test.cpp). Invariant: the (shape,
 // layout) passed validate_layout.
@@ -42,6 +46,35 @@ double layer_activation_bytes(const TransformerShape& shape, const ParallelLayou
 // 4 s b V / t + final norm output 4 s b h) per micro-batch, / t where SP splits them.
 double embedding_activation_bytes(const TransformerShape& shape, const ParallelLayout& layout);
 double head_activation_bytes(const TransformerShape& shape, const ParallelLayout& layout);
+
+// What the weight gradient W still needs of those bytes once the input gradient I has run
+// (split backward; core/op_rules.h frees the rest at I's end), from the same Table-2 terms:
+// the inputs of the layers that carry weights. Per layer: the two norm inputs 4 s b h,
+// QKV's input (the first norm's output) 2 s b h and fc1's (the second's) 2 s b h, whole
+// per rank without SP and / t under SP (Megatron all-gathers them again for W); the
+// output projection's input 2 s b h / t and fc2's (the activation's output, 2 s b f / t,
+// the 2 s b f layer_activation_bytes counts for it, SwiGLU too). Selective recompute
+// keeps all of them; full recompute keeps the layer input only, which W needs whole
+// (I frees nothing: the recomputed linear inputs I leaves for W are outside the stash, as
+// the one recomputed layer memory.cpp adds is). MoE layers are counted as
+// layer_activation_bytes counts them, as a dense MLP of f. Not here: the output gradients
+// I leaves held for W (core/op_rules.h's held_for_weight transients; llm/ counts no
+// transients; Qi et al.'s M_W = 32 h per token adds them to 18 h of inputs). The
+// embedding's W needs its token ids (8 s b), the head's its input (the 4 s b h term, not
+// the fp32 logits). Each is at most the matching *_activation_bytes.
+double layer_weight_grad_bytes(const TransformerShape& shape, const ParallelLayout& layout);
+double embedding_weight_grad_bytes(const TransformerShape& shape, const ParallelLayout& layout);
+double head_weight_grad_bytes(const TransformerShape& shape, const ParallelLayout& layout);
+
+// What one micro-batch of chunk c (model order) keeps on one GPU: `held` from the start of
+// its F to the end of its I (or B), `for_weight` from I's end to W's end: its layers'
+// layer_activation_bytes / layer_weight_grad_bytes, plus the embedding's on chunk 0 and
+// the head's on the last chunk. What llm_memory walks for the non-Megatron schedules and
+// what llm/step_time.h's Profile states (activation_bytes, weight_grad_bytes).
+struct StashBytes {
+  double held = 0, for_weight = 0;
+};
+std::vector<StashBytes> chunk_stash_bytes(const TransformerShape& shape, const ParallelLayout& layout);
 
 // What each GPU of one pipeline rank keeps (not core/op_rules.h's StageMemory, which is
 // one op's bytes over a stage's layers).

@@ -4,6 +4,7 @@
 #include "llm/pipeline_schedule.h"
 
 #include <algorithm>
+#include <set>
 
 namespace pipescope {
 
@@ -93,19 +94,69 @@ InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
   const int S = s.stages();
   InFlight out;
   out.rank_chunks.assign(static_cast<std::size_t>(p), 0);
+  out.rank_stages.resize(static_cast<std::size_t>(p));
+  out.rank_states.resize(static_cast<std::size_t>(p));
   std::vector<int> stage_alive(static_cast<std::size_t>(S), 0);
   for (int r = 0; r < s.positions(); ++r) {
+    const auto& ops = s.position_ops[static_cast<std::size_t>(r)];
+    std::vector<int>& stages = out.rank_stages[static_cast<std::size_t>(r)];
+    for (const Op& op : ops) {
+      if (std::find(stages.begin(), stages.end(), op.stage) == stages.end()) stages.push_back(op.stage);
+    }
+    auto local = [&](int stage) {
+      return static_cast<std::size_t>(std::find(stages.begin(), stages.end(), stage) - stages.begin());
+    };
+    std::vector<int> state(2 * stages.size(), 0);  // per local stage: before I's end, then waiting for W
+    std::set<std::vector<int>> seen;
     int alive = 0;
-    for (const Op& op : s.position_ops[static_cast<std::size_t>(r)]) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
       int& here = stage_alive[static_cast<std::size_t>(op.stage)];
+      const std::size_t j = local(op.stage);
       if (op.kind == OpKind::Forward) {
-        ++alive, ++here;
+        ++alive, ++here, ++state[2 * j];
         out.rank_chunks[static_cast<std::size_t>(r)] = std::max(out.rank_chunks[static_cast<std::size_t>(r)], alive);
         if (op.stage == 0) out.first_chunk = std::max(out.first_chunk, here);
         if (op.stage == S - 1) out.last_chunk = std::max(out.last_chunk, here);
-      } else if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardWeight) {
-        --alive, --here;
+        // Only the last F of a run of them can peak (the next F covers this one).
+        if (i + 1 == ops.size() || ops[i + 1].kind != OpKind::Forward) seen.insert(state);
+      } else if (op.kind == OpKind::BackwardInput) {
+        --state[2 * j], ++state[2 * j + 1];
+      } else if (op.kind == OpKind::Backward) {
+        --alive, --here, --state[2 * j];
+      } else if (op.kind == OpKind::BackwardWeight) {
+        --alive, --here, --state[2 * j + 1];
       }
+    }
+    // Bytes are never negative, so a state another one covers in every count never peaks.
+    const std::vector<std::vector<int>> all(seen.begin(), seen.end());
+    auto covers = [](const std::vector<int>& a, const std::vector<int>& b) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i] < b[i]) return false;
+      }
+      return a != b;
+    };
+    for (const std::vector<int>& x : all) {
+      if (std::none_of(all.begin(), all.end(), [&](const std::vector<int>& y) { return covers(y, x); })) {
+        out.rank_states[static_cast<std::size_t>(r)].push_back(x);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> peak_bytes(const InFlight& walked, const std::vector<double>& held,
+                               const std::vector<double>& for_weight) {
+  std::vector<double> out(walked.rank_states.size(), 0.0);
+  for (std::size_t r = 0; r < walked.rank_states.size(); ++r) {
+    const std::vector<int>& stages = walked.rank_stages[r];
+    for (const std::vector<int>& state : walked.rank_states[r]) {
+      double bytes = 0;
+      for (std::size_t j = 0; j < stages.size(); ++j) {
+        const auto st = static_cast<std::size_t>(stages[j]);
+        bytes += state[2 * j] * held[st] + state[2 * j + 1] * for_weight[st];
+      }
+      out[r] = std::max(out[r], bytes);
     }
   }
   return out;

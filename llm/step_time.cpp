@@ -12,6 +12,7 @@
 #include "core/op_rules.h"
 #include "core/schedule.h"
 #include "llm/collectives.h"
+#include "llm/memory.h"
 #include "llm/pipeline_schedule.h"
 #include "sim/simulator.h"
 
@@ -21,14 +22,17 @@ namespace {
 
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-LayerProfile layer_profile(const std::string& name, const LayerTime& t, int64_t output_bytes, int64_t optimizer_ns) {
+// `stash`: what one micro-batch of the layer keeps, F to I and I to W (llm/memory.h).
+LayerProfile layer_profile(const std::string& name, const LayerTime& t, int64_t output_bytes, int64_t optimizer_ns,
+                           const StashBytes& stash) {
   LayerProfile l;
   l.name = name;
   l.forward_ms = {ms(t.forward_ns)};
   l.backward_input_ms = {ms(t.input_grad_ns)};
   l.backward_weight_ms = {ms(t.weight_grad_ns)};
   l.backward_ms = {ms(t.input_grad_ns + t.weight_grad_ns)};
-  l.activation_bytes = {0};  // memory: llm/'s memory model, not this one
+  l.activation_bytes = {stash.held};
+  l.weight_grad_bytes = {stash.for_weight};
   l.output_bytes = {static_cast<double>(output_bytes)};
   l.parameter_bytes = t.parameters * 2;
   l.optimizer_ms = ms(optimizer_ns);
@@ -100,16 +104,20 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   p.model = shape.name, p.device_name = gpu.node.name, p.backend = "analytic", p.dtype = "bf16";
   p.batch_sizes = {static_cast<double>(l.micro_batch)};
   const LayerTime emb = embedding_time(shape, l, gpu), head = head_time(shape, l, gpu);
-  p.layers.push_back(layer_profile("embedding", emb, send, optimizer_step_ns(gpu, sharded(emb.parameters, l))));
+  const StashBytes emb_stash{embedding_activation_bytes(shape, l), embedding_weight_grad_bytes(shape, l)};
+  const StashBytes layer_stash{layer_activation_bytes(shape, l), layer_weight_grad_bytes(shape, l)};
+  const StashBytes head_stash{head_activation_bytes(shape, l), head_weight_grad_bytes(shape, l)};
+  p.layers.push_back(layer_profile("embedding", emb, send, optimizer_step_ns(gpu, sharded(emb.parameters, l)), emb_stash));
   p.layers.back().spec = {{"type", "embedding"}, {"vocabulary", shape.vocabulary}, {"hidden", shape.hidden}};
   const std::vector<LayerTime> layers = transformer_layers(shape, l, gpu);
   const Json block = block_spec(shape);
   for (int i = 0; i < shape.layers; ++i) {
     const LayerTime& t = layers[static_cast<std::size_t>(i)];
-    p.layers.push_back(layer_profile("layers." + std::to_string(i), t, send, optimizer_step_ns(gpu, sharded(t.parameters, l))));
+    p.layers.push_back(layer_profile("layers." + std::to_string(i), t, send, optimizer_step_ns(gpu, sharded(t.parameters, l)),
+                                     layer_stash));
     p.layers.back().spec = block;
   }
-  p.layers.push_back(layer_profile("head", head, 0, optimizer_step_ns(gpu, sharded(head.parameters, l))));
+  p.layers.push_back(layer_profile("head", head, 0, optimizer_step_ns(gpu, sharded(head.parameters, l)), head_stash));
   p.layers.back().spec = {{"type", "lm_head"}, {"vocabulary", shape.vocabulary}, {"tied", shape.tied_embeddings}};
   Plan& plan = out.plan;
   plan.microbatches = l.microbatches;

@@ -7,7 +7,11 @@
 // chunks, by default; gpipe, looped-bfs, interleaved-zb, zb-v, dualpipev on request, the
 // zero-bubble kinds with I and W as separate ops at layer_time's I / W times; a V puts
 // chunk c >= p on rank 2p-1-c; dualpipev's F&B pairs run back to back, layer_time states
-// no overlap), with p2p on the pp group's link. The
+// no overlap), with p2p on the pp group's link. Each layer states its stash
+// (llm/memory.h's activation bytes, and the weight-gradient bytes W keeps after I), so
+// that `pipescope simulate` on an `llm-plan --out` profile shows the activation memory of
+// llm_memory's non-Megatron walk; the simulated time does not read them (the hardware's
+// memory is unbounded and nothing is offloaded). The
 // data-parallel tail and the tied-embedding all-reduce follow the flush; the optimizer
 // step (a sharded one under the distributed optimizer) ends the step.
 //   StepTime st = step_time(shape, layout, load_gpu_model("profiles/gpus/a100-80gb.json"));

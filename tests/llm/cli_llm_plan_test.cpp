@@ -103,6 +103,34 @@ TEST(CliLlmPlan, OutExportsToMegatronWithTheModelsLayerCount) {
   std::filesystem::remove_all(dir);
 }
 
+// The profile beside the plan states each layer's stash (activation_bytes and, for the
+// split backward, weight_grad_bytes: llm/memory.h's), so `simulate` on a zb-v plan shows
+// per rank the activation peak `llm-memory --plan` reports, within a byte per layer and
+// chunk-micro-batch alive (the profile rounds each layer's bytes; at most 2p x 6 of them).
+TEST(CliLlmPlan, SimulateOnTheOutProfileShowsLlmMemorysActivations) {
+  const std::string dir = ::testing::TempDir() + "llm_plan_memory";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/best.json";
+  const auto r = run_cli(kSmall + " --framework torch --schedule zb-v --json --top 1 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto sim = run_cli("simulate --plan " + out + " --profile " + dir + "/best.profile.json --json");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  std::string model = kSmall;  // the model flags, without llm-plan's own
+  model.replace(model.find("llm-plan --gpu h100-sxm"), 23, "llm-memory");
+  model.replace(model.find(" --global-batch-size 64"), 23, "");
+  const auto mem = run_cli(model + " --framework torch --plan " + out + " --json");
+  ASSERT_EQ(mem.code, 0) << mem.out;
+  const Json s = Json::parse(sim.out), m = Json::parse(mem.out);
+  ASSERT_NE(m["layout"]["recompute"], "full");  // full adds the recomputed layer to llm-memory's count
+  ASSERT_EQ(s["stages"].size(), m["stages"].size());
+  for (std::size_t k = 0; k < m["stages"].size(); ++k) {
+    const double want = m["stages"][k]["activation_bytes"].get<double>();
+    EXPECT_GT(want, 0);
+    EXPECT_NEAR(s["stages"][k]["peak_activation_bytes"].get<double>(), want, 2.0 * s["stages"].size() * 6) << k;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliLlmPlan, BadInputExitsTwoNamingTheFlag) {
   const std::pair<std::string, std::string> cases[] = {
       {" --tensor-model-parallel-size 3", "--gpus: the pinned t * cp * p = 3 * 1 * 1 = 3 does not divide 16 GPUs"},

@@ -47,6 +47,46 @@ TEST(LlmMemory, ActivationsPerLayerAreKorthikantiTable2) {
   EXPECT_EQ(layer_activation_bytes(g, cp), sbh / 2 * (34 + as_h / 2));
 }
 
+// What W still needs after I, per layer, from Table 2's own terms (GPT-3 175B at t = 8,
+// f = 4 h, sbh = 25,165,824): the weighted layers' inputs. Whole per rank without SP:
+// the two norm inputs 4 sbh, QKV's input 2 sbh and fc1's 2 sbh (8 sbh); split t ways: the
+// output projection's input 2 sbh and fc2's 2 s b f = 8 sbh (10 sbh / t); SP splits all
+// 18 sbh. The attention scores, Q / K / V, the GeLU input and the dropout masks are I's
+// alone; selective recompute drops only I's scores; full recompute keeps the layer input,
+// which W keeps whole (I frees nothing of it).
+TEST(LlmMemory, WeightGradBytesPerLayerAreTheWeightedLayersInputs) {
+  const TransformerShape g = gpt3_175b();
+  const double sbh = 2048.0 * 12288, t = 8;
+  auto w = [&](int tt, bool sp, Recompute r) { return layer_weight_grad_bytes(g, tp(tt, sp, r)); };
+  EXPECT_EQ(w(1, false, Recompute::None), 18 * sbh);            // of 114 sbh
+  EXPECT_EQ(w(8, false, Recompute::None), (8 + 10 / t) * sbh);  // 9.25 sbh of 23
+  EXPECT_EQ(w(8, false, Recompute::None), 232783872.0);
+  EXPECT_EQ(w(8, true, Recompute::None), 18 * sbh / t);         // 2.25 sbh of 14.25
+  EXPECT_EQ(w(8, false, Recompute::Selective), (8 + 10 / t) * sbh);  // of 13 sbh
+  EXPECT_EQ(w(8, true, Recompute::Selective), 18 * sbh / t);         // of 4.25 sbh
+  EXPECT_EQ(w(8, false, Recompute::Full), 2 * sbh);
+  EXPECT_EQ(w(8, true, Recompute::Full), 2 * sbh / t);
+  for (int tt : {1, 2, 8}) {
+    for (bool sp : {false, true}) {
+      for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+        EXPECT_LE(w(tt, sp, r), layer_activation_bytes(g, tp(tt, sp, r))) << tt << sp << static_cast<int>(r);
+      }
+    }
+  }
+  // f != 4 h (Llama-3-8B: h 4096, f 14336 = 3.5 h, SwiGLU; s 8192): fc2's input 2 s b f is
+  // 7 sbh, the 2 s b f of the 4 s b f layer_activation_bytes counts for the MLP: 8 + 2 + 7.
+  const TransformerShape l8 = testing::llama3_8b();
+  const double sbh8 = static_cast<double>(l8.sequence) * l8.hidden;
+  EXPECT_EQ(layer_weight_grad_bytes(l8, tp(1, false, Recompute::None)), 17 * sbh8);
+  // The embedding's W needs its token ids (8 s b of 8 s b + s b h), the head's its input
+  // (4 s b h of 4 s b V / t + 4 s b h); SP splits both t ways.
+  EXPECT_EQ(embedding_weight_grad_bytes(g, tp(8, false, Recompute::None)), 8 * 2048.0);
+  EXPECT_EQ(embedding_weight_grad_bytes(g, tp(8, true, Recompute::None)), 8 * 2048.0 / t);
+  EXPECT_EQ(head_weight_grad_bytes(g, tp(8, false, Recompute::None)), 4 * sbh);
+  EXPECT_EQ(head_weight_grad_bytes(g, tp(8, true, Recompute::None)), 4 * sbh / t);
+  EXPECT_LT(head_weight_grad_bytes(g, tp(8, true, Recompute::None)), head_activation_bytes(g, tp(8, true, Recompute::None)));
+}
+
 TEST(LlmMemory, ParameterCountsArePublishedOnes) {
   // Llama-3-8B, one GPU: attention 2 h^2 (1 + 8 / 32), SwiGLU 3 h f, two RMSNorms, untied
   // embedding and head 2 V h, final norm h.
