@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/app/scatter_axes.h"
 #include "gui/models/palette.h"
 
 namespace pipescope::gui {
@@ -91,32 +92,8 @@ int LlmPlansScatter::row_at(QPoint pos) const {
 }
 
 void LlmPlansScatter::paint_axes(QPainter& p, const QRect& plot) {
-  const LinearScale x = x_scale(), y = y_scale();
-  const double xs = nice_tick_step(x.v1 - x.v0, std::max(2, plot.width() / 90));
-  for (double v = 0; v <= x.v1; v += xs) {
-    const int px = static_cast<int>(std::lround(x.px(v)));
-    p.setPen(QColor(0, 0, 0, 25));
-    p.drawLine(px, plot.top(), px, plot.bottom());
-    p.setPen(palette().color(QPalette::Text));
-    p.drawText(QRect(px - 40, plot.bottom() + 4, 80, 16), Qt::AlignCenter, QString::number(v, 'g', 4));
-  }
-  const double ys = nice_tick_step(y.v1 - y.v0, std::max(2, plot.height() / 50));
-  for (double v = std::ceil(y.v0 / ys) * ys; v <= y.v1; v += ys) {
-    const int py = static_cast<int>(std::lround(y.px(v)));
-    p.setPen(QColor(0, 0, 0, 25));
-    p.drawLine(plot.left(), py, plot.right(), py);
-    p.setPen(palette().color(QPalette::Text));
-    p.drawText(QRect(0, py - 8, kLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter, QString::number(v, 'g', 5));
-  }
-  p.drawText(QRect(plot.left(), plot.bottom() + 20, plot.width(), 16), Qt::AlignCenter, "peak memory per GPU (GB)");
-  p.save();
-  p.translate(12, plot.center().y());
-  p.rotate(-90);
-  p.drawText(QRect(-100, -8, 200, 16), Qt::AlignCenter, "step time (s)");
-  p.restore();
-  p.setPen(QColor(160, 160, 160));
-  p.setBrush(Qt::NoBrush);
-  p.drawRect(plot);
+  paint_scatter_axes(p, palette().color(QPalette::Text), plot, x_scale(), y_scale(), kLeft,
+                     "peak memory per GPU (GB)", "step time (s)");
 }
 
 void LlmPlansScatter::paint_legend(QPainter& p) {
