@@ -4,13 +4,13 @@
 #   1. Debian packages (compilers, GoogleTest, Google Benchmark, Qt 6, Boost, MPI, ...);
 #   2. cuBLAS and NCCL beside the CUDA Toolkit in /usr/local/cuda when nvcc is there but
 #      they are not (NVIDIA's PyPI wheels, linked into the toolkit's include/ and lib64/);
-#   3. the Python environment .venv/ (Python 3.11, torch 2.13.0 CPU and the pinned
+#   3. the Python environment .venv (Python 3.11, torch 2.13.0 CPU and the pinned
 #      packages of python/requirements.txt + python/constraints.txt; DeepSpeed after them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  cmake ninja-build g++ ccache pkg-config
+  cmake ninja-build g++ ccache mold pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libboost-graph-dev
   libopenblas-dev libeigen3-dev
@@ -56,21 +56,36 @@ if [ -x "$cuda/bin/nvcc" ] && { [ ! -e "$cuda/include/cublas_v2.h" ] || [ ! -e "
   ldconfig
 fi
 
+# The environment is built once per machine and per pinned set, in
+# $PIPESCOPE_VENV_HOME/<hash of the pins> (default /opt/pipescope-venvs), and .venv is a
+# link to it: a second clone on the same machine (CI's fresh clone) reuses it at once, and a
+# change of pins builds a new one. A .venv that is a real folder with the same pins is kept.
 venv=.venv
-stamp="$venv/.pipescope-requirements"
 want=$(cat python/requirements.txt python/constraints.txt | sha256sum | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$venv/bin/python" -c "import torch, deepspeed" 2>/dev/null; then
+usable() {  # usable DIR: DIR holds an environment of these pins whose packages import
+  [ -f "$1/.pipescope-requirements" ] && [ "$(cat "$1/.pipescope-requirements")" = "$want" ] &&
+    "$1/bin/python" -c "import torch, deepspeed" 2>/dev/null
+}
+if [ -d "$venv" ] && [ ! -L "$venv" ] && usable "$venv"; then
   echo "install-deps: $venv up to date ($("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'))"
   exit 0
 fi
-echo "install-deps: Python environment $venv from $py ($("$py" --version 2>&1))"
-[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-pip_quiet "$venv/bin/python" -m pip install -q -r python/requirements.txt -c python/constraints.txt
-# DeepSpeed ships a source archive whose setup.py imports torch: build it against the torch
-# just installed (no isolated build environment, which would fetch another torch) and
-# without its C++/CUDA ops (only its pure-Python schedules and partitioners are used).
-DS_BUILD_OPS=0 pip_quiet "$venv/bin/python" -m pip install -q --no-build-isolation \
-  -c python/constraints.txt deepspeed==0.19.8
-"$venv/bin/python" -c "import torch, transformers, deepspeed, megatron.core" 2>/dev/null
-echo "$want" > "$stamp"
-echo "install-deps: done ($("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'))"
+home=${PIPESCOPE_VENV_HOME:-/opt/pipescope-venvs}
+target="$home/${want:0:16}"
+if ! usable "$target"; then
+  echo "install-deps: Python environment $target from $py ($("$py" --version 2>&1))"
+  rm -rf "$target"
+  mkdir -p "$home"
+  "$py" -m venv "$target"
+  pip_quiet "$target/bin/python" -m pip install -q -r python/requirements.txt -c python/constraints.txt
+  # DeepSpeed ships a source archive whose setup.py imports torch: build it against the torch
+  # just installed (no isolated build environment, which would fetch another torch) and
+  # without its C++/CUDA ops (only its pure-Python schedules and partitioners are used).
+  DS_BUILD_OPS=0 pip_quiet "$target/bin/python" -m pip install -q --no-build-isolation \
+    -c python/constraints.txt deepspeed==0.19.8
+  "$target/bin/python" -c "import torch, transformers, deepspeed, megatron.core" 2>/dev/null
+  echo "$want" > "$target/.pipescope-requirements"
+fi
+rm -rf "$venv"
+ln -sfn "$target" "$venv"
+echo "install-deps: $venv -> $target ($("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

@@ -9,8 +9,14 @@ cd "$(dirname "$0")/.."
 build=${SANITIZE_BUILD_DIR:-build-asan}
 jobs=${JOBS:-2}
 
+# What sanitizers find bugs in: the libraries, their tests, the readers' fuzz corpora
+# replayed by ctest, the executor and the MPI runs. Not built here: the GUI (its models are
+# the planner's and sim's, tested here; the widgets add Qt's own code), the benchmarks and
+# the CUDA backend (no GPU to run it). -O1 -g1: ASan's recommended optimisation, and line
+# tables for its stack traces without full debug info (compile and link time in docs/ci.md).
 cmake -S . -B "$build" -G Ninja -DPIPESCOPE_SANITIZE=ON -DPIPESCOPE_WERROR="${PIPESCOPE_WERROR:-ON}" -DPIPESCOPE_BUILD_GUI=OFF \
-  -DPIPESCOPE_BUILD_BENCHMARKS=OFF -DPIPESCOPE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DPIPESCOPE_BUILD_BENCHMARKS=OFF -DPIPESCOPE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=Sanitize \
+  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1 -DNDEBUG"
 cmake --build "$build" -j"$jobs"
 
 # detect_leaks: a leak is a failure. allocator_may_return_null: an absurd allocation
