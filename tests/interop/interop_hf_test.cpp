@@ -304,6 +304,32 @@ TEST(HfProfile, OptimizerTimeIsAdamsBytesOverTheHbmBandwidth) {
   EXPECT_NEAR(adam_step_ms(1000000, 1.0), 7.0, 1e-12);  // 7 MB at 1 GB/s
 }
 
+// profile synth gpt takes its FLOPs from llm/'s count too: at s = h = 2048 a block's
+// forward is Narayanan et al.'s (SC 2021, eq. 3) 24 s h^2 + 4 s^2 h = 28 x 2^33 =
+// 240,518,168,576 FLOPs per sample, its W the linears' 24 s h^2, its I the linears plus
+// the attention core twice, 24 s h^2 + 8 s^2 h, and with selective recompute the core's
+// forward once more (+ 4 s^2 h); each over 989 TFLOP/s x 0.45.
+TEST(HfProfile, SynthGptFlopsAreNarayanansClosedForm) {
+  GptSpec g;
+  g.layers = 1;
+  g.batch_sizes = {1, 2};
+  const double s = 2048, h = 2048, rate = 989e12 * 0.45 / 1e3;  // FLOPs per ms
+  const double dense = 24 * s * h * h, attn = 4 * s * s * h;
+  EXPECT_EQ(dense + attn, 240518168576.0);
+  const Profile p = make_gpt_profile(g);
+  EXPECT_NEAR(p.forward_ms(1, 1.0) / ((dense + attn) / rate), 1.0, 1e-12);
+  EXPECT_NEAR(p.forward_ms(1, 2.0) / (2 * (dense + attn) / rate), 1.0, 1e-12);
+  EXPECT_NEAR(p.backward_weight_ms(1, 1.0) / (dense / rate), 1.0, 1e-12);
+  EXPECT_NEAR(p.backward_input_ms(1, 1.0) / ((dense + 2 * attn) / rate), 1.0, 1e-12);
+  g.recompute_granularity = "selective";
+  EXPECT_NEAR(make_gpt_profile(g).backward_input_ms(1, 1.0) / ((dense + 3 * attn) / rate), 1.0, 1e-12);
+  // Its shape is llm/'s: Megatron's GPT (LayerNorm, GeLU 4 h, biases, learned positions).
+  const TransformerShape shape = gpt_shape(GptSpec{});
+  EXPECT_FALSE(shape.swiglu || shape.rms_norm);
+  EXPECT_TRUE(shape.bias_linear && shape.learned_positions && shape.tied_embeddings);
+  EXPECT_FALSE(shape.embedding_dropout);  // --embedding-dropout 0: no mask
+}
+
 TEST(HfProfile, RandomConfigsProfileParametersSumToTheCount) {
   // Property: at t = 1 the profile's parameter bytes are 2 x the count, plus one V x h
   // copy for a tied head (the last stage holds its own copy of the embedding).
