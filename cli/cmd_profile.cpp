@@ -60,6 +60,7 @@ struct SynthArgs {
   int layers = -1;
   std::string name;
   HfSynthArgs hf;
+  bool efficiency_given = false;
 };
 
 struct GemmArgs {
@@ -92,7 +93,13 @@ std::shared_ptr<MeasureArgs> add_measure_options(CLI::App* profile) {
 // The analytic profile the flags describe: an hf config, a GPT-style stack, or a toy stack.
 std::string synthesize(SynthArgs& a) {
   const std::vector<double> sizes = parse_batch_sizes(a.batch_sizes);
-  if (a.hf.requested()) return a.hf.run(sizes, a.gpt.sequence, a.gpt.efficiency, a.name);
+  if (a.hf.requested()) {
+    if (a.efficiency_given) {
+      throw InputError("--efficiency: not with --hf-config (the GPU file's gemm curve and memory_efficiency set what is "
+                       "reached); gpt only");
+    }
+    return a.hf.run(sizes, a.gpt.sequence, a.name);
+  }
   Profile p;
   if (a.kind == "gpt") {
     a.gpt.batch_sizes = sizes;
@@ -131,7 +138,9 @@ CLI::App* add_synth_command(CLI::App* profile) {
   synth->add_option("--sequence,--seq", a->gpt.sequence, "Sequence length (gpt, hf)")->capture_default_str();
   synth->add_option("--vocabulary", a->gpt.vocabulary, "Vocabulary size (gpt)")->capture_default_str();
   synth->add_option("--peak-tflops", a->gpt.peak_tflops, "Device peak TFLOP/s (gpt)")->capture_default_str();
-  synth->add_option("--efficiency", a->gpt.efficiency, "Fraction of peak reached (gpt, hf)")->capture_default_str();
+  CLI::Option* efficiency =
+      synth->add_option("--efficiency", a->gpt.efficiency, "Fraction of peak reached (gpt; hf: the GPU file says)")
+          ->capture_default_str();
   synth->add_option("--device-name", a->gpt.device_name, "Device name (gpt)")->capture_default_str();
   synth->add_option("--device-memory", a->gpt.device_memory_bytes, "Device memory in bytes (gpt)")->capture_default_str();
   synth->add_flag_callback("--disable-bias-linear", [a] { a->gpt.bias_linear = false; },
@@ -153,7 +162,10 @@ CLI::App* add_synth_command(CLI::App* profile) {
   synth->add_option("--batch-sizes", a->batch_sizes, "Micro-batch sizes to tabulate")->capture_default_str();
   synth->add_option("-o,--output", a->output, "Output file ('-' = stdout)")->capture_default_str();
   a->hf.add_to(synth);
-  synth->callback([a] { write_output(a->output, synthesize(*a)); });
+  synth->callback([a, efficiency] {
+    a->efficiency_given = efficiency->count() > 0;
+    write_output(a->output, synthesize(*a));
+  });
   return synth;
 }
 

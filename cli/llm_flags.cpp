@@ -120,13 +120,7 @@ TransformerShape shape_from_flags(const LlmFlags& f) {
   if (f.hf_config.empty() && f.shape.layers == 0) throw InputError("--hf-config or --num-layers: one is required");
   TransformerShape s;
   if (!f.hf_config.empty()) {
-    const HfModel m = load_hf_model(f.hf_config);
-    s.name = m.name, s.layers = static_cast<int>(m.layers), s.hidden = static_cast<int>(m.hidden);
-    s.heads = static_cast<int>(m.heads), s.kv_heads = static_cast<int>(m.kv_heads);
-    s.ffn_hidden = static_cast<int>(m.ffn), s.swiglu = true, s.rms_norm = true, s.tied_embeddings = m.tied;
-    s.bias_linear = m.output_bias && m.mlp_bias, s.qkv_bias = m.qkv_bias, s.vocabulary = static_cast<int>(m.vocabulary);
-    if (m.head_dim * m.heads != m.hidden) s.kv_channels = static_cast<int>(m.head_dim);
-    s.experts = static_cast<int>(m.experts), s.moe_topk = static_cast<int>(m.top_k);
+    s = load_hf_model(f.hf_config).shape;
   } else {
     s.rms_norm = false, s.tied_embeddings = true;
   }
@@ -139,7 +133,7 @@ TransformerShape shape_from_flags(const LlmFlags& f) {
   }
   s.moe_layer_frequency = g.moe_layer_frequency;
   if (f.swiglu) s.swiglu = true;
-  if (f.disable_bias) s.bias_linear = false, s.qkv_bias = false;
+  if (f.disable_bias) s.bias_linear = false, s.qkv_bias = false, s.output_bias = false, s.mlp_bias = false;
   if (f.untie) s.tied_embeddings = false;
   if (f.normalization == "RMSNorm" || f.normalization == "LayerNorm") {
     s.rms_norm = f.normalization == "RMSNorm";

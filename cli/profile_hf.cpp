@@ -16,38 +16,36 @@ void HfSynthArgs::add_to(CLI::App* synth) {
                     "Hugging Face config.json (llama, mistral, qwen2, gemma, mixtral): an analytic profile of it on --gpu");
   synth->add_option("--gpu", gpu, "GPU file or name (hf; gpt: its HBM bandwidth for the embedding and optimizer_ms): "
                                   "h100-sxm | h200 | a100-80gb | b200 | mi300x");
-  synth->add_option("--dtype", dtype, "bf16 | fp16 | fp32 (hf; fp32 = IEEE, no TF32)")->capture_default_str();
+  synth->add_option("--dtype", dtype, "bf16 | fp16 (hf: the GPU file's dense peak for it)")->capture_default_str();
   synth->add_option("--tensor-parallel", tensor_parallel,
                     "GPUs per tensor-parallel group (hf); a profile device is then one group")
       ->capture_default_str();
   synth->add_flag("--no-selective-recompute", full_activations,
-                  "hf: keep the attention probabilities (heads x s^2) for backward, as attention without flash/selective "
-                  "recompute does");
+                  "hf: no selective recompute: keep the attention scores for backward (5 a s^2 b bytes, Korthikanti et "
+                  "al. Table 2) instead of rerunning the attention core in it");
   synth->add_option("--gpus", gpus, "hf: GPUs in the cluster, for --hardware-output");
   synth->add_option("--hardware-output", hardware_output,
                     "hf: also write the pipescope.hardware file of --gpus GPUs seen as tensor-parallel groups");
 }
 
-GpuSpec HfSynthArgs::load_gpu() const {
+GpuModel HfSynthArgs::load_gpu() const {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
   dirs.push_back(data_dir("profiles/gpus"));  // installed beside the binary, else the source tree's
-  return load_gpu_spec(find_gpu_file(gpu, dirs));
+  return load_gpu_model(find_gpu_file(gpu, dirs));
 }
 
-std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t sequence, double efficiency,
-                             const std::string& name) const {
+std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t sequence, const std::string& name) const {
   if (gpu.empty()) throw InputError("--gpu: required with --hf-config (h100-sxm, h200, a100-80gb, b200, mi300x or a file)");
-  const GpuSpec spec = load_gpu();
+  const GpuModel spec = load_gpu();
   HfModel model = load_hf_model(config);
-  if (!name.empty()) model.name = name;
+  if (!name.empty()) model.shape.name = name;
   HfProfileOptions o;
   o.sequence = sequence;
   const std::optional<Dtype> format = dtype_from_name(dtype);
   if (!format) throw InputError("--dtype: expected bf16, fp16 or fp32, got \"" + dtype + "\"");
   o.dtype = *format;
   o.tensor_parallel = tensor_parallel;
-  o.efficiency = efficiency;
   o.selective_recompute = !full_activations;
   o.batch_sizes = batch_sizes;
   Profile p = make_hf_profile(model, spec, o);

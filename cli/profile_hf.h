@@ -25,10 +25,9 @@ struct HfSynthArgs {
   void add_to(CLI::App* synth);
   bool requested() const { return !config.empty(); }
   // The --gpu file (a name from profiles/gpus/ or a path); throws InputError naming --gpu.
-  GpuSpec load_gpu() const;
+  GpuModel load_gpu() const;
   // The profile as JSON text; writes --hardware-output when given.
-  std::string run(const std::vector<double>& batch_sizes, int64_t sequence, double efficiency,
-                  const std::string& name) const;
+  std::string run(const std::vector<double>& batch_sizes, int64_t sequence, const std::string& name) const;
 };
 
 }  // namespace pipescope::cli

@@ -1,22 +1,19 @@
-// Fuzz target: gpu_spec_from_json, gpu_model_from_json (llm/'s GEMM curve, timing a few
-// shapes by it) and hf_model_from_json on arbitrary bytes, then the counts, the FLOPs and the
-// analytic profile of whatever it accepts; the profile must read back. Only InputError
-// may leave (fuzz_readers.h's rule).
+// Fuzz target: gpu_model_from_json (the one GPU-file reader: its GEMM curve timing a few
+// shapes) and hf_model_from_json on arbitrary bytes, then the parameter count and the
+// analytic profile (llm/'s cost model) of whatever it accepts; the profile must read back.
+// Only InputError may leave (fuzz_readers.h's rule).
 #include <cstdlib>
 
 #include "interop/hf_profile.h"
 #include "llm/gpu_model.h"
+#include "llm/memory.h"
 #include "fuzz/fuzz_readers.h"
 
 using namespace pipescope;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size > fuzz::kMaxInput) return -1;
-  try {  // the same bytes as a GPU file (pipescope.hardware + "gpu")
-    (void)gpu_spec_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz-gpu"));
-  } catch (const InputError&) {
-  }
-  try {  // the same bytes as llm/'s GPU model: every accepted curve times any shape
+  try {  // the same bytes as a GPU file: every accepted curve times any shape
     const GpuModel g = gpu_model_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz-gpu"));
     for (const GemmShape& shape : {GemmShape{1, 1, 1}, GemmShape{8192, 2304, 6144}, GemmShape{2048, 2048, 96, 32}}) {
       const double e = gemm_efficiency(g, shape);
@@ -26,12 +23,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   }
   try {
     HfModel m = hf_model_from_json(JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz"));
-    (void)count_parameters(m).total();
-    (void)training_flops_per_token(m, 128);
-    GpuSpec gpu;
+    if (!(model_parameters(m.shape).total() > 0)) std::abort();
+    GpuModel gpu;
     gpu.node = Hardware::ideal(8);
     gpu.node.memory_bytes = int64_t{80} << 30;
-    gpu.peak_tflops["bf16"] = 989.4;
+    gpu.peak_dense_tflops["bf16"] = gpu.peak_tflops = 989.4;
     gpu.hbm_gb_per_s = 3350;
     gpu.collective_gb_per_s = 450;
     HfProfileOptions o;

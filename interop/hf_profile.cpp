@@ -1,51 +1,17 @@
-// Builds the analytic profile of interop/hf_profile.h. Tensor parallelism (Megatron-LM's
-// scheme with sequence parallelism): GEMMs, attention and every kept tensor split t
-// ways; each decoder layer adds two all-reduce volumes forward (after attention and
-// after the MLP, as reduce-scatter + all-gather) and two backward, each of
-// 2 (t-1)/t x (s b h x dtype) bytes over the GPU's collective bandwidth. The head
-// is vocabulary-parallel (its logits split t ways); the embedding all-reduces once.
+// Builds the analytic profile of interop/hf_profile.h from llm/'s cost model: one
+// LayerTime and one set of stash bytes per (layer kind, batch size), at the layout
+// hf_profile_layout gives (Megatron-LM's tensor parallelism with sequence parallelism).
 #include "interop/hf_profile.h"
 
+#include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "core/error.h"
-#include "core/op_rules.h"
-#include "interop/synth_profile.h"
+#include "llm/layer_time.h"
+#include "llm/memory.h"
+#include "llm/step_time.h"
 
 namespace pipescope {
-
-GpuSpec gpu_spec_from_json(const JsonReader& r) {
-  GpuSpec g;
-  g.node = hardware_from_json(r);
-  if (!r.has("gpu")) r.fail("missing field \"gpu\" (peak_dense_tflops, hbm_gb_per_s): not a GPU hardware file");
-  JsonReader gpu = r["gpu"];
-  JsonReader peaks = gpu["peak_dense_tflops"];
-  if (!peaks.json().is_object() || peaks.json().empty()) peaks.fail("expected an object of dtype -> TFLOP/s");
-  for (const auto& [dtype, value] : peaks.json().items()) g.peak_tflops[dtype] = peaks[dtype].as_double(1e-3, 1e7);
-  g.hbm_gb_per_s = gpu["hbm_gb_per_s"].as_double(1e-3, 1e9);
-  g.collective_gb_per_s = gpu.has("collective_gb_per_s") ? gpu["collective_gb_per_s"].as_double(1e-3, 1e9)
-                                                          : g.node.link.bandwidth_gb_per_s;
-  return g;
-}
-
-GpuSpec load_gpu_spec(const std::string& path) { return gpu_spec_from_json(JsonReader::from_file(path)); }
-
-std::string find_gpu_file(const std::string& name_or_path, const std::vector<std::string>& dirs) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
-  std::string tried;
-  for (const std::string& dir : dirs) {
-    if (dir.empty()) continue;
-    fs::path candidate = fs::path(dir) / (name_or_path + ".json");
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-    tried += (tried.empty() ? "" : ", ") + dir;
-  }
-  throw InputError("--gpu: \"" + name_or_path + "\" is neither a file nor a GPU file in " +
-                   (tried.empty() ? std::string("(no GPU folder known)") : tried) +
-                   " (names: h100-sxm, h200, a100-80gb, b200, mi300x)");
-}
 
 namespace {
 
@@ -55,12 +21,6 @@ void check_divides(int t, int64_t n, const std::string& what) {
   }
 }
 
-// Time of one ring all-reduce of `bytes` over t GPUs (core/op_rules.h), in ms.
-double allreduce_ms(double bytes, int t, double gb_per_s, double latency_us) {
-  if (t <= 1) return 0.0;
-  return ring_allreduce_bytes(bytes, t) / (gb_per_s * 1e6) + ring_allreduce_hops(t) * latency_us / 1e3;
-}
-
 // "8x NVIDIA H100 SXM5 80GB (...)" -> "NVIDIA H100 SXM5 80GB (...)": one GPU of the node.
 std::string gpu_model_name(const Hardware& node) {
   const std::size_t x = node.name.find("x ");
@@ -68,146 +28,144 @@ std::string gpu_model_name(const Hardware& node) {
   return counted ? node.name.substr(x + 2) : node.name;
 }
 
-// What every layer builder needs: the model, the options, and the achieved rates.
-struct LayerContext {
-  const HfModel& m;
-  const HfProfileOptions& o;
-  const GpuSpec& gpu;
-  int t;                  // tensor-parallel size
-  int d;                  // dtype bytes
-  double flops_per_ms;    // achieved
-  double hbm_bytes_per_ms;
-  ParameterCount params;
-  Json common;            // spec fields every layer carries
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-  double s() const { return static_cast<double>(o.sequence); }
-  double h() const { return static_cast<double>(m.hidden); }
-  double compute_ms(double flops) const { return flops / t / flops_per_ms; }
-  // One all-reduce of a micro-batch's hidden state among the t ranks.
-  double hidden_allreduce_ms(double b) const {
-    return allreduce_ms(b * s() * h() * d, t, gpu.collective_gb_per_s, gpu.node.link.latency_us);
-  }
-  double hidden_bytes(double b) const { return b * s() * h() * d / t; }  // one rank's shard
-};
-
-LayerProfile embedding_layer(const LayerContext& c) {
-  LayerProfile emb;
-  emb.name = "model.embed_tokens";
-  emb.parameter_bytes = c.params.embedding / c.t * c.d;
-  for (double b : c.o.batch_sizes) {
-    const double lookup = 2.0 * c.hidden_bytes(b) / c.hbm_bytes_per_ms;  // read rows, write the hidden state
-    emb.forward_ms.push_back(lookup + c.hidden_allreduce_ms(b));
-    emb.backward_input_ms.push_back(0.0);
-    emb.backward_weight_ms.push_back(2 * lookup);  // scatter-add into the table
-    emb.backward_ms.push_back(2 * lookup);
-    emb.activation_bytes.push_back(8.0 * b * c.s());  // token ids (int64)
-    emb.weight_grad_bytes.push_back(8.0 * b * c.s());  // W scatters by them
-    emb.output_bytes.push_back(c.hidden_bytes(b));
-  }
-  emb.spec = c.common;
-  emb.spec["type"] = "hf_embedding";
-  emb.spec["vocabulary"] = c.m.vocabulary;
-  return emb;
+// One batch size's times and bytes appended to a layer (llm/step_time.cpp's layer_profile
+// states the same numbers for one micro-batch).
+void append(LayerProfile& l, const LayerTime& t, const StashBytes& stash, double output_bytes) {
+  l.forward_ms.push_back(ms(t.forward_ns));
+  l.backward_input_ms.push_back(ms(t.input_grad_ns));
+  l.backward_weight_ms.push_back(ms(t.weight_grad_ns));
+  l.backward_ms.push_back(ms(t.input_grad_ns + t.weight_grad_ns));
+  l.activation_bytes.push_back(stash.held);
+  l.weight_grad_bytes.push_back(stash.for_weight);
+  l.output_bytes.push_back(output_bytes);
 }
 
-LayerProfile decoder_layer(const LayerContext& c, int64_t index, const LayerFlops& f) {
-  LayerProfile blk;
-  blk.name = "model.layers." + std::to_string(index);
-  blk.parameter_bytes = ((c.params.attention + c.params.mlp) / c.t + c.params.norms) * c.d;
-  for (double b : c.o.batch_sizes) {
-    const double comm = 2 * c.hidden_allreduce_ms(b);  // after attention and after the MLP
-    blk.forward_ms.push_back(c.compute_ms(b * f.forward()) + comm);
-    blk.backward_input_ms.push_back(c.compute_ms(b * f.backward_input()) + comm);
-    blk.backward_weight_ms.push_back(c.compute_ms(b * f.backward_weight()));
-    blk.backward_ms.push_back(blk.backward_input_ms.back() + blk.backward_weight_ms.back());
-    blk.activation_bytes.push_back(b * decoder_layer_activation_bytes(c.m, c.o.sequence, c.d, c.o.selective_recompute, c.t));
-    blk.weight_grad_bytes.push_back(b * decoder_layer_weight_grad_bytes(c.m, c.o.sequence, c.d, c.t));
-    blk.output_bytes.push_back(c.hidden_bytes(b));
-  }
-  blk.spec = c.common;
-  blk.spec["type"] = "hf_decoder_layer";
-  blk.spec["forward_flops_per_sample"] = f.forward();
-  // The shape in Megatron-LM's words, for memory as Megatron keeps it (interop/llm_shape.h).
-  blk.spec["heads"] = c.m.heads;
-  blk.spec["kv_heads"] = c.m.kv_heads;
-  blk.spec["head_dim"] = c.m.head_dim;
-  blk.spec["ffn_hidden"] = c.m.ffn;
-  blk.spec["qkv_bias"] = c.m.qkv_bias;
-  blk.spec["bias_linear"] = c.m.output_bias && c.m.mlp_bias;
-  if (c.m.moe()) {
-    blk.spec["experts"] = c.m.experts;
-    blk.spec["moe_topk"] = c.m.top_k;
-  }
-  return blk;
+// Parameters (bf16 / fp16: 2 bytes each) and the optimizer step over them.
+void set_parameters(LayerProfile& l, int64_t parameters, const GpuModel& gpu) {
+  l.parameter_bytes = parameters * 2;
+  l.optimizer_ms = ms(optimizer_step_ns(gpu, parameters));
 }
 
-LayerProfile head_layer(const LayerContext& c) {
-  LayerProfile head;
-  head.name = "lm_head";
-  // The final norm, and the head's own V x h matrix unless tied. Under tying the last
-  // stage still holds a copy of the embedding (Megatron-LM's shared embedding), so the
-  // head's bytes count V h either way.
-  head.parameter_bytes = (c.params.final_norm + c.m.vocabulary * c.m.hidden / c.t) * c.d;
-  const double flops = head_flops(c.m, c.o.sequence);
-  const double V = static_cast<double>(c.m.vocabulary);
-  for (double b : c.o.batch_sizes) {
-    head.forward_ms.push_back(c.compute_ms(b * flops) + c.hidden_allreduce_ms(b));
-    head.backward_input_ms.push_back(c.compute_ms(b * flops) + c.hidden_allreduce_ms(b));
-    head.backward_weight_ms.push_back(c.compute_ms(b * flops));
-    head.backward_ms.push_back(head.backward_input_ms.back() + head.backward_weight_ms.back());
-    // Final-norm input and head input (h each), and the fp32 logits kept for the loss.
-    head.activation_bytes.push_back(2 * c.hidden_bytes(b) + b * c.s() * 4 * V / c.t);
-    head.weight_grad_bytes.push_back(2 * c.hidden_bytes(b));  // the norm's and the head's inputs, not the logits
-    head.output_bytes.push_back(4);  // the loss
+// The shape in Megatron-LM's words, for memory as Megatron keeps it (interop/llm_shape.h).
+Json decoder_spec(const HfModel& m, const Json& common, double forward_flops) {
+  const TransformerShape& s = m.shape;
+  Json spec = common;
+  spec["type"] = "hf_decoder_layer";
+  spec["forward_flops_per_sample"] = forward_flops;
+  spec["heads"] = s.heads;
+  spec["kv_heads"] = s.kv_heads;
+  spec["head_dim"] = s.kv_channels > 0 ? s.kv_channels : s.hidden / s.heads;
+  spec["ffn_hidden"] = s.ffn_hidden;
+  spec["qkv_bias"] = s.qkv_bias;
+  spec["output_bias"] = s.output_bias;
+  spec["mlp_bias"] = s.mlp_bias;
+  spec["bias_linear"] = s.bias_linear;
+  if (s.experts > 0) {
+    spec["experts"] = s.experts;
+    spec["moe_topk"] = s.moe_topk;
   }
-  head.spec = c.common;
-  head.spec["type"] = "hf_lm_head";
-  head.spec["vocabulary"] = c.m.vocabulary;
-  head.spec["tied"] = c.m.tied;
-  return head;
+  return spec;
 }
 
 }  // namespace
 
-Profile make_hf_profile(const HfModel& m, const GpuSpec& gpu, const HfProfileOptions& o) {
+ParallelLayout hf_profile_layout(const HfProfileOptions& o, int micro_batch) {
+  ParallelLayout l;
+  l.t = o.tensor_parallel;
+  l.sequence_parallel = o.tensor_parallel > 1;
+  l.recompute = o.selective_recompute ? Recompute::Selective : Recompute::None;
+  l.micro_batch = micro_batch;
+  return l;
+}
+
+Profile make_hf_profile(const HfModel& m, const GpuModel& file_gpu, const HfProfileOptions& o) {
   const int t = o.tensor_parallel;
-  if (t < 1 || t > gpu.node.devices) {
-    throw InputError("--tensor-parallel: expected 1 to " + std::to_string(gpu.node.devices) + " (GPUs per node), got " + std::to_string(t));
+  if (t < 1 || t > file_gpu.node.devices) {
+    throw InputError("--tensor-parallel: expected 1 to " + std::to_string(file_gpu.node.devices) + " (GPUs per node), got " +
+                     std::to_string(t));
   }
-  check_divides(t, m.heads, "num_attention_heads");
-  check_divides(t, m.kv_heads, "num_key_value_heads");
-  check_divides(t, m.ffn, "intermediate_size");
-  if (!(o.efficiency > 0 && o.efficiency <= 1)) throw InputError("--efficiency: expected a value in (0, 1]");
+  TransformerShape shape = m.shape;
+  check_divides(t, shape.heads, "num_attention_heads");
+  check_divides(t, shape.kv_heads, "num_key_value_heads");
+  check_divides(t, shape.ffn_hidden, "intermediate_size");
+  check_divides(t, shape.vocabulary, "vocab_size");
   if (o.sequence < 1 || o.sequence > (int64_t{1} << 22)) throw InputError("--seq: expected 1 to 4194304");
-  auto peak = gpu.peak_tflops.find(to_string(o.dtype));
-  const int d = dtype_bytes(o.dtype);
-  if (peak == gpu.peak_tflops.end()) {
-    throw InputError(gpu.node.source + ": gpu.peak_dense_tflops: no entry for \"" + to_string(o.dtype) + "\"");
+  shape.sequence = static_cast<int>(o.sequence);
+  if (dtype_bytes(o.dtype) != 2) {
+    throw InputError("--dtype: expected bf16 or fp16 with --hf-config (the cost model counts 2-byte activations and "
+                     "GEMM operands, as Korthikanti et al.'s Table 2 does), got \"" + to_string(o.dtype) + "\"");
   }
-  const LayerContext c{m, o, gpu, t, d, peak->second * 1e12 * o.efficiency / 1e3, gpu.hbm_gb_per_s * 1e6 * o.efficiency,
-                       count_parameters(m),
-                       {{"family", m.family}, {"hidden", m.hidden}, {"sequence", o.sequence}, {"tensor_parallel", t}}};
+  const GpuModel gpu = gpu_at_dtype(file_gpu, to_string(o.dtype));
+  // The cost model counts FLOPs in int64: a sample's largest GEMMs (attention scores, the
+  // linears, the logits) must fit with room to spare.
+  const double head_dim = shape.kv_channels > 0 ? shape.kv_channels : shape.hidden / shape.heads;
+  const double width = head_dim * (shape.heads + 2.0 * shape.kv_heads), s_len = static_cast<double>(o.sequence);
+  const double per_token = 2.0 * (2 * s_len * head_dim * shape.heads + static_cast<double>(shape.hidden) *
+                                  (width + head_dim * shape.heads + 3.0 * shape.ffn_hidden * std::max(1, shape.moe_topk) +
+                                   shape.vocabulary + shape.experts));
+  for (double b : o.batch_sizes) {
+    if (!(b >= 1 && b <= 65536 && b == std::floor(b))) {
+      throw InputError("--batch-sizes: expected whole samples (1 to 65536) with --hf-config, got " + std::to_string(b));
+    }
+    if (b * s_len * per_token > 0x1p60) {
+      throw InputError("--seq: " + std::to_string(o.sequence) + " tokens of this model at batch size " +
+                       std::to_string(static_cast<int64_t>(b)) + " make a layer's FLOPs overflow a 64-bit count");
+    }
+  }
+  const Json common = {{"family", m.family}, {"hidden", shape.hidden}, {"sequence", o.sequence}, {"tensor_parallel", t}};
+  LayerProfile emb, head;
+  emb.name = "model.embed_tokens", head.name = "lm_head";
+  std::vector<LayerProfile> layers(static_cast<std::size_t>(shape.layers));
+  for (int b_index = 0; b_index < static_cast<int>(o.batch_sizes.size()); ++b_index) {
+    const ParallelLayout l = hf_profile_layout(o, static_cast<int>(o.batch_sizes[static_cast<std::size_t>(b_index)]));
+    const double hidden_bytes = static_cast<double>(l.micro_batch) * shape.sequence * shape.hidden * 2 / t;  // one rank's shard
+    append(emb, embedding_time(shape, l, gpu), {embedding_activation_bytes(shape, l), embedding_weight_grad_bytes(shape, l)},
+           hidden_bytes);
+    const StashBytes stash{layer_activation_bytes(shape, l), layer_weight_grad_bytes(shape, l)};
+    const LayerTime dense = transformer_layer_time(shape, l, gpu, false);
+    const LayerTime moe = shape.experts > 0 ? transformer_layer_time(shape, l, gpu, true) : dense;
+    for (int i = 0; i < shape.layers; ++i) append(layers[static_cast<std::size_t>(i)], is_moe_layer(shape, i) ? moe : dense, stash, hidden_bytes);
+    append(head, head_time(shape, l, gpu), {head_activation_bytes(shape, l), head_weight_grad_bytes(shape, l)}, 4);  // the loss
+  }
+  // Parameters per GPU of the group; the head counts its own V h even when tied (the last
+  // stage keeps a copy of the embedding, as Megatron-LM's does).
+  set_parameters(emb, std::llround(embedding_parameters(shape).per_gpu(t, 1)), gpu);
+  set_parameters(head, std::llround(head_parameters(shape, true).per_gpu(t, 1)), gpu);
+  emb.spec = common;
+  emb.spec["type"] = "hf_embedding";
+  emb.spec["vocabulary"] = shape.vocabulary;
+  head.spec = common;
+  head.spec["type"] = "hf_lm_head";
+  head.spec["vocabulary"] = shape.vocabulary;
+  head.spec["tied"] = shape.tied_embeddings;
+  const ParallelLayout whole = hf_profile_layout({}, 1);  // t = 1: one sample's FLOPs of the whole layer
   Profile p;
-  p.model = m.name + (t > 1 ? " tp" + std::to_string(t) : "");
+  p.model = shape.name + (t > 1 ? " tp" + std::to_string(t) : "");
   p.device_name = gpu_model_name(gpu.node) + (t > 1 ? " (tensor-parallel group of " + std::to_string(t) + ")" : "");
   p.device_memory_bytes = gpu.node.memory_bytes;
   p.backend = "analytic";
   p.dtype = to_string(o.dtype);
   p.batch_sizes = o.batch_sizes;
-  p.layers.push_back(embedding_layer(c));
-  const LayerFlops f = decoder_layer_flops(m, o.sequence);
-  for (int64_t l = 0; l < m.layers; ++l) p.layers.push_back(decoder_layer(c, l, f));
-  p.layers.push_back(head_layer(c));
-  // One Adam step over each layer's (per-rank) parameters at the GPU's HBM bandwidth.
-  for (LayerProfile& l : p.layers) l.optimizer_ms = adam_step_ms(l.parameter_bytes, gpu.hbm_gb_per_s);
+  p.layers.push_back(emb);
+  for (int i = 0; i < shape.layers; ++i) {
+    LayerProfile& l = layers[static_cast<std::size_t>(i)];
+    const bool moe = is_moe_layer(shape, i);
+    l.name = "model.layers." + std::to_string(i);
+    set_parameters(l, std::llround(layer_parameters(shape, moe).per_gpu(t, 1)), gpu);
+    l.spec = decoder_spec(m, common, transformer_layer_flops(shape, whole, moe).forward);
+    p.layers.push_back(std::move(l));
+  }
+  p.layers.push_back(head);
   return p;
 }
 
-Hardware tensor_parallel_hardware(const GpuSpec& gpu, int gpus, int t) {
+Hardware tensor_parallel_hardware(const GpuModel& gpu, int gpus, int t) {
   if (t < 1 || gpus < t || gpus % t != 0) {
     throw InputError("--gpus: expected a multiple of --tensor-parallel " + std::to_string(t) + ", got " + std::to_string(gpus));
   }
-  const int per_node = gpu.node.devices_per_node > 0 ? gpu.node.devices_per_node : gpu.node.devices;
+  const int per_node = gpu.gpus_per_node();
   if (per_node % t != 0) throw InputError("--tensor-parallel " + std::to_string(t) + " does not divide the " + std::to_string(per_node) + " GPUs of a node");
   Hardware hw = gpu.node;
   hw.devices = gpus / t;

@@ -60,6 +60,7 @@ std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int
   s.kv_heads = spec_int(b, "kv_heads");
   s.ffn_hidden = spec_int(b, "ffn_hidden");
   s.qkv_bias = spec_bool(b, "qkv_bias", false);
+  s.output_bias = spec_bool(b, "output_bias", false), s.mlp_bias = spec_bool(b, "mlp_bias", false);
   const int head_dim = spec_int(b, "head_dim");
   if (head_dim > 0 && head_dim * s.heads != s.hidden) s.kv_channels = head_dim;
   s.experts = spec_int(b, "experts"), s.moe_topk = spec_int(b, "moe_topk");

@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/plan.h"
+#include "llm/layer_time.h"
+#include "llm/memory.h"
 
 namespace pipescope {
 
@@ -45,6 +47,7 @@ void check_gpt_spec(const GptSpec& g) {
     throw InputError("profile synth: layers, hidden, heads, sequence and vocabulary must be positive");
   }
   check_layers(g.layers);
+  if (g.sequence > (1 << 22)) throw InputError("--sequence: expected 1 to 4194304, got " + std::to_string(g.sequence));
   if (g.hidden % g.heads != 0) throw InputError("profile synth: hidden must be a multiple of heads");
   if (!(g.peak_tflops > 0) || !std::isfinite(g.peak_tflops) || !(g.efficiency > 0) || g.efficiency > 1) {
     throw InputError("profile synth: peak TFLOP/s must be positive and efficiency in (0, 1]");
@@ -61,92 +64,88 @@ void check_gpt_spec(const GptSpec& g) {
   }
 }
 
-// The numbers every GPT layer's formulas use: s, h, a, V and the achieved FLOP rate.
-struct GptShape {
-  explicit GptShape(const GptSpec& spec)
-      : g(spec), s(spec.sequence), h(spec.hidden), a(spec.heads), V(spec.vocabulary),
-        flops_per_ms(spec.peak_tflops * 1e12 * spec.efficiency / 1e3),
-        positions(spec.position_embedding == "learned_absolute"),
-        selective(spec.recompute_granularity == "selective") {}
+// What every GPT layer needs: the shape, the layout of one sample (t = 1, the recompute
+// asked for) and the achieved FLOP rate; counts are per sample and scale with b.
+struct GptContext {
+  explicit GptContext(const GptSpec& spec)
+      : g(spec), shape(gpt_shape(spec)), flops_per_ms(spec.peak_tflops * 1e12 * spec.efficiency / 1e3) {
+    one.micro_batch = 1;
+    one.recompute = spec.recompute_granularity == "selective" ? Recompute::Selective : Recompute::None;
+  }
   double ms(double flops) const { return flops / flops_per_ms; }
+  double hidden_bytes(double b) const { return 2 * b * shape.sequence * shape.hidden; }  // bf16 hidden state
   const GptSpec& g;
-  const double s, h, a, V, flops_per_ms;
-  const bool positions, selective;
+  const TransformerShape shape;
+  ParallelLayout one;
+  const double flops_per_ms;
 };
 
 // Token (and learned position) embedding: memory-bound, its time the bytes it moves.
-LayerProfile gpt_embedding(const GptShape& c) {
+LayerProfile gpt_embedding(const GptContext& c) {
   const GptSpec& g = c.g;
-  const double s = c.s, h = c.h, V = c.V;
-  const bool positions = c.positions;
   LayerProfile emb;
   emb.name = "embedding";
-  emb.parameter_bytes = to_bytes(2 * (V * h + (positions ? s * h : 0)), "the embedding's parameters");
+  emb.parameter_bytes = to_bytes(2 * embedding_parameters(c.shape).total(), "the embedding's parameters");
+  const double kept = embedding_activation_bytes(c.shape, c.one), for_weight = embedding_weight_grad_bytes(c.shape, c.one);
   for (double b : g.batch_sizes) {
-    double moved = 2 * b * s * h * 2;  // read rows + write the hidden state
+    double moved = 2 * c.hidden_bytes(b);  // read rows + write the hidden state
     double t = moved / (g.memory_gb_per_s * 1e6);
     emb.forward_ms.push_back(t);
     emb.backward_ms.push_back(2 * t);
     emb.backward_input_ms.push_back(0.0);
     emb.backward_weight_ms.push_back(2 * t);
-    emb.activation_bytes.push_back(8 * b * s + (g.embedding_dropout > 0 ? s * b * h : 0));  // token ids, mask
-    emb.weight_grad_bytes.push_back(emb.activation_bytes.back());  // W scatters by the token ids: needs it all
-    emb.output_bytes.push_back(2 * s * b * h);
+    emb.activation_bytes.push_back(b * kept);          // token ids, dropout mask
+    emb.weight_grad_bytes.push_back(b * for_weight);   // W scatters by the token ids
+    emb.output_bytes.push_back(c.hidden_bytes(b));
   }
   Json emb_spec = {{"type", "embedding"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}, {"sequence", g.sequence}};
-  if (!positions) emb_spec["position_embedding_type"] = g.position_embedding;
+  if (!c.shape.learned_positions) emb_spec["position_embedding_type"] = g.position_embedding;
   if (g.embedding_dropout > 0) emb_spec["dropout"] = g.embedding_dropout;
   add_spec(emb, emb_spec);
   emb.optimizer_ms = adam_step_ms(emb.parameter_bytes, g.memory_gb_per_s);
   return emb;
 }
 
-// One transformer block (Narayanan et al., SC 2021: 24 b s h^2 + 4 b s^2 h FLOPs forward;
-// Korthikanti et al. 2022: s b h (34 + 5 a s / h) bytes of activations).
-LayerProfile gpt_block(const GptShape& c, int l) {
+// One transformer block.
+LayerProfile gpt_block(const GptContext& c, int l) {
   const GptSpec& g = c.g;
-  const double s = c.s, h = c.h, a = c.a;
-  const bool selective = c.selective;
-  const double biases = g.bias_linear ? 9 : 0;  // QKV 3 h, projection h, fc1 4 h, fc2 h
-  auto ms = [&](double flops) { return c.ms(flops); };
   LayerProfile blk;
   blk.name = "block." + std::to_string(l);
-  blk.parameter_bytes = to_bytes(2 * (12 * h * h + (4 + biases) * h), "a block's parameters");
+  blk.parameter_bytes = to_bytes(2 * layer_parameters(c.shape, false).total(), "a block's parameters");
+  const LayerFlops f = transformer_layer_flops(c.shape, c.one);
+  const double kept = layer_activation_bytes(c.shape, c.one), for_weight = layer_weight_grad_bytes(c.shape, c.one);
   for (double b : g.batch_sizes) {
-    double dense = 24 * b * s * h * h, attn = 4 * b * s * s * h;
-    double again = selective ? attn : 0;  // the attention core's forward, run again in backward
-    blk.forward_ms.push_back(ms(dense + attn));
-    blk.backward_input_ms.push_back(ms(dense + 2 * attn + again));
-    blk.backward_weight_ms.push_back(ms(dense));
-    blk.backward_ms.push_back(ms(2 * dense + 2 * attn + again));
-    blk.activation_bytes.push_back(s * b * h * (34 + (selective ? 0 : 5 * a * s / h)));
-    blk.weight_grad_bytes.push_back(32 * s * b * h);  // Qi et al. 2023, sec. 3: M_W = 32 h per token
-    blk.output_bytes.push_back(2 * s * b * h);
+    blk.forward_ms.push_back(c.ms(b * f.forward));
+    blk.backward_input_ms.push_back(c.ms(b * (f.input_grad + f.recompute)));
+    blk.backward_weight_ms.push_back(c.ms(b * f.weight_grad));
+    blk.backward_ms.push_back(c.ms(b * (f.input_grad + f.recompute + f.weight_grad)));
+    blk.activation_bytes.push_back(b * kept);
+    blk.weight_grad_bytes.push_back(b * for_weight);
+    blk.output_bytes.push_back(c.hidden_bytes(b));
   }
   Json blk_spec = {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}};
   if (!g.bias_linear) blk_spec["bias_linear"] = false;
-  if (selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
+  if (c.one.recompute == Recompute::Selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
   add_spec(blk, blk_spec);
   blk.optimizer_ms = adam_step_ms(blk.parameter_bytes, g.memory_gb_per_s);
   return blk;
 }
 
-// The LM head: logits over the vocabulary and the loss.
-LayerProfile gpt_head(const GptShape& c) {
+// The LM head: the final LayerNorm, logits over the vocabulary and the loss.
+LayerProfile gpt_head(const GptContext& c) {
   const GptSpec& g = c.g;
-  const double s = c.s, h = c.h, V = c.V;
-  auto ms = [&](double flops) { return c.ms(flops); };
   LayerProfile head;
   head.name = "head";
-  head.parameter_bytes = to_bytes(2 * (V * h + 2 * h), "the head's parameters");
+  head.parameter_bytes = to_bytes(2 * head_parameters(c.shape, true).total(), "the head's parameters");
+  const LayerFlops f = head_flops(c.shape, c.one);
+  const double kept = head_activation_bytes(c.shape, c.one), for_weight = head_weight_grad_bytes(c.shape, c.one);
   for (double b : g.batch_sizes) {
-    double f = 2 * b * s * h * V;
-    head.forward_ms.push_back(ms(f));
-    head.backward_input_ms.push_back(ms(f));
-    head.backward_weight_ms.push_back(ms(f));
-    head.backward_ms.push_back(ms(2 * f));
-    head.activation_bytes.push_back(2 * b * s * h + 4 * b * s * V);
-    head.weight_grad_bytes.push_back(2 * b * s * h);  // dW = logits' gradient x its input: not the logits
+    head.forward_ms.push_back(c.ms(b * f.forward));
+    head.backward_input_ms.push_back(c.ms(b * f.input_grad));
+    head.backward_weight_ms.push_back(c.ms(b * f.weight_grad));
+    head.backward_ms.push_back(c.ms(b * (f.input_grad + f.weight_grad)));
+    head.activation_bytes.push_back(b * kept);
+    head.weight_grad_bytes.push_back(b * for_weight);  // dW = logits' gradient x its input: not the logits
     head.output_bytes.push_back(4);  // the loss
   }
   add_spec(head, {{"type", "lm_head"}, {"vocabulary", g.vocabulary}, {"hidden", g.hidden}});
@@ -156,9 +155,19 @@ LayerProfile gpt_head(const GptShape& c) {
 
 }  // namespace
 
+TransformerShape gpt_shape(const GptSpec& g) {
+  TransformerShape s;
+  s.name = g.name;
+  s.layers = g.layers, s.hidden = g.hidden, s.heads = g.heads, s.sequence = g.sequence, s.vocabulary = g.vocabulary;
+  s.bias_linear = g.bias_linear;
+  s.learned_positions = g.position_embedding == "learned_absolute";
+  s.embedding_dropout = g.embedding_dropout > 0;
+  return s;  // LayerNorm, GeLU MLP of 4 h, multi-head attention: TransformerShape's defaults
+}
+
 Profile make_gpt_profile(const GptSpec& g) {
   check_gpt_spec(g);
-  const GptShape shape(g);
+  const GptContext shape(g);
   Profile p;
   p.model = g.name;
   p.device_name = g.device_name;

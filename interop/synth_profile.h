@@ -1,30 +1,28 @@
 // Analytic profiles, for planning before anything is measured.
-// GPT-style transformer (per block, micro-batch b, sequence s, hidden h, heads a):
-//   forward FLOPs   = 24 b s h^2 + 4 b s^2 h          (Narayanan et al., SC 2021, eq. 3)
-//   backward FLOPs  = 2 x forward: input gradient 24 b s h^2 + 8 b s^2 h,
-//                     weight gradient 24 b s h^2 (attention scores have no weights)
-//   activation bytes= s b h (34 + 5 a s / h)         (Korthikanti et al. 2022, fp16/bf16)
-//                     s b h 34 with selective recompute (the 5 a s^2 b bytes of
-//                     attention scores are recomputed in backward: +4 b s^2 h FLOPs there)
-//   weight_grad     = 32 s b h of them: what W still needs after I (Qi et al., "Zero
-//                     Bubble Pipeline Parallelism", 2023, sec. 3: M_W = 32 h per token)
-//   output bytes    = 2 s b h                         (bf16 hidden state)
-//   parameters      = 12 h^2 + 13 h per block, 2 bytes each (bf16): 4 h of two
-//                     LayerNorms, 9 h of the linear layers' biases (none with bias_linear off)
-// time = FLOPs / (peak FLOP/s x efficiency); optimizer_ms per layer = adam_step_ms (below)
-// at memory_gb_per_s. The embedding (V h parameters, + s h for
-// learned absolute positions; keeps the token ids, 8 s b bytes, and with embedding
-// dropout its 1-byte mask, s b h) and the output head (2 b s h V FLOPs, fp32 logits kept
-// for the loss, the final LayerNorm's 2 h parameters) are layers of their own; the head
-// keeps its own copy of the word embedding, as Megatron-LM's last stage does, so its
-// parameters are counted there too. The options are Megatron-LM's flags of the same
-// names; all of them together give the model its theoretical_memory_usage.py counts.
+// GPT-style transformer (Megatron-LM's GPT: LayerNorm, GeLU MLP of 4 h, learned absolute
+// positions unless rope, biases unless --disable-bias-linear, the head keeping its own
+// copy of the word embedding as Megatron-LM's last stage does), mapped once to llm/'s
+// TransformerShape (gpt_shape) and counted by llm/'s one cost model:
+//   FLOPs           llm/layer_time.h's transformer_layer_flops / head_flops (24 b s h^2 +
+//                   4 b s^2 h forward, Narayanan et al. SC 2021 eq. 3; I twice the attention
+//                   core, W the linears; selective recompute reruns the core in I)
+//   bytes kept      llm/memory.h: layer_activation_bytes s b h (34 + 5 a s / h) (Korthikanti
+//                   et al. 2022 Table 2, 34 with selective recompute), W's share
+//                   layer_weight_grad_bytes (18 s b h: the weighted layers' inputs), the
+//                   embedding's and the head's
+//   parameters      llm/memory.h: 12 h^2 + 13 h per block (12 h^2 + 4 h without biases),
+//                   V h (+ s h) embedding, V h + 2 h head; 2 bytes each (bf16)
+// time = FLOPs / (peak FLOP/s x efficiency); the embedding moves its bytes at
+// memory_gb_per_s; optimizer_ms per layer = adam_step_ms (below). The options are
+// Megatron-LM's flags of the same names; all of them together give the model its
+// theoretical_memory_usage.py counts (tests/memory/memory_megatron_test.cpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "core/profile.h"
+#include "llm/layout.h"
 
 namespace pipescope {
 
@@ -70,6 +68,8 @@ struct UniformSpec {
 // at about the peak: no efficiency factor).
 double adam_step_ms(int64_t parameter_bytes, double gb_per_s);
 
+// The spec as the one shape type (the vocabulary as given: no padding).
+TransformerShape gpt_shape(const GptSpec& spec);
 Profile make_gpt_profile(const GptSpec& spec);
 Profile make_uniform_profile(const UniformSpec& spec);
 

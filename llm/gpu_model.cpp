@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
 
 namespace pipescope {
 
@@ -36,7 +39,10 @@ GpuModel gpu_model_from_json(const JsonReader& r) {
   g.node = hardware_from_json(r);
   if (!r.has("gpu")) r.fail("missing field \"gpu\" (peak_dense_tflops, hbm_gb_per_s): not a GPU hardware file");
   const JsonReader gpu = r["gpu"];
-  g.peak_tflops = gpu["peak_dense_tflops"]["bf16"].as_double(1e-3, 1e7);
+  const JsonReader peaks = gpu["peak_dense_tflops"];
+  if (!peaks.json().is_object() || peaks.json().empty()) peaks.fail("expected an object of dtype -> TFLOP/s");
+  for (const auto& [dtype, value] : peaks.json().items()) g.peak_dense_tflops[dtype] = peaks[dtype].as_double(1e-3, 1e7);
+  g.peak_tflops = peaks["bf16"].as_double(1e-3, 1e7);
   g.hbm_gb_per_s = gpu["hbm_gb_per_s"].as_double(1e-3, 1e9);
   g.collective_gb_per_s = gpu.has("collective_gb_per_s") ? gpu["collective_gb_per_s"].as_double(1e-3, 1e9)
                                                           : g.node.link.bandwidth_gb_per_s;
@@ -45,6 +51,32 @@ GpuModel gpu_model_from_json(const JsonReader& r) {
 }
 
 GpuModel load_gpu_model(const std::string& path) { return gpu_model_from_json(JsonReader::from_file(path)); }
+
+std::string find_gpu_file(const std::string& name_or_path, const std::vector<std::string>& dirs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  std::string tried;
+  for (const std::string& dir : dirs) {
+    if (dir.empty()) continue;
+    fs::path candidate = fs::path(dir) / (name_or_path + ".json");
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+    tried += (tried.empty() ? "" : ", ") + dir;
+  }
+  throw InputError("--gpu: \"" + name_or_path + "\" is neither a file nor a GPU file in " +
+                   (tried.empty() ? std::string("(no GPU folder known)") : tried) +
+                   " (names: h100-sxm, h200, a100-80gb, b200, mi300x)");
+}
+
+GpuModel gpu_at_dtype(const GpuModel& gpu, const std::string& dtype) {
+  const auto peak = gpu.peak_dense_tflops.find(dtype);
+  if (peak == gpu.peak_dense_tflops.end()) {
+    throw InputError(gpu.node.source + ": gpu.peak_dense_tflops: no entry for \"" + dtype + "\"");
+  }
+  GpuModel out = gpu;
+  out.peak_tflops = peak->second;
+  return out;
+}
 
 double gemm_efficiency(const GpuModel& gpu, const GemmShape& s) {
   const GemmCurve& c = gpu.gemm;

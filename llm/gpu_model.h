@@ -5,14 +5,17 @@
 //   waves(m, n) = tiles / (ceil(tiles / sms) x sms),  tiles = ceil(m / tile_m) ceil(n / tile_n)
 // (wave quantization: the last wave of output tiles leaves SMs idle), and the k term
 // (short inner dimensions, the attention scores' head dim, do not fill the pipeline).
-// A GPU file without "gpu.gemm" gets today's flat 0.45 of peak for GEMMs and of HBM
-// bandwidth for memory-bound ops (interop/hf_profile.h's default), and no wave term.
-//   GpuModel g = load_gpu_model("profiles/gpus/a100-80gb.json");
+// A GPU file without "gpu.gemm" gets a flat 0.45 of peak for GEMMs and of HBM bandwidth
+// for memory-bound ops, and no wave term. This is the one reader of profiles/gpus/*.json:
+// llm-time, llm-plan, `profile synth` and the GUI all read a GPU file here.
+//   GpuModel g = load_gpu_model(find_gpu_file("a100-80gb", {data_dir("profiles/gpus")}));
 //   int64_t ns = gemm_ns(g, {8192, 2304, 6144});
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "core/hardware.h"
 #include "core/json_reader.h"
@@ -29,7 +32,8 @@ struct GemmCurve {
 
 struct GpuModel {
   Hardware node;                     // devices per node, NVLink, the per-GPU network port
-  double peak_tflops = 0;            // dense bf16
+  std::map<std::string, double> peak_dense_tflops;  // per dtype, as the file states ("bf16" required)
+  double peak_tflops = 0;            // the dense peak GEMMs run at: bf16's, or gpu_at_dtype's choice
   double hbm_gb_per_s = 0;
   double memory_efficiency = 0.45;   // achieved / peak HBM bandwidth of fused elementwise ops
   double collective_gb_per_s = 0;    // what one GPU's ring reaches inside the node ("collective_gb_per_s"; absent: the NVLink)
@@ -45,6 +49,13 @@ struct GpuModel {
 // file and the field.
 GpuModel gpu_model_from_json(const JsonReader& reader);
 GpuModel load_gpu_model(const std::string& path);
+// `name_or_path` is a file, or a name looked up as <dir>/<name>.json in `dirs` in order;
+// neither throws InputError naming --gpu and the folders tried.
+std::string find_gpu_file(const std::string& name_or_path, const std::vector<std::string>& dirs);
+// The same GPU running its GEMMs in `dtype` ("bf16", "fp16", ...): peak_tflops is the file's
+// peak_dense_tflops entry for it; a file without one throws InputError naming the file and
+// gpu.peak_dense_tflops.
+GpuModel gpu_at_dtype(const GpuModel& gpu, const std::string& dtype);
 
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;

@@ -9,6 +9,11 @@
 #include "llm/layer_time.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "llm/layout_check.h"
+#include "llm/memory.h"
+#include "llm/pipeline_schedule.h"
 
 namespace pipescope {
 
@@ -41,19 +46,28 @@ int64_t pos(int64_t x) { return std::max<int64_t>(x, 0); }
 // The attention core of one micro-batch: scores (Q K^T), softmax + dropout, over V.
 struct Core {
   int64_t forward_ns = 0, backward_ns = 0;
-  double flops = 0;
 };
 
-Core attention_core(const Dims& d, const GpuModel& gpu) {
+// The attention core's GEMMs: forward scores (Q K^T) and context (over V); backward the
+// gradients of both with respect to both operands.
+struct CoreGemms {
+  GemmShape scores, context, backward[4];
+};
+
+CoreGemms core_gemms(const Dims& d) {
   const int64_t batch = d.b * d.a / d.t;
-  const GemmShape scores{d.sl, d.s, d.hd, batch}, context{d.sl, d.hd, d.s, batch};
-  const double elements = static_cast<double>(batch * d.sl * d.s);
+  return {{d.sl, d.s, d.hd, batch},
+          {d.sl, d.hd, d.s, batch},
+          {{d.sl, d.hd, d.s, batch}, {d.s, d.hd, d.sl, batch}, {d.sl, d.s, d.hd, batch}, {d.s, d.hd, d.sl, batch}}};
+}
+
+Core attention_core(const Dims& d, const GpuModel& gpu) {
+  const CoreGemms g = core_gemms(d);
+  const double elements = static_cast<double>(g.scores.batch * d.sl * d.s);
   Core c;
-  c.forward_ns = gemm_ns(gpu, scores) + gemm_ns(gpu, context) + memory_ns(gpu, 9.0 * elements);
-  c.backward_ns = gemm_ns(gpu, {d.sl, d.hd, d.s, batch}) + gemm_ns(gpu, {d.s, d.hd, d.sl, batch}) +
-                  gemm_ns(gpu, {d.sl, d.s, d.hd, batch}) + gemm_ns(gpu, {d.s, d.hd, d.sl, batch}) +
-                  memory_ns(gpu, 11.0 * elements);
-  c.flops = 3.0 * static_cast<double>(gemm_flops(scores) + gemm_flops(context));
+  c.forward_ns = gemm_ns(gpu, g.scores) + gemm_ns(gpu, g.context) + memory_ns(gpu, 9.0 * elements);
+  c.backward_ns = memory_ns(gpu, 11.0 * elements);
+  for (const GemmShape& b : g.backward) c.backward_ns += gemm_ns(gpu, b);
   return c;
 }
 
@@ -85,7 +99,6 @@ Linears linears_of(const Dims& d, const TransformerShape& shape, bool moe) {
 // Forward, input-gradient and weight-gradient GEMM time of the layer's linears.
 struct LinearTimes {
   int64_t forward = 0, input = 0, weight = 0, weight_qkv = 0, weight_up = 0, input_qkv = 0, input_up = 0;
-  double flops = 0;
 };
 
 LinearTimes time_linears(const Linears& x, const GpuModel& gpu) {
@@ -94,7 +107,6 @@ LinearTimes time_linears(const Linears& x, const GpuModel& gpu) {
     r.forward += gemm_ns(gpu, *g);
     r.input += gemm_ns(gpu, input_grad(*g));
     r.weight += gemm_ns(gpu, weight_grad(*g));
-    r.flops += 3.0 * static_cast<double>(gemm_flops(*g));
   }
   r.weight_qkv = gemm_ns(gpu, weight_grad(x.qkv)), r.weight_up = gemm_ns(gpu, weight_grad(x.up));
   r.input_qkv = gemm_ns(gpu, input_grad(x.qkv)), r.input_up = gemm_ns(gpu, input_grad(x.up));
@@ -146,25 +158,38 @@ void add_cp_ep(Comm& c, const Dims& d, const Core& core, const TransformerShape&
   }
 }
 
-int64_t layer_parameters(const Dims& d, const TransformerShape& shape, bool moe, const ParallelLayout& l) {
-  const int64_t qkv = d.q + 2 * d.kvh * d.hd;
-  int64_t mlp = (d.mats + 1) * d.h * d.ffn;
-  if (moe) {
-    const int64_t e_ffn = shape.moe_ffn_hidden > 0 ? shape.moe_ffn_hidden : d.ffn;
-    mlp = (d.mats + 1) * d.h * e_ffn * shape.experts / std::max(l.ep, 1) +
-          (d.mats + 1) * d.h * shape.shared_expert_ffn_hidden;
-  }
-  int64_t p = (d.h * qkv + d.h * d.q + mlp) / d.t + 4 * d.h;
-  if (shape.bias_linear) p += (qkv + d.mats * d.ffn) / d.t + 2 * d.h;
-  return p;
-}
-
 }  // namespace
 
 int ffn_width(const TransformerShape& shape) {
-  if (shape.ffn_hidden > 0) return shape.ffn_hidden;
-  if (!shape.swiglu) return 4 * shape.hidden;
-  return (8 * shape.hidden / 3) / 64 * 64;
+  return shape.ffn_hidden > 0 ? shape.ffn_hidden : default_ffn_hidden(shape.hidden, shape.swiglu);
+}
+
+LayerFlops transformer_layer_flops(const TransformerShape& shape, const ParallelLayout& layout, bool moe) {
+  const Dims d = dims_of(shape, layout);
+  const Linears x = linears_of(d, shape, moe);
+  LayerFlops f;
+  double linears = 0;
+  for (const GemmShape* g : {&x.qkv, &x.proj, &x.up, &x.down, &x.extra_up, &x.extra_down, &x.router}) {
+    linears += static_cast<double>(gemm_flops(*g));  // input_grad(g) and weight_grad(g) multiply as many
+  }
+  const CoreGemms core = core_gemms(d);
+  const double core_forward = static_cast<double>(gemm_flops(core.scores) + gemm_flops(core.context));
+  double core_backward = 0;
+  for (const GemmShape& b : core.backward) core_backward += static_cast<double>(gemm_flops(b));
+  f.forward = linears + core_forward;
+  f.input_grad = linears + core_backward;
+  f.weight_grad = linears;
+  if (layout.recompute == Recompute::Selective) f.recompute = core_forward;
+  if (layout.recompute == Recompute::Full) f.recompute = f.forward;
+  return f;
+}
+
+LayerFlops head_flops(const TransformerShape& shape, const ParallelLayout& layout) {
+  const Dims d = dims_of(shape, layout);
+  const double logits = static_cast<double>(gemm_flops({d.m, shape.vocabulary / d.t, d.h}));
+  LayerFlops f;
+  f.forward = f.input_grad = f.weight_grad = logits;
+  return f;
 }
 
 LayerTime transformer_layer_time(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
@@ -189,8 +214,8 @@ LayerTime transformer_layer_time(const TransformerShape& shape, const ParallelLa
   r.backward_comm_exposed_ns = comm.backward_exposed;
   r.input_grad_ns = lin.input + core.backward_ns + elementwise_back + r.recompute_ns + comm.backward_exposed;
   r.weight_grad_ns = lin.weight;
-  r.model_flops = lin.flops + core.flops;
-  r.parameters = layer_parameters(d, shape, moe, layout);
+  r.model_flops = transformer_layer_flops(shape, layout, moe).total();
+  r.parameters = std::llround(layer_parameters(shape, moe).per_gpu(layout.t, layout.ep));
   return r;
 }
 
@@ -205,7 +230,7 @@ LayerTime embedding_time(const TransformerShape& shape, const ParallelLayout& la
   }
   r.forward_ns = r.forward_memory_ns + r.forward_comm_ns;
   r.weight_grad_ns = memory_ns(gpu, 10.0 * tokens);  // read the gradient, add into the fp32 table rows
-  r.parameters = static_cast<int64_t>(shape.vocabulary) * d.h / d.t + d.s * d.h;
+  r.parameters = std::llround(embedding_parameters(shape).per_gpu(layout.t, 1));
   return r;
 }
 
@@ -227,9 +252,11 @@ LayerTime head_time(const TransformerShape& shape, const ParallelLayout& layout,
   r.input_grad_ns = gemm_ns(gpu, input_grad(logits)) + memory_ns(gpu, 8.0 * token + 10.0 * vocab) +
                     r.backward_comm_exposed_ns;
   r.weight_grad_ns = gemm_ns(gpu, weight_grad(logits));
-  r.model_flops = 3.0 * static_cast<double>(gemm_flops(logits));
-  const bool shares_embedding = shape.tied_embeddings && layout.p == 1;
-  r.parameters = (shares_embedding ? 0 : static_cast<int64_t>(shape.vocabulary) * d.h / d.t) + 2 * d.h;
+  r.model_flops = head_flops(shape, layout).total();
+  // A tied output layer is the word embedding when the last chunk shares rank 0 with it
+  // (p = 1, or a V); elsewhere Megatron keeps a copy on the head's rank (llm/memory.h).
+  const bool shares_embedding = shape.tied_embeddings && chunk_rank(layout, layout.p * layout.v - 1) == 0;
+  r.parameters = std::llround(head_parameters(shape, !shares_embedding).per_gpu(layout.t, 1));
   return r;
 }
 

@@ -40,15 +40,31 @@ struct LayerTime {
   int64_t forward_gemm_ns = 0, forward_memory_ns = 0, forward_comm_ns = 0;
   int64_t backward_comm_ns = 0;          // all backward communication
   int64_t backward_comm_exposed_ns = 0;  // the part not hidden behind a GEMM (in I)
-  double model_flops = 0;                // forward + backward FLOPs of this GPU (no recompute)
-  int64_t parameters = 0;                // on this GPU
+  double model_flops = 0;                // forward + backward FLOPs of this GPU (no recompute): LayerFlops::total
+  int64_t parameters = 0;                // on this GPU (llm/memory.h's count, rounded)
   int64_t backward_ns() const { return input_grad_ns + weight_grad_ns; }
   int64_t total_ns() const { return forward_ns + backward_ns(); }
 };
 
-// The FFN width Megatron-LM uses: the shape's, else 4 h (8/3 h rounded down to a
-// multiple of 64 with SwiGLU).
+// The FFN width Megatron-LM uses: the shape's, else llm/layout_check.h's default_ffn_hidden
+// (4 h; 8/3 h rounded down to a multiple of 64 with SwiGLU).
 int ffn_width(const TransformerShape& shape);
+
+// FLOPs of one layer for one micro-batch on one GPU of the layout, from the GEMM shapes
+// transformer_layer_time times (the one FLOP count of a transformer: `profile synth` and
+// llm-time both take it from here). A multiply-add is 2 FLOPs and the attention scores
+// cover the full s x s square (Megatron-LM's convention, Narayanan et al. 2021: a GPT
+// layer's forward is 24 b s h^2 + 4 b s^2 h at t = 1).
+struct LayerFlops {
+  double forward = 0;      // the linears (QKV with GQA, projection, MLP, router), Q K^T and attention over V
+  double input_grad = 0;   // the linears' input gradients, the attention core's four GEMMs (twice its forward)
+  double weight_grad = 0;  // the linears' weight gradients (the attention core has no weights)
+  double recompute = 0;    // what R runs before I: the attention core's forward (selective) or the whole forward (full)
+  double total() const { return forward + input_grad + weight_grad; }  // model FLOPs: no recompute
+};
+LayerFlops transformer_layer_flops(const TransformerShape& shape, const ParallelLayout& layout, bool moe = false);
+// The output layer's logits GEMM (2 b s h V / t each of F, I and W); the loss and the norm are memory-bound.
+LayerFlops head_flops(const TransformerShape& shape, const ParallelLayout& layout);
 
 // `moe`: this layer's MLP is the mixture of experts (shape.experts > 0).
 LayerTime transformer_layer_time(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,

@@ -37,6 +37,14 @@ struct TransformerShape {
   bool tied_embeddings = true; // false: --untie-embeddings-and-output-weights
   bool rms_norm = false;       // --normalization RMSNorm (h weights) instead of LayerNorm (2 h)
   bool qkv_bias = false;       // --add-qkv-bias: q, k, v carry biases even with bias_linear off (Qwen2)
+  bool output_bias = false;    // the attention output projection carries a bias even with bias_linear off
+                               // (Hugging Face llama / gemma attention_bias: q, k, v and o)
+  bool mlp_bias = false;       // the MLP's linears carry biases even with bias_linear off (llama mlp_bias)
+  bool learned_positions = false;  // --position-embedding-type learned_absolute: an s x h position table
+                                   // beside the word embedding (false: rope, no parameters; what
+                                   // theoretical_memory_usage.py counts)
+  bool embedding_dropout = true;   // the embedding keeps its 1-byte dropout mask, s b h (Megatron's hidden
+                                   // dropout; theoretical_memory_usage.py counts it)
   int kv_channels = 0;         // --kv-channels, the head dimension (0: h / a)
   // Mixture of experts (experts == 0: dense).
   int experts = 0;             // --num-experts

@@ -19,7 +19,7 @@ int moe_ffn(const TransformerShape& s) { return s.moe_ffn_hidden == 0 ? ffn(s) :
 void add_mlp(LayerParameters& out, const TransformerShape& s, double f) {
   const double h = s.hidden, gated = s.swiglu ? 1.5 : 1.0;
   out.tp_sharded += 2 * h * f * gated;
-  if (s.bias_linear) {
+  if (s.bias_linear || s.mlp_bias) {
     out.tp_sharded += f * (s.swiglu ? 2 : 1);
     out.replicated += h;
   }
@@ -62,20 +62,15 @@ bool megatron_schedule(const ParallelLayout& l) {
 // tied word embeddings there too when that is not rank 0).
 void add_parameters(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l,
                     const std::vector<int>& layers) {
-  const double t = l.t, vh = static_cast<double>(shape.vocabulary) * shape.hidden;
-  const double norm = (shape.rms_norm ? 1.0 : 2.0) * shape.hidden;
   LayerParameters sum;
-  for (int i : layers) {
-    const LayerParameters lp = layer_parameters(shape, is_moe_layer(shape, i));
+  auto add = [&sum](const LayerParameters& lp) {
     sum.tp_sharded += lp.tp_sharded, sum.replicated += lp.replicated, sum.expert += lp.expert;
-  }
-  if (st.embedding) sum.tp_sharded += vh;
-  if (st.head) {
-    sum.replicated += norm;
-    if (!st.embedding || !shape.tied_embeddings) sum.tp_sharded += vh;
-  }
-  st.expert_parameters = sum.expert / (t * l.ep);
-  st.parameters = sum.tp_sharded / t + sum.replicated + st.expert_parameters;
+  };
+  for (int i : layers) add(layer_parameters(shape, is_moe_layer(shape, i)));
+  if (st.embedding) add(embedding_parameters(shape));
+  if (st.head) add(head_parameters(shape, !st.embedding || !shape.tied_embeddings));
+  st.expert_parameters = LayerParameters{0, 0, sum.expert}.per_gpu(l.t, l.ep);
+  st.parameters = sum.per_gpu(l.t, l.ep);
   const Precision pr = precision_of(l.precision);
   const double group = static_cast<double>(l.d) * l.cp;
   const Bytes dense = bytes_of(st.parameters - st.expert_parameters, pr, l.sharding, group);
@@ -129,7 +124,7 @@ LayerParameters layer_parameters(const TransformerShape& s, bool moe) {
   LayerParameters out;
   out.tp_sharded = 2 * h * c * (a + kv);  // q and o: h x a c; k and v: h x kv c
   if (s.bias_linear || s.qkv_bias) out.tp_sharded += c * (a + 2 * kv);
-  if (s.bias_linear) out.replicated += h;  // o_proj's bias
+  if (s.bias_linear || s.output_bias) out.replicated += h;  // o_proj's bias
   out.replicated += 2 * (s.rms_norm ? 1.0 : 2.0) * h;
   if (!moe) {
     add_mlp(out, s, ffn(s));
@@ -138,6 +133,34 @@ LayerParameters layer_parameters(const TransformerShape& s, bool moe) {
   if (s.shared_expert_ffn_hidden > 0) add_mlp(out, s, s.shared_expert_ffn_hidden);
   out.expert = static_cast<double>(s.experts) * 2 * h * moe_ffn(s) * (s.swiglu ? 1.5 : 1.0);
   out.replicated += h * s.experts + (s.bias_linear ? s.experts : 0);
+  return out;
+}
+
+LayerParameters embedding_parameters(const TransformerShape& s) {
+  LayerParameters out;
+  out.tp_sharded = static_cast<double>(s.vocabulary) * s.hidden;
+  if (s.learned_positions) out.replicated = static_cast<double>(s.sequence) * s.hidden;
+  return out;
+}
+
+LayerParameters head_parameters(const TransformerShape& s, bool output_layer) {
+  LayerParameters out;
+  out.replicated = (s.rms_norm ? 1.0 : 2.0) * s.hidden;
+  if (output_layer) out.tp_sharded = static_cast<double>(s.vocabulary) * s.hidden;
+  return out;
+}
+
+ModelParameters model_parameters(const TransformerShape& s) {
+  ModelParameters out;
+  out.embedding = embedding_parameters(s).total();
+  out.head = head_parameters(s, !s.tied_embeddings).total();
+  for (int i = 0; i < s.layers; ++i) {
+    const bool moe = is_moe_layer(s, i);
+    const LayerParameters lp = layer_parameters(s, moe);
+    out.layers += lp.total();
+    const double routed = moe ? static_cast<double>(std::max(s.moe_topk, 1)) / s.experts : 1.0;
+    out.active_layers += lp.tp_sharded + lp.replicated + lp.expert * routed;
+  }
   return out;
 }
 
@@ -181,7 +204,7 @@ double head_weight_grad_bytes(const TransformerShape& shape, const ParallelLayou
 double embedding_activation_bytes(const TransformerShape& shape, const ParallelLayout& l) {
   const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch;
   const bool sp = l.sequence_parallel && l.t > 1;
-  return (8 * s * b + s * b * shape.hidden) / (sp ? l.t : 1);
+  return (8 * s * b + (shape.embedding_dropout ? s * b * shape.hidden : 0.0)) / (sp ? l.t : 1);
 }
 
 double head_activation_bytes(const TransformerShape& shape, const ParallelLayout& l) {

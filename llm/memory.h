@@ -29,21 +29,46 @@
 
 namespace pipescope {
 
-// One transformer layer's parameters, by how each GPU holds them.
+// The one parameter count of a transformer (layer_parameters, embedding_parameters,
+// head_parameters, model_parameters): theoretical_memory_usage.py's terms with the biases,
+// norms, position table and experts the shape states. Everyone counts here: llm_memory,
+// llm/layer_time.h's LayerTime::parameters (llm-time, llm-plan), `profile synth`'s
+// parameter_bytes (interop/). Held to Megatron's formula (tests/memory/), to
+// transformers' own counts of the Hugging Face configs (python/tests/test_oracle_hf.py)
+// and to the published sizes (tests/interop/interop_hf_test.cpp).
+// A piece of the model's parameters, by how each GPU holds them.
 struct LayerParameters {
-  double tp_sharded = 0;  // attention, dense MLP or shared expert (+ their column biases): / t
-  double replicated = 0;  // norms, router, row-parallel biases: whole on every GPU
+  double tp_sharded = 0;  // attention, dense MLP or shared expert (+ their column biases), word embedding: / t
+  double replicated = 0;  // norms, router, row-parallel biases, position table: whole on every GPU
   double expert = 0;      // routed experts: / (t ep) (expert tensor parallel = t, Megatron's default)
   double total() const { return tp_sharded + replicated + expert; }
+  // What one GPU of a layout with tensor-parallel size t and expert-parallel size ep holds.
+  double per_gpu(int t, int ep) const { return tp_sharded / t + replicated + expert / (static_cast<double>(t) * ep); }
 };
 LayerParameters layer_parameters(const TransformerShape& shape, bool moe);
 bool is_moe_layer(const TransformerShape& shape, int layer);  // layer % --moe-layer-freq == 0
+// The word embedding V h (vocabulary-parallel) and, with learned positions, the s x h table.
+LayerParameters embedding_parameters(const TransformerShape& shape);
+// The final norm (h with RMSNorm, 2 h with LayerNorm) and, when `output_layer`, the output
+// layer's own V h (absent where it is the tied word embedding on the same GPU).
+LayerParameters head_parameters(const TransformerShape& shape, bool output_layer);
+// The whole model, each matrix once (a tied output layer is the embedding).
+struct ModelParameters {
+  double embedding = 0;      // embedding_parameters
+  double layers = 0;         // the L transformer layers
+  double active_layers = 0;  // of them, what one token multiplies: top-k of the routed experts
+  double head = 0;           // head_parameters: the final norm, + V h when untied
+  double total() const { return embedding + layers + head; }
+  double active() const { return embedding + active_layers + head; }
+};
+ModelParameters model_parameters(const TransformerShape& shape);
 
 // Activation bytes one layer keeps for its backward, per micro-batch, on one GPU
 // (Table 2's row for the layout's t, SP and recompute; sequence s / cp).
 double layer_activation_bytes(const TransformerShape& shape, const ParallelLayout& layout);
-// The embedding's (token ids 8 s b + dropout mask s b h) and the head's (fp32 logits
-// 4 s b V / t + final norm output 4 s b h) per micro-batch, / t where SP splits them.
+// The embedding's (token ids 8 s b + dropout mask s b h when shape.embedding_dropout) and
+// the head's (fp32 logits 4 s b V / t + final norm output 4 s b h) per micro-batch, / t
+// where SP splits them.
 double embedding_activation_bytes(const TransformerShape& shape, const ParallelLayout& layout);
 double head_activation_bytes(const TransformerShape& shape, const ParallelLayout& layout);
 

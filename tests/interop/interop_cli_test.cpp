@@ -90,6 +90,13 @@ TEST(InteropCli, HfSynthRefusalsExitTwoNamingTheField) {
   Result gpu = run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu v100");
   EXPECT_EQ(gpu.code, 2);
   EXPECT_NE(gpu.out.find("v100"), std::string::npos) << gpu.out;
+  // What a GPU reaches is its file's curve, and the cost model counts 2-byte activations.
+  Result efficiency = run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu h200 --efficiency 0.5");
+  EXPECT_EQ(efficiency.code, 2);
+  EXPECT_NE(efficiency.out.find("--efficiency"), std::string::npos) << efficiency.out;
+  Result fp32 = run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu h200 --dtype fp32");
+  EXPECT_EQ(fp32.code, 2);
+  EXPECT_NE(fp32.out.find("--dtype"), std::string::npos) << fp32.out;
 }
 
 TEST(InteropCli, ExportMegatronAndItsRefusal) {

@@ -1,7 +1,8 @@
-// Hugging Face configs in: parameter counts against the published model sizes, training
-// FLOPs per token against 6N + the attention term, activation bytes against the tensor
-// list of Korthikanti et al. 2022, the per-layer profile against its closed forms, and
-// the refusals (unknown family, missing field) that exit 2.
+// Hugging Face configs in: llm/'s parameter count against the published model sizes,
+// its training FLOPs per token against 6N + the attention term, the profile's activation
+// bytes against Korthikanti et al. 2022 Table 2, the profile against llm_pipeline layer by
+// layer (one cost model), the GPU-file reader's refusals, and the config refusals
+// (unknown family, missing field) that exit 2.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +12,13 @@
 #include "interop/hf_config.h"
 #include "interop/hf_profile.h"
 #include "interop/synth_profile.h"
+#include "llm/layer_time.h"
+#include "llm/memory.h"
+#include "llm/step_time.h"
+#include "tests/support/input_error.h"
 
 using namespace pipescope;
+using pipescope::testing::input_error_of;
 
 namespace {
 
@@ -53,59 +59,75 @@ const Published kPublished[] = {
 TEST(HfConfig, ParameterCountsMatchThePublishedSizesWithinHalfAPercent) {
   for (const Published& p : kPublished) {
     HfModel m = load_hf_model(hf(p.file));
-    const double counted = static_cast<double>(count_parameters(m).total());
+    const double counted = model_parameters(m.shape).total();
     EXPECT_NEAR(counted / p.total, 1.0, 0.005) << p.file << ": counted " << counted << ", published " << p.total << " (" << p.source << ")";
   }
 }
 
 TEST(HfConfig, ExactCountsOfTheDenseLlamaShapes) {
   // Sum of the tensor shapes of Meta-Llama-3-8B's and -70B's safetensors.
-  EXPECT_EQ(count_parameters(load_hf_model(hf("llama-3-8b.json"))).total(), 8030261248);
-  EXPECT_EQ(count_parameters(load_hf_model(hf("llama-3-70b.json"))).total(), 70553706496);
+  EXPECT_EQ(model_parameters(load_hf_model(hf("llama-3-8b.json")).shape).total(), 8030261248.0);
+  EXPECT_EQ(model_parameters(load_hf_model(hf("llama-3-70b.json")).shape).total(), 70553706496.0);
 }
 
 TEST(HfConfig, MixtralActiveParametersAreTheTopTwoExperts) {
-  HfModel m = load_hf_model(hf("mixtral-8x7b.json"));
-  ParameterCount c = count_parameters(m);
-  const double active = static_cast<double>(c.total() - c.layers * (c.mlp - c.mlp_active));
+  const double active = model_parameters(load_hf_model(hf("mixtral-8x7b.json")).shape).active();
   EXPECT_NEAR(active / 12.9e9, 1.0, 0.005) << active;
+}
+
+// llm/'s FLOPs (llm/layer_time.h's GEMM shapes) of one training step per token.
+static double training_flops_per_token(const TransformerShape& shape) {
+  ParallelLayout one;  // t = 1, b = 1, no recompute
+  double flops = head_flops(shape, one).total();
+  for (int i = 0; i < shape.layers; ++i) flops += transformer_layer_flops(shape, one, is_moe_layer(shape, i)).total();
+  return flops / shape.sequence;
 }
 
 TEST(HfConfig, TrainingFlopsPerTokenAre6NPlusTheAttentionTerm) {
   // 6 N + 12 L s (heads x head_dim), N the published parameters that multiply: all but
   // the embedding lookup (a tied embedding is the head's matrix, so it stays), top-k
   // experts under MoE. Within 2% (norms, biases and the router are what differs).
-  for (int64_t seq : {2048, 4096, 8192}) {
+  for (int seq : {2048, 4096, 8192}) {
     for (const Published& p : kPublished) {
-      HfModel m = load_hf_model(hf(p.file));
-      const double lookup = m.tied ? 0.0 : static_cast<double>(m.vocabulary * m.hidden);
+      TransformerShape s = load_hf_model(hf(p.file)).shape;
+      s.sequence = seq;
+      const double lookup = s.tied_embeddings ? 0.0 : static_cast<double>(s.vocabulary) * s.hidden;
       const double n = (p.active > 0 ? p.active : p.total) - lookup;
-      const double expected = 6 * n + 12.0 * m.layers * seq * m.attention_width();
-      EXPECT_NEAR(training_flops_per_token(m, seq) / expected, 1.0, 0.02) << p.file << " seq " << seq;
+      const double width = static_cast<double>(s.heads) * (s.kv_channels > 0 ? s.kv_channels : s.hidden / s.heads);
+      const double expected = 6 * n + 12.0 * s.layers * seq * width;
+      EXPECT_NEAR(training_flops_per_token(s) / expected, 1.0, 0.02) << p.file << " seq " << seq;
     }
   }
 }
 
-TEST(HfConfig, ActivationBytesFollowTheTensorList) {
-  HfModel m = load_hf_model(hf("llama-3-8b.json"));
-  // Per token: 4h + 2A + 2Akv + 3f = 4*4096 + 2*4096 + 2*1024 + 3*14336 = 69,632 elements,
-  // x s = 4096 tokens x 2 bytes.
-  EXPECT_DOUBLE_EQ(decoder_layer_activation_bytes(m, 4096, 2, true, 1), 69632.0 * 4096 * 2);
-  // Without selective recompute the probabilities add heads x s^2 x 2 bytes (Korthikanti's
-  // 5as/h term is 2as/h + the dropout's 3as/h; these families have no dropout).
-  EXPECT_DOUBLE_EQ(decoder_layer_activation_bytes(m, 4096, 2, false, 1) - decoder_layer_activation_bytes(m, 4096, 2, true, 1),
-                   32.0 * 4096 * 4096 * 2);
-  // Tensor + sequence parallelism splits every tensor.
-  EXPECT_DOUBLE_EQ(decoder_layer_activation_bytes(m, 4096, 2, true, 8) * 8, decoder_layer_activation_bytes(m, 4096, 2, true, 1));
+// Llama-3-8B's decoder forward per sample at s = 4096 (h = A = 4096, A_kv = 1024,
+// f = 14336), Megatron-LM's convention (Narayanan et al. 2021): QKV 2 s h (A + 2 A_kv) +
+// scores and context 4 s^2 A + o_proj 2 s A h + SwiGLU 6 s h f = 2,061,584,302,080.
+TEST(HfProfile, DecoderFlopsAreTheClosedForm) {
+  HfProfileOptions o;
+  o.sequence = 4096;
+  const Profile p = make_hf_profile(load_hf_model(hf("llama-3-8b.json")), load_gpu_model(gpu("h100-sxm")), o);
+  EXPECT_EQ(p.layers[1].spec["forward_flops_per_sample"].get<double>(), 2061584302080.0);
+  // No GEMM runs faster than the bf16 peak: the forward takes at least FLOPs / 989.4 TFLOP/s.
+  EXPECT_GT(p.forward_ms(1, 1.0), 2061584302080.0 / 989.4e12 * 1e3);
 }
 
-TEST(HfConfig, GptShapedAttentionKeepsKorthikantisFourteenSbh) {
-  // Attention + the two norms of a GPT block (A = Akv = h) keep 11 sbh - sbh (no dropout
-  // mask) + 4 sbh = 14 sbh bytes in Korthikanti et al.'s table; our MLP part is SwiGLU's
-  // h + 3f. So the layer keeps (14 h + 2 (h + 3 f)) s bytes per sequence.
-  HfModel m = from_text(R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
-                            "num_hidden_layers": 2, "num_attention_heads": 16, "vocab_size": 1000})");
-  EXPECT_DOUBLE_EQ(decoder_layer_activation_bytes(m, 512, 2, true, 1), (14.0 * 1024 + 2 * (1024 + 3 * 2816)) * 512);
+// Table 2 of Korthikanti et al. (2022) with Megatron's 18 + 4 f / h for the 34
+// (llm/memory.h), per layer and sample at s = 4096, h = 4096, f = 14336: selective
+// recompute keeps s b h (18 + 14) = 536,870,912 bytes; without it the attention scores
+// add 5 a s^2 b = 2,684,354,560; t = 8 with sequence parallelism splits all of it 8 ways.
+TEST(HfProfile, ActivationBytesAreKorthikantisTable2) {
+  const HfModel m = load_hf_model(hf("llama-3-8b.json"));
+  const GpuModel g = load_gpu_model(gpu("h100-sxm"));
+  HfProfileOptions o;
+  o.sequence = 4096;
+  o.batch_sizes = {1};
+  EXPECT_EQ(make_hf_profile(m, g, o).activation_bytes(1, 1.0), 536870912);
+  o.selective_recompute = false;
+  EXPECT_EQ(make_hf_profile(m, g, o).activation_bytes(1, 1.0), 536870912 + 2684354560);
+  o.selective_recompute = true;
+  o.tensor_parallel = 8;
+  EXPECT_EQ(make_hf_profile(m, g, o).activation_bytes(1, 1.0), 536870912 / 8);
 }
 
 TEST(HfConfig, UnknownFamilyAndMissingFieldsAreNamed) {
@@ -118,9 +140,9 @@ TEST(HfConfig, UnknownFamilyAndMissingFieldsAreNamed) {
   // MixtralConfig defaults to 8 experts, 2 per token (transformers 5.x), as pipescope does.
   HfModel mixtral = from_text(R"({"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128,
       "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 100})");
-  EXPECT_EQ(mixtral.experts, 8);
-  EXPECT_EQ(mixtral.top_k, 2);
-  EXPECT_EQ(mixtral.kv_heads, 8);  // MixtralConfig's default
+  EXPECT_EQ(mixtral.shape.experts, 8);
+  EXPECT_EQ(mixtral.shape.moe_topk, 2);
+  EXPECT_EQ(mixtral.shape.kv_heads, 8);  // MixtralConfig's default
   // An absent num_key_value_heads whose family default exceeds the heads is refused, named.
   const std::string kv_default = error_of(R"({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
       "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100})");
@@ -141,29 +163,34 @@ TEST(HfConfig, FamilyDefaults) {
   // LlamaConfig as many key/value heads as heads.
   const char* base = R"("hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 100)";
   HfModel gemma = from_text(std::string("{\"model_type\": \"gemma\", ") + base + "}");
-  EXPECT_TRUE(gemma.tied);
-  EXPECT_EQ(gemma.kv_heads, 16);
-  EXPECT_EQ(gemma.head_dim, 256);
+  EXPECT_TRUE(gemma.shape.tied_embeddings);
+  EXPECT_EQ(gemma.shape.kv_heads, 16);
+  EXPECT_EQ(gemma.shape.kv_channels, 256);
   HfModel qwen = from_text(std::string("{\"model_type\": \"qwen2\", \"head_dim\": null, ") + base + "}");
-  EXPECT_TRUE(qwen.qkv_bias);
-  EXPECT_FALSE(qwen.tied);
-  EXPECT_EQ(qwen.head_dim, 2);
-  EXPECT_EQ(qwen.kv_heads, 32);
-  // q, k, v biases: A + 2 Akv = 64 + 128 on top of the four 64 x 64 matrices.
-  EXPECT_EQ(count_parameters(qwen).attention, 4 * 64 * 64 + 192);
+  EXPECT_TRUE(qwen.shape.qkv_bias);
+  EXPECT_FALSE(qwen.shape.tied_embeddings);
+  EXPECT_EQ(qwen.shape.kv_channels, 0);  // hidden / heads = 2, the default
+  EXPECT_EQ(qwen.shape.kv_heads, 32);
+  // A layer: q, k, v, o 4 x 64 x 64, q/k/v biases A + 2 Akv = 64 + 128, SwiGLU 3 x 64 x 128,
+  // two RMSNorms 2 x 64.
+  EXPECT_EQ(layer_parameters(qwen.shape, false).total(), 4 * 64 * 64 + 192 + 3 * 64 * 128 + 128);
   HfModel llama = from_text(std::string("{\"model_type\": \"llama\", \"mlp_bias\": true, ") + base + "}");
-  EXPECT_EQ(llama.kv_heads, 32);
-  EXPECT_EQ(count_parameters(llama).mlp, 3 * 64 * 128 + 2 * 128 + 64);  // gate/up biases f each, down's h
+  EXPECT_EQ(llama.shape.kv_heads, 32);
+  // + gate/up biases f each, down's h; no attention biases.
+  EXPECT_EQ(layer_parameters(llama.shape, false).total(), 4 * 64 * 64 + 3 * 64 * 128 + 2 * 128 + 64 + 128);
+  HfModel attention = from_text(std::string("{\"model_type\": \"llama\", \"attention_bias\": true, ") + base + "}");
+  EXPECT_EQ(layer_parameters(attention.shape, false).total(), 4 * 64 * 64 + 192 + 64 + 3 * 64 * 128 + 128);  // q, k, v, o biases
   // mistral ignores attention_bias (its projections have none).
   HfModel mistral = from_text(std::string("{\"model_type\": \"mistral\", \"attention_bias\": true, ") + base + "}");
-  EXPECT_FALSE(mistral.qkv_bias);
-  EXPECT_FALSE(mistral.output_bias);
+  EXPECT_FALSE(mistral.shape.qkv_bias);
+  EXPECT_FALSE(mistral.shape.output_bias);
 }
 
 TEST(HfProfile, ShippedGpuFilesLoadWithEveryDtype) {
   for (const char* name : {"h100-sxm", "h200", "a100-80gb", "b200", "mi300x"}) {
-    GpuSpec g = load_gpu_spec(gpu(name));
-    for (const char* dtype : {"fp32", "tf32", "bf16", "fp16"}) EXPECT_GT(g.peak_tflops.count(dtype), 0u) << name << " " << dtype;
+    GpuModel g = load_gpu_model(gpu(name));
+    for (const char* dtype : {"fp32", "tf32", "bf16", "fp16"}) EXPECT_GT(g.peak_dense_tflops.count(dtype), 0u) << name << " " << dtype;
+    EXPECT_EQ(g.peak_tflops, g.peak_dense_tflops.at("bf16")) << name;
     EXPECT_EQ(g.node.devices, 8) << name;
     EXPECT_GT(g.hbm_gb_per_s, 1000) << name;
   }
@@ -174,7 +201,7 @@ TEST(HfProfile, ShippedGpuFilesLoadWithEveryDtype) {
 TEST(HfProfile, GpuFileRefusalsNameTheField) {
   auto error_of_gpu = [](const std::string& text) {
     try {
-      gpu_spec_from_json(JsonReader::from_text(text, "gpu.json"));
+      gpu_model_from_json(JsonReader::from_text(text, "gpu.json"));
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -187,66 +214,88 @@ TEST(HfProfile, GpuFileRefusalsNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of_gpu("{" + node + R"(, "gpu": {"peak_dense_tflops": {"bf16": -1}, "hbm_gb_per_s": 1}})").find("bf16"),
             std::string::npos);
+  const std::string no_bf16 = error_of_gpu("{" + node + R"(, "gpu": {"peak_dense_tflops": {"fp32": 1}, "hbm_gb_per_s": 1}})");
+  EXPECT_NE(no_bf16.find("gpu.json: gpu.peak_dense_tflops.bf16"), std::string::npos) << no_bf16;
   EXPECT_NE(error_of_gpu("{" + node + R"(, "gpu": {"peak_dense_tflops": {"bf16": 1}}})").find("hbm_gb_per_s"), std::string::npos);
-  GpuSpec ok = gpu_spec_from_json(JsonReader::from_text("{" + node + R"(, "gpu": {"peak_dense_tflops": {"bf16": 1}, "hbm_gb_per_s": 2}})", "gpu.json"));
+  GpuModel ok = gpu_model_from_json(JsonReader::from_text("{" + node + R"(, "gpu": {"peak_dense_tflops": {"bf16": 1}, "hbm_gb_per_s": 2}})", "gpu.json"));
   EXPECT_DOUBLE_EQ(ok.collective_gb_per_s, 1.0);  // defaults to the node's link
 }
 
-TEST(HfProfile, LayerTimesAreFlopsOverAchievedPeak) {
-  HfModel m = load_hf_model(hf("llama-3-8b.json"));
-  GpuSpec g = load_gpu_spec(gpu("h100-sxm"));
-  HfProfileOptions o;
-  o.sequence = 4096;
-  o.efficiency = 0.5;
-  Profile p = make_hf_profile(m, g, o);
-  ASSERT_EQ(p.num_layers(), 34);
-  EXPECT_EQ(p.device_name.rfind("NVIDIA H100 SXM5 80GB", 0), 0u) << p.device_name;  // one GPU, not the node
-  EXPECT_EQ(p.layers[0].name, "model.embed_tokens");
-  EXPECT_EQ(p.layers[1].name, "model.layers.0");
-  EXPECT_EQ(p.layers[33].name, "lm_head");
-  const LayerFlops f = decoder_layer_flops(m, 4096);
-  const double flops_per_ms = 989.4e12 * 0.5 / 1e3;
-  EXPECT_NEAR(p.forward_ms(1, 2.0), 2 * f.forward() / flops_per_ms, 1e-9);
-  EXPECT_NEAR(p.backward_weight_ms(5, 1.0), f.backward_weight() / flops_per_ms, 1e-9);
-  // Tensor parallelism 2: half the compute plus two all-reduces of s h x 2 bytes, each
-  // 2 (t-1)/t x bytes / 450 GB/s + 2 (t-1) x 5 us.
-  o.tensor_parallel = 2;
-  Profile tp = make_hf_profile(m, g, o);
-  const double allreduce = 4096.0 * 4096 * 2 / 450e6 + 2 * 5e-3;
-  EXPECT_NEAR(tp.forward_ms(1, 1.0), f.forward() / 2 / flops_per_ms + 2 * allreduce, 1e-9);
-  EXPECT_EQ(tp.layers[1].parameter_bytes, (count_parameters(m).attention + count_parameters(m).mlp) / 2 * 2 + 2 * 4096 * 2);
+// The one cost model: `profile synth --hf-config` and llm_pipeline (what llm-time
+// simulates) state the same layer, ns for ns and byte for byte, for the same shape,
+// layout (t, sequence parallel, selective recompute, micro-batch b) and GPU file. A second
+// formula for a time, a stash, a parameter or the optimizer step in either fails here.
+// The three configs are untied, so the heads' parameters agree too (a tied head counts
+// its copy of the embedding in the profile, for the pipelines the planner cuts).
+TEST(HfProfile, EqualsLlmPipelineLayerByLayer) {
+  const GpuModel g = load_gpu_model(gpu("h100-sxm"));
+  for (const char* file : {"llama-3-8b.json", "llama-3-70b.json", "mixtral-8x7b.json"}) {
+    for (int t : {1, 8}) {
+      const HfModel m = load_hf_model(hf(file));
+      HfProfileOptions o;
+      o.sequence = 4096;
+      o.tensor_parallel = t;
+      o.batch_sizes = {1, 2};
+      const Profile p = make_hf_profile(m, g, o);
+      TransformerShape shape = m.shape;
+      shape.sequence = 4096;
+      ASSERT_FALSE(shape.tied_embeddings) << file;
+      for (std::size_t bi = 0; bi < o.batch_sizes.size(); ++bi) {
+        const double b = o.batch_sizes[bi];
+        const LlmPipeline pipe = llm_pipeline(shape, hf_profile_layout(o, static_cast<int>(b)), g);
+        ASSERT_EQ(pipe.profile.num_layers(), p.num_layers()) << file;
+        for (int i = 0; i < p.num_layers(); ++i) {
+          const LayerProfile& want = pipe.profile.layers[static_cast<std::size_t>(i)];
+          const LayerProfile& got = p.layers[static_cast<std::size_t>(i)];
+          const std::string where = std::string(file) + " t " + std::to_string(t) + " b " + std::to_string(b) + " layer " + got.name;
+          EXPECT_EQ(got.forward_ms[bi], want.forward_ms[0]) << where;
+          EXPECT_EQ(got.backward_input_ms[bi], want.backward_input_ms[0]) << where;
+          EXPECT_EQ(got.backward_weight_ms[bi], want.backward_weight_ms[0]) << where;
+          EXPECT_EQ(got.backward_ms[bi], want.backward_ms[0]) << where;
+          EXPECT_EQ(got.activation_bytes[bi], want.activation_bytes[0]) << where;
+          EXPECT_EQ(got.weight_grad_bytes[bi], want.weight_grad_bytes[0]) << where;
+          if (i + 1 < p.num_layers()) {  // the head sends the loss
+            EXPECT_EQ(got.output_bytes[bi], want.output_bytes[0]) << where;
+          }
+          EXPECT_EQ(got.parameter_bytes, want.parameter_bytes) << where;
+          EXPECT_EQ(got.optimizer_ms, want.optimizer_ms) << where;
+        }
+      }
+    }
+  }
 }
 
-// weight_grad_bytes, tensor by tensor: per token the two RMSNorm inputs 2h, the QKV
-// input h, o_proj's input A and the MLP's input h, down_proj's input f: 2*4096 + 4096 +
-// 4096 + 4096 + 14336 = 34,816 elements of the 69,632 kept (x s = 4096 x 2 bytes).
+// weight_grad_bytes: llm/memory.h's layer_weight_grad_bytes, the inputs of the layers with
+// weights from Table 2's terms: two norm inputs 4 s b h, QKV's and the MLP's inputs 2 s b h
+// each, o_proj's 2 s b h and down_proj's 2 s b f: (10 + 2 x 14336 / 4096) s b h = 17 x 4096^2
+// = 285,212,672 of the 32 x 4096^2 kept. The head's W reads its input (4 s b h =
+// 67,108,864), not the fp32 logits.
 TEST(HfProfile, WeightGradBytesAreTheWeightedLayersInputs) {
   HfModel m = load_hf_model(hf("llama-3-8b.json"));
-  EXPECT_DOUBLE_EQ(decoder_layer_weight_grad_bytes(m, 4096, 2, 1), 34816.0 * 4096 * 2);
   HfProfileOptions o;
   o.sequence = 4096;
-  const Profile p = make_hf_profile(m, load_gpu_spec(gpu("h100-sxm")), o);
-  EXPECT_EQ(p.weight_grad_bytes(1, 2.0), int64_t{2} * 34816 * 4096 * 2);
-  EXPECT_EQ(p.activation_bytes(1, 1.0), int64_t{69632} * 4096 * 2);
-  // The head's W reads the final norm's and its own input, not the fp32 logits.
-  EXPECT_EQ(p.weight_grad_bytes(33, 1.0), int64_t{2} * 4096 * 4096 * 2);
+  const Profile p = make_hf_profile(m, load_gpu_model(gpu("h100-sxm")), o);
+  EXPECT_EQ(p.weight_grad_bytes(1, 1.0), 285212672);
+  EXPECT_EQ(p.weight_grad_bytes(1, 2.0), int64_t{2} * 285212672);
+  EXPECT_EQ(p.activation_bytes(1, 1.0), 536870912);
+  EXPECT_EQ(p.weight_grad_bytes(33, 1.0), 67108864);
 }
 
-// optimizer_ms: Adam in place moves (3 + 2 x 2) x parameter bytes (reads weights,
-// gradients, two moments; writes weights and moments) at the GPU file's HBM bandwidth.
-// A Llama-3-8B decoder layer: 2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096
-// = 218,112,000 parameters, 436,224,000 bytes in bf16; 7 x that = 3,053,568,000 bytes
-// over 3,350 GB/s (H100 SXM) = 0.911512836 ms.
+// optimizer_ms: llm/step_time.h's optimizer step, Megatron's mixed-precision Adam moving
+// 42 bytes per parameter at the HBM bandwidth x memory_efficiency. A Llama-3-8B decoder
+// layer: 2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096 = 218,112,000
+// parameters (436,224,000 bytes in bf16); 42 x that over 3,350 GB/s x 0.9 (H100 SXM) =
+// 3,038,376.1 ns, rounded up to 3.038377 ms.
 TEST(HfProfile, OptimizerTimeIsAdamsBytesOverTheHbmBandwidth) {
   HfModel m = load_hf_model(hf("llama-3-8b.json"));
   HfProfileOptions o;
   o.sequence = 4096;
-  const Profile p = make_hf_profile(m, load_gpu_spec(gpu("h100-sxm")), o);
+  const Profile p = make_hf_profile(m, load_gpu_model(gpu("h100-sxm")), o);
   ASSERT_TRUE(p.has_optimizer_time());
   EXPECT_EQ(p.layers[1].parameter_bytes, 436224000);
-  EXPECT_NEAR(p.layers[1].optimizer_ms, 0.9115128358, 1e-9);
+  EXPECT_NEAR(p.layers[1].optimizer_ms, 3.038377, 1e-12);
   // profile synth gpt (h = 2048): a block's 12 h^2 + 13 h = 50,358,272 parameters, 100,716,544
-  // bytes; 7 x that over the H200's 4,800 GB/s = 0.146878293 ms.
+  // bytes; adam_step_ms moves 7 x that over the H200's 4,800 GB/s = 0.146878293 ms.
   GptSpec g;
   g.layers = 1;
   const Profile gpt = make_gpt_profile(g);
@@ -255,12 +304,38 @@ TEST(HfProfile, OptimizerTimeIsAdamsBytesOverTheHbmBandwidth) {
   EXPECT_NEAR(adam_step_ms(1000000, 1.0), 7.0, 1e-12);  // 7 MB at 1 GB/s
 }
 
+// profile synth gpt takes its FLOPs from llm/'s count too: at s = h = 2048 a block's
+// forward is Narayanan et al.'s (SC 2021, eq. 3) 24 s h^2 + 4 s^2 h = 28 x 2^33 =
+// 240,518,168,576 FLOPs per sample, its W the linears' 24 s h^2, its I the linears plus
+// the attention core twice, 24 s h^2 + 8 s^2 h, and with selective recompute the core's
+// forward once more (+ 4 s^2 h); each over 989 TFLOP/s x 0.45.
+TEST(HfProfile, SynthGptFlopsAreNarayanansClosedForm) {
+  GptSpec g;
+  g.layers = 1;
+  g.batch_sizes = {1, 2};
+  const double s = 2048, h = 2048, rate = 989e12 * 0.45 / 1e3;  // FLOPs per ms
+  const double dense = 24 * s * h * h, attn = 4 * s * s * h;
+  EXPECT_EQ(dense + attn, 240518168576.0);
+  const Profile p = make_gpt_profile(g);
+  EXPECT_NEAR(p.forward_ms(1, 1.0) / ((dense + attn) / rate), 1.0, 1e-12);
+  EXPECT_NEAR(p.forward_ms(1, 2.0) / (2 * (dense + attn) / rate), 1.0, 1e-12);
+  EXPECT_NEAR(p.backward_weight_ms(1, 1.0) / (dense / rate), 1.0, 1e-12);
+  EXPECT_NEAR(p.backward_input_ms(1, 1.0) / ((dense + 2 * attn) / rate), 1.0, 1e-12);
+  g.recompute_granularity = "selective";
+  EXPECT_NEAR(make_gpt_profile(g).backward_input_ms(1, 1.0) / ((dense + 3 * attn) / rate), 1.0, 1e-12);
+  // Its shape is llm/'s: Megatron's GPT (LayerNorm, GeLU 4 h, biases, learned positions).
+  const TransformerShape shape = gpt_shape(GptSpec{});
+  EXPECT_FALSE(shape.swiglu || shape.rms_norm);
+  EXPECT_TRUE(shape.bias_linear && shape.learned_positions && shape.tied_embeddings);
+  EXPECT_FALSE(shape.embedding_dropout);  // --embedding-dropout 0: no mask
+}
+
 TEST(HfProfile, RandomConfigsProfileParametersSumToTheCount) {
   // Property: at t = 1 the profile's parameter bytes are 2 x the count, plus one V x h
   // copy for a tied head (the last stage holds its own copy of the embedding).
   const uint64_t seed = 20261130;
   std::mt19937_64 rng(seed);
-  GpuSpec g = load_gpu_spec(gpu("a100-80gb"));
+  GpuModel g = load_gpu_model(gpu("a100-80gb"));
   for (int trial = 0; trial < 40; ++trial) {
     std::uniform_int_distribution<int> small(1, 8);
     const int kv = small(rng), group = small(rng), head_dim = 16 * small(rng);
@@ -279,29 +354,33 @@ TEST(HfProfile, RandomConfigsProfileParametersSumToTheCount) {
     Profile p = make_hf_profile(m, g, o);
     int64_t bytes = 0;
     for (const LayerProfile& l : p.layers) bytes += l.parameter_bytes;
-    const int64_t expected = 2 * (count_parameters(m).total() + (m.tied ? m.vocabulary * m.hidden : 0));
-    EXPECT_EQ(bytes, expected) << "seed " << seed << " trial " << trial << " " << c.dump();
+    const TransformerShape& s = m.shape;
+    const double expected = 2 * (model_parameters(s).total() + (s.tied_embeddings ? static_cast<double>(s.vocabulary) * s.hidden : 0));
+    EXPECT_EQ(static_cast<double>(bytes), expected) << "seed " << seed << " trial " << trial << " " << c.dump();
   }
 }
 
 TEST(HfProfile, RefusesWhatItCannotSplit) {
   HfModel m = load_hf_model(hf("llama-3-8b.json"));
-  GpuSpec g = load_gpu_spec(gpu("h100-sxm"));
+  GpuModel g = load_gpu_model(gpu("h100-sxm"));
   HfProfileOptions o;
   o.tensor_parallel = 3;  // does not divide 32 heads
   EXPECT_THROW(make_hf_profile(m, g, o), InputError);
   o.tensor_parallel = 1;
   o.dtype = Dtype::Fp16;
-  g.peak_tflops.erase("fp16");  // a GPU file without a dense fp16 peak
-  EXPECT_THROW(make_hf_profile(m, g, o), InputError);
+  g.peak_dense_tflops.erase("fp16");  // a GPU file without a dense fp16 peak
+  EXPECT_NE(input_error_of([&] { make_hf_profile(m, g, o); }).find("gpu.peak_dense_tflops: no entry for \"fp16\""),
+            std::string::npos);
   EXPECT_FALSE(dtype_from_name("fp8"));  // the CLI refuses it naming --dtype
+  o.dtype = Dtype::Fp32;  // the cost model counts 2-byte activations and operands
+  EXPECT_NE(input_error_of([&] { make_hf_profile(m, g, o); }).find("--dtype"), std::string::npos);
   o.dtype = Dtype::Bf16;
-  o.efficiency = 1.5;
-  EXPECT_THROW(make_hf_profile(m, g, o), InputError);
+  o.batch_sizes = {1.5};  // a micro-batch is whole samples
+  EXPECT_NE(input_error_of([&] { make_hf_profile(m, g, o); }).find("--batch-sizes"), std::string::npos);
 }
 
 TEST(HfProfile, TensorParallelHardwareCountsGroups) {
-  GpuSpec g = load_gpu_spec(gpu("h100-sxm"));
+  GpuModel g = load_gpu_model(gpu("h100-sxm"));
   Hardware hw = tensor_parallel_hardware(g, 64, 8);
   EXPECT_EQ(hw.devices, 8);
   EXPECT_EQ(hw.devices_per_node, 1);  // one group per node: groups talk over InfiniBand

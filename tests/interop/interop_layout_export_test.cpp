@@ -278,7 +278,7 @@ TEST(LlmShape, HfProfilesGiveBackTheirConfigsShape) {
   const HfModel m = load_hf_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/hf/llama-3-8b.json");
   HfProfileOptions o;
   o.sequence = 4096;
-  const Profile p = make_hf_profile(m, load_gpu_spec(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/h100-sxm.json"), o);
+  const Profile p = make_hf_profile(m, load_gpu_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/h100-sxm.json"), o);
   const std::optional<TransformerShape> s = transformer_shape_of(p, 8);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->layers, 32);
@@ -289,7 +289,8 @@ TEST(LlmShape, HfProfilesGiveBackTheirConfigsShape) {
   EXPECT_EQ(s->vocabulary, 129024);
   EXPECT_EQ(s->sequence, 4096);
   EXPECT_TRUE(s->swiglu && s->rms_norm);
-  EXPECT_FALSE(s->tied_embeddings || s->bias_linear || s->qkv_bias);
+  EXPECT_FALSE(s->tied_embeddings || s->bias_linear || s->qkv_bias || s->output_bias || s->mlp_bias);
+  EXPECT_FALSE(s->learned_positions);  // rotary positions
   EXPECT_EQ(s->kv_channels, 0);  // head_dim = h / heads: Megatron's default
   EXPECT_EQ(s->experts, 0);
 }
