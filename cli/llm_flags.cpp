@@ -4,10 +4,14 @@
 #include "cli/llm_flags.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
 
+#include "core/data_dir.h"
 #include "core/error.h"
 #include "interop/hf_config.h"
+#include "interop/hf_profile.h"
 #include "llm/framework.h"
 #include "llm/plan_layout.h"
 
@@ -182,15 +186,37 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
     job.shape.vocabulary = padded_vocabulary(job.shape.vocabulary, job.layout.t, f.vocab_divisible_by);
   }
   job.framework = framework_from_flags(f);
-  if (job.layout.schedule) {  // a schedule given (or a plan's): one the framework runs
-    const std::string why = schedule_offer_refusal(framework_offer(job.framework), *job.layout.schedule);
-    if (!why.empty()) throw InputError(why);
-  }
-  job.layout = validate_layout(job.shape, job.layout, job.gpus, job.framework, &job.notes);
-  if (const std::string why = runtime_refusal(framework_offer(job.framework), job.layout); !why.empty()) {
-    throw InputError(why);
-  }
+  Job checked;
+  checked.shape = job.shape, checked.layout = job.layout, checked.framework = job.framework;
+  validate_job(checked, job.gpus, &job.notes);
+  job.layout = checked.layout;
   return job;
+}
+
+Job job_of(const LlmJob& job, const LlmFlags& f, const std::string& gpu_name, const GpuModel& gpu) {
+  Job out;
+  out.shape = job.shape;
+  out.model_source = f.hf_config;
+  out.cluster = {gpu_name, gpu.gpus_per_node()};
+  out.layout = job.layout;
+  out.framework = job.framework;
+  return out;
+}
+
+std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!base_dir.empty() && fs::is_regular_file(fs::path(base_dir) / name_or_path, ec)) {
+    return (fs::path(base_dir) / name_or_path).string();
+  }
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
+  dirs.push_back(data_dir("profiles/gpus"));
+  return find_gpu_file(name_or_path, dirs);
+}
+
+GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir) {
+  return load_gpu_model(gpu_file_path(name_or_path, base_dir));
 }
 
 }  // namespace pipescope::cli

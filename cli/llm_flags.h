@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "llm/gpu_model.h"
+#include "llm/job.h"
 #include "llm/layout.h"
 #include "llm/layout_check.h"
 
@@ -68,5 +70,14 @@ struct LlmJob {
   std::vector<std::string> notes;  // what validate_layout changed, as Megatron changes it
 };
 LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use);
+// The Job (llm/job.h) of flags already checked: the model's source is --hf-config, the
+// cluster the GPU file --gpu names.
+Job job_of(const LlmJob& job, const LlmFlags& f, const std::string& gpu_name, const GpuModel& gpu);
+
+// The GPU file a --gpu value (or a v3 plan's job.cluster.gpu) names: a file (relative to
+// `base_dir` first, when given), else NAME.json in $PIPESCOPE_GPU_DIR, then the bundled
+// profiles/gpus/. Throws InputError naming --gpu.
+std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir = "");
+GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir = "");
 
 }  // namespace pipescope::cli
