@@ -42,6 +42,10 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
   const int model = l.t * l.cp * l.p;
   gpus = f.gpus > 0 ? f.gpus : model;
   l.d = std::max(1, gpus / model);
+  if (f.virtual_stages > 0 && f.layers_per_virtual > 0) {
+    throw InputError("--num-virtual-stages-per-pipeline-rank and --num-layers-per-virtual-pipeline-stage: give one");
+  }
+  if (f.virtual_stages > 0) l.v = f.virtual_stages;
   if (f.layers_per_virtual > 0) {
     if (l.p < 1 || s.layers % l.p != 0 || (s.layers / l.p) % f.layers_per_virtual != 0) {
       throw InputError("--num-layers-per-virtual-pipeline-stage: " + std::to_string(f.layers_per_virtual) +
@@ -53,6 +57,18 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
       f.sharding.empty() ? (f.distributed_optimizer ? "distributed-optimizer" : "none") : f.sharding;
   l.sharding = parse("--sharding", sharding, sharding_from_name(sharding), "none, distributed-optimizer, zero-1..3");
   l.recompute = parse("--recompute-granularity", f.recompute, recompute_from_name(f.recompute), "none, selective, full");
+  // llm/memory.h counts full recompute as Megatron's uniform method over 1 layer: each layer from its own input.
+  if (!f.recompute_method.empty() && (l.recompute != Recompute::Full || f.recompute_method != "uniform")) {
+    throw InputError("--recompute-method: llm/ counts --recompute-granularity full with uniform, got \"" +
+                     f.recompute_method + "\" with " + f.recompute);
+  }
+  if (f.recompute_layers != 0 && (l.recompute != Recompute::Full || f.recompute_layers != 1)) {
+    throw InputError("--recompute-num-layers: llm/ counts --recompute-granularity full with 1 layer per unit, got " +
+                     std::to_string(f.recompute_layers) + " with " + f.recompute);
+  }
+  if (f.bf16 && f.precision != "bf16-mixed") {
+    throw InputError("--bf16 and --precision " + f.precision + ": give one");
+  }
   l.precision = parse("--precision", f.precision, precision_recipe_from_name(f.precision), "bf16-mixed, fp32, fp8-params");
   l.schedule = schedule_from_flags(f.schedule);
   const int64_t per_step = static_cast<int64_t>(l.micro_batch) * l.d;
@@ -101,10 +117,17 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   cmd->add_option("--pipeline-model-parallel-size", f.layout.p, "p")->capture_default_str();
   cmd->add_option("--num-layers-per-virtual-pipeline-stage", f.layers_per_virtual,
                   "interleaving: v = L / (p x this) model chunks per pipeline rank");
+  cmd->add_option("--num-virtual-stages-per-pipeline-rank", f.virtual_stages, "interleaving: v model chunks per "
+                  "pipeline rank (Megatron-Core's name; or --num-layers-per-virtual-pipeline-stage)");
   cmd->add_option("--micro-batch-size", f.layout.micro_batch, "b")->capture_default_str();
   cmd->add_option("--global-batch-size", f.global_batch,
                   use.global_batch_required ? "b x M x d" : "samples per step (default: b x p x d)");
   cmd->add_option("--recompute-granularity", f.recompute, "none | selective | full")->capture_default_str();
+  cmd->add_option("--recompute-method", f.recompute_method, "with full: uniform (each layer from its input)");
+  cmd->add_option("--recompute-num-layers", f.recompute_layers, "with full and uniform: 1");
+  cmd->add_flag("--bf16", f.bf16, "bf16 mixed precision (= --precision bf16-mixed, the default)");
+  cmd->add_flag("--no-overlap-p2p-communication", f.no_overlap_p2p,
+                "Megatron's blocking p2p: llm/ times p2p blocking already; accepted so an export reads back");
   cmd->add_flag("--use-distributed-optimizer", f.distributed_optimizer, "shard the optimizer state over d cp");
   cmd->add_option("--sharding", f.sharding, "none | distributed-optimizer | zero-1 | zero-2 | zero-3 | fsdp");
   cmd->add_option("--framework", f.framework, "megatron | torch | deepspeed (the shardings it offers)")
