@@ -18,14 +18,14 @@ namespace pipescope::cli {
 
 namespace {
 
-std::string job_table(const Job& job, const JobReport& r, const std::string& plan_path) {
+std::string job_table(const Job& job, const JobReport& r) {
   const StepTime& st = r.time;
   const TransformerShape& s = job.shape;
   std::ostringstream o;
   char line[320];
-  std::snprintf(line, sizeof line, "%s (%s): %s, L %d h %d s %d on %d GPUs (%s, %d per node), %s\n", plan_path.c_str(),
-                "job, version 3", s.name.c_str(), s.layers, s.hidden, s.sequence, job.layout.gpus(),
-                job.cluster.gpu.c_str(), job.cluster.gpus_per_node, to_string(job.framework).c_str());
+  std::snprintf(line, sizeof line, "job: %s, L %d h %d s %d on %d GPUs (%s, %d per node), %s\n", s.name.c_str(),
+                s.layers, s.hidden, s.sequence, job.layout.gpus(), job.cluster.gpu.c_str(), job.cluster.gpus_per_node,
+                to_string(job.framework).c_str());
   o << line << "layout: " << layout_summary(job.layout) << " (" << st.schedule << ")\n";
   std::snprintf(line, sizeof line,
                 "step %.3f s (%lld ns) = pipeline %.3f + data-parallel exposed %.3f + embedding sync %.3f + ZeRO "
@@ -81,7 +81,7 @@ void simulate_job(const Plan& plan, const JobSimulation& run, const GateOptions&
   if (!run.output_path.empty()) files.emplace_back(run.output_path, json);
   for (auto& f : gates.junit_file("simulate", results)) files.push_back(std::move(f));
   write_outputs(files);
-  std::cout << result_text(gates, run.json, json, job_table(job, r, run.plan_path), step_markdown("simulate", facts),
+  std::cout << result_text(gates, run.json, json, job_table(job, r), step_markdown("simulate", facts),
                            results);
   enforce(results);
 }
