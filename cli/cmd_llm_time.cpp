@@ -55,7 +55,8 @@ Json step_json(const LlmTimeArgs& a, const LlmJob& job, const StepTime& st) {
           {"schedule", st.schedule}, {"layer", layer_json(st.layer)}, {"embedding", layer_json(st.embedding)},
           {"head", layer_json(st.head)}, {"pipeline_ms", st.pipeline_ns / 1e6}, {"optimizer_ms", st.optimizer_ns / 1e6},
           {"dp_exposed_ms", st.dp_exposed_ns / 1e6}, {"embedding_sync_ms", st.embedding_sync_ns / 1e6},
-          {"sharding_ms", st.sharding_ns / 1e6}, {"step_ms", st.step_ns / 1e6}, {"step_ns", st.step_ns}, {"bubble_fraction", st.bubble}, {"mfu", st.mfu},
+          {"sharding_ms", st.sharding_ns / 1e6}, {"step_ms", st.step_ns / 1e6}, {"step_ns", st.step_ns},
+          {"bubble_fraction", st.bubble}, {"mfu", st.mfu},
           {"model_tflop_per_step", st.model_flops / 1e12}};
 }
 

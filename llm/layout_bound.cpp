@@ -108,7 +108,8 @@ LlmCandidate time_layout(const TransformerShape& shape, const ParallelLayout& la
   LlmCandidate c;
   c.layout = job.layout;
   c.vocabulary = shape.vocabulary;
-  c.bound_ns = bound_from_costs(shape, job.layout, gpu, options, rank_costs(shape, job.layout, gpu, layer_times(shape, job.layout, gpu)));
+  const RankCosts rc = rank_costs(shape, job.layout, gpu, layer_times(shape, job.layout, gpu));
+  c.bound_ns = bound_from_costs(shape, job.layout, gpu, options, rc);
   c.sharding_ns = st.sharding_ns;
   c.pipeline_ns = st.pipeline_ns;
   c.dp_exposed_ns = st.dp_exposed_ns;

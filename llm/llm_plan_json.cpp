@@ -60,7 +60,9 @@ LlmCandidate read_candidate(const JsonReader& r, const LlmPlanFile& f) {
   c.step_ns = read_ns(r["step_ms"]);
   if (r.has("step_ns")) {  // files before it carry step_ms only
     const int64_t ns = r["step_ns"].as_int(0, static_cast<int64_t>(kMaxMs * 1e6));
-    if (ns != c.step_ns) r["step_ns"].fail("expected step_ms x 1e6 = " + std::to_string(c.step_ns) + ", got " + std::to_string(ns));
+    if (ns != c.step_ns) {
+      r["step_ns"].fail("expected step_ms x 1e6 = " + std::to_string(c.step_ns) + ", got " + std::to_string(ns));
+    }
   }
   if (r.has("ranks")) {
     for (const JsonReader& m : r["ranks"].items()) {

@@ -60,7 +60,9 @@ std::vector<GridJob> job_grid() {
   // The 70B job of issue #37: 64 H100s, 512 sequences of 4096.
   TransformerShape llama70 = testing::llama3_70b();
   llama70.sequence = 4096;
-  for (Framework f : frameworks) grid.push_back({"llama3-70b 64 " + to_string(f), llama70, "h100-sxm", 64, 512, f, std::nullopt, 0, 0});
+  for (Framework f : frameworks) {
+    grid.push_back({"llama3-70b 64 " + to_string(f), llama70, "h100-sxm", 64, 512, f, std::nullopt, 0, 0});
+  }
   grid.push_back({"mixtral 64 megatron interleaved", mixtral, "h100-sxm", 64, 256, Framework::Megatron,
                   ScheduleKind::Interleaved, 0, 4});
   for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::LoopedBFS, ScheduleKind::InterleavedZeroBubble,
@@ -172,8 +174,8 @@ TEST(LlmJob, BadJobsNameTheFileAndTheField) {
   EXPECT_EQ(refusal([](Json& j) { j["version"] = 2; }),
             "j.json: job: needs \"version\": 3 (plans before version 3 have no job)");
   EXPECT_EQ(refusal([](Json& j) { j.erase("layout"); }), "j.json: job: needs the plan's \"layout\" beside it");
-  EXPECT_EQ(refusal([](Json& j) { j["job"]["cluster"]["gpus_per_node"] = 0; }).rfind("j.json: job.cluster.gpus_per_node:", 0),
-            0U);
+  const std::string zero = refusal([](Json& j) { j["job"]["cluster"]["gpus_per_node"] = 0; });
+  EXPECT_EQ(zero.rfind("j.json: job.cluster.gpus_per_node:", 0), 0U) << zero;
   Job other = job;
   other.cluster.gpus_per_node = 4;
   EXPECT_THROW(check_job_gpu(other, gpu, "j.json"), InputError);  // h100-sxm has 8 per node
