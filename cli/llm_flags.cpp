@@ -109,7 +109,7 @@ void add_model_flags(CLI::App* cmd, LlmFlags& f) {
 
 void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   CLI::Option* gpus = cmd->add_option("--gpus", f.gpus, "GPUs in the job (world size); d = gpus / (t cp p)");
-  if (use.gpus_required) gpus->required();
+  if (use.gpus_required && !use.plan_file) gpus->required();  // with --plan: a v3 plan's job has them
   cmd->add_option("--tensor-model-parallel-size", f.layout.t, "t")->capture_default_str();
   cmd->add_flag("--sequence-parallel", f.layout.sequence_parallel, "split norms and dropouts t ways (needs t > 1)");
   cmd->add_option("--context-parallel-size", f.layout.cp, "cp")->capture_default_str();
@@ -138,7 +138,8 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
                   "pipeline schedule: gpipe | 1f1b | interleaved | looped-bfs | interleaved-zb | zb-v | dualpipev "
                   "(default: 1f1b, interleaved with virtual stages)");
   if (use.plan_file) {
-    cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags)");
+    cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags); "
+                    "a v3 plan without model flags: take its whole job (model, layout, framework)");
   }
 }
 
@@ -195,6 +196,18 @@ std::optional<ScheduleKind> schedule_from_flags(const std::string& name) {
 
 LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
   LlmJob job;
+  if (!f.plan.empty() && f.hf_config.empty() && f.shape.layers == 0) {  // a v3 plan's job, whole
+    if (const std::optional<Job> whole = plan_job(load_plan(f.plan))) {
+      if (f.gpus != 0 && f.gpus != whole->layout.gpus()) {
+        throw InputError("--gpus " + std::to_string(f.gpus) + ": " + f.plan + " holds a job of " +
+                         std::to_string(whole->layout.gpus()) + " GPUs");
+      }
+      job.shape = whole->shape, job.layout = whole->layout, job.framework = whole->framework;
+      job.gpus = whole->layout.gpus(), job.global_batch = whole->layout.global_batch();
+      return job;
+    }
+  }
+  if (use.gpus_required && f.gpus == 0) positive("--gpus", f.gpus);
   job.shape = shape_from_flags(f);
   if (!f.plan.empty()) {
     const std::optional<ParallelLayout> from = plan_layout(load_plan(f.plan));

@@ -113,6 +113,11 @@ TEST(CliLlmJob, TorchPlanFitsThroughSimulateAsItFitInTheSearch) {
   expect_same_ranks(sim["ranks"], p.best["ranks"]);
   ASSERT_EQ(sim["gates"].size(), 1U);
   EXPECT_EQ(sim["gates"][0]["passed"], true);
+  // llm-memory --plan with no model flag takes the whole job, framework included.
+  const Json mem = run_json("llm-memory --plan " + p.plan);
+  EXPECT_EQ(mem["framework"], "torch");
+  EXPECT_EQ(mem["peak_bytes"], p.best["peak_bytes"]);
+  expect_same_ranks(mem["stages"], p.best["ranks"]);
 }
 
 // A flag beside a plan that holds its whole job contradicts it: exit 2, naming both.
