@@ -51,7 +51,8 @@ void add_simulate_command(CLI::App& app) {
   args->gates.add_step_gates(cmd);
   const std::size_t before_distribution = cmd->get_options().size();
   args->distribution.add_to(cmd);
-  for (std::size_t i = before_distribution; i < cmd->get_options().size(); ++i) shaping.push_back(cmd->get_options()[i]);
+  const std::vector<CLI::Option*> all = cmd->get_options();
+  shaping.insert(shaping.end(), all.begin() + static_cast<std::ptrdiff_t>(before_distribution), all.end());
   cmd->callback([args, shaping] {
     if (!args->plan.plan_path.empty()) {
       const Plan plan = load_plan(args->plan.plan_path);
