@@ -1,7 +1,7 @@
 // `pipescope llm-memory`: memory per GPU of each pipeline rank of an LLM-scale job
 // (llm/memory.h), from a Hugging Face config.json or Megatron-LM's model flags, laid out
-// by Megatron-LM's parallelism flags (or a v2 plan's "layout"). Prints a table, or with
-// --json one pipescope.llm-memory object. Bad input exits 2 naming the flag.
+// by Megatron-LM's parallelism flags (or a v2 plan's "layout", or, without model flags,
+// a v3 plan's whole job). Prints a table, or with --json one pipescope.llm-memory object. Bad input exits 2 naming the flag.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -72,7 +72,7 @@ void run(const LlmMemoryArgs& a) {
   Json stages = Json::array();
   for (const RankMemory& st : m.stages) stages.push_back(stage_json(st));
   const Json out = {{"format", "pipescope.llm-memory"}, {"version", 1}, {"model", s.name},
-                    {"layout", layout_to_json(l)}, {"gpus", job.gpus}, {"framework", a.flags.framework},
+                    {"layout", layout_to_json(l)}, {"gpus", job.gpus}, {"framework", to_string(job.framework)},
                     {"padded_vocabulary", s.vocabulary}, {"layer_activation_bytes", json_number(m.layer_activation_bytes)},
                     {"stages", stages}, {"peak_bytes", json_number(m.peak())}, {"notes", job.notes}};
   std::cout << out.dump(1) << "\n";

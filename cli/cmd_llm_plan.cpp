@@ -3,7 +3,8 @@
 // the shortest simulated step (llm/layout_search.h), with why each dimension took its
 // value and why each runner-up lost. A table, or with --json one pipescope.llm_plan
 // object (llm/llm_plan_json.h, which pipescope-gui --llm-plan reads); --out writes the
-// best as a v2 plan file (with its "layout") and its profile.
+// best as a version 3 plan file (the whole job: model, GPU file, layout, framework;
+// llm/job.h) and its profile, which `simulate --plan` evaluates alone.
 // Progress goes to stderr once the search has taken more than a second.
 //   pipescope llm-plan --gpu h100-sxm --num-layers 126 --hidden-size 16384 --num-attention-heads 128
 //     --num-query-groups 8 --ffn-hidden-size 53248 --swiglu --normalization RMSNorm --vocab-size 128256
@@ -25,6 +26,7 @@
 #include "core/json_reader.h"
 #include "interop/hf_profile.h"
 #include "llm/collectives.h"
+#include "llm/job.h"
 #include "llm/layout_search.h"
 #include "llm/llm_plan_json.h"
 #include "llm/plan_layout.h"
@@ -70,7 +72,7 @@ void add_search_flags(CLI::App* cmd, LlmPlanArgs& a) {
                 "ZeRO-3 always do)");
   cmd->add_option("--top", q.top, "how many layouts to time exactly and print")->capture_default_str();
   cmd->add_flag("--exhaustive", q.exhaustive, "simulate every layout that fits (no branch and bound)");
-  cmd->add_option("--out", a.out, "write the best layout as a v2 plan file (and its profile beside it)");
+  cmd->add_option("--out", a.out, "write the best layout's job as a version 3 plan file (and its profile beside it)");
   cmd->add_flag("--json", a.json, "print one pipescope.llm_plan JSON object");
 }
 
@@ -99,17 +101,28 @@ std::string result_table(const LlmPlanArgs& a, const TransformerShape& s, const 
   return o.str();
 }
 
-// The best layout as a v2 plan (llm/step_time.h's pipeline) and its profile beside it.
-void write_plan(const std::string& path, TransformerShape shape, const LlmCandidate& best, const GpuModel& gpu) {
+// The best layout's job as a version 3 plan (llm/job.h's job_plan) and its profile beside
+// it; the cluster names the GPU file as --gpu did (a file: relative to the plan's folder).
+void write_plan(const LlmPlanArgs& a, TransformerShape shape, const LlmCandidate& best, const GpuModel& gpu) {
+  namespace fs = std::filesystem;
+  const fs::path out(a.out);
+  std::error_code ec;
+  std::string gpu_name = a.gpu;
+  if (fs::is_regular_file(a.gpu, ec)) {
+    gpu_name = fs::relative(fs::absolute(a.gpu), fs::absolute(out).parent_path(), ec).generic_string();
+  }
   shape.vocabulary = best.vocabulary;
-  LlmPipeline pipe = llm_pipeline(shape, best.layout, gpu);
-  const std::filesystem::path out(path);
+  Job job;
+  job.shape = shape;
+  job.model_source = a.flags.hf_config;
+  job.cluster = {gpu_name, gpu.gpus_per_node()};
+  job.layout = best.layout;
+  job.framework = a.request.framework;
   const std::string profile = out.stem().string() + ".profile.json";
-  pipe.plan.profile = profile;
-  pipe.plan.layout = layout_to_json(best.layout);
-  const std::filesystem::path profile_path = out.parent_path() / profile;
+  const LlmPipeline pipe = job_plan(job, gpu, profile);
+  const fs::path profile_path = out.parent_path() / profile;
   write_files_atomically({{profile_path.string(), profile_to_json(pipe.profile).dump(1) + "\n"},
-                          {path, plan_to_json(pipe.plan).dump(2) + "\n"}});
+                          {a.out, plan_to_json(pipe.plan).dump(2) + "\n"}});
 }
 
 void run(LlmPlanArgs& a) {
@@ -123,10 +136,7 @@ void run(LlmPlanArgs& a) {
   q.precision = *precision;
   if (a.memory_gb < 0) throw InputError("--memory-gb: expected a positive number");
   q.memory_bytes = a.memory_gb * 1e9;
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
-  dirs.push_back(data_dir("profiles/gpus"));
-  const GpuModel gpu = load_gpu_model(find_gpu_file(a.gpu, dirs));
+  const GpuModel gpu = load_gpu(a.gpu);
   ParallelLayout order;
   order.order = q.order;
   group_link(gpu, order, Group::Tp);  // throws InputError naming "order" before the search
@@ -141,7 +151,7 @@ void run(LlmPlanArgs& a) {
   LlmPlanFile file{q.shape.name, a.gpu, q.gpus, q.global_batch, q.framework, search_layouts(q, gpu)};
   const LlmSearchResult& r = file.result;
   if (shown) std::fprintf(stderr, "\n");
-  if (!a.out.empty()) write_plan(a.out, q.shape, r.best.front(), gpu);
+  if (!a.out.empty()) write_plan(a, q.shape, r.best.front(), gpu);
   std::cout << (a.json ? llm_plan_result_to_json(file).dump(1) + "\n" : result_table(a, q.shape, r));
 }
 

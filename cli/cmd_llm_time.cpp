@@ -1,6 +1,7 @@
 // `pipescope llm-time`: the iteration time of a Megatron-LM GPT / Llama job from
-// Megatron's own flags on a GPU file (llm/step_time.h): per-layer F / I / W, the
-// pipeline simulated, the data-parallel tail, MFU. A table, or with --json one object.
+// Megatron's own flags on a GPU file, evaluated as llm-plan evaluates its candidates
+// (llm/job.h's evaluate_job): per-layer F / I / W, the pipeline simulated, the
+// data-parallel tail, ZeRO-2 / 3 traffic, MFU. A table, or with --json one object.
 // Bad input exits 2 naming the flag.
 //   pipescope llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96
 //     --seq-length 2048 --vocab-size 51200 --tensor-model-parallel-size 8
@@ -19,6 +20,7 @@
 #include "core/json_reader.h"
 #include "interop/hf_profile.h"
 #include "llm/framework.h"
+#include "llm/job.h"
 #include "llm/step_time.h"
 
 namespace pipescope::cli {
@@ -53,7 +55,8 @@ Json step_json(const LlmTimeArgs& a, const LlmJob& job, const StepTime& st) {
           {"schedule", st.schedule}, {"layer", layer_json(st.layer)}, {"embedding", layer_json(st.embedding)},
           {"head", layer_json(st.head)}, {"pipeline_ms", st.pipeline_ns / 1e6}, {"optimizer_ms", st.optimizer_ns / 1e6},
           {"dp_exposed_ms", st.dp_exposed_ns / 1e6}, {"embedding_sync_ms", st.embedding_sync_ns / 1e6},
-          {"step_ms", st.step_ns / 1e6}, {"bubble_fraction", st.bubble}, {"mfu", st.mfu},
+          {"sharding_ms", st.sharding_ns / 1e6}, {"step_ms", st.step_ns / 1e6}, {"step_ns", st.step_ns},
+          {"bubble_fraction", st.bubble}, {"mfu", st.mfu},
           {"model_tflop_per_step", st.model_flops / 1e12}};
 }
 
@@ -73,7 +76,8 @@ std::string step_table(const LlmTimeArgs& a, const LlmJob& job, const StepTime& 
     << "data-parallel exposed " << st.dp_exposed_ns / 1e6 << " ms (gradient reduce "
     << (l.overlap_grad_reduce ? "overlapped" : "after the flush") << ", parameter gather "
     << (l.overlap_param_gather ? "overlapped" : "after the step") << "), tied-embedding all-reduce "
-    << st.embedding_sync_ns / 1e6 << " ms, optimizer " << st.optimizer_ns / 1e6 << " ms\n"
+    << st.embedding_sync_ns / 1e6 << " ms, optimizer " << st.optimizer_ns / 1e6 << " ms, ZeRO traffic not hidden "
+    << st.sharding_ns / 1e6 << " ms\n"
     << "step " << st.step_ns / 1e6 << " ms, MFU " << std::setprecision(1) << 100.0 * st.mfu << "%\n";
   return o.str();
 }
@@ -100,11 +104,8 @@ void add_llm_time_command(CLI::App& app) {
     }
     set_framework_overlap(job.framework, args->options.overlap_grad_reduce, args->options.overlap_param_gather,
                           job.layout);
-    std::vector<std::string> dirs;
-    if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
-    dirs.push_back(data_dir("profiles/gpus"));
-    const GpuModel gpu = load_gpu_model(find_gpu_file(args->gpu, dirs));
-    const StepTime st = step_time(job.shape, job.layout, gpu, step_options(job.layout));
+    const GpuModel gpu = load_gpu(args->gpu);
+    const StepTime st = evaluate_job(job_of(job, args->flags, args->gpu, gpu), gpu).time;
     std::cout << (args->json ? step_json(*args, job, st).dump(2) + "\n" : step_table(*args, job, st));
   });
 }

@@ -1,4 +1,5 @@
-// `pipescope simulate`: predict one training step of a plan; `pipescope schedule`:
+// `pipescope simulate`: predict one training step of a plan (a version 3 plan's job:
+// cli/simulate_job.h); `pipescope schedule`:
 // write a schedule (built-in or read from a file) as a text diagram, JSON or PyTorch CSV.
 #include <algorithm>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "cli/gates.h"
 #include "cli/distribution_options.h"
 #include "cli/plan_options.h"
+#include "cli/simulate_job.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/schedule_io.h"
@@ -33,6 +35,7 @@ void add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict step time, throughput, bubble and memory of a plan");
   args->plan.add_to(cmd);
+  const std::size_t plan_flags = cmd->get_options().size();  // --help and the plan options
   cmd->add_option("--steps", args->plan.steps,
                   "Training steps to simulate: pipedream and 2bw run them without a flush, the others with one; "
                   "> 1 adds the steady-state step time and throughput and the start-up cost")
@@ -40,9 +43,28 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("-o,--output", args->output_path, "Also write the prediction JSON to this file");
+  // What shapes a plan (a version 3 plan's job refuses them): the plan options, --steps, --trace, the distribution.
+  std::vector<const CLI::Option*> shaping;
+  for (const CLI::Option* o : cmd->get_options()) shaping.push_back(o);
+  shaping.resize(plan_flags + 1);  // + --steps
+  shaping.push_back(cmd->get_option("--trace"));
   args->gates.add_step_gates(cmd);
+  const std::size_t before_distribution = cmd->get_options().size();
   args->distribution.add_to(cmd);
-  cmd->callback([args] {
+  const std::vector<CLI::Option*> all = cmd->get_options();
+  shaping.insert(shaping.end(), all.begin() + static_cast<std::ptrdiff_t>(before_distribution), all.end());
+  cmd->callback([args, shaping] {
+    if (!args->plan.plan_path.empty()) {
+      const Plan plan = load_plan(args->plan.plan_path);
+      if (plan.job) {
+        JobSimulation run{args->plan.plan_path, args->output_path, args->json, {}};
+        for (const CLI::Option* o : shaping) {
+          if (o->count() > 0 && o->get_name() != "--plan") run.shaping_flags.push_back(o->get_name());
+        }
+        args->gates.check(args->json, true, {{"--output", args->output_path}});
+        return simulate_job(plan, run, args->gates);
+      }
+    }
     if (!args->trace_path.empty() && args->trace_path == args->output_path && args->trace_path != "-") {
       throw InputError("--trace and --output name the same file \"" + args->trace_path + "\"");
     }

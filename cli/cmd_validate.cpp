@@ -1,5 +1,5 @@
 // `pipescope validate FILE...`: reads each file with the reader its "format" names (the
-// same reader simulate, run and compare use; a v2 plan's layout too; llm-plan --json's
+// same reader simulate, run and compare use; a v2 plan's layout and a v3 plan's job too; llm-plan --json's
 // result as pipescope-gui reads it): "FILE: ok (FORMAT vN)" on stdout for a good file,
 // the reader's message (file, JSON path, expectation) on stderr for a bad one; exit 2
 // when any file was bad. A CI job runs it on hand-written inputs first.
@@ -13,6 +13,7 @@
 #include "core/profile.h"
 #include "core/report.h"
 #include "exec/layers/model.h"
+#include "llm/job.h"
 #include "llm/llm_plan_json.h"
 #include "llm/plan_layout.h"
 
@@ -30,7 +31,9 @@ std::string read_any(const std::string& path) {
   } else if (format == "pipescope.hardware") {
     hardware_from_json(r);
   } else if (format == "pipescope.plan") {
-    (void)plan_layout(plan_from_json(r));  // a v2 plan's "layout" is read by llm/
+    const Plan plan = plan_from_json(r);
+    (void)plan_layout(plan);  // a v2 plan's "layout" and a v3 plan's "job" are read by llm/
+    (void)plan_job(plan);
   } else if (format == "pipescope.prediction" || format == "pipescope.measurement") {
     report_from_json(r);
   } else if (format == "pipescope.model") {

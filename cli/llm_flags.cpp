@@ -4,10 +4,14 @@
 #include "cli/llm_flags.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
 
+#include "core/data_dir.h"
 #include "core/error.h"
 #include "interop/hf_config.h"
+#include "interop/hf_profile.h"
 #include "llm/framework.h"
 #include "llm/plan_layout.h"
 
@@ -38,6 +42,10 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
   const int model = l.t * l.cp * l.p;
   gpus = f.gpus > 0 ? f.gpus : model;
   l.d = std::max(1, gpus / model);
+  if (f.virtual_stages > 0 && f.layers_per_virtual > 0) {
+    throw InputError("--num-virtual-stages-per-pipeline-rank and --num-layers-per-virtual-pipeline-stage: give one");
+  }
+  if (f.virtual_stages > 0) l.v = f.virtual_stages;
   if (f.layers_per_virtual > 0) {
     if (l.p < 1 || s.layers % l.p != 0 || (s.layers / l.p) % f.layers_per_virtual != 0) {
       throw InputError("--num-layers-per-virtual-pipeline-stage: " + std::to_string(f.layers_per_virtual) +
@@ -49,6 +57,18 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
       f.sharding.empty() ? (f.distributed_optimizer ? "distributed-optimizer" : "none") : f.sharding;
   l.sharding = parse("--sharding", sharding, sharding_from_name(sharding), "none, distributed-optimizer, zero-1..3");
   l.recompute = parse("--recompute-granularity", f.recompute, recompute_from_name(f.recompute), "none, selective, full");
+  // llm/memory.h counts full recompute as Megatron's uniform method over 1 layer: each layer from its own input.
+  if (!f.recompute_method.empty() && (l.recompute != Recompute::Full || f.recompute_method != "uniform")) {
+    throw InputError("--recompute-method: llm/ counts --recompute-granularity full with uniform, got \"" +
+                     f.recompute_method + "\" with " + f.recompute);
+  }
+  if (f.recompute_layers != 0 && (l.recompute != Recompute::Full || f.recompute_layers != 1)) {
+    throw InputError("--recompute-num-layers: llm/ counts --recompute-granularity full with 1 layer per unit, got " +
+                     std::to_string(f.recompute_layers) + " with " + f.recompute);
+  }
+  if (f.bf16 && f.precision != "bf16-mixed") {
+    throw InputError("--bf16 and --precision " + f.precision + ": give one");
+  }
   l.precision = parse("--precision", f.precision, precision_recipe_from_name(f.precision), "bf16-mixed, fp32, fp8-params");
   l.schedule = schedule_from_flags(f.schedule);
   const int64_t per_step = static_cast<int64_t>(l.micro_batch) * l.d;
@@ -89,7 +109,7 @@ void add_model_flags(CLI::App* cmd, LlmFlags& f) {
 
 void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   CLI::Option* gpus = cmd->add_option("--gpus", f.gpus, "GPUs in the job (world size); d = gpus / (t cp p)");
-  if (use.gpus_required) gpus->required();
+  if (use.gpus_required && !use.plan_file) gpus->required();  // with --plan: a v3 plan's job has them
   cmd->add_option("--tensor-model-parallel-size", f.layout.t, "t")->capture_default_str();
   cmd->add_flag("--sequence-parallel", f.layout.sequence_parallel, "split norms and dropouts t ways (needs t > 1)");
   cmd->add_option("--context-parallel-size", f.layout.cp, "cp")->capture_default_str();
@@ -97,10 +117,17 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   cmd->add_option("--pipeline-model-parallel-size", f.layout.p, "p")->capture_default_str();
   cmd->add_option("--num-layers-per-virtual-pipeline-stage", f.layers_per_virtual,
                   "interleaving: v = L / (p x this) model chunks per pipeline rank");
+  cmd->add_option("--num-virtual-stages-per-pipeline-rank", f.virtual_stages, "interleaving: v model chunks per "
+                  "pipeline rank (Megatron-Core's name; or --num-layers-per-virtual-pipeline-stage)");
   cmd->add_option("--micro-batch-size", f.layout.micro_batch, "b")->capture_default_str();
   cmd->add_option("--global-batch-size", f.global_batch,
                   use.global_batch_required ? "b x M x d" : "samples per step (default: b x p x d)");
   cmd->add_option("--recompute-granularity", f.recompute, "none | selective | full")->capture_default_str();
+  cmd->add_option("--recompute-method", f.recompute_method, "with full: uniform (each layer from its input)");
+  cmd->add_option("--recompute-num-layers", f.recompute_layers, "with full and uniform: 1");
+  cmd->add_flag("--bf16", f.bf16, "bf16 mixed precision (= --precision bf16-mixed, the default)");
+  cmd->add_flag("--no-overlap-p2p-communication", f.no_overlap_p2p,
+                "Megatron's blocking p2p: llm/ times p2p blocking already; accepted so an export reads back");
   cmd->add_flag("--use-distributed-optimizer", f.distributed_optimizer, "shard the optimizer state over d cp");
   cmd->add_option("--sharding", f.sharding, "none | distributed-optimizer | zero-1 | zero-2 | zero-3 | fsdp");
   cmd->add_option("--framework", f.framework, "megatron | torch | deepspeed (the shardings it offers)")
@@ -111,7 +138,8 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
                   "pipeline schedule: gpipe | 1f1b | interleaved | looped-bfs | interleaved-zb | zb-v | dualpipev "
                   "(default: 1f1b, interleaved with virtual stages)");
   if (use.plan_file) {
-    cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags)");
+    cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags); "
+                    "a v3 plan without model flags: take its whole job (model, layout, framework)");
   }
 }
 
@@ -162,6 +190,18 @@ std::optional<ScheduleKind> schedule_from_flags(const std::string& name) {
 
 LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
   LlmJob job;
+  if (!f.plan.empty() && f.hf_config.empty() && f.shape.layers == 0) {  // a v3 plan's job, whole
+    if (const std::optional<Job> whole = plan_job(load_plan(f.plan))) {
+      if (f.gpus != 0 && f.gpus != whole->layout.gpus()) {
+        throw InputError("--gpus " + std::to_string(f.gpus) + ": " + f.plan + " holds a job of " +
+                         std::to_string(whole->layout.gpus()) + " GPUs");
+      }
+      job.shape = whole->shape, job.layout = whole->layout, job.framework = whole->framework;
+      job.gpus = whole->layout.gpus(), job.global_batch = whole->layout.global_batch();
+      return job;
+    }
+  }
+  if (use.gpus_required && f.gpus == 0) positive("--gpus", f.gpus);
   job.shape = shape_from_flags(f);
   if (!f.plan.empty()) {
     const std::optional<ParallelLayout> from = plan_layout(load_plan(f.plan));
@@ -176,15 +216,37 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
     job.shape.vocabulary = padded_vocabulary(job.shape.vocabulary, job.layout.t, f.vocab_divisible_by);
   }
   job.framework = framework_from_flags(f);
-  if (job.layout.schedule) {  // a schedule given (or a plan's): one the framework runs
-    const std::string why = schedule_offer_refusal(framework_offer(job.framework), *job.layout.schedule);
-    if (!why.empty()) throw InputError(why);
-  }
-  job.layout = validate_layout(job.shape, job.layout, job.gpus, job.framework, &job.notes);
-  if (const std::string why = runtime_refusal(framework_offer(job.framework), job.layout); !why.empty()) {
-    throw InputError(why);
-  }
+  Job checked;
+  checked.shape = job.shape, checked.layout = job.layout, checked.framework = job.framework;
+  validate_job(checked, job.gpus, &job.notes);
+  job.layout = checked.layout;
   return job;
+}
+
+Job job_of(const LlmJob& job, const LlmFlags& f, const std::string& gpu_name, const GpuModel& gpu) {
+  Job out;
+  out.shape = job.shape;
+  out.model_source = f.hf_config;
+  out.cluster = {gpu_name, gpu.gpus_per_node()};
+  out.layout = job.layout;
+  out.framework = job.framework;
+  return out;
+}
+
+std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!base_dir.empty() && fs::is_regular_file(fs::path(base_dir) / name_or_path, ec)) {
+    return (fs::path(base_dir) / name_or_path).string();
+  }
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
+  dirs.push_back(data_dir("profiles/gpus"));
+  return find_gpu_file(name_or_path, dirs);
+}
+
+GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir) {
+  return load_gpu_model(gpu_file_path(name_or_path, base_dir));
 }
 
 }  // namespace pipescope::cli

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "llm/gpu_model.h"
+#include "llm/job.h"
 #include "llm/layout.h"
 #include "llm/layout_check.h"
 
@@ -31,6 +33,10 @@ struct LlmFlags {
   int gpus = 0;                    // world size; 0 (where allowed): t cp p, so d = 1
   int global_batch = 0;            // 0 (where allowed): b x p x d
   int layers_per_virtual = 0;      // --num-layers-per-virtual-pipeline-stage
+  int virtual_stages = 0;          // --num-virtual-stages-per-pipeline-rank (what `export --to megatron` writes)
+  std::string recompute_method;    // --recompute-method (full recompute: uniform, as llm/ counts it)
+  int recompute_layers = 0;        // --recompute-num-layers (full recompute: 1, as llm/ counts it)
+  bool bf16 = false, no_overlap_p2p = false;  // --bf16 (= --precision bf16-mixed), --no-overlap-p2p-communication
   std::string sharding, recompute = "none", precision = "bf16-mixed", framework = "megatron";
   std::string schedule;            // --schedule (empty: Megatron's, 1f1b or interleaved by v)
   bool distributed_optimizer = false;
@@ -48,9 +54,12 @@ struct LayoutFlagsUse {
 void add_model_flags(CLI::App* cmd, LlmFlags& f);
 // --gpus, --tensor-model-parallel-size, --sequence-parallel, --context-parallel-size,
 // --expert-model-parallel-size, --pipeline-model-parallel-size,
-// --num-layers-per-virtual-pipeline-stage, --micro-batch-size, --global-batch-size,
-// --recompute-granularity, --use-distributed-optimizer, --sharding, --framework,
-// --precision, --order, --schedule.
+// --num-layers-per-virtual-pipeline-stage (or --num-virtual-stages-per-pipeline-rank),
+// --micro-batch-size, --global-batch-size, --recompute-granularity (with --recompute-method
+// uniform and --recompute-num-layers 1 under full), --use-distributed-optimizer, --sharding,
+// --framework, --precision (or --bf16), --order, --schedule, and
+// --no-overlap-p2p-communication (no memory or time of llm/'s changes): every flag
+// `export --to megatron` writes for a layout with an even cut, so its output reads back.
 void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use);
 
 // The shape of the config and the model flags, vocabulary not yet padded.
@@ -68,5 +77,14 @@ struct LlmJob {
   std::vector<std::string> notes;  // what validate_layout changed, as Megatron changes it
 };
 LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use);
+// The Job (llm/job.h) of flags already checked: the model's source is --hf-config, the
+// cluster the GPU file --gpu names.
+Job job_of(const LlmJob& job, const LlmFlags& f, const std::string& gpu_name, const GpuModel& gpu);
+
+// The GPU file a --gpu value (or a v3 plan's job.cluster.gpu) names: a file (relative to
+// `base_dir` first, when given), else NAME.json in $PIPESCOPE_GPU_DIR, then the bundled
+// profiles/gpus/. Throws InputError naming --gpu.
+std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir = "");
+GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir = "");
 
 }  // namespace pipescope::cli

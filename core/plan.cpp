@@ -159,13 +159,19 @@ void check_stages(const std::vector<JsonReader>& items, const Plan& p) {
 }  // namespace
 
 Plan plan_from_json(const JsonReader& r) {
-  const int version = r.expect_format("pipescope.plan", 2);
+  const int version = r.expect_format("pipescope.plan", 3);
   Plan p;
   p.source = r.source();
   if (r.has("layout")) {
     if (version < 2) r["layout"].fail("needs \"version\": 2 (version 1 plans have no layout)");
     if (!r["layout"].json().is_object()) r["layout"].fail("expected an object");
     p.layout = r["layout"].json();
+  }
+  if (r.has("job")) {
+    if (version < 3) r["job"].fail("needs \"version\": 3 (plans before version 3 have no job)");
+    if (!r["job"].json().is_object()) r["job"].fail("expected an object");
+    if (!p.layout) r["job"].fail("needs the plan's \"layout\" beside it");
+    p.job = r["job"].json();
   }
   p.profile = r["profile"].as_string();
   p.batch_size = r["batch_size"].as_int(1, int64_t{1} << 40);
@@ -242,7 +248,7 @@ Json plan_to_json(const Plan& p) {
     schedule["activation_budget_bytes"] = p.activation_budget_bytes;
   }
   Json out = {{"format", "pipescope.plan"},
-              {"version", p.layout ? 2 : 1},
+              {"version", p.job ? 3 : p.layout ? 2 : 1},
               {"profile", p.profile},
               {"batch_size", p.batch_size},
               {"microbatches", p.microbatches},
@@ -254,6 +260,7 @@ Json plan_to_json(const Plan& p) {
   if (p.p2p) out["p2p"] = to_string(*p.p2p);
   if (p.offload.active()) out["offload"] = offload_to_json(p.offload);
   if (p.layout) out["layout"] = *p.layout;
+  if (p.job) out["job"] = *p.job;
   return out;
 }
 

@@ -65,6 +65,10 @@ struct Plan {
   // kept as the file's raw JSON object; llm/plan_layout.h reads it (core never includes
   // llm/). A plan with a layout is written as version 2, one without as version 1.
   std::optional<Json> layout;
+  // Version 3: "job", the rest of an LLM-scale job (model shape and source, cluster
+  // reference, framework; llm/job.h reads it with the layout) kept as raw JSON. A plan
+  // with a job is written as version 3; a job needs a layout.
+  std::optional<Json> job;
   std::string source;
 
   int pipeline_devices() const { return static_cast<int>(stages.size()) / chunks; }

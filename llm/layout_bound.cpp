@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "llm/collectives.h"
+#include "llm/job.h"
 #include "llm/layer_time.h"
 #include "llm/layout_search.h"
 #include "llm/layout_search_internal.h"
@@ -71,25 +72,6 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
   return rc;
 }
 
-// ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (M - 1 more than
-// step_time's one after the flush); ZeRO-3 / FSDP also all-gathers the parameters before
-// each micro-batch's forward and again before its backward (2 M). Both are prefetched and
-// overlapped with the rank's compute (DeepSpeed overlap_comm, FSDP's prefetching): only
-// what exceeds busy shows. An assumption of pipescope's, stated in docs/llm-scale.md. The
-// data-parallel link carries each collective once: the part of step_time's tail that its
-// overlap switches hid behind compute (dp_exposed_ns with and without them) takes its share
-// of the same busy time, so the excess of all of it shows here.
-int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t busy,
-                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options) {
-  if (l.d <= 1 || (l.sharding != Sharding::Zero2 && l.sharding != Sharding::Zero3)) return 0;
-  const GroupLink dp = group_link(gpu, l, Group::Dp);
-  int64_t total = (l.microbatches - 1) * reduce_scatter_group_ns(dp, parameters * 4);
-  if (l.sharding == Sharding::Zero3) total += 2 * l.microbatches * allgather_group_ns(dp, parameters * 2);
-  const int64_t hidden_tail = dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, {}) -
-                              dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, options);
-  return std::max<int64_t>(total + hidden_tail - busy, 0);
-}
-
 int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
                          const StepOptions& options, const RankCosts& rc) {
   int64_t pipe = 0, dp = 0, extra = 0, fill = 0, drain = 0;
@@ -115,23 +97,28 @@ int64_t layout_bound_ns(const TransformerShape& shape, const ParallelLayout& lay
 }
 
 LlmCandidate time_layout(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
-                         const StepOptions& options) {
-  const LayerTimes lt = layer_times(shape, layout, gpu);
-  const RankCosts rc = rank_costs(shape, layout, gpu, lt);
+                         const StepOptions& options, const InFlight* walked) {
+  Job job;
+  job.shape = shape;
+  job.layout = layout;
+  job.layout.overlap_grad_reduce = options.overlap_grad_reduce;
+  job.layout.overlap_param_gather = options.overlap_param_gather;
+  const JobReport report = evaluate_job(job, gpu, walked);
+  const StepTime& st = report.time;
   LlmCandidate c;
-  c.layout = layout;
+  c.layout = job.layout;
   c.vocabulary = shape.vocabulary;
-  c.bound_ns = bound_from_costs(shape, layout, gpu, options, rc);
-  const StepTime st = step_time(shape, layout, gpu, options);
-  for (std::size_t r = 0; r < rc.busy.size(); ++r) {
-    c.sharding_ns = std::max(c.sharding_ns, sharding_extra_ns(gpu, layout, rc.params[r], rc.busy[r], rc.fwd[r], rc.bwd[r], options));
-  }
+  const RankCosts rc = rank_costs(shape, job.layout, gpu, layer_times(shape, job.layout, gpu));
+  c.bound_ns = bound_from_costs(shape, job.layout, gpu, options, rc);
+  c.sharding_ns = st.sharding_ns;
   c.pipeline_ns = st.pipeline_ns;
   c.dp_exposed_ns = st.dp_exposed_ns;
-  c.step_ns = st.step_ns + c.sharding_ns;
+  c.step_ns = st.step_ns;
   c.bubble = st.bubble;
-  c.mfu = st.mfu * static_cast<double>(st.step_ns) / static_cast<double>(c.step_ns);
+  c.mfu = st.mfu;
   c.schedule = st.schedule;
+  c.peak_bytes = report.memory.peak();
+  c.ranks = report.memory.stages;
   return c;
 }
 

@@ -256,8 +256,7 @@ class Search {
       if (!q_.exhaustive && r_.best.size() >= top && r_.best.back().step_ns < next.bound_ns) break;
       TransformerShape shape = q_.shape;
       shape.vocabulary = next.vocabulary;
-      LlmCandidate c = time_layout(shape, next.layout, gpu_, step_options(next.layout));
-      c.peak_bytes = next.peak_bytes;
+      LlmCandidate c = time_layout(shape, next.layout, gpu_, step_options(next.layout), walked(next.layout));
       ++r_.simulated;
       if (q_.progress && r_.simulated % 16 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, r_.simulated, false});
       for (const auto& [dim, value] : dimension_values(c.layout)) {

@@ -21,6 +21,7 @@
 #include "llm/gpu_model.h"
 #include "llm/layout.h"
 #include "llm/layout_check.h"
+#include "llm/memory.h"
 #include "llm/step_time.h"
 
 namespace pipescope {
@@ -56,6 +57,7 @@ struct LlmCandidate {
   ParallelLayout layout;         // validated
   int vocabulary = 0;            // padded for layout.t
   double peak_bytes = 0;         // llm_memory's peak per GPU
+  std::vector<RankMemory> ranks; // per pipeline rank, by kind (bytes per GPU); empty: not simulated
   int64_t bound_ns = 0;          // lower bound on step_ns
   int64_t step_ns = -1;          // exact; -1: not simulated
   int64_t pipeline_ns = 0, dp_exposed_ns = 0, sharding_ns = 0;
@@ -102,12 +104,14 @@ std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape = false);
 // or no layout that fits (naming the smallest need found and its layout).
 LlmSearchResult search_layouts(const LlmSearchRequest& request, const GpuModel& gpu);
 
-// The lower bound the search ranks by and the exact step it confirms with, for one
-// validated layout (vocabulary already padded). Exposed for the tests.
+// The lower bound the search ranks by and the exact step and memory it confirms with
+// (llm/job.h's evaluate_job, the one evaluation of a job), for one validated layout
+// (vocabulary already padded) run with `options`' overlap (the layout's own, in the
+// search). `walked`: the layout's cached in-flight counts, or nullptr. Exposed for the tests.
 int64_t layout_bound_ns(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
                         const StepOptions& options);
 LlmCandidate time_layout(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
-                         const StepOptions& options);
+                         const StepOptions& options, const InFlight* walked = nullptr);
 
 // "t 8 sp cp 1 ep 1 d 128 p 16 v 1 b 1 M 16 selective distributed-optimizer", then the
 // schedule's name where it is not Megatron's default for v ("... zb-v").

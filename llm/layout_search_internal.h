@@ -25,9 +25,6 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& layout
                      const LayerTimes& times);
 int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
                          const StepOptions& options, const RankCosts& costs);
-// ZeRO-2 / ZeRO-3's per-micro-batch traffic beyond step_time's, not hidden by `busy`.
-int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& layout, int64_t parameters, int64_t busy,
-                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options);
 
 // Fills result.why and result.lost from result.best and result.dimensions.
 void explain_search(LlmSearchResult& result, const GpuModel& gpu);

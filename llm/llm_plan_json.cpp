@@ -1,4 +1,5 @@
-// pipescope.llm_plan v1, field for field (llm/llm_plan_json.h). Steps are written in
+// pipescope.llm_plan v1, field for field (llm/llm_plan_json.h); a candidate llm/job.h
+// evaluated also carries its step in ns ("step_ns") and each rank's bytes by kind ("ranks"). Steps are written in
 // milliseconds as doubles (step_ns / 1e6) and read back rounded to the nanosecond,
 // exact below 2^53 / 1e6 ms; the reader also holds the facts the search guarantees
 // (every layout spans the GPUs and the global batch, fits, is bounded below by its bound,
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "llm/job.h"
 #include "llm/pipeline_schedule.h"
 #include "llm/plan_layout.h"
 
@@ -30,10 +32,16 @@ std::string num(double v) {
 }
 
 Json candidate_json(const LlmCandidate& c) {
-  return {{"layout", layout_to_json(c.layout)}, {"step_ms", c.step_ns / 1e6}, {"bound_ms", c.bound_ns / 1e6},
+  Json out = {{"layout", layout_to_json(c.layout)}, {"step_ms", c.step_ns / 1e6}, {"bound_ms", c.bound_ns / 1e6},
           {"pipeline_ms", c.pipeline_ns / 1e6}, {"dp_exposed_ms", c.dp_exposed_ns / 1e6},
           {"sharding_ms", c.sharding_ns / 1e6}, {"bubble_fraction", c.bubble}, {"mfu", c.mfu},
           {"peak_bytes", json_number(c.peak_bytes)}, {"schedule", c.schedule}, {"padded_vocabulary", c.vocabulary}};
+  if (!c.ranks.empty()) {  // evaluated by llm/job.h (files before it have neither key, and keep none)
+    out["step_ns"] = c.step_ns;
+    out["ranks"] = Json::array();
+    for (const RankMemory& m : c.ranks) out["ranks"].push_back(rank_memory_to_json(m));
+  }
+  return out;
 }
 
 int64_t read_ns(const JsonReader& r) { return std::llround(r.as_double(0, kMaxMs) * 1e6); }
@@ -50,6 +58,23 @@ LlmCandidate read_candidate(const JsonReader& r, const LlmPlanFile& f) {
                 ", expected global_batch = " + std::to_string(f.global_batch));
   }
   c.step_ns = read_ns(r["step_ms"]);
+  if (r.has("step_ns")) {  // files before it carry step_ms only
+    const int64_t ns = r["step_ns"].as_int(0, static_cast<int64_t>(kMaxMs * 1e6));
+    if (ns != c.step_ns) {
+      r["step_ns"].fail("expected step_ms x 1e6 = " + std::to_string(c.step_ns) + ", got " + std::to_string(ns));
+    }
+  }
+  if (r.has("ranks")) {
+    for (const JsonReader& m : r["ranks"].items()) {
+      RankMemory rank;
+      rank.rank = static_cast<int>(m["rank"].as_int(0, c.layout.p - 1));
+      rank.parameter_bytes = m["parameter_bytes"].as_double(0);
+      rank.gradient_bytes = m["gradient_bytes"].as_double(0);
+      rank.optimizer_bytes = m["optimizer_bytes"].as_double(0);
+      rank.activation_bytes = m["activation_bytes"].as_double(0);
+      c.ranks.push_back(rank);
+    }
+  }
   c.bound_ns = read_ns(r["bound_ms"]);
   if (c.bound_ns > c.step_ns) r["bound_ms"].fail("expected at most step_ms (a lower bound on it)");
   c.pipeline_ns = read_ns(r["pipeline_ms"]);

@@ -148,6 +148,25 @@ int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t para
          (options.overlap_param_gather ? std::max<int64_t>(gather - forward_ns, 0) : gather);
 }
 
+// ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (M - 1 more than
+// the one after the flush dp_exposed_ns counts); ZeRO-3 / FSDP also all-gathers the parameters before
+// each micro-batch's forward and again before its backward (2 M). Both are prefetched and
+// overlapped with the rank's compute (DeepSpeed overlap_comm, FSDP's prefetching): only
+// what exceeds busy shows. An assumption of pipescope's, stated in docs/llm-scale.md. The
+// data-parallel link carries each collective once: the part of step_time's tail that its
+// overlap switches hid behind compute (dp_exposed_ns with and without them) takes its share
+// of the same busy time, so the excess of all of it shows here.
+int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t busy,
+                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options) {
+  if (l.d <= 1 || (l.sharding != Sharding::Zero2 && l.sharding != Sharding::Zero3)) return 0;
+  const GroupLink dp = group_link(gpu, l, Group::Dp);
+  int64_t total = (l.microbatches - 1) * reduce_scatter_group_ns(dp, parameters * 4);
+  if (l.sharding == Sharding::Zero3) total += 2 * l.microbatches * allgather_group_ns(dp, parameters * 2);
+  const int64_t hidden_tail = dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, {}) -
+                              dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, options);
+  return std::max<int64_t>(total + hidden_tail - busy, 0);
+}
+
 int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
   // A V puts the head on rank 0 beside the embedding: one copy, nothing to all-reduce.
   if (l.p <= 1 || !shape.tied_embeddings || chunk_rank(l, l.p * l.v - 1) == 0) return 0;
@@ -186,8 +205,12 @@ StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const
   for (std::size_t r = 0; r < params.size(); ++r) {
     st.dp_exposed_ns = std::max(st.dp_exposed_ns, dp_exposed_ns(gpu, l, params[r], fwd[r], bwd[r], options));
   }
+  for (std::size_t r = 0; r < params.size(); ++r) {
+    const int64_t busy = l.microbatches * (fwd[r] + bwd[r]);
+    st.sharding_ns = std::max(st.sharding_ns, sharding_extra_ns(gpu, l, params[r], busy, fwd[r], bwd[r], options));
+  }
   st.embedding_sync_ns = embedding_sync_ns(shape, l, gpu);
-  st.step_ns = st.pipeline_ns + st.dp_exposed_ns + st.embedding_sync_ns;
+  st.step_ns = st.pipeline_ns + st.dp_exposed_ns + st.embedding_sync_ns + st.sharding_ns;
   double per_replica = st.embedding.model_flops + st.head.model_flops;
   for (const LayerTime& t : transformer_layers(shape, l, gpu)) per_replica += t.model_flops;
   st.model_flops = per_replica * l.t * l.cp * l.microbatches * l.d;

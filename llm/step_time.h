@@ -13,7 +13,10 @@
 // llm_memory's non-Megatron walk; the simulated time does not read them (the hardware's
 // memory is unbounded and nothing is offloaded). The
 // data-parallel tail and the tied-embedding all-reduce follow the flush; the optimizer
-// step (a sharded one under the distributed optimizer) ends the step.
+// step (a sharded one under the distributed optimizer) ends the step; ZeRO-2 / 3's
+// per-micro-batch traffic adds what compute does not hide (sharding_extra_ns). Invariant:
+// step_ns = pipeline_ns + dp_exposed_ns + embedding_sync_ns + sharding_ns, the one step
+// llm-time, llm-plan and `simulate --plan` of a job print (llm/job.h).
 //   StepTime st = step_time(shape, layout, load_gpu_model("profiles/gpus/a100-80gb.json"));
 //   st.step_ns, st.mfu
 #pragma once
@@ -50,6 +53,7 @@ struct StepTime {
   int64_t optimizer_ns = 0;    // the slowest pipeline rank's optimizer step
   int64_t dp_exposed_ns = 0;   // gradient reduce + parameter gather not hidden
   int64_t embedding_sync_ns = 0;  // tied embedding gradients between first and last stage
+  int64_t sharding_ns = 0;     // ZeRO-2 / 3 traffic compute does not hide (sharding_extra_ns)
   int64_t step_ns = 0;
   double bubble = 0;           // the simulation's mean idle fraction
   double model_flops = 0;      // per step, all GPUs (Korthikanti et al. appendix A: no recompute)
@@ -78,6 +82,13 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& la
 // options hide. 0 for d = 1. step_time takes the largest over the ranks.
 int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& layout, int64_t parameters, int64_t forward_ns,
                       int64_t backward_ns, const StepOptions& options);
+// ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (M - 1 more than
+// the one after the flush dp_exposed_ns counts); ZeRO-3 / FSDP also all-gathers the
+// parameters before each micro-batch's forward and again before its backward (2 M), all of
+// it prefetched and overlapped with the rank's `busy` compute: only the excess shows
+// (step_time.cpp says how; docs/llm-scale.md states the assumption). 0 for other shardings.
+int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& layout, int64_t parameters, int64_t busy,
+                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options);
 // The tied word-embedding gradients all-reduced between the first and the last stage (p > 1).
 int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
 

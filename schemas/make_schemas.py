@@ -141,7 +141,10 @@ def _define_llm_time():
         schedule={"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v", "dualpipev"]},
         layer=layer, embedding=layer, head=layer,
         pipeline_ms=dict(ms, description="the simulated flushed pipeline, optimizer step included"),
-        optimizer_ms=ms, dp_exposed_ms=ms, embedding_sync_ms=ms, step_ms=ms, bubble_fraction=number(-1, 1),
+        optimizer_ms=ms, dp_exposed_ms=ms, embedding_sync_ms=ms,
+        sharding_ms=dict(ms, description="ZeRO-2 / 3 traffic per micro-batch not hidden (llm-plan counts the same)"),
+        step_ms=ms, step_ns=integer(0, None, "the step in integer nanoseconds (llm/job.h's evaluate_job)"),
+        bubble_fraction=number(-1, 1),
         mfu=number(0, 1, "model FLOPs (no recompute) / (step x GPUs x peak bf16)"), model_tflop_per_step=number(0))
     s["required"] = ["format", "version", "layout", "schedule", "layer", "embedding", "head", "pipeline_ms", "step_ms", "mfu"]
     write("llm_time", s)
@@ -203,6 +206,55 @@ def llm_memory():
     return s
 
 
+def rank_memory():
+    """One pipeline rank's memory per GPU by kind (llm/job.h's rank_memory_to_json)."""
+    b = number(0, desc="bytes per GPU")
+    return obj({"rank": integer(0), "parameter_bytes": b, "gradient_bytes": b, "optimizer_bytes": b,
+                "activation_bytes": b, "total_bytes": b},
+               ["rank", "parameter_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes", "total_bytes"])
+
+
+def llm_job():
+    """A version 3 plan's "job" (llm/job.h): the LLM-scale job beside the plan's "layout"."""
+    count = lambda desc: integer(0, 2**31 - 1, desc)
+    shape = obj({"name": string(), "layers": integer(1), "hidden": integer(1), "heads": integer(1),
+                 "kv_heads": count("--num-query-groups (0: heads)"), "ffn_hidden": count("--ffn-hidden-size"),
+                 "swiglu": {"type": "boolean"}, "bias_linear": {"type": "boolean"},
+                 "vocabulary": integer(1, None, "padded as Megatron pads it for the layout's t"),
+                 "sequence": integer(1), "tied_embeddings": {"type": "boolean"}, "rms_norm": {"type": "boolean"},
+                 "qkv_bias": {"type": "boolean"}, "kv_channels": count("head dimension (0: hidden / heads)"),
+                 "experts": count("0: dense"), "moe_topk": count(None), "moe_ffn_hidden": count(None),
+                 "moe_layer_frequency": integer(1), "shared_expert_ffn_hidden": count(None)},
+                ["layers", "hidden", "heads", "vocabulary", "sequence"],
+                "the transformer (llm/layout.h's TransformerShape); absent keys take its defaults")
+    return obj({"model": obj({"source": string("the Hugging Face config.json it came from (\"\": Megatron's model "
+                                               "flags); the shape is what is evaluated"), "shape": shape}, ["shape"]),
+                "cluster": obj({"gpu": string("the GPU file: a name in profiles/gpus/ (or $PIPESCOPE_GPU_DIR), or a "
+                                              "path relative to the plan file"),
+                                "gpus_per_node": integer(1, None, "as the GPU file said when planned (checked)")},
+                               ["gpu", "gpus_per_node"]),
+                "framework": {"enum": ["megatron", "torch", "deepspeed"]}},
+               ["model", "cluster", "framework"],
+               "the LLM-scale job (llm/job.h): with the plan's layout, all `simulate --plan` needs")
+
+
+def job_prediction():
+    """What `pipescope simulate --plan V3 --json` prints (cli/simulate_job.cpp)."""
+    ns = integer(0, None, "nanoseconds")
+    s = head("job_prediction", "pipescope job_prediction v1",
+             "A version 3 plan's job evaluated (llm/job.h's evaluate_job): the step in integer nanoseconds and its "
+             "parts, and each pipeline rank's memory per GPU by kind, as llm-plan printed them.")
+    s["properties"] = dict(fmt_props("job_prediction"), job=llm_job(), layout=llm_layout(),
+                           schedule={"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v",
+                                              "dualpipev"]},
+                           step_ns=ns, pipeline_ns=ns, dp_exposed_ns=ns, embedding_sync_ns=ns, sharding_ns=ns,
+                           optimizer_ns=ns, step_ms=number(0), bubble_fraction=number(-1, 1), mfu=number(0, 1),
+                           ranks=array(rank_memory(), "one per pipeline rank", 1), peak_bytes=number(0),
+                           gates={"type": "array", "description": "one entry per gate given (--require-fit, ...)"})
+    s["required"] = ["format", "version", "job", "layout", "step_ns", "ranks", "peak_bytes"]
+    return s
+
+
 def llm_plan():
     """What `pipescope llm-plan --json` prints (llm/llm_plan_json.cpp, llm/layout_search.h)."""
     ms = number(0, 1e15)
@@ -213,7 +265,9 @@ def llm_plan():
                      "sharding_ms": dict(ms, description="ZeRO-2 / 3 traffic per micro-batch not hidden"),
                      "bubble_fraction": number(-1, 1), "mfu": number(0, 1), "peak_bytes": number(0),
                      "schedule": {"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v",
-                                           "dualpipev"]}, "padded_vocabulary": integer(1)},
+                                           "dualpipev"]}, "padded_vocabulary": integer(1),
+                     "step_ns": integer(0, None, "exact step in nanoseconds (with ranks: files before them have neither)"),
+                     "ranks": array(rank_memory(), "per pipeline rank: memory per GPU by kind (llm/job.h's evaluate_job)")},
                     ["layout", "step_ms", "bound_ms", "pipeline_ms", "dp_exposed_ms", "sharding_ms", "bubble_fraction",
                      "mfu", "peak_bytes", "schedule", "padded_vocabulary"])
     s = head("llm_plan", "pipescope llm_plan v1",
@@ -341,15 +395,20 @@ def _define():
         stages=array(obj({"layers": pair(integer(0, 2**30), "[first, end) layer range"),
                           "devices": array(integer(0), "hardware device ids (0..devices-1 of the hardware file), one per replica; more than one: replicated. Not pipeline positions: a stage's position is its index in stages (mod K)", 1)},
                          ["layers", "devices"]), None, 1))
-    s = head("plan", "pipescope plan v1 / v2", "A pipeline plan: stages, micro-batches, schedule, re-materialisation; "
-             "version 2 adds an optional \"layout\" (the LLM-scale parallel layout, read by llm/plan_layout.h)." + NOTE)
+    s = head("plan", "pipescope plan v1 / v2 / v3", "A pipeline plan: stages, micro-batches, schedule, "
+             "re-materialisation; version 2 adds an optional \"layout\" (the LLM-scale parallel layout, read by "
+             "llm/plan_layout.h); version 3 an optional \"job\" (model, cluster, framework: with the layout the whole "
+             "job, read by llm/job.h; `simulate --plan` evaluates it alone)." + NOTE)
     s["properties"] = plan_props
     s["required"] = ["format", "version", "profile", "batch_size", "microbatches", "schedule", "stages"]
     plan_schema = copy.deepcopy(s)
     v2 = copy.deepcopy(s)
-    v2["properties"]["version"] = {"enum": [1, 2], "description": "2 when the plan carries a layout"}
+    v2["properties"]["version"] = {"enum": [1, 2, 3], "description": "2 when the plan carries a layout, 3 when "
+                                                                      "it carries a job too"}
     v2["properties"]["layout"] = llm_layout()
-    v2["dependentSchemas"] = {"layout": {"properties": {"version": {"const": 2}}}}
+    v2["properties"]["job"] = llm_job()
+    v2["dependentSchemas"] = {"layout": {"properties": {"version": {"enum": [2, 3]}}},
+                              "job": {"properties": {"version": {"const": 3}}, "required": ["layout"]}}
     write("plan", v2)
 
     # ---- schedule
@@ -481,6 +540,7 @@ def _define():
     write("plan_search", s)
     write("llm-memory", llm_memory())
     write("llm_plan", llm_plan())
+    write("job_prediction", job_prediction())
 
 
 if __name__ == "__main__":

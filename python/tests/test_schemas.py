@@ -326,8 +326,10 @@ def test_llm_time_json_validates_and_gpu_files_carry_their_curve():
 
 
 def test_llm_plan_json_validates(tmp_path):
-    """`pipescope llm-plan --json` against schemas/llm_plan.schema.json, and its --out plan
-    (a v2 plan with a "layout") against the plan schema."""
+    """`pipescope llm-plan --json` against schemas/llm_plan.schema.json, its --out plan
+    (a v3 plan: "layout" and "job") against the plan schema, and `simulate --plan` of it
+    (the job alone) against schemas/job_prediction.schema.json with llm-plan's step_ns and
+    ranks, to the nanosecond and the byte."""
     out = tmp_path / "best.json"
     r = pipescope("llm-plan", "--gpu", "h100-sxm", "--num-layers", "8", "--hidden-size", "1024",
                   "--num-attention-heads", "16", "--num-query-groups", "4", "--ffn-hidden-size", "4096", "--swiglu",
@@ -338,8 +340,14 @@ def test_llm_plan_json_validates(tmp_path):
     assert document["format"] == "pipescope.llm_plan"
     assert errors(document) == []
     plan = load_json(out)
-    assert plan["version"] == 2 and plan["layout"] == document["best"][0]["layout"]
+    assert plan["version"] == 3 and plan["layout"] == document["best"][0]["layout"]
     assert errors(plan) == []
+    s = pipescope("simulate", "--plan", str(out), "--json")
+    assert s.returncode == 0, s.stderr
+    predicted = json.loads(s.stdout)
+    assert errors(predicted) == []
+    assert predicted["step_ns"] == document["best"][0]["step_ns"]
+    assert predicted["ranks"] == document["best"][0]["ranks"]
 
 
 def test_llm_plan_zb_v_json_validates_and_exports_torchs_class(tmp_path):

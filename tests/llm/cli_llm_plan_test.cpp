@@ -107,13 +107,19 @@ TEST(CliLlmPlan, OutExportsToMegatronWithTheModelsLayerCount) {
 // split backward, weight_grad_bytes: llm/memory.h's), so `simulate` on a zb-v plan shows
 // per rank the activation peak `llm-memory --plan` reports, within a byte per layer and
 // chunk-micro-batch alive (the profile rounds each layer's bytes; at most 2p x 6 of them).
+// The version 3 plan --out writes is simulated as its job (llm/job.h); its stages and
+// profile are the profile world's view, simulated here from a v2 copy without the job.
 TEST(CliLlmPlan, SimulateOnTheOutProfileShowsLlmMemorysActivations) {
   const std::string dir = ::testing::TempDir() + "llm_plan_memory";
   std::filesystem::create_directories(dir);
   const std::string out = dir + "/best.json";
   const auto r = run_cli(kSmall + " --framework torch --schedule zb-v --json --top 1 --out " + out);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto sim = run_cli("simulate --plan " + out + " --profile " + dir + "/best.profile.json --json");
+  Json v2 = Json::parse(std::ifstream(out));
+  v2.erase("job");
+  v2["version"] = 2;
+  std::ofstream(dir + "/best_v2.json") << v2.dump(1);
+  const auto sim = run_cli("simulate --plan " + dir + "/best_v2.json --profile " + dir + "/best.profile.json --json");
   ASSERT_EQ(sim.code, 0) << sim.out;
   std::string model = kSmall;  // the model flags, without llm-plan's own
   model.replace(model.find("llm-plan --gpu h100-sxm"), 23, "llm-memory");

@@ -46,6 +46,11 @@ void expect_same_candidates(const LlmSearchResult& a, const LlmSearchResult& b) 
     EXPECT_EQ(x.peak_bytes, y.peak_bytes);
     EXPECT_EQ(x.schedule, y.schedule);
     EXPECT_EQ(x.vocabulary, y.vocabulary);
+    ASSERT_EQ(x.ranks.size(), y.ranks.size());  // p of a fresh search's, none of a file before them
+    for (std::size_t k = 0; k < x.ranks.size(); ++k) {
+      EXPECT_EQ(x.ranks[k].total(), y.ranks[k].total());
+      EXPECT_EQ(x.ranks[k].activation_bytes, y.ranks[k].activation_bytes);
+    }
   }
   EXPECT_EQ(a.why, b.why);
   EXPECT_EQ(a.lost, b.lost);

@@ -1,0 +1,151 @@
+// A Job's evaluation (step_time and llm_memory, nothing added) and its version 3 plan
+// file, field for field: the shape is written whole (vocabulary as padded), so a plan
+// re-read needs neither the config it came from nor the flags that shaped it.
+#include "llm/job.h"
+
+#include <climits>
+#include <memory>
+
+#include "core/error.h"
+#include "llm/framework.h"
+#include "llm/plan_layout.h"
+
+namespace pipescope {
+
+namespace {
+
+int read_count(const JsonReader& r, const std::string& key, int fallback, int min = 0) {
+  return r.has(key) ? static_cast<int>(r[key].as_int(min, INT_MAX)) : fallback;
+}
+
+bool read_flag(const JsonReader& r, const std::string& key, bool fallback) {
+  return r.has(key) ? r[key].as_bool() : fallback;
+}
+
+}  // namespace
+
+JobReport evaluate_job(const Job& job, const GpuModel& gpu, const InFlight* walked) {
+  return {step_time(job.shape, job.layout, gpu, step_options(job.layout)), llm_memory(job.shape, job.layout, walked)};
+}
+
+Json shape_to_json(const TransformerShape& s) {
+  return {{"name", s.name},
+          {"layers", s.layers},
+          {"hidden", s.hidden},
+          {"heads", s.heads},
+          {"kv_heads", s.kv_heads},
+          {"ffn_hidden", s.ffn_hidden},
+          {"swiglu", s.swiglu},
+          {"bias_linear", s.bias_linear},
+          {"vocabulary", s.vocabulary},
+          {"sequence", s.sequence},
+          {"tied_embeddings", s.tied_embeddings},
+          {"rms_norm", s.rms_norm},
+          {"qkv_bias", s.qkv_bias},
+          {"kv_channels", s.kv_channels},
+          {"experts", s.experts},
+          {"moe_topk", s.moe_topk},
+          {"moe_ffn_hidden", s.moe_ffn_hidden},
+          {"moe_layer_frequency", s.moe_layer_frequency},
+          {"shared_expert_ffn_hidden", s.shared_expert_ffn_hidden}};
+}
+
+TransformerShape shape_from_json(const JsonReader& r) {
+  if (!r.json().is_object()) r.fail("expected an object");
+  TransformerShape s;
+  s.name = r.has("name") ? r["name"].as_string() : "";
+  s.layers = read_count(r, "layers", 0, 1);
+  s.hidden = read_count(r, "hidden", 0, 1);
+  s.heads = read_count(r, "heads", 0, 1);
+  s.kv_heads = read_count(r, "kv_heads", 0);
+  s.ffn_hidden = read_count(r, "ffn_hidden", 0);
+  s.swiglu = read_flag(r, "swiglu", s.swiglu);
+  s.bias_linear = read_flag(r, "bias_linear", s.bias_linear);
+  s.vocabulary = read_count(r, "vocabulary", 0, 1);
+  s.sequence = read_count(r, "sequence", 0, 1);
+  s.tied_embeddings = read_flag(r, "tied_embeddings", s.tied_embeddings);
+  s.rms_norm = read_flag(r, "rms_norm", s.rms_norm);
+  s.qkv_bias = read_flag(r, "qkv_bias", s.qkv_bias);
+  s.kv_channels = read_count(r, "kv_channels", 0);
+  s.experts = read_count(r, "experts", 0);
+  s.moe_topk = read_count(r, "moe_topk", 0);
+  s.moe_ffn_hidden = read_count(r, "moe_ffn_hidden", 0);
+  s.moe_layer_frequency = read_count(r, "moe_layer_frequency", 1, 1);
+  s.shared_expert_ffn_hidden = read_count(r, "shared_expert_ffn_hidden", 0);
+  return s;
+}
+
+Json rank_memory_to_json(const RankMemory& m) {
+  return {{"rank", m.rank}, {"parameter_bytes", json_number(m.parameter_bytes)},
+          {"gradient_bytes", json_number(m.gradient_bytes)}, {"optimizer_bytes", json_number(m.optimizer_bytes)},
+          {"activation_bytes", json_number(m.activation_bytes)}, {"total_bytes", json_number(m.total())}};
+}
+
+Json job_to_json(const Job& job) {
+  return {{"model", {{"source", job.model_source}, {"shape", shape_to_json(job.shape)}}},
+          {"cluster", {{"gpu", job.cluster.gpu}, {"gpus_per_node", job.cluster.gpus_per_node}}},
+          {"framework", to_string(job.framework)}};
+}
+
+Job job_from_json(const JsonReader& r, const JsonReader& layout) {
+  if (!r.json().is_object()) r.fail("expected an object");
+  Job job;
+  const JsonReader model = r["model"];
+  job.model_source = model.has("source") ? model["source"].as_string() : "";
+  job.shape = shape_from_json(model["shape"]);
+  const JsonReader cluster = r["cluster"];
+  job.cluster.gpu = cluster["gpu"].as_string();
+  if (job.cluster.gpu.empty()) cluster["gpu"].fail("expected a GPU file's name or path");
+  job.cluster.gpus_per_node = static_cast<int>(cluster["gpus_per_node"].as_int(1, INT_MAX));
+  const std::string framework = r["framework"].as_string();
+  const std::optional<Framework> known = framework_from_name(framework);
+  if (!known) r["framework"].fail("expected megatron, torch or deepspeed, got \"" + framework + "\"");
+  job.framework = *known;
+  job.layout = layout_from_json(layout);
+  validate_job(job, job.layout.gpus());
+  return job;
+}
+
+void validate_job(Job& job, int gpus, std::vector<std::string>* notes) {
+  if (job.layout.schedule) {  // a schedule given: one the framework runs
+    const std::string why = schedule_offer_refusal(framework_offer(job.framework), *job.layout.schedule);
+    if (!why.empty()) throw InputError(why);
+  }
+  job.layout = validate_layout(job.shape, job.layout, gpus, job.framework, notes);
+  if (const std::string why = runtime_refusal(framework_offer(job.framework), job.layout); !why.empty()) {
+    throw InputError(why);
+  }
+}
+
+LlmPipeline job_plan(const Job& job, const GpuModel& gpu, const std::string& profile_name) {
+  LlmPipeline pipe = llm_pipeline(job.shape, job.layout, gpu);
+  pipe.plan.profile = profile_name;
+  pipe.plan.layout = layout_to_json(job.layout);
+  pipe.plan.job = job_to_json(job);
+  return pipe;
+}
+
+std::optional<Job> plan_job(const Plan& plan) {
+  if (!plan.job) return std::nullopt;
+  if (!plan.layout) throw InputError(plan.source, "layout", "missing (a version 3 plan's job needs its layout)");
+  auto job = std::make_shared<const Json>(*plan.job);
+  auto layout = std::make_shared<const Json>(*plan.layout);
+  try {
+    return job_from_json(JsonReader(job, job.get(), plan.source, "job"),
+                         JsonReader(layout, layout.get(), plan.source, "layout"));
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (what.rfind(plan.source, 0) == 0) throw;
+    throw InputError(plan.source + ": " + what);  // validate_layout names the field, not the file
+  }
+}
+
+void check_job_gpu(const Job& job, const GpuModel& gpu, const std::string& source) {
+  if (gpu.gpus_per_node() != job.cluster.gpus_per_node) {
+    throw InputError(source, "job.cluster.gpus_per_node",
+                     "the job was planned with " + std::to_string(job.cluster.gpus_per_node) + " GPUs per node, but " +
+                         job.cluster.gpu + " now says " + std::to_string(gpu.gpus_per_node()));
+  }
+}
+
+}  // namespace pipescope

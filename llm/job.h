@@ -1,0 +1,78 @@
+// One LLM-scale training job, the one input every front door evaluates (llm-time,
+// llm-memory, llm-plan's candidates, `simulate --plan` of a version 3 plan): the model (a
+// transformer shape and where it came from), the cluster (a GPU file by name or path, and
+// its node size), the layout (schedule included) and the framework. evaluate_job is the one
+// function from a Job to its prediction: the step (llm/step_time.h, ZeRO traffic included)
+// and each pipeline rank's memory per GPU by kind (llm/memory.h). Invariant: a Job written
+// into a plan file (job_plan) and read back (plan_job) is the same job, so it evaluates to
+// the identical step_ns and the identical bytes of each kind on each rank.
+//   Job job{shape, "profiles/hf/llama-3-70b.json", {"h100-sxm", 8}, layout, Framework::Megatron};
+//   JobReport r = evaluate_job(job, gpu);  // r.time.step_ns, r.memory.stages[k].activation_bytes
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.h"
+#include "core/plan.h"
+#include "llm/gpu_model.h"
+#include "llm/layout.h"
+#include "llm/layout_check.h"
+#include "llm/memory.h"
+#include "llm/step_time.h"
+
+namespace pipescope {
+
+// The hardware a job runs on: the GPU file (profiles/gpus/NAME.json, or a path) as the user
+// named it, and its GPUs per node as it was when the job was planned (a reader checks the
+// file still says so). The GPU count is the layout's t x cp x d x p.
+struct JobCluster {
+  std::string gpu;
+  int gpus_per_node = 0;
+};
+
+struct Job {
+  TransformerShape shape;    // vocabulary padded for layout.t (what is evaluated)
+  std::string model_source;  // the Hugging Face config.json it came from; "" for Megatron's model flags
+  JobCluster cluster;
+  ParallelLayout layout;     // validated for its GPUs and framework, the framework's overlap set
+  Framework framework = Framework::Megatron;
+};
+
+struct JobReport {
+  StepTime time;             // time.step_ns: pipeline + data-parallel tail + embedding sync + ZeRO traffic
+  LlmMemory memory;          // per pipeline rank, per GPU, by kind (bytes)
+};
+
+// The one check of a job, whoever built it (flags, a plan file): the schedule is one the
+// framework runs, validate_layout for `gpus` GPUs (the layout replaced by its validated
+// form; `notes` gets what Megatron would change), the framework's runtime takes it.
+// Throws InputError.
+void validate_job(Job& job, int gpus, std::vector<std::string>* notes = nullptr);
+
+// `walked`: llm_memory's cached in-flight counts (the search has them), or nullptr.
+JobReport evaluate_job(const Job& job, const GpuModel& gpu, const InFlight* walked = nullptr);
+
+// The plan llm-plan --out writes for the job: the pipeline llm/step_time.h simulates
+// (stages, schedule, and the profile it names, here `profile_name`), the layout
+// ("layout") and the rest of the job ("job"): a version 3 plan.
+LlmPipeline job_plan(const Job& job, const GpuModel& gpu, const std::string& profile_name);
+// The job of a version 3 plan (nullopt for a plan without one: v1, v2). Throws InputError
+// naming the file and the JSON path of a bad field.
+std::optional<Job> plan_job(const Plan& plan);
+// The "job" object of a version 3 plan (the layout is the plan's "layout"): {"model":
+// {"source", "shape"}, "cluster": {"gpu", "gpus_per_node"}, "framework"}.
+Json job_to_json(const Job& job);
+Job job_from_json(const JsonReader& job, const JsonReader& layout);
+Json shape_to_json(const TransformerShape& shape);
+// One pipeline rank's memory per GPU by kind: {"rank", "parameter_bytes", "gradient_bytes",
+// "optimizer_bytes", "activation_bytes", "total_bytes"} (llm-plan --json, simulate --plan --json).
+Json rank_memory_to_json(const RankMemory& memory);
+TransformerShape shape_from_json(const JsonReader& reader);
+
+// What a cluster file must still say: throws InputError naming `source` when the GPU file's
+// node size is not the job's.
+void check_job_gpu(const Job& job, const GpuModel& gpu, const std::string& source);
+
+}  // namespace pipescope

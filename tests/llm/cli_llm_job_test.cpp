@@ -1,0 +1,132 @@
+// Issue #37's job through every front door of the binary: Llama-3-70B
+// (profiles/hf/llama-3-70b.json), 64 H100s (8 per node), 512 sequences of 4096. The plan
+// `llm-plan --out` writes is simulated alone (`simulate --plan`, no other flag) and gives
+// llm-plan's step_ns and per-rank bytes by kind; `export --to megatron` of it writes the
+// memory-relevant flags, which llm-memory and llm-time read back to llm-plan's peak and
+// step. The expected numbers are llm-plan's own (the other front door they must equal);
+// today the Megatron winner is t 4 sp cp 4 p 4 v 2 b 2 M 256, distributed optimizer:
+// 33.416 s, 69.04 GiB (docs/llm-scale.md).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/json_reader.h"
+#include "tests/support/cli_run.h"
+
+namespace pipescope {
+namespace {
+
+using testing::run_cli;
+
+// The model; the export writes --seq-length 4096 itself.
+const std::string kHf = "--hf-config " + std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/hf/llama-3-70b.json";
+const std::string kJob = "llm-plan --gpu h100-sxm --gpus 64 --global-batch-size 512 --seq-length 4096 " + kHf;
+
+struct Planned {
+  Json best;      // llm-plan --json's best[0]
+  std::string plan;  // its --out
+};
+
+Planned plan(const std::string& flags, const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "llm_job_" + name;
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/plan.json";
+  const auto r = run_cli(kJob + " " + flags + " --top 1 --json --out " + out);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return {Json::parse(r.out)["best"][0], out};
+}
+
+Json run_json(const std::string& args) {
+  const auto r = run_cli(args + " --json");
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
+  return Json::parse(r.out);
+}
+
+// The export's flags on one line (comments dropped).
+std::string megatron_flags(const std::string& plan_path) {
+  const auto r = run_cli("export --plan " + plan_path + " --to megatron");
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::string flags;
+  std::size_t start = 0;
+  while (start < r.out.size()) {
+    std::size_t end = r.out.find('\n', start);
+    if (end == std::string::npos) end = r.out.size();
+    std::string line = r.out.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    while (!line.empty() && (line.back() == '\\' || line.back() == ' ')) line.pop_back();
+    flags += " " + line;
+  }
+  return flags;
+}
+
+void expect_same_ranks(const Json& got, const Json& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    for (const char* kind : {"parameter_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes"}) {
+      EXPECT_EQ(got[k][kind], want[k][kind]) << "rank " << k << " " << kind;
+    }
+  }
+}
+
+TEST(CliLlmJob, MegatronPlanSimulatesExportsAndReadsBackToLlmPlansNumbers) {
+  const Planned p = plan("--framework megatron", "megatron");
+  const Json sim = run_json("simulate --plan " + p.plan);
+  EXPECT_EQ(sim["format"], "pipescope.job_prediction");
+  EXPECT_EQ(sim["step_ns"], p.best["step_ns"]);
+  expect_same_ranks(sim["ranks"], p.best["ranks"]);
+  EXPECT_EQ(sim["peak_bytes"], p.best["peak_bytes"]);
+
+  const std::string flags = megatron_flags(p.plan);
+  if (p.best["layout"]["sharding"] != "none") {
+    EXPECT_NE(flags.find("--use-distributed-optimizer"), std::string::npos) << flags;
+  }
+  const Json mem = run_json("llm-memory " + kHf + " --gpus 64" + flags);
+  EXPECT_EQ(mem["peak_bytes"], p.best["peak_bytes"]);
+  expect_same_ranks(mem["stages"], p.best["ranks"]);
+  const Json time = run_json("llm-time --gpu h100-sxm " + kHf + " --gpus 64" + flags);
+  EXPECT_EQ(time["step_ns"], p.best["step_ns"]);
+}
+
+// 27 GB per GPU leaves full recompute the winner (t 4 sp p 16, 27.1 GB): the export writes
+// Megatron's full-recompute flags (granularity, uniform method, 1 layer), which read back
+// to the planned peak.
+TEST(CliLlmJob, RecomputeIsExportedAndReadsBackToThePlannedPeak) {
+  const Planned p = plan("--framework megatron --memory-gb 30", "recompute");
+  ASSERT_EQ(p.best["layout"]["recompute"], "full");
+  const std::string flags = megatron_flags(p.plan);
+  EXPECT_NE(flags.find("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"),
+            std::string::npos) << flags;
+  const Json mem = run_json("llm-memory " + kHf + " --gpus 64" + flags);
+  EXPECT_EQ(mem["peak_bytes"], p.best["peak_bytes"]);
+  const Json sim = run_json("simulate --plan " + p.plan);
+  EXPECT_EQ(sim["step_ns"], p.best["step_ns"]);
+}
+
+// The torch winner (ZeRO-2 or -3 with zb-v today, 73.9 GB): simulate --plan counts its
+// sharded bytes as llm-plan does, so --require-fit passes (issue #37: 104.9 GiB, exit 4).
+TEST(CliLlmJob, TorchPlanFitsThroughSimulateAsItFitInTheSearch) {
+  const Planned p = plan("--framework torch", "torch");
+  const Json sim = run_json("simulate --require-fit --plan " + p.plan);
+  EXPECT_EQ(sim["step_ns"], p.best["step_ns"]);
+  expect_same_ranks(sim["ranks"], p.best["ranks"]);
+  ASSERT_EQ(sim["gates"].size(), 1U);
+  EXPECT_EQ(sim["gates"][0]["passed"], true);
+  // llm-memory --plan with no model flag takes the whole job, framework included.
+  const Json mem = run_json("llm-memory --plan " + p.plan);
+  EXPECT_EQ(mem["framework"], "torch");
+  EXPECT_EQ(mem["peak_bytes"], p.best["peak_bytes"]);
+  expect_same_ranks(mem["stages"], p.best["ranks"]);
+}
+
+// A flag beside a plan that holds its whole job contradicts it: exit 2, naming both.
+TEST(CliLlmJob, FlagsBesideAJobPlanNameTheFlagAndTheFile) {
+  const Planned p = plan("--framework megatron", "flags");
+  const auto r = run_cli("simulate --plan " + p.plan + " --microbatches 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--microbatches: " + p.plan + " holds the whole job"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace pipescope
