@@ -2,6 +2,7 @@
 // names the flag and the numbers so that a user can fix the command line.
 #include "llm/layout_check.h"
 
+#include <limits>
 #include <numeric>
 
 #include "core/error.h"
@@ -177,8 +178,12 @@ std::optional<Framework> framework_from_name(const std::string& name) {
 }
 
 int default_ffn_hidden(int hidden, bool swiglu) {
-  if (!swiglu) return 4 * hidden;
-  return static_cast<int>((4.0 * hidden * 2 / 3) / 64) * 64;
+  // 4 h overflows an int past h = 2^29: such a shape is refused here, before any count uses it.
+  const int64_t ffn = swiglu ? static_cast<int64_t>((4.0 * hidden * 2 / 3) / 64) * 64 : int64_t{4} * hidden;
+  if (ffn > std::numeric_limits<int>::max())
+    throw InputError("hidden size " + std::to_string(hidden) + ": the default FFN width (" + std::to_string(ffn) +
+                     ") exceeds 2^31 - 1; give the FFN width or a smaller hidden size");
+  return static_cast<int>(ffn);
 }
 
 int padded_vocabulary(int vocabulary, int t, int divisible_by) {

@@ -6,6 +6,7 @@
 // step. The expected numbers are llm-plan's own (the other front door they must equal);
 // today the Megatron winner is t 4 sp cp 4 p 4 v 2 b 2 M 256, distributed optimizer:
 // 33.416 s, 69.04 GiB (docs/llm-scale.md).
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -28,19 +29,23 @@ struct Planned {
   std::string plan;  // its --out
 };
 
+// run_cli merges stderr into the output: a search that runs past a second (under the
+// sanitizers) prints its progress line there first. The JSON object starts at the first '{'.
+Json json_of(const std::string& out) { return Json::parse(out.substr(std::min(out.find('{'), out.size()))); }
+
 Planned plan(const std::string& flags, const std::string& name) {
   const std::string dir = ::testing::TempDir() + "llm_job_" + name;
   std::filesystem::create_directories(dir);
   const std::string out = dir + "/plan.json";
   const auto r = run_cli(kJob + " " + flags + " --top 1 --json --out " + out);
   EXPECT_EQ(r.code, 0) << r.out;
-  return {Json::parse(r.out)["best"][0], out};
+  return {json_of(r.out)["best"][0], out};
 }
 
 Json run_json(const std::string& args) {
   const auto r = run_cli(args + " --json");
   EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
-  return Json::parse(r.out);
+  return json_of(r.out);
 }
 
 // The export's flags on one line (comments dropped).

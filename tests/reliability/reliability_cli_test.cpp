@@ -46,7 +46,7 @@ TEST(ReliabilityCli, AbsurdCountsExitTwoNamingTheFlag) {
   expect_bad_input(dir, "simulate --profile " + kToy + " -K 2 -M 4 --microbatch-size -4", "--microbatch-size");
   expect_bad_input(dir, "simulate --profile " + kToy + " -K 2 -M 2000000 --trace t.json", "--trace");
   expect_bad_input(dir, "profile synth --kind uniform --layers 10000000", "--layers: expected 1 to 1000000");
-  expect_bad_input(dir, "profile synth --hidden 2000000000 --heads 1 --layers 1", "2^50");
+  expect_bad_input(dir, "profile synth --hidden 2000000000 --heads 1 --layers 1", "the default FFN width (8000000000) exceeds 2^31 - 1");
   expect_bad_input(dir, "profile synth --kind uniform --batch-sizes 4,2", "--batch-sizes");
   expect_bad_input(dir, "simulate --profile " + kToy + " -K 2 -M 4 --bogus", "--bogus");
 }
