@@ -42,6 +42,10 @@ Json shape_to_json(const TransformerShape& s) {
           {"tied_embeddings", s.tied_embeddings},
           {"rms_norm", s.rms_norm},
           {"qkv_bias", s.qkv_bias},
+          {"output_bias", s.output_bias},
+          {"mlp_bias", s.mlp_bias},
+          {"learned_positions", s.learned_positions},
+          {"embedding_dropout", s.embedding_dropout},
           {"kv_channels", s.kv_channels},
           {"experts", s.experts},
           {"moe_topk", s.moe_topk},
@@ -66,6 +70,10 @@ TransformerShape shape_from_json(const JsonReader& r) {
   s.tied_embeddings = read_flag(r, "tied_embeddings", s.tied_embeddings);
   s.rms_norm = read_flag(r, "rms_norm", s.rms_norm);
   s.qkv_bias = read_flag(r, "qkv_bias", s.qkv_bias);
+  s.output_bias = read_flag(r, "output_bias", s.output_bias);
+  s.mlp_bias = read_flag(r, "mlp_bias", s.mlp_bias);
+  s.learned_positions = read_flag(r, "learned_positions", s.learned_positions);
+  s.embedding_dropout = read_flag(r, "embedding_dropout", s.embedding_dropout);
   s.kv_channels = read_count(r, "kv_channels", 0);
   s.experts = read_count(r, "experts", 0);
   s.moe_topk = read_count(r, "moe_topk", 0);
