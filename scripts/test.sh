@@ -5,10 +5,16 @@
 # the Python bridge's pytest suite, then the suites again under the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's wall time goes to the log, so a slow CI run says where its minutes went.
+t0=$(date +%s)
+stamp() { echo "== test.sh: $1 done at +$(( $(date +%s) - t0 )) s =="; }
 bash scripts/install-deps.sh
+stamp install-deps
 bash scripts/build.sh
+stamp build
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 300
+stamp ctest
 # The Python suite waits on subprocesses and torch's gloo more than it computes (12 min
 # wall, 6 min CPU here): it runs beside the sanitizer build instead of before it, its
 # output kept and printed when both are done.
@@ -21,8 +27,10 @@ export CCACHE_DIR="${CCACHE_DIR:-$HOME/.ccache}" CCACHE_BASEDIR="${CCACHE_BASEDI
        CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 sanitize_rc=0
 bash scripts/sanitize.sh || sanitize_rc=$?
+stamp "the sanitizer pass"
 pytest_rc=0
 wait "$pytest_pid" || pytest_rc=$?
+stamp pytest
 echo "== the Python bridge's pytest suite (ran beside the sanitizer pass) =="
 cat "$pylog"
 rm -f "$pylog"
