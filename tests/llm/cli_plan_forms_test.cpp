@@ -20,6 +20,7 @@
 namespace pipescope {
 namespace {
 
+using testing::expect_refused;
 using testing::run_cli;
 
 const std::string kSrc = PIPESCOPE_SOURCE_DIR;
@@ -103,12 +104,6 @@ INSTANTIATE_TEST_SUITE_P(Jobs, PlanWithAModel, ::testing::ValuesIn(kJobs),
 
 const std::string kModel = "plan --gpu h100-sxm" + hf("llama-3-8b") + " --seq-length 4096 --gpus 16 --global-batch-size 64";
 const std::string kProfile = "plan --profile " + kSrc + "/profiles/gpt-tiny-cpu.json";
-
-void expect_refused(const std::string& args, const std::string& message) {
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
-  EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
-}
 
 TEST(PlanForms, AModelGivenTwiceOrNotAtAllIsRefusedNamingTheFlags) {
   expect_refused(kModel + " --profile " + kSrc + "/profiles/gpt-tiny-cpu.json",
