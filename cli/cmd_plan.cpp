@@ -56,14 +56,18 @@ struct SearchArgs {
 };
 
 // `sweep` has only this form; `plan` checks --profile, --devices and --batch itself (see
-// profile_form) and declares --framework among the flags its two forms share.
+// model_form and run_profile_plan) and declares --framework among the flags its two forms share.
 void add_search_options(CLI::App* cmd, SearchArgs& a, bool sweep) {
   CLI::Option* profile = cmd->add_option("--profile", a.profile_path, "Profile file (pipescope.profile)");
   cmd->add_option("--hardware", a.hardware_path,
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
   CLI::Option* devices = cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)");
   CLI::Option* batch = cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors");
-  if (sweep) profile->required(), devices->required(), batch->required();
+  if (sweep) {
+    profile->required();
+    devices->required();
+    batch->required();
+  }
   cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated (zb-auto: its order searched per candidate under the largest cap that fits)")->capture_default_str();
   cmd->add_flag("--allow-async", a.allow_async,
                 "Also consider the asynchronous schedules pipedream and 2bw (no flush, stale weights: they change "
