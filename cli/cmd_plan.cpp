@@ -173,6 +173,11 @@ SearchRequest make_request(const SearchArgs& a) {
   // Without --offload a candidate that does not fit tries selective, then all offload (when
   // the hardware file has a host_link); --offload none keeps every plan's stash on the device.
   q.consider_offload = a.offload.empty();
+  if (!a.framework.empty()) {  // what the framework cannot run is neither offered nor taken (llm/framework.h)
+    const std::string why = activation_offload_refusal(*framework_from_name(a.framework));
+    if (q.offload.active()) throw InputError("--offload: --framework " + a.framework + " cannot run it: " + why);
+    q.consider_offload = false;
+  }
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = parse_partition_kind(a.partition);
   q.threads = a.threads;
