@@ -177,6 +177,14 @@ SearchRequest make_request(const SearchArgs& a) {
     const std::string why = activation_offload_refusal(*framework_from_name(a.framework));
     if (q.offload.active()) throw InputError("--offload: --framework " + a.framework + " cannot run it: " + why);
     q.consider_offload = false;
+    // Its static memory is the framework's mixed-precision Adam (llm/layout.h's recipes:
+    // 18 bytes per 2-byte weight, 16 per fp32 one), as the job it exports keeps at launch,
+    // not the planner's default 8 (the optimizer is not sharded: r copies keep it all).
+    const std::optional<PrecisionRecipe> recipe =
+        q.profile.dtype == "fp32" ? std::optional(PrecisionRecipe::Fp32)
+        : q.profile.dtype == "bf16" || q.profile.dtype == "fp16" ? std::optional(PrecisionRecipe::Bf16Mixed)
+                                                                   : std::nullopt;
+    if (recipe) q.optimizer_state_factor = optimizer_state_factor(precision_of(*recipe));
   }
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = parse_partition_kind(a.partition);

@@ -65,4 +65,8 @@ Precision precision_of(PrecisionRecipe recipe) {
   return {};
 }
 
+double optimizer_state_factor(const Precision& precision) {
+  return static_cast<double>(precision.gradient_bytes + precision.optimizer_bytes) / precision.parameter_bytes - 1.0;
+}
+
 }  // namespace pipescope

@@ -82,6 +82,11 @@ enum class PrecisionRecipe : uint8_t { Bf16Mixed, Fp32, Fp8Params };
 std::string to_string(PrecisionRecipe recipe);  // "bf16-mixed", "fp32", "fp8-params"
 std::optional<PrecisionRecipe> precision_recipe_from_name(const std::string& name);
 Precision precision_of(PrecisionRecipe recipe);
+// A recipe's bytes as a profile's static memory counts them (core/plan.h: parameter bytes
+// x (2 + optimizer_state_factor), the weights and their gradients at the weights' width):
+// (gradient + optimizer) / parameter - 1, so 18 bytes per 2-byte weight is 7 (the
+// default 2 keeps 8).
+double optimizer_state_factor(const Precision& precision);
 
 struct ParallelLayout {
   int t = 1;

@@ -11,6 +11,7 @@
 #include "core/json_reader.h"
 #include "core/plan.h"
 #include "llm/framework.h"
+#include "llm/layout.h"
 #include "llm/layout_search.h"
 #include "llm/plan_layout.h"
 #include "tests/support/cli_run.h"
@@ -231,6 +232,35 @@ TEST(CliPlanFramework, KeepsOnlyTheFrameworksSchedules) {
   const auto bad = run_cli(plan + "jax");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("--framework: expected megatron, torch or deepspeed"), std::string::npos) << bad.out;
+}
+
+// `plan --framework` on a bf16 profile counts the framework's mixed-precision Adam: 18
+// bytes per parameter (2 weights + 4 gradients + 12 optimizer state, Megatron-LM's --bf16;
+// llm/layout.h's recipe), i.e. 9 x the profile's 2-byte parameter bytes, written in the plan
+// (optimizer.state_bytes_per_parameter_byte = 16 / 2 - 1 = 7) so that `simulate --plan`
+// keeps it: each position's static bytes are 9 x its weight bytes, against 4 x without
+// --framework (the planner's default 8 bytes per 2-byte weight).
+TEST(CliPlanFramework, CountsTheFrameworksBytesPerParameter) {
+  EXPECT_EQ(optimizer_state_factor(precision_of(PrecisionRecipe::Bf16Mixed)), 7.0);  // (4 + 12) / 2 - 1
+  EXPECT_EQ(optimizer_state_factor(precision_of(PrecisionRecipe::Fp32)), 2.0);       // (4 + 8) / 4 - 1
+  EXPECT_EQ(optimizer_state_factor(precision_of(PrecisionRecipe::Fp8Params)), 15.0); // (4 + 12) / 1 - 1
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "pipescope_plan_framework_bytes";
+  std::filesystem::create_directories(dir);
+  const std::string src = PIPESCOPE_SOURCE_DIR, hardware = src + "/profiles/gpus/h200.json";
+  for (const auto& [framework, per_weight_byte] : {std::pair<std::string, int64_t>{"megatron", 9}, {"", 4}}) {
+    const std::string out = (dir / ("plan-" + (framework.empty() ? std::string("none") : framework) + ".json")).string();
+    const auto made = run_cli("plan --profile " + src + "/profiles/gpt-13b-h200.json --hardware " + hardware +
+                              " -D 8 -N 64 --top 1 -o " + out + (framework.empty() ? "" : " --framework " + framework));
+    ASSERT_EQ(made.code, 0) << made.out;
+    const auto sim = run_cli("simulate --plan " + out + " --hardware " + hardware + " --json");
+    ASSERT_EQ(sim.code, 0) << sim.out;
+    const Json j = Json::parse(sim.out);
+    for (const Json& st : j["stages"]) {
+      EXPECT_EQ(st["static_bytes"].get<int64_t>(), per_weight_byte * st["weight_bytes"].get<int64_t>())
+          << framework << ": " << st.dump();
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
