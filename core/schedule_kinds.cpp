@@ -174,7 +174,7 @@ std::string microbatch_refusal(ScheduleKind kind, int K, int M, const std::strin
     case MicrobatchRule::TwicePositions:
       if (M >= 2 * K) return "";
       return to_string(kind) + " needs at least 2" + k + " = " + std::to_string(2 * K) +
-             " micro-batches (2 per pipeline position, DualPipe's num_chunks >= num_ranks * 2)" + got;
+             " micro-batches (M >= 2" + k + ", DualPipe's num_chunks >= num_ranks * 2)" + got;
     case MicrobatchRule::Positions:
       if (M >= K) return "";
       return to_string(kind) + " needs at least as many micro-batches per step as pipeline stages (M >= " + k +

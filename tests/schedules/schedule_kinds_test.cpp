@@ -121,8 +121,8 @@ TEST(ScheduleKinds, MicrobatchRefusalsNameTheRule) {
             "the interleaved schedule needs M to be a multiple of the number of stages K (Megatron-LM's rule); "
             "got M = 6, K = 4");
   EXPECT_EQ(microbatch_refusal(ScheduleKind::DualPipeV, 4, 7, "p"),
-            "dualpipev needs at least 2p = 8 micro-batches (2 per pipeline position, DualPipe's num_chunks >= "
-            "num_ranks * 2); got M = 7, p = 4");
+            "dualpipev needs at least 2p = 8 micro-batches (M >= 2p, DualPipe's num_chunks >= num_ranks * 2); "
+            "got M = 7, p = 4");
   EXPECT_EQ(microbatch_refusal(ScheduleKind::InterleavedZeroBubble, 4, 9),
             "interleaved-zb needs M to be a multiple of its rounds max(1, M / K) (ScheduleInterleavedZeroBubble's "
             "rule); got M = 9, K = 4, rounds = 2");
