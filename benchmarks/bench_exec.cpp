@@ -125,9 +125,9 @@ int main(int argc, char** argv) {
       c.microbatches = M;
       c.microbatch_size = microbatch_size;
       c.schedule = parse_schedule_kind(name);
-      c.chunks = c.schedule == ScheduleKind::Interleaved ? 2 : 1;
+      c.chunks = required_chunks(c.schedule) == 0 ? 2 : 1;  // interleaved: 2 chunks
       c.profile_path = profile_path;
-      if (c.schedule == ScheduleKind::Interleaved && M % K != 0) continue;
+      if (!microbatch_refusal(c.schedule, K, M).empty()) continue;  // interleaved: M a multiple of K
       Plan plan = make_plan(profile, c).plan;
       Schedule schedule = schedule_for(plan);
       Hardware hw = Hardware::ideal(K);

@@ -70,8 +70,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a, bool sweep) {
   }
   cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated (zb-auto: its order searched per candidate under the largest cap that fits)")->capture_default_str();
   cmd->add_flag("--allow-async", a.allow_async,
-                "Also consider the asynchronous schedules pipedream and 2bw (no flush, stale weights: they change "
-                "training semantics); ranked by their steady-state step");
+                "Also consider the asynchronous schedules " + schedule_kind_names(asynchronous_kind) +
+                    " (no flush, stale weights: they change training semantics); ranked by their steady-state step");
   cmd->add_option("--optimizer-step", a.optimizer_step,
                   "synchronized | post-validation (each stage steps after its own last W or B and runs on into the "
                   "next step: candidates ranked by their steady-state step over several steps)")
@@ -144,8 +144,8 @@ SearchRequest make_request(const SearchArgs& a) {
     }
     q.schedules.push_back(kind);
   }
-  for (ScheduleKind kind : {ScheduleKind::PipeDream, ScheduleKind::PipeDream2BW}) {
-    if (a.allow_async && std::find(q.schedules.begin(), q.schedules.end(), kind) == q.schedules.end()) {
+  for (ScheduleKind kind : schedule_kinds()) {
+    if (a.allow_async && is_asynchronous(kind) && std::find(q.schedules.begin(), q.schedules.end(), kind) == q.schedules.end()) {
       q.schedules.push_back(kind);
     }
   }

@@ -83,7 +83,11 @@ void read_schedule(const JsonReader& r, Plan& p) {
     }
     const int need = required_chunks(p.schedule);  // 0: any (interleaved)
     p.chunks = schedule.has("chunks") ? static_cast<int>(schedule["chunks"].as_int(1, 64)) : std::max(need, 1);
-    if (need == 1 && p.chunks > 1) schedule["chunks"].fail("only the interleaved schedule takes more than 1 chunk");
+    if (need == 1 && p.chunks > 1) {
+      schedule["chunks"].fail("only " +
+                              schedule_kind_names([](const ScheduleKindInfo& k) { return k.chunks == ChunkRule::Looped; }) +
+                              " take more than 1 chunk");
+    }
     if (need == 2 && p.chunks != 2) {
       schedule["chunks"].fail(to_string(p.schedule) + " holds 2 chunks per device (V-shape)");
     }

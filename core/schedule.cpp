@@ -1,5 +1,6 @@
-// Schedule vocabulary: names of the kinds and ops, the Schedule's accessors, the spec
-// check every generator runs first, and the validator. The generators live in
+// Schedule vocabulary: names of the ops, the Schedule's accessors, the spec
+// check every generator runs first (each kind's rules read from core/schedule_kinds.h),
+// and the validator. The generators live in
 // core/schedules/ (one file per family), the text diagram in core/schedule_diagram.cpp.
 // Invariant: validate_schedule accepts exactly the schedules whose per-device lists,
 // walked with the needs of core/op_rules.h, always make progress.
@@ -12,63 +13,6 @@
 #include "core/schedule_walk.h"
 
 namespace pipescope {
-
-std::string to_string(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::GPipe: return "gpipe";
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved: return "interleaved";
-    case ScheduleKind::ZeroBubbleH1: return "zb-h1";
-    case ScheduleKind::ZeroBubbleH2: return "zb-h2";
-    case ScheduleKind::ZeroBubbleV: return "zb-v";
-    case ScheduleKind::DualPipeV: return "dualpipev";
-    case ScheduleKind::ZeroBubbleAuto: return "zb-auto";
-    case ScheduleKind::LoopedBFS: return "looped-bfs";
-    case ScheduleKind::InterleavedZeroBubble: return "interleaved-zb";
-    case ScheduleKind::VMin: return "v-min";
-    case ScheduleKind::VHalf: return "v-half";
-    case ScheduleKind::VZeroBubble: return "v-zb";
-    case ScheduleKind::PipeDream: return "pipedream";
-    case ScheduleKind::PipeDream2BW: return "2bw";
-  }
-  return "?";
-}
-
-ScheduleKind parse_schedule_kind(const std::string& name) {
-  if (name == "gpipe") return ScheduleKind::GPipe;
-  if (name == "1f1b") return ScheduleKind::OneFOneB;
-  if (name == "interleaved") return ScheduleKind::Interleaved;
-  for (ScheduleKind k : schedule_kinds()) {
-    if (name == to_string(k)) return k;
-  }
-  throw InputError("unknown schedule \"" + name + "\" (expected " + schedule_kind_names(", ") + ")");
-}
-
-const std::vector<ScheduleKind>& schedule_kinds() {
-  static const std::vector<ScheduleKind> kinds = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                                  ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1,
-                                                  ScheduleKind::ZeroBubbleH2, ScheduleKind::ZeroBubbleV,
-                                                  ScheduleKind::DualPipeV, ScheduleKind::ZeroBubbleAuto,
-                                                  ScheduleKind::LoopedBFS, ScheduleKind::InterleavedZeroBubble,
-                                                  ScheduleKind::VMin, ScheduleKind::VHalf,
-                                                  ScheduleKind::VZeroBubble, ScheduleKind::PipeDream,
-                                                  ScheduleKind::PipeDream2BW};
-  return kinds;
-}
-
-std::vector<ScheduleKind> default_search_schedules() {
-  std::vector<ScheduleKind> out;
-  for (ScheduleKind k : schedule_kinds()) {
-    if (!is_asynchronous(k)) out.push_back(k);
-  }
-  return out;
-}
-
-std::string schedule_kind_names(const std::string& separator) {
-  std::string out;
-  for (ScheduleKind k : schedule_kinds()) out += (out.empty() ? "" : separator) + to_string(k);
-  return out;
-}
 
 std::string to_string(OpKind kind) {
   switch (kind) {
@@ -133,30 +77,6 @@ bool Schedule::has_split_backward() const {
   return false;
 }
 
-std::vector<int> stage_position_map(ScheduleKind kind, int devices, int chunks) {
-  std::vector<int> map(static_cast<std::size_t>(devices) * chunks);
-  const bool v_shape = required_chunks(kind) == 2 && chunks == 2;  // stages d and 2K-1-d on device d
-  for (std::size_t st = 0; st < map.size(); ++st) {
-    const int s = static_cast<int>(st);
-    map[st] = v_shape && s >= devices ? 2 * devices - 1 - s : s % devices;
-  }
-  return map;
-}
-
-int required_chunks(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::Interleaved:
-    case ScheduleKind::LoopedBFS:
-    case ScheduleKind::InterleavedZeroBubble: return 0;
-    case ScheduleKind::ZeroBubbleV:
-    case ScheduleKind::DualPipeV:
-    case ScheduleKind::VMin:
-    case ScheduleKind::VHalf:
-    case ScheduleKind::VZeroBubble: return 2;
-    default: return 1;
-  }
-}
-
 std::size_t Schedule::num_ops() const {
   std::size_t n = 0;
   for (const auto& ops : position_ops) n += ops.size();
@@ -180,28 +100,29 @@ void check_schedule_spec(const ScheduleSpec& spec) {
   }
   if (spec.chunks < 1) throw InputError("chunks: expected at least 1, got " + std::to_string(spec.chunks));
   if (spec.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(spec.steps));
-  if (spec.steps > 1 && !is_asynchronous(spec.kind)) {
-    throw InputError("--steps: only the asynchronous schedules (pipedream, 2bw) run several steps in one op list; " +
-                     to_string(spec.kind) + " flushes after every step");
+  const ScheduleKindInfo& kind = schedule_kind(spec.kind);
+  if (spec.steps > 1 && !asynchronous_kind(kind)) {
+    throw InputError("--steps: only the asynchronous schedules (" + schedule_kind_names(asynchronous_kind) +
+                     ") run several steps in one op list; " + to_string(spec.kind) + " flushes after every step");
   }
-  const int need = required_chunks(spec.kind);
-  if (need == 1 && spec.chunks != 1) {
-    throw InputError("chunks: only interleaved, looped-bfs and interleaved-zb take more than 1 chunk per device");
+  if (kind.chunks == ChunkRule::One && spec.chunks != 1) {
+    throw InputError("chunks: only " +
+                     schedule_kind_names([](const ScheduleKindInfo& k) { return k.chunks == ChunkRule::Looped; }) +
+                     " take more than 1 chunk per device");
   }
-  if (need == 2 && spec.chunks != 2) {
+  if (kind.chunks == ChunkRule::VShape && spec.chunks != 2) {
     throw InputError("chunks: " + to_string(spec.kind) + " holds 2 chunks per device (V-shape), got " +
                      std::to_string(spec.chunks));
   }
-  int64_t per_pair = spec.kind == ScheduleKind::GPipe || spec.kind == ScheduleKind::OneFOneB ||
-                             spec.kind == ScheduleKind::Interleaved || spec.kind == ScheduleKind::LoopedBFS ||
-                             is_asynchronous(spec.kind)
-                         ? 2
-                         : 3;
+  int64_t per_pair = kind.split_backward ? 3 : 2;
   if (spec.recompute) ++per_pair;
   int64_t ops = per_pair * spec.positions * spec.chunks * static_cast<int64_t>(spec.microbatches) * spec.steps;
   if (ops > kMaxScheduleOps) {
     throw InputError("schedule would hold " + std::to_string(ops) + " ops; the limit is " +
                      std::to_string(kMaxScheduleOps) + " (reduce stages or microbatches)");
+  }
+  if (const std::string why = microbatch_refusal(spec.kind, spec.positions, spec.microbatches); !why.empty()) {
+    throw InputError("microbatches: " + why);
   }
 }
 

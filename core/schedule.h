@@ -5,8 +5,9 @@
 // for, charges and frees in memory, costs and sends is stated once, in
 // core/op_rules.h; nothing here or elsewhere restates it. The map may have any shape:
 // Megatron's interleaving puts stage s on device s % K, a V-shape puts stages d and
-// 2K-1-d on device d. Each (stage, micro-batch) runs F, then either B (whole backward)
-// or I then W (split backward), chosen per op; R (recompute) when `recompute` is set.
+// 2K-1-d on device d (each kind's facts: core/schedule_kinds.h). Each (stage,
+// micro-batch) runs F, then either B (whole backward) or I then W (split backward),
+// chosen per op; R (recompute) when `recompute` is set.
 //   Schedule s = make_schedule({ScheduleKind::OneFOneB, 4, 32});
 #pragma once
 
@@ -14,36 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule_kinds.h"
+
 namespace pipescope {
 
-// The built-in generators. A Schedule does not remember which one made it (it keeps
-// a name for reports); its ops say everything else.
-enum class ScheduleKind {
-  GPipe,
-  OneFOneB,
-  Interleaved,
-  ZeroBubbleH1,
-  ZeroBubbleH2,    // zb-h2: 2K-1 micro-batches alive on the first stage, no bubble when F = I = W
-  ZeroBubbleV,     // zb-v: V-shape, 2 chunks per device, 1F1B's activation memory
-  DualPipeV,       // dualpipev: DeepSeek's V-shape, M >= 2K
-  ZeroBubbleAuto,  // zb-auto: a searched order under a cap of alive micro-batches
-  LoopedBFS,       // looped-bfs: breadth-first over v chunks per position (PyTorch's ScheduleLoopedBFS)
-  InterleavedZeroBubble,  // interleaved-zb: ZB1P over v chunks (PyTorch's ScheduleInterleavedZeroBubble)
-  VMin,            // v-min: V-shape, about K/3 micro-batches' activations (controllable memory)
-  VHalf,           // v-half: V-shape, about K/2
-  VZeroBubble,     // v-zb: V-shape, K (1F1B's), the building block of the controllable-memory paper
-  PipeDream,       // pipedream: 1F1B across steps without a flush, weight stashing (asynchronous)
-  PipeDream2BW,    // 2bw: PipeDream-2BW, two weight versions, updates one step late (asynchronous)
-};
-// How a stage's weights change along its op list (core/op_rules.h's WeightVersions
-// states the rules; docs/pipedream.md explains them).
-enum class WeightUpdate : uint8_t {
-  Flush,         // synchronous: gradients accumulate over the step; one optimizer step after its last op
-  Stash,         // PipeDream: each micro-batch's backward updates its stage at once; F stashes the
-                 // version it used so that its backward uses the same one
-  DoubleBuffer,  // PipeDream-2BW: step t runs on version max(t-1, 0); its accumulated gradient
-                 // makes W(t+1) = W(t) - lr g(t) when the stage's last micro-batch of t is done
-};
 enum class OpKind : uint8_t {
   Forward,         // F
   Backward,        // B: input and weight gradients together
@@ -52,17 +27,6 @@ enum class OpKind : uint8_t {
   Recompute,       // R: re-run the stage's forward before its backward
 };
 
-std::string to_string(ScheduleKind kind);   // "gpipe", "1f1b", "interleaved", "zb-h1"
-ScheduleKind parse_schedule_kind(const std::string& name);  // throws InputError
-// Every built-in schedule, in the order --help and the GUI list them.
-const std::vector<ScheduleKind>& schedule_kinds();
-std::string schedule_kind_names(const std::string& separator = " | ");  // "gpipe | 1f1b | ..."
-// What `plan` and `sweep` search by default: every built-in, zb-auto included (its order
-// is searched per plan on its costs, under the largest cap that fits), except the
-// asynchronous ones (plan --allow-async).
-std::vector<ScheduleKind> default_search_schedules();
-// Whether the kind's steps overlap without a flush (pipedream, 2bw): not synchronous SGD.
-bool is_asynchronous(ScheduleKind kind);
 std::string to_string(WeightUpdate update);  // "flush", "stash", "double-buffer"
 std::string to_string(OpKind kind);         // "forward", "backward", ...
 char op_letter(OpKind kind);                // F B I W R (PyTorch's letters; R = recompute)
@@ -152,19 +116,13 @@ Schedule make_2bw(int devices, int microbatches, int steps, bool recompute = fal
 // Steps an asynchronous plan is evaluated over by the planner and the GUI: the first
 // fills the pipeline, the second is steady, the last drains (core/report.h set_step_ends).
 inline constexpr int kAsyncEvaluationSteps = 3;
-// Model chunks per device that `kind` needs: 2 for the V-shapes, 0 when any number
-// (interleaved, looped-bfs, interleaved-zb), else 1.
-int required_chunks(ScheduleKind kind);
-
-// Throws InputError when the spec is out of range (K, M, chunks, too many ops).
+// Throws InputError when the spec is out of range (K, M, chunks, too many ops) or its
+// kind's record (core/schedule_kinds.h) refuses its chunks or micro-batches.
 void check_schedule_spec(const ScheduleSpec& spec);
 
 // The same schedule with re-materialisation: R(s,m) right before the first backward op
 // (B or I) of (s,m) on its device.
 Schedule with_recompute(Schedule schedule);
-
-// The stage -> position map generator `kind` uses for K positions and v chunks.
-std::vector<int> stage_position_map(ScheduleKind kind, int positions, int chunks);
 
 // Throws InputError when an op is missing, duplicated, on the wrong device, a W comes
 // without its I, B and I/W are mixed for one (stage, micro-batch), or the order cannot

@@ -20,10 +20,8 @@ namespace pipescope {
 
 namespace {
 
-bool looped(ScheduleKind kind) {
-  return kind == ScheduleKind::Interleaved || kind == ScheduleKind::LoopedBFS ||
-         kind == ScheduleKind::InterleavedZeroBubble;
-}
+// Any number of chunks per position (core/schedule_kinds.h): the setting's v.
+bool looped(ScheduleKind kind) { return schedule_kind(kind).chunks == ChunkRule::Looped; }
 
 FrontierRow evaluate(const SearchRequest& q, const Profile& listed, const FrontierSetting& setting, ScheduleKind kind,
                      OffloadPolicy policy) {

@@ -231,8 +231,9 @@ int in_flight_chunks(const ParallelLayout& l, int rank) {
     const InFlight f = schedule_in_flight(layout_schedule(l), l.p, l.v, l.microbatches);
     return f.rank_chunks[static_cast<std::size_t>(rank)];
   }
-  const int warmup = l.v == 1 ? l.p - rank - 1 : 2 * (l.p - rank - 1) + (l.v - 1) * l.p;
-  return std::min(warmup + 1, l.microbatches * l.v);
+  // Megatron runs 1F1B with v = 1, its interleaving with v > 1: their records' closed forms.
+  const ScheduleKind kind = l.v == 1 ? ScheduleKind::OneFOneB : ScheduleKind::Interleaved;
+  return schedule_kind(kind).in_flight(l.p, rank, l.v, l.microbatches);
 }
 
 double LlmMemory::peak() const {

@@ -125,8 +125,9 @@ struct LlmMemory {
 LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout, const InFlight* walked = nullptr);
 
 // Chunk-micro-batches rank k keeps at its peak: Megatron's warm-up forwards + 1
-// (1F1B: p - k - 1; interleaved: 2 (p - k - 1) + (v - 1) p), at most M v; other
-// schedules: schedule_in_flight's walked count.
+// (1F1B: p - k - 1; interleaved: 2 (p - k - 1) + (v - 1) p), at most M v, the closed
+// forms of core/schedule_kinds.h's records; other schedules: schedule_in_flight's walked
+// count.
 int in_flight_chunks(const ParallelLayout& layout, int rank);
 
 }  // namespace pipescope

@@ -1,6 +1,7 @@
-// The rules of llm/pipeline_schedule.h: each kind's constraints restate its generator
-// in core/schedules/ (which throws the same refusals), so that the search refuses a
-// layout before building its schedule; the in-flight walk replays make_schedule's lists.
+// The rules of llm/pipeline_schedule.h: each kind's constraints are its record's
+// (core/schedule_kinds.h, which its generator in core/schedules/ checks too), so that the
+// search refuses a layout before building its schedule; the in-flight walk replays
+// make_schedule's lists.
 #include "llm/pipeline_schedule.h"
 
 #include <algorithm>
@@ -27,19 +28,6 @@ const std::vector<ScheduleKind>& timed_schedules() {
   return kinds;
 }
 
-bool schedule_takes_chunks(ScheduleKind kind, int v) {
-  switch (kind) {
-    case ScheduleKind::GPipe:
-    case ScheduleKind::OneFOneB: return v == 1;
-    case ScheduleKind::Interleaved:
-    case ScheduleKind::LoopedBFS: return v > 1;
-    case ScheduleKind::InterleavedZeroBubble: return v >= 1;
-    case ScheduleKind::ZeroBubbleV:
-    case ScheduleKind::DualPipeV: return v == 2;
-    default: return false;
-  }
-}
-
 std::string schedule_refusal(const ParallelLayout& l) {
   const ScheduleKind kind = layout_schedule(l);
   const std::string name = to_string(kind);
@@ -54,40 +42,25 @@ std::string schedule_refusal(const ParallelLayout& l) {
     return "schedule: " + name + " needs a pipeline (--pipeline-model-parallel-size > 1, got " + str(l.p) + ")";
   }
   if (!schedule_takes_chunks(kind, l.v)) {
-    const char* takes = kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB ? "1 chunk per rank (v = 1)"
-                        : kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV
-                            ? "exactly 2 chunks per rank (V-shape, v = 2)"
-                            : "v > 1 chunks per rank (with v = 1 it is 1f1b or gpipe)";
+    const ChunkRule rule = schedule_kind(kind).chunks;
+    const char* takes = rule == ChunkRule::One      ? "1 chunk per rank (v = 1)"
+                        : rule == ChunkRule::VShape ? "exactly 2 chunks per rank (V-shape, v = 2)"
+                                                    : "v > 1 chunks per rank (with v = 1 it is 1f1b or gpipe)";
     return "schedule: " + name + " runs " + takes + ", got v = " + str(l.v);
   }
-  const int M = l.microbatches;
-  if (kind == ScheduleKind::Interleaved && M % l.p != 0) {
-    return "--global-batch-size: the interleaved schedule needs micro-batches per pipeline (" + str(M) +
-           ") to be a multiple of --pipeline-model-parallel-size " + str(l.p);
-  }
-  const int rounds = std::max(1, M / l.p);
-  if (kind == ScheduleKind::InterleavedZeroBubble && M % rounds != 0) {
-    return "--global-batch-size: interleaved-zb needs micro-batches per pipeline (" + str(M) +
-           ") to be a multiple of its rounds max(1, M / p) = " + str(rounds) + " (ScheduleInterleavedZeroBubble's rule)";
-  }
-  if (kind == ScheduleKind::DualPipeV && M < 2 * l.p) {
-    return "--global-batch-size: dualpipev needs at least 2p = " + str(2 * l.p) +
-           " micro-batches per pipeline (DualPipe's num_chunks >= num_ranks * 2), got " + str(M);
+  // M is the micro-batches per pipeline, set by --global-batch-size.
+  if (const std::string why = microbatch_refusal(kind, l.p, l.microbatches, "p"); !why.empty()) {
+    return "--global-batch-size: " + why;
   }
   return "";
 }
-
-bool v_shaped(ScheduleKind kind) { return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV; }
 
 int chunk_rank(const ParallelLayout& l, int chunk) {
   if (v_shaped(layout_schedule(l)) && l.v == 2 && chunk >= l.p) return 2 * l.p - 1 - chunk;
   return chunk % l.p;
 }
 
-bool ends_with_backward_chain(ScheduleKind kind) {
-  return kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB || kind == ScheduleKind::Interleaved ||
-         kind == ScheduleKind::LoopedBFS;
-}
+bool ends_with_backward_chain(ScheduleKind kind) { return !schedule_kind(kind).split_backward; }
 
 InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
   const Schedule s = make_schedule({kind, p, microbatches, v});

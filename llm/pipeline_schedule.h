@@ -1,7 +1,7 @@
 // The pipeline schedule of a ParallelLayout: which kind runs (the layout's, else
-// Megatron-LM's 1f1b / interleaved by v), what each kind asks of v and M (the rules of
-// core/schedules/'s generators, which llm/ calls), where chunk c sits (c % p, or c < p ?
-// c : 2p-1-c for the V-shapes), and how many chunk-micro-batches (and bytes) each rank keeps alive,
+// Megatron-LM's 1f1b / interleaved by v), why a layout cannot run it (in flags' words; the
+// rules on v and M are the kind's record, core/schedule_kinds.h), where chunk c sits (c %
+// p, or c < p ? c : 2p-1-c for the V-shapes), and how many chunk-micro-batches (and bytes) each rank keeps alive,
 // counted on the generator's own op order. Invariant: a layout schedule_refusal accepts
 // builds with make_schedule and simulates; the kinds llm/ times are timed_schedules().
 //   ScheduleKind k = layout_schedule(layout);          // zb-v, or 1f1b by default
@@ -23,24 +23,20 @@ ScheduleKind layout_schedule(const ParallelLayout& layout);
 // interleaved, looped-bfs, interleaved-zb, zb-v, dualpipev.
 const std::vector<ScheduleKind>& timed_schedules();
 
-// Whether the kind can run v chunks per rank (gpipe, 1f1b: v = 1; interleaved,
-// looped-bfs: v > 1; interleaved-zb: any v; zb-v, dualpipev: v = 2).
-bool schedule_takes_chunks(ScheduleKind kind, int v);
-
 // Why the layout cannot run its schedule ("" when it can), naming the field: a kind
-// llm/ does not time, v the kind does not take, M its generator refuses (interleaved:
-// M a multiple of p; interleaved-zb: of max(1, M / p); dualpipev: M >= 2p), p = 1 with
+// llm/ does not time, v the kind does not take (core/schedule_kinds.h's
+// schedule_takes_chunks), M its generator refuses (microbatch_refusal: interleaved M a
+// multiple of p; interleaved-zb of max(1, M / p); dualpipev M >= 2p), p = 1 with
 // anything but 1f1b.
 std::string schedule_refusal(const ParallelLayout& layout);
 
-// Whether the kind's stages are a V (chunk c on rank c < p ? c : 2p-1-c).
-bool v_shaped(ScheduleKind kind);
 // The rank chunk c (0 .. p v - 1, model order) runs on.
 int chunk_rank(const ParallelLayout& layout, int chunk);
 
 // Whether every rank ends with a whole backward (B) whose input gradient runs down
-// through the chunks of ranks r-1 .. 0 of the same micro-batch (gpipe, 1f1b, interleaved,
-// looped-bfs): what the search's lower bound may add as a drain (llm/layout_bound.cpp).
+// through the chunks of ranks r-1 .. 0 of the same micro-batch (the kinds without a split
+// backward: gpipe, 1f1b, interleaved, looped-bfs): what the search's lower bound may add
+// as a drain (llm/layout_bound.cpp).
 bool ends_with_backward_chain(ScheduleKind kind);
 
 // The peaks of alive chunk-micro-batches on the schedule's op order. A chunk-micro-batch

@@ -67,7 +67,9 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
     c.chunks = 2;
   }
   if (c.chunks > 1 && required_chunks(c.schedule) == 1 && c.schedule_file.empty()) {
-    throw InputError("--chunks: only the interleaved schedule takes more than 1 chunk");
+    throw InputError("--chunks: only " +
+                     schedule_kind_names([](const ScheduleKindInfo& k) { return k.chunks == ChunkRule::Looped; }) +
+                     " take more than 1 chunk");
   }
   if (c.replicas < 1) throw InputError("--replicas: expected at least 1, got " + std::to_string(c.replicas));
   Plan plan;

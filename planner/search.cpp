@@ -115,18 +115,6 @@ std::vector<int64_t> divisors(int64_t n) {
 
 }  // namespace
 
-namespace {
-
-// The M each multi-chunk generator takes: interleaved Megatron's multiple of K,
-// interleaved-zb PyTorch's multiple of max(1, M / K), looped-bfs any.
-bool accepts_microbatches(ScheduleKind kind, int K, int64_t M) {
-  if (kind == ScheduleKind::Interleaved) return M % K == 0;
-  if (kind == ScheduleKind::InterleavedZeroBubble) return M % std::max<int64_t>(1, M / K) == 0;
-  return true;
-}
-
-}  // namespace
-
 std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
   check_request(q);
   const int L = q.profile.num_layers();
@@ -143,17 +131,20 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
       if ((q.batch / M) % r != 0) continue;  // each replica takes a whole share of samples
       if (M > (int64_t{1} << 20)) continue;
       for (ScheduleKind kind : q.schedules) {
-        // Asynchronous: one replica per stage (round-robin replication is not built); 2bw: M >= K.
-        if (is_asynchronous(kind) && (r > 1 || (kind == ScheduleKind::PipeDream2BW && M < K))) continue;
+        // Asynchronous: one replica per stage (round-robin replication is not built).
+        if (is_asynchronous(kind) && r > 1) continue;
+        // The M the kind's generator takes (core/schedule_kinds.h: 2bw M >= K, dualpipev
+        // M >= 2K, interleaved a multiple of K, interleaved-zb of max(1, M / K)).
+        if (!microbatch_refusal(kind, K, static_cast<int>(M)).empty()) continue;
         std::vector<int> chunk_options = {1};
-        if (required_chunks(kind) == 2) {  // V-shapes: 2 chunks; dualpipev also M >= 2K
+        if (required_chunks(kind) == 2) {  // V-shapes: 2 chunks
           chunk_options.clear();
-          if (2 * K <= L && (kind != ScheduleKind::DualPipeV || M >= 2 * K)) chunk_options.push_back(2);
+          if (2 * K <= L) chunk_options.push_back(2);
         }
         if (required_chunks(kind) == 0) {  // interleaved, looped-bfs, interleaved-zb: the --chunks list
           chunk_options.clear();
           for (int v : q.interleaved_chunks) {
-            if (K >= 2 && v >= 2 && K * v <= L && accepts_microbatches(kind, K, M)) chunk_options.push_back(v);
+            if (K >= 2 && v >= 2 && K * v <= L) chunk_options.push_back(v);
           }
         }
         for (int v : chunk_options) {

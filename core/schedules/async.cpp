@@ -14,10 +14,6 @@
 
 namespace pipescope {
 
-bool is_asynchronous(ScheduleKind kind) {
-  return kind == ScheduleKind::PipeDream || kind == ScheduleKind::PipeDream2BW;
-}
-
 std::string to_string(WeightUpdate update) {
   switch (update) {
     case WeightUpdate::Flush: return "flush";
@@ -34,6 +30,7 @@ Schedule async_1f1b(ScheduleKind kind, int devices, int microbatches, int steps,
   Schedule s = make_1f1b(devices, microbatches * steps, recompute);
   s.name = to_string(kind);
   s.steps = steps;
+  s.weight_update = schedule_kind(kind).weight_update;
   return s;
 }
 
@@ -42,23 +39,14 @@ Schedule async_1f1b(ScheduleKind kind, int devices, int microbatches, int steps,
 // Position s has K - s micro-batches in flight in the steady state, each on the version
 // that was current at its F: K - s versions (one kept copy fewer, the current one).
 Schedule make_pipedream(int devices, int microbatches, int steps, bool recompute) {
-  Schedule s = async_1f1b(ScheduleKind::PipeDream, devices, microbatches, steps, recompute);
-  s.weight_update = WeightUpdate::Stash;
-  return s;
+  return async_1f1b(ScheduleKind::PipeDream, devices, microbatches, steps, recompute);
 }
 
 // Step t + 2's first F on position s waits for the B of micro-batch (t + 2) M - (K - s)
 // (1F1B keeps K - s in flight), which is after step t's last B only when M >= K - s:
 // M >= K lets two versions serve every stage (the 2BW paper's m >= d).
 Schedule make_2bw(int devices, int microbatches, int steps, bool recompute) {
-  if (microbatches < devices) {
-    throw InputError("2bw: needs at least as many micro-batches per step as pipeline stages (M >= K, "
-                     "PipeDream-2BW's m >= d, so that two weight versions suffice); got M = " +
-                     std::to_string(microbatches) + ", K = " + std::to_string(devices));
-  }
-  Schedule s = async_1f1b(ScheduleKind::PipeDream2BW, devices, microbatches, steps, recompute);
-  s.weight_update = WeightUpdate::DoubleBuffer;
-  return s;
+  return async_1f1b(ScheduleKind::PipeDream2BW, devices, microbatches, steps, recompute);  // M >= K
 }
 
 void validate_weight_versions(const Schedule& s, const std::string& where) {

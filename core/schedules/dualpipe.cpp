@@ -58,13 +58,8 @@ class DualPipeVDevice {
 // (5) K-d-1 x B1, F1&B0; (6) d+1 x B1 B0, the second half split (I); (7) K-d-1 x
 // W, I0; (8) d+1 x W. It needs M >= 2K (dualpipev.py's num_chunks >= num_ranks * 2).
 Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
-  check_schedule_spec({ScheduleKind::DualPipeV, devices, microbatches, 2, recompute});
+  check_schedule_spec({ScheduleKind::DualPipeV, devices, microbatches, 2, recompute});  // M >= 2K
   const int K = devices, M = microbatches;
-  if (M < 2 * K) {
-    throw InputError("microbatches: dualpipev needs at least 2 micro-batches per stage position (M >= 2K, "
-                     "DualPipe's num_chunks >= num_ranks * 2); got M = " + std::to_string(M) +
-                     ", K = " + std::to_string(K));
-  }
   Schedule s;
   s.name = to_string(ScheduleKind::DualPipeV);
   s.num_microbatches = M;

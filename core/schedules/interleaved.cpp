@@ -20,12 +20,7 @@ using schedules::empty_schedule;
 // Megatron-LM ran every forward first when M = K; both frameworks dropped that).
 Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute) {
   ScheduleSpec spec{ScheduleKind::Interleaved, devices, microbatches, chunks, recompute};
-  check_schedule_spec(spec);
-  if (microbatches % devices != 0) {
-    throw InputError("microbatches: the interleaved schedule needs M to be a multiple of the "
-                     "number of stages K (Megatron-LM's rule); got M = " +
-                     std::to_string(microbatches) + ", K = " + std::to_string(devices));
-  }
+  check_schedule_spec(spec);  // M a multiple of K (Megatron-LM's rule: core/schedule_kinds.h)
   Schedule s = empty_schedule(spec);
   const int K = devices, v = chunks, total = microbatches * chunks;
   auto op_at = [&](int d, int k, bool forward) {

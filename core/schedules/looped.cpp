@@ -85,13 +85,8 @@ class ZeroBubbleRank {
 // M must be a multiple of the rounds (PyTorch's rule, which refuses the rest).
 Schedule make_interleaved_zb(int devices, int microbatches, int chunks, bool recompute) {
   ScheduleSpec spec{ScheduleKind::InterleavedZeroBubble, devices, microbatches, chunks, recompute};
-  check_schedule_spec(spec);
+  check_schedule_spec(spec);  // M a multiple of the rounds (core/schedule_kinds.h)
   const int K = devices, M = microbatches, rounds = std::max(1, M / K);
-  if (M % rounds != 0) {
-    throw InputError("microbatches: interleaved-zb needs M to be a multiple of its rounds max(1, M / K) "
-                     "(ScheduleInterleavedZeroBubble's rule); got M = " + std::to_string(M) +
-                     ", K = " + std::to_string(K) + ", rounds = " + std::to_string(rounds));
-  }
   Schedule s = empty_schedule(spec);
   for (int d = 0; d < K; ++d) s.position_ops[d] = ZeroBubbleRank(K, d, M, chunks, M / rounds).ops(M);
   add_recompute(s);

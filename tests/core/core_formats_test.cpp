@@ -108,7 +108,7 @@ TEST(Plan, ValidationErrors) {
   EXPECT_NE(error_of([&] { read(edit(kPlan, "\"1f1b\"", "\"2f2b\"")); }).find("plan.json: schedule.kind: unknown schedule"),
             std::string::npos);
   EXPECT_EQ(error_of([&] { read(edit(kPlan, "\"chunks\": 1", "\"chunks\": 2")); }),
-            "plan.json: schedule.chunks: only the interleaved schedule takes more than 1 chunk");
+            "plan.json: schedule.chunks: only interleaved, looped-bfs and interleaved-zb take more than 1 chunk");
   EXPECT_EQ(error_of([&] { read(edit(kPlan, "\"recompute\"", "\"p2p\": \"eager\", \"recompute\"")); }),
             "plan.json: p2p: expected \"overlapped\" or \"blocking\", got \"eager\"");
   Plan p = read(kPlan);
