@@ -70,8 +70,14 @@ class MainWindow : public QMainWindow {
   // A/B: the plan shown becomes A; a plan file can be pinned too (pipescope.plan JSON).
   void pin_current();
   bool pin_plan_file(const QString& path);
-  // Shows a plan file as the current plan (its profile loaded when none was named).
-  bool open_plan_file(const QString& path);
+  // Shows a plan file as the current plan: a v1 / v2 plan with the profile it names (loaded
+  // unless it is the one shown), a v3 plan its job (job_model.h; no profile needed).
+  // `profile_flag`: the --profile given beside --plan, refused (naming both) when it is not
+  // the plan's own profile. False, with the reader's message in the status line, when the
+  // file does not read.
+  bool open_plan_file(const QString& path, const QString& profile_flag = {});
+  // The job shown (a v3 plan's, as the controls edit it), null when a profile's plan is shown.
+  const std::shared_ptr<const JobInputs>& job() const { return job_; }
   void wait_for_pin() { pin_worker_.wait(); }
   // Shows a `pipescope llm-plan --json` result (llm/llm_plan_json.h) in the llm-plans tab.
   bool open_llm_plan(const QString& path);
@@ -119,6 +125,8 @@ class MainWindow : public QMainWindow {
   void connect_compare();
   void open_startup_files();
   void show_evaluation(std::shared_ptr<const Evaluation> evaluation);
+  void show_job(const Evaluation& evaluation);  // the job's rows, memory chart and title (show_evaluation's part)
+  void simulate_job();  // the job with the controls' K, M, v, schedule, d, through evaluate_job
   void show_failure(const QString& message);
   void set_status(const QString& message, bool error);
   void update_comparison();
@@ -136,6 +144,7 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<const Hardware> hardware_;
   QString profile_path_, hardware_path_;
   std::shared_ptr<const Evaluation> evaluation_;
+  std::shared_ptr<const JobInputs> job_;  // a v3 plan's job, as read (the controls' edits apply to it)
   std::optional<StepReport> measurement_;
   std::optional<Timeline> measured_trace_;
 

@@ -43,10 +43,11 @@ void LlmMemoryModel::set_plan(const Profile& profile, const Plan& plan, int64_t 
   }
 }
 
-void LlmMemoryModel::set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes) {
+void LlmMemoryModel::set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes, QString source) {
   beginResetModel();
   bars_ = std::move(bars);
   capacity_ = capacity_bytes;
+  source_ = std::move(source);
   message_.clear();
   endResetModel();
 }

@@ -4,7 +4,9 @@
 // capacity. One row per pipeline rank; the columns are the four parts and their total in
 // GiB, RawRole their bytes. Invariant: a row's parts sum to its total, which is
 // llm_memory(shape, layout).stages[rank].total() (llm/memory.h); a plan without a layout (or a profile
-// whose specs do not state the model) has no rows and says why in message().
+// whose specs do not state the model) has no rows and says why in message(). A version 3
+// plan's job fills it with evaluate_job's ranks (set_bars, gui/models/job_model.h) against
+// its GPU file's memory.
 //   LlmMemoryModel m;
 //   m.set_plan(profile, plan, hardware.memory_bytes);
 #pragma once
@@ -42,7 +44,8 @@ class LlmMemoryModel : public QAbstractTableModel {
   using QAbstractTableModel::QAbstractTableModel;
   // capacity_bytes 0: unbounded.
   void set_plan(const Profile& profile, const Plan& plan, int64_t capacity_bytes);
-  void set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes);
+  // `source`: whose bytes these are, for the chart's title.
+  void set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes, QString source = "as Megatron-LM keeps it");
   void clear(const QString& why = {});
 
   const std::vector<LlmMemoryBar>& bars() const { return bars_; }
@@ -53,6 +56,7 @@ class LlmMemoryModel : public QAbstractTableModel {
   bool capacity_on_scale() const { return capacity_ > 0 && static_cast<double>(capacity_) <= max_bytes(); }
   bool fits(int row) const { return capacity_ == 0 || bars_[row].total() <= static_cast<double>(capacity_); }
   QString message() const { return message_; }
+  QString source() const { return source_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -63,6 +67,7 @@ class LlmMemoryModel : public QAbstractTableModel {
   std::vector<LlmMemoryBar> bars_;
   int64_t capacity_ = 0;
   QString message_;
+  QString source_;
 };
 
 }  // namespace pipescope::gui
