@@ -139,7 +139,8 @@ bool MainWindow::open_any(const QString& path) {
   if (format == "pipescope.measurement" || format == "pipescope.prediction") return open_measurement(path);
   if (format == "trace") return open_trace(path);
   if (format == "pipescope.llm_plan") return open_llm_plan(path);
-  set_status(path + ": format: expected a profile, hardware, measurement, llm-plan result or Chrome trace file", true);
+  if (format == "pipescope.plan") return open_plan_file(path);
+  set_status(path + ": format: expected a profile, hardware, plan, measurement, llm-plan result or Chrome trace file", true);
   return false;
 }
 
