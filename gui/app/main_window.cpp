@@ -224,7 +224,7 @@ void MainWindow::show_job(const Evaluation& e) {
   summary_.set_job(j);
   memory_view_->set_curves({});
   memory_view_->hide();
-  llm_memory_.set_bars(job_memory_bars(j), j.capacity_bytes(), "evaluate_job, as `simulate --plan` prints them");
+  llm_memory_.set_bars(llm_memory_bars(j.report.memory), j.capacity_bytes(), "evaluate_job, as `simulate --plan` prints them");
   llm_memory_view_->show();
   timeline_view_->set_title(QString("%1 on %2 GPUs | %3 | p=%4 v=%5 | M=%6 | b=%7  -  step %8 s, of it the pipeline "
                                     "drawn here %9 s, bubble %10 %")
@@ -311,6 +311,7 @@ void MainWindow::export_widget(QWidget* widget, const QString& name, const QStri
 
 void MainWindow::save_plan(const QString& path) const {
   if (!evaluation_) throw InputError("no plan to save: the current choices do not make a plan");
+  if (evaluation_->job) return save_job_plan(evaluation_->job->inputs, path.toStdString());  // v3, profile beside
   write_file_atomically(path.toStdString(), plan_to_json(evaluation_->plan).dump(2) + "\n");
 }
 

@@ -53,7 +53,8 @@ class MainWindow : public QMainWindow {
   bool open_any(const QString& path);       // by the file's "format"
   void open_dropped(const class QMimeData& mime);  // what dropEvent does with the files
   void set_hardware(std::shared_ptr<const Hardware> hardware, const QString& label);
-  // Writes the shown plan as pipescope.plan JSON (atomically); throws InputError.
+  // Writes the shown plan as pipescope.plan JSON (atomically; a job: a version 3 plan and
+  // its profile beside, as llm-plan --out writes them); throws InputError.
   void save_plan(const QString& path) const;
 
   PlanInputs current_inputs() const;

@@ -9,10 +9,7 @@
 
 namespace pipescope::gui {
 
-bool JobEvaluation::fits(const RankMemory& rank) const {
-  const double capacity = static_cast<double>(capacity_bytes());
-  return capacity <= 0 || rank.total() <= capacity;
-}
+bool JobEvaluation::fits(const RankMemory& rank) const { return fits_capacity(rank.total(), capacity_bytes()); }
 
 bool JobEvaluation::fits() const {
   for (const RankMemory& m : report.memory.stages) {
@@ -34,9 +31,16 @@ JobEvaluation evaluate_job_inputs(const JobInputs& inputs) {
   return {inputs, evaluate_job(inputs.job, *inputs.gpu)};
 }
 
+void save_job_plan(const JobInputs& in, const std::string& path) {
+  const std::filesystem::path base = std::filesystem::path(in.source).parent_path();
+  const std::string beside = base.empty() ? in.job.cluster.gpu : (base / in.job.cluster.gpu).string();
+  std::error_code ec;
+  write_job_plan(in.job, *in.gpu, std::filesystem::is_regular_file(beside, ec) ? beside : in.job.cluster.gpu, path);
+}
+
 JobInputs edit_job(const JobInputs& base, const JobEdit& edit) {
   if (!edit.p && !edit.v && !edit.microbatches && !edit.micro_batch && !edit.d && !edit.schedule) return base;  // the plan's job as read
-  JobInputs out{base.job, base.gpu, "", {}};
+  JobInputs out{base.job, base.gpu, base.source, {}};
   ParallelLayout& l = out.job.layout;
   if (edit.p) l.p = *edit.p;
   if (edit.v) l.v = *edit.v;
@@ -73,14 +77,6 @@ JobEdit job_edit(const Job& job, const PlanChoice& c) {
   if (c.replicas != l.d) e.d = c.replicas;
   if (c.schedule != layout_schedule(l)) e.schedule = c.schedule;
   return e;
-}
-
-std::vector<LlmMemoryBar> job_memory_bars(const JobEvaluation& e) {
-  std::vector<LlmMemoryBar> bars;
-  for (const RankMemory& s : e.report.memory.stages) {
-    bars.push_back({s.rank, {s.parameter_bytes, s.gradient_bytes, s.optimizer_bytes, s.activation_bytes}});
-  }
-  return bars;
 }
 
 std::vector<std::pair<QString, QString>> job_layout_rows(const Job& job) {

@@ -8,7 +8,7 @@
 // time or a byte; an edit of the layout is validated by validate_job as the CLI's flags are.
 //   JobInputs in = read_plan_job(load_plan("plan.json"));
 //   JobEvaluation e = evaluate_job_inputs(in);  // e.report.time.step_ns
-//   std::vector<LlmMemoryBar> bars = job_memory_bars(e);
+//   std::vector<LlmMemoryBar> bars = llm_memory_bars(e.report.memory);  // llm_memory_model.h
 #pragma once
 
 #include <QString>
@@ -28,7 +28,7 @@ namespace pipescope::gui {
 struct JobInputs {
   Job job;
   std::shared_ptr<const GpuModel> gpu;
-  std::string source;                // the plan file it came from ("" for an edit's)
+  std::string source;                // the plan file it came from (an edit keeps it)
   std::vector<std::string> notes;    // what validate_job changed on an edit, as Megatron would
 };
 
@@ -46,6 +46,11 @@ std::optional<JobInputs> read_plan_job(const Plan& plan);
 
 JobEvaluation evaluate_job_inputs(const JobInputs& inputs);
 
+// Writes the job as a version 3 plan at `path` with its profile beside (llm/job.h's
+// write_job_plan, what llm-plan --out writes); a GPU file found beside the plan it came
+// from is named relative to the new plan's folder.
+void save_job_plan(const JobInputs& inputs, const std::string& path);
+
 // What the left panel may change of a job's layout: the pipeline (K = p, v, schedule), M, b
 // and d. A field left unset keeps the job's.
 struct JobEdit {
@@ -61,9 +66,6 @@ PlanChoice job_choice(const Job& job);
 // What the controls' `choice` changes of `job` (only the fields that differ; v is the
 // schedule's own when it fixes one, as the controls' choice() has it).
 JobEdit job_edit(const Job& job, const PlanChoice& choice);
-
-// One bar per pipeline rank, the four kinds of LlmMemoryModel::kPartNames, in bytes.
-std::vector<LlmMemoryBar> job_memory_bars(const JobEvaluation& evaluation);
 
 // The job's model, cluster and layout as (name, value) rows: model, GPUs, framework, t, SP,
 // cp, ep, d, p, v, schedule, b, M, global batch, recompute, sharding, precision.

@@ -19,6 +19,7 @@
 
 #include "core/plan.h"
 #include "core/profile.h"
+#include "llm/memory.h"
 
 namespace pipescope::gui {
 
@@ -28,6 +29,15 @@ struct LlmMemoryBar {
   std::array<double, 4> parts{};  // parameters, gradients, optimizer state, activations
   double total() const { return parts[0] + parts[1] + parts[2] + parts[3]; }
 };
+
+// A rank's total fits a GPU of `capacity_bytes` (0: unbounded): total <= capacity, the test
+// llm-plan's search makes (llm/layout_search.cpp).
+inline bool fits_capacity(double total_bytes, int64_t capacity_bytes) {
+  return capacity_bytes <= 0 || total_bytes <= static_cast<double>(capacity_bytes);
+}
+
+// One bar per pipeline rank of `memory` (a plan's layout's, or a job's evaluate_job report's).
+std::vector<LlmMemoryBar> llm_memory_bars(const LlmMemory& memory);
 
 // llm_memory(shape, layout) of the plan's layout over the profile's model
 // (interop/llm_shape.h), validated as Megatron-LM checks it, one bar per pipeline rank;
@@ -54,7 +64,7 @@ class LlmMemoryModel : public QAbstractTableModel {
   // capacity far above every bar would flatten them; the view then names it instead).
   double max_bytes() const;
   bool capacity_on_scale() const { return capacity_ > 0 && static_cast<double>(capacity_) <= max_bytes(); }
-  bool fits(int row) const { return capacity_ == 0 || bars_[row].total() <= static_cast<double>(capacity_); }
+  bool fits(int row) const { return fits_capacity(bars_[row].total(), capacity_); }
   QString message() const { return message_; }
   QString source() const { return source_; }
 

@@ -6,13 +6,12 @@
 // recomputed here. Every job the search called fitting is drawn fitting (issue #37: the
 // GUI painted the 70B winner's four stages OOM; its rank 0 needs 69.04 GiB of 74.5 GiB).
 // An edit through the panel's fields (M, d) equals `simulate --plan` of the edited job
-// written as a plan, and an edit the framework refuses is refused in its words.
+// saved as a plan (File > Export plan), and an edit the framework refuses is refused in its words.
 #include <QAbstractItemModelTester>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "gui/models/job_model.h"
@@ -88,7 +87,7 @@ void expect_models_equal(const Evaluation& e, const Json& sim, const char* name)
 
   LlmMemoryModel memory;
   QAbstractItemModelTester memory_tester(&memory, QAbstractItemModelTester::FailureReportingMode::QtTest);
-  memory.set_bars(job_memory_bars(j), j.capacity_bytes());
+  memory.set_bars(llm_memory_bars(j.report.memory), j.capacity_bytes());
   const Json& ranks = sim["ranks"];
   QCOMPARE(memory.rowCount(), static_cast<int>(ranks.size()));
   const char* kinds[] = {"parameter_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes"};
@@ -156,7 +155,7 @@ class JobModelsTest : public QObject {
     QCOMPARE(value("Framework"), QString("megatron"));
   }
 
-  // The panel's M and d edit the job; the edited job written as a plan (job_plan, what
+  // The panel's M and d edit the job; the edited job saved as a plan (write_job_plan, what
   // llm-plan --out writes) gives `simulate --plan` exactly the GUI's step and bytes.
   void editedJobEqualsSimulatePlanOfTheEditedJob() {
     QTemporaryDir dir;
@@ -175,8 +174,7 @@ class JobModelsTest : public QObject {
     QCOMPARE(in.job->job.layout.gpus(), 128);
     const Evaluation e = evaluate(in);
     const QString edited = dir.filePath("edited.json");
-    write_file_atomically(edited.toStdString(),
-                          plan_to_json(job_plan(in.job->job, *in.job->gpu, "edited.profile.json").plan).dump(2));
+    save_job_plan(*in.job, edited.toStdString());  // File > Export plan of the edited job
     const Json sim = run_cli({"simulate", "--plan", edited, "--json"});
     QVERIFY(!sim.is_null());
     QCOMPARE(sim["layout"]["d"].get<int>(), 2);

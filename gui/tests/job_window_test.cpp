@@ -4,7 +4,8 @@
 // the defaults K 4, M 8, 1f1b), the memory chart one bar per pipeline rank by kind with the
 // GPU file's capacity, and nothing is painted OOM (issue #37: the four stages were, though
 // the search said the job fits at 69.04 GiB of 74.5). Editing M re-evaluates the job; an M
-// the framework refuses shows its refusal. A v1 plan loads the profile it names (not the
+// the framework refuses shows its refusal; File > Export plan writes the edited job as a
+// version 3 plan that `simulate --plan` gives the same step. A v1 plan loads the profile it names (not the
 // bundled default); --profile naming another profile, or a job field that does not read,
 // exits 2 naming both files / the file and the field.
 #include <QComboBox>
@@ -112,6 +113,14 @@ class JobWindowTest : public QObject {
     QVERIFY(w.evaluation() && w.evaluation()->job);
     QCOMPARE(w.evaluation()->job->inputs.job.layout.microbatches, 128);
     QVERIFY(w.evaluation()->job->report.time.step_ns < step_ns);  // half the micro-batches
+    // File > Export plan writes the edited job as a version 3 plan: simulate --plan gives its step.
+    const QString saved = dir.filePath("saved.json");
+    w.save_plan(saved);
+    QVERIFY(QFile::exists(dir.filePath("saved.profile.json")));
+    const Json resim = cli_json({"simulate", "--plan", saved, "--json"});
+    QVERIFY(!resim.is_null());
+    QCOMPARE(resim["step_ns"].get<int64_t>(), w.evaluation()->job->report.time.step_ns);
+    QCOMPARE(resim["layout"]["microbatches"].get<int>(), 128);
     w.controls()->microbatches_box()->setValue(255);
     w.wait_for_plan();
     QCoreApplication::processEvents();
