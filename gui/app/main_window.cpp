@@ -170,6 +170,7 @@ void MainWindow::simulate() {
 }
 
 void MainWindow::run_sweep() {
+  if (job_) return sweep_view_->set_message(kJobSearchMessage);
   if (!profile_) return;
   PlanInputs in = current_inputs();
   sweep_view_->set_running(true);

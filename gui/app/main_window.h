@@ -39,6 +39,12 @@ class PlansView;
 class SweepView;
 class TimelineView;
 
+// What the Sweep and Plans tabs say when asked to search while a job is shown (they search
+// a profile's plans; issue #37 wants them to search jobs too).
+inline constexpr const char* kJobSearchMessage =
+    "a version 3 plan's job is shown: this search runs over a profile's plans (open a profile); search a job's "
+    "layouts with pipescope llm-plan and open its result in LLM plans";
+
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:

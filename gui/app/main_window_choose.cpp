@@ -63,6 +63,7 @@ void MainWindow::forget_plans() {
 }
 
 void MainWindow::run_plans() {
+  if (job_) return plans_view_->set_message(kJobSearchMessage);
   if (!profile_) return;
   try {
     const PlanInputs in = current_inputs();

@@ -105,6 +105,17 @@ class JobWindowTest : public QObject {
       QCOMPARE(w.llm_memory().bars()[r].parts[3], sim["ranks"][r]["activation_bytes"].get<double>());
     }
     QVERIFY2(!w.status_text().contains("not fit"), qPrintable(w.status_text()));
+    // Opened over the bundled profile (File > Open, a drop), the job replaces its plan; the
+    // sweep, which searches that profile's plans and not the job's, starts nothing.
+    MainWindow over(parse_app_options({"pipescope-gui"}));
+    over.wait_for_plan();
+    QVERIFY(over.open_any(path));
+    over.wait_for_plan();
+    QCoreApplication::processEvents();
+    QVERIFY(over.evaluation() && over.evaluation()->job);
+    QCOMPARE(over.evaluation()->job->report.time.step_ns, step_ns);
+    over.run_sweep();
+    QVERIFY(!over.sweep_worker().running());
 
     // M 128 re-evaluates the job (d 1: global batch 256); M 255 is refused in Megatron's words.
     w.controls()->microbatches_box()->setValue(128);
