@@ -38,7 +38,7 @@ void add_export_command(CLI::App& app) {
       ->capture_default_str();
   add_p2p_option(cmd, a->p2p);
   cmd->callback([a] {
-    const ExportTarget target = parse_export_target(a->target);
+    const Framework target = parse_export_target(a->target);
     Plan plan = load_plan(a->plan_path);
     if (!a->p2p.empty()) plan.p2p = parse_p2p(a->p2p);
     std::string profile_path = a->profile_path;

@@ -1,7 +1,12 @@
-// `pipescope plan`: search every candidate plan for D devices and a batch of N samples
-// and print the best that fit, with the evidence; `pipescope sweep`: the same search,
-// writing every candidate (CSV and JSON) with the Pareto front of throughput against
-// peak memory marked. Both exit 2 on impossible requests, naming the reason.
+// `pipescope plan`: the one search. With --profile it searches every candidate plan for
+// D devices and a batch of N samples (planner/search.h) and prints the best that fit, with
+// the evidence; with a model (--hf-config or Megatron's model flags) and --gpu it runs the
+// LLM layout search (cli/model_plan.h, llm/layout_search.h), as its old name `llm-plan`
+// does. One form per run: a flag of the other form exits 2 naming it, and where both forms
+// hold a concept Megatron's name says it in both (--gpus = --devices, --global-batch-size
+// = --batch, --pipeline-model-parallel-size pins K). `pipescope sweep`: the profile
+// search, writing every candidate (CSV and JSON) with the Pareto front of throughput
+// against peak memory marked. All exit 2 on impossible requests, naming the reason.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/gates.h"
 #include "cli/distribution_options.h"
+#include "cli/model_plan.h"
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/report.h"
@@ -36,6 +42,7 @@ struct SearchArgs {
   }();
   std::string chunks = "2,4";
   int max_stages = 0;
+  int stages = 0;  // --pipeline-model-parallel-size: K pinned (0: searched)
   std::string recompute = "auto";
   std::string partition = "optimal";
   int threads = 0;
@@ -48,12 +55,19 @@ struct SearchArgs {
   DistributionOptions distribution;
 };
 
-void add_search_options(CLI::App* cmd, SearchArgs& a) {
-  cmd->add_option("--profile", a.profile_path, "Profile file (pipescope.profile)")->required();
+// `sweep` has only this form; `plan` checks --profile, --devices and --batch itself (see
+// model_form and run_profile_plan) and declares --framework among the flags its two forms share.
+void add_search_options(CLI::App* cmd, SearchArgs& a, bool sweep) {
+  CLI::Option* profile = cmd->add_option("--profile", a.profile_path, "Profile file (pipescope.profile)");
   cmd->add_option("--hardware", a.hardware_path,
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
-  cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)")->required();
-  cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors")->required();
+  CLI::Option* devices = cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)");
+  CLI::Option* batch = cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors");
+  if (sweep) {
+    profile->required();
+    devices->required();
+    batch->required();
+  }
   cmd->add_option("--schedules", a.schedules, "Schedules to consider, comma-separated (zb-auto: its order searched per candidate under the largest cap that fits)")->capture_default_str();
   cmd->add_flag("--allow-async", a.allow_async,
                 "Also consider the asynchronous schedules pipedream and 2bw (no flush, stale weights: they change "
@@ -65,8 +79,10 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->capture_default_str();
   add_p2p_option(cmd, a.p2p);
   add_offload_options(cmd, a.offload, a.offload_fraction);
-  cmd->add_option("--framework", a.framework,
-                  "megatron | torch | deepspeed: only the schedules that framework runs (llm/framework.h)");
+  if (sweep) {
+    cmd->add_option("--framework", a.framework,
+                    "megatron | torch | deepspeed: only the schedules that framework runs (llm/framework.h)");
+  }
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
   cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
@@ -146,6 +162,7 @@ SearchRequest make_request(const SearchArgs& a) {
     }
   }
   q.max_stages = a.max_stages;
+  q.stages = a.stages;
   q.optimizer_step = parse_optimizer_step(a.optimizer_step);
   if (!a.p2p.empty()) q.p2p = parse_p2p(a.p2p);
   q.offload = offload_with_flags({}, a.offload, a.offload_fraction);
@@ -156,6 +173,11 @@ SearchRequest make_request(const SearchArgs& a) {
   // Without --offload a candidate that does not fit tries selective, then all offload (when
   // the hardware file has a host_link); --offload none keeps every plan's stash on the device.
   q.consider_offload = a.offload.empty();
+  if (!a.framework.empty()) {  // what the framework cannot run is neither offered nor taken (llm/framework.h)
+    const std::string why = activation_offload_refusal(*framework_from_name(a.framework));
+    if (q.offload.active()) throw InputError("--offload: --framework " + a.framework + " cannot run it: " + why);
+    q.consider_offload = false;
+  }
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = parse_partition_kind(a.partition);
   q.threads = a.threads;
@@ -234,68 +256,194 @@ std::string reordered_profile_path(const std::string& plan_file) {
   return p.string();
 }
 
+// The flags of plan's two forms, by the first long name of each (as InputError names them).
+struct PlanFlagSets {
+  std::vector<std::string> model;       // add_model_flags': what describes a transformer
+  std::vector<std::string> model_form;  // the rest of the model form's own
+  std::vector<std::string> profile;     // the --profile form's own, gates included
+};
+
+// The options `cmd` declared after its first `before`, put under the help heading `group`;
+// returns their names.
+std::vector<std::string> group_since(CLI::App* cmd, std::size_t before, const std::string& group) {
+  std::vector<std::string> names;
+  const std::vector<CLI::Option*> options = cmd->get_options();
+  for (std::size_t k = before; k < options.size(); ++k) {
+    options[k]->group(group);
+    names.push_back(options[k]->get_name());
+  }
+  return names;
+}
+
+std::string first_given(const CLI::App& cmd, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (cmd.count(name) > 0) return name;
+  }
+  return "";
+}
+
+// What a flag of the other form is called in this one, where it has a counterpart.
+std::string instead(const std::string& flag) {
+  static const std::pair<const char*, const char*> kCounterparts[] = {
+      {"--devices", "give --gpus"},
+      {"--batch", "give --global-batch-size"},
+      {"--hardware", "the model form reads a GPU file, not a hardware file: give --gpu NAME or FILE (profiles/gpus/)"},
+      {"--max-stages", "pin p with --pipeline-model-parallel-size"},
+      {"--schedules", "pin one with --schedule"},
+      {"--gpu", "give --hardware, a hardware file"},
+      {"--schedule", "give --schedules"},
+  };
+  for (const auto& [name, text] : kCounterparts) {
+    if (flag == name) return std::string("; ") + text;
+  }
+  return "";
+}
+
+// Which form this run is, refusing a flag of the other: the model described twice
+// (--profile and a model flag), a flag of the model form beside --profile, or one of the
+// --profile form beside a model, each naming the flag. No --profile and no flag of the
+// model form: neither form was asked for.
+bool model_form(const CLI::App& cmd, const PlanFlagSets& sets) {
+  const bool profile = cmd.count("--profile") > 0;
+  const std::string model = first_given(cmd, sets.model);
+  if (profile && !model.empty()) throw InputError("--profile and " + model + " describe the model twice: give one");
+  const std::string model_flag = model.empty() ? first_given(cmd, sets.model_form) : model;
+  if (profile) {
+    if (!model_flag.empty()) {
+      throw InputError(model_flag + ": a flag of plan with a model (--hf-config or Megatron's model flags), not of "
+                       "plan --profile" + instead(model_flag));
+    }
+    return false;
+  }
+  if (model_flag.empty()) {
+    throw InputError("plan: give --profile FILE, or a model (--hf-config FILE, or --num-layers and Megatron's model "
+                     "flags) with --gpu, --gpus and --global-batch-size");
+  }
+  const std::string other = first_given(cmd, sets.profile);
+  if (!other.empty()) {
+    throw InputError(other + ": a flag of plan --profile, not of plan with a model (" + model_flag + ")" +
+                     instead(other));
+  }
+  return true;
+}
+
+// One number under two names (plan's own and Megatron's): either, or both when equal.
+template <typename Ours, typename Theirs>
+void same_number(const CLI::App& cmd, const std::string& ours, Ours& value, const std::string& theirs, Theirs other) {
+  if (cmd.count(theirs) == 0) return;
+  if (cmd.count(ours) > 0 && value != static_cast<Ours>(other)) {
+    throw InputError(ours + " " + std::to_string(value) + " and " + theirs + " " + std::to_string(other) +
+                     ": one number under two names, given twice: give one");
+  }
+  value = static_cast<Ours>(other);
+}
+
+struct PlanArgs {
+  SearchArgs search;
+  ModelPlanArgs model;  // the model form, and the flags both forms share
+  GateOptions gates;
+};
+
+// The --profile form: its own flags, then the shared ones under Megatron's names.
+void run_profile_plan(PlanArgs& a, const CLI::App& cmd) {
+  SearchArgs& search = a.search;
+  same_number(cmd, "--devices", search.devices, "--gpus", a.model.request.gpus);
+  same_number(cmd, "--batch", search.batch, "--global-batch-size", a.model.request.global_batch);
+  if (cmd.count("--devices") + cmd.count("--gpus") == 0) throw InputError("--devices (or --gpus): required with --profile");
+  if (cmd.count("--batch") + cmd.count("--global-batch-size") == 0) {
+    throw InputError("--batch (or --global-batch-size): required with --profile");
+  }
+  search.stages = a.model.request.p;
+  if (cmd.count("--framework") > 0) search.framework = a.model.flags.framework;
+  const int top_n = a.model.request.top;
+  const bool as_json = a.model.json;
+  const std::string& output = a.model.out;
+  if (top_n < 1) throw InputError("--top: expected at least 1, got " + std::to_string(top_n));
+  a.gates.check(as_json, !search.hardware_path.empty(), {{"--output", output}});
+  SearchRequest q = make_request(search);
+  // zb-auto orders searched only where they can rank that high (bounds on a step from
+  // time 0: under post-validation every order is searched).
+  q.exact_top = q.optimizer_step == OptimizerStep::PostValidation ? 0 : std::max(10, top_n);
+  SearchResult r = search_plans(q, progress_bar());
+  const Candidate& best = winner(r);  // throws (exit 2) when nothing fits
+  const std::vector<std::string> why = explain_winner(r);
+  const StepFacts facts = winner_facts(best, r, q.profile.model);
+  const std::vector<GateResult> gates = a.gates.evaluate(facts);
+  std::vector<std::pair<std::string, std::string>> files = a.gates.junit_file("plan", gates);
+  if (!output.empty()) {
+    Plan plan = best.plan;
+    plan.profile = relative_profile(q.profile_path, output);
+    if (!best.layer_order.empty()) {
+      // The downset partition's stages are contiguous in another layer order: the
+      // profile in that order goes beside the plan (docs/planner.md), in the same
+      // all-or-nothing write as the plan.
+      const std::string reordered = reordered_profile_path(output);
+      files.emplace_back(reordered, profile_to_json(reordered_profile(q, best)).dump(1) + "\n");
+      plan.profile = relative_profile(reordered, output);
+    }
+    files.emplace_back(output, plan_to_json(plan).dump(2) + "\n");
+  }
+  write_outputs(files);
+  std::string json;
+  if (as_json) {
+    Json top = Json::array();
+    for (int k = 0; k < top_n && k < static_cast<int>(r.ranking.size()); ++k) {
+      top.push_back(candidate_to_json(r.candidates[r.ranking[k]], q.batch));
+    }
+    Json out = {{"format", "pipescope.plan_search"}, {"version", 1},
+                {"candidates", r.candidates.size()}, {"fitting", r.ranking.size()},
+                {"memory_limit_bytes", r.memory_limit_bytes}, {"top", top},
+                {"why", why}, {"plan", plan_to_json(best.plan)}};
+    json = with_gates(std::move(out), gates).dump(2) + "\n";
+  }
+  std::string table = top_table(r, top_n) + "\nWhy " + best.label() + ":\n";
+  for (const std::string& line : why) table += "  - " + line + "\n";
+  std::cout << result_text(a.gates, as_json, json, table, step_markdown("plan", facts), gates);
+  enforce(gates);
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
-  struct Args {
-    SearchArgs search;
-    int top = 5;
-    bool json = false;
-    std::string output;
-    GateOptions gates;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("plan", "Search stages, micro-batches, schedule, re-materialisation and "
-                                             "replication for the fastest plan that fits in memory");
-  add_search_options(cmd, a->search);
-  cmd->add_option("--top", a->top, "How many of the best plans to print")->capture_default_str();
-  cmd->add_flag("--json", a->json, "Print one JSON object instead of the table");
-  cmd->add_option("-o,--output", a->output, "Write the winner as a plan file (for simulate --plan)");
+  auto a = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Search for the fastest plan that fits in memory: with --profile, stages, micro-batches, schedule, "
+              "re-materialisation and replication (docs/planner.md); with a model (--hf-config or Megatron's "
+              "model flags) and --gpu, the parallel layout t, SP, cp, ep, d, p, v, schedule, b, M, recompute, "
+              "sharding (docs/llm-scale.md). Flags of one form are refused in the other");
+  auto sets = std::make_shared<PlanFlagSets>();
+  std::size_t before = cmd->get_options().size();
+  add_search_options(cmd, a->search, /*sweep=*/false);
   a->gates.add_step_gates(cmd);
-  cmd->callback([a] {
-    if (a->top < 1) throw InputError("--top: expected at least 1, got " + std::to_string(a->top));
-    a->gates.check(a->json, !a->search.hardware_path.empty(), {{"--output", a->output}});
-    SearchRequest q = make_request(a->search);
-    // zb-auto orders searched only where they can rank that high (bounds on a step from
-    // time 0: under post-validation every order is searched).
-    q.exact_top = q.optimizer_step == OptimizerStep::PostValidation ? 0 : std::max(10, a->top);
-    SearchResult r = search_plans(q, progress_bar());
-    const Candidate& best = winner(r);  // throws (exit 2) when nothing fits
-    const std::vector<std::string> why = explain_winner(r);
-    const StepFacts facts = winner_facts(best, r, q.profile.model);
-    const std::vector<GateResult> gates = a->gates.evaluate(facts);
-    std::vector<std::pair<std::string, std::string>> files = a->gates.junit_file("plan", gates);
-    if (!a->output.empty()) {
-      Plan plan = best.plan;
-      plan.profile = relative_profile(q.profile_path, a->output);
-      if (!best.layer_order.empty()) {
-        // The downset partition's stages are contiguous in another layer order: the
-        // profile in that order goes beside the plan (docs/planner.md), in the same
-        // all-or-nothing write as the plan.
-        const std::string reordered = reordered_profile_path(a->output);
-        files.emplace_back(reordered, profile_to_json(reordered_profile(q, best)).dump(1) + "\n");
-        plan.profile = relative_profile(reordered, a->output);
-      }
-      files.emplace_back(a->output, plan_to_json(plan).dump(2) + "\n");
+  sets->profile = group_since(cmd, before, "--profile form (a measured profile; planner/search.h)");
+  before = cmd->get_options().size();
+  add_model_flags(cmd, a->model.flags);
+  sets->model = group_since(cmd, before, "Model form: the model (a Hugging Face config, or Megatron's model flags)");
+  before = cmd->get_options().size();
+  add_model_form_flags(cmd, a->model);
+  sets->model_form = group_since(cmd, before, "Model form: the search (llm/layout_search.h)");
+  before = cmd->get_options().size();
+  add_shared_plan_flags(cmd, a->model, PlanForms::Both);
+  group_since(cmd, before, "Both forms (Megatron's names where the concept is one)");
+  cmd->callback([a, sets, cmd] {
+    if (model_form(*cmd, *sets)) {
+      run_model_plan(a->model, *cmd);
+    } else {
+      run_profile_plan(*a, *cmd);
     }
-    write_outputs(files);
-    std::string json;
-    if (a->json) {
-      Json top = Json::array();
-      for (int k = 0; k < a->top && k < static_cast<int>(r.ranking.size()); ++k) {
-        top.push_back(candidate_to_json(r.candidates[r.ranking[k]], q.batch));
-      }
-      Json out = {{"format", "pipescope.plan_search"}, {"version", 1},
-                  {"candidates", r.candidates.size()}, {"fitting", r.ranking.size()},
-                  {"memory_limit_bytes", r.memory_limit_bytes}, {"top", top},
-                  {"why", why}, {"plan", plan_to_json(best.plan)}};
-      json = with_gates(std::move(out), gates).dump(2) + "\n";
-    }
-    std::string table = top_table(r, a->top) + "\nWhy " + best.label() + ":\n";
-    for (const std::string& line : why) table += "  - " + line + "\n";
-    std::cout << result_text(a->gates, a->json, json, table, step_markdown("plan", facts), gates);
-    enforce(gates);
   });
+}
+
+// `llm-plan`: plan's model form under its old name, nothing of its own.
+void add_llm_plan_command(CLI::App& app) {
+  auto a = std::make_shared<ModelPlanArgs>();
+  CLI::App* cmd = app.add_subcommand("llm-plan", "The old name of `pipescope plan` with a model (--hf-config or "
+                                                 "Megatron's model flags): the same search, flags, table, JSON and "
+                                                 "--out (docs/llm-scale.md)");
+  add_model_flags(cmd, a->flags);
+  add_model_form_flags(cmd, *a);
+  add_shared_plan_flags(cmd, *a, PlanForms::Model);
+  cmd->callback([a, cmd] { run_model_plan(*a, *cmd); });
 }
 
 void add_sweep_command(CLI::App& app) {
@@ -306,7 +454,7 @@ void add_sweep_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("sweep", "Simulate every candidate plan; write them all (PREFIX.csv, PREFIX.json) "
                                               "with the Pareto front of throughput against peak memory marked");
-  add_search_options(cmd, a->search);
+  add_search_options(cmd, a->search, /*sweep=*/true);
   cmd->add_option("-o,--output", a->prefix, "Output prefix: writes PREFIX.csv and PREFIX.json")->capture_default_str();
   cmd->callback([a] {
     SearchRequest q = make_request(a->search);

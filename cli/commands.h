@@ -10,7 +10,7 @@ namespace pipescope::cli {
 void add_simulate_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
-void add_plan_command(CLI::App& app);
+void add_plan_command(CLI::App& app);       // cli/cmd_plan.cpp (--profile: planner/; a model: cli/model_plan.h)
 void add_sweep_command(CLI::App& app);
 void add_run_command(CLI::App& app);      // cli/cmd_run.cpp (exec)
 void add_compare_command(CLI::App& app);  // cli/cmd_run.cpp (exec)
@@ -18,6 +18,6 @@ void add_export_command(CLI::App& app);   // cli/cmd_export.cpp
 void add_validate_command(CLI::App& app);  // cli/cmd_validate.cpp
 void add_llm_time_command(CLI::App& app);  // cli/cmd_llm_time.cpp (llm/)
 void add_llm_memory_command(CLI::App& app);  // cli/cmd_llm_memory.cpp (llm/)
-void add_llm_plan_command(CLI::App& app);    // cli/cmd_llm_plan.cpp (llm/layout_search.h)
+void add_llm_plan_command(CLI::App& app);    // cli/cmd_plan.cpp: plan with a model, its old name
 
 }  // namespace pipescope::cli

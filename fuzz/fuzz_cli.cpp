@@ -1,6 +1,7 @@
 // Fuzz target: the `pipescope` command line. The input is split at newlines into
 // argv and parsed by the same CLI11 app main() builds, so every subcommand's parsing
-// and callback runs (simulate with its gates, schedule, profile synth, validate). The
+// and callback runs (simulate with its gates, schedule, profile synth, validate, plan in
+// both its forms and llm-plan, plan's old name for its model form). The
 // target works in a private temporary folder holding small input files (p.json,
 // e.json, h.json, plan.json); inputs naming other folders ('/') or numbers of four or
 // more digits are skipped, so nothing outside that folder is touched and one input
@@ -106,6 +107,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   pipescope::cli::add_schedule_command(app);
   pipescope::cli::add_profile_command(app);
   pipescope::cli::add_validate_command(app);
+  pipescope::cli::add_plan_command(app);
+  pipescope::cli::add_llm_plan_command(app);
   std::streambuf* out = std::cout.rdbuf(sink.rdbuf());
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());

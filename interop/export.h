@@ -3,7 +3,7 @@
 // config. Invariant: an export either says exactly the plan (the same cuts, schedule,
 // micro-batches, replication and re-materialisation) or throws InputError naming what
 // the framework cannot express; it never approximates silently.
-//   ExportResult r = export_plan(plan, profile, ExportTarget::Megatron);
+//   ExportResult r = export_plan(plan, profile, Framework::Megatron);
 //   std::cout << r.text;            // flags, one per line
 #pragma once
 
@@ -16,12 +16,13 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "llm/layout.h"
+#include "llm/layout_check.h"
 
 namespace pipescope {
 
-enum class ExportTarget { Megatron, Torch, DeepSpeed };
-ExportTarget parse_export_target(const std::string& name);  // megatron | torch | deepspeed
-std::string to_string(ExportTarget target);
+// The target is the framework (llm/layout_check.h's Framework, the one enum for it); --to
+// names it as --framework does, and a bad name throws InputError naming --to.
+Framework parse_export_target(const std::string& name);  // megatron | torch | deepspeed
 
 // The framework versions whose argument definitions the exporters were checked against.
 inline constexpr const char* kMegatronVersion = "Megatron-LM core_v0.15.0";
@@ -90,7 +91,7 @@ ExportResult export_megatron(const PlanShape& shape);
 // order) even where a schedule class exists; without a class it always does.
 ExportResult export_torch(const PlanShape& shape, const std::string& plan_name, bool csv = false);
 ExportResult export_deepspeed(const PlanShape& shape, const std::string& plan_name);
-ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target,
+ExportResult export_plan(const Plan& plan, const Profile& profile, Framework target,
                          const std::string& plan_name = "plan.json", bool torch_csv = false, int gpus_per_node = 8);
 
 }  // namespace pipescope

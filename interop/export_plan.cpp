@@ -6,24 +6,14 @@
 #include "core/error.h"
 #include "interop/export.h"
 #include "llm/collectives.h"
+#include "llm/framework.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope {
 
-ExportTarget parse_export_target(const std::string& name) {
-  if (name == "megatron") return ExportTarget::Megatron;
-  if (name == "torch") return ExportTarget::Torch;
-  if (name == "deepspeed") return ExportTarget::DeepSpeed;
+Framework parse_export_target(const std::string& name) {
+  if (const std::optional<Framework> framework = framework_from_name(name)) return *framework;
   throw InputError("--to: expected megatron, torch or deepspeed, got \"" + name + "\"");
-}
-
-std::string to_string(ExportTarget target) {
-  switch (target) {
-    case ExportTarget::Megatron: return "megatron";
-    case ExportTarget::Torch: return "torch";
-    case ExportTarget::DeepSpeed: return "deepspeed";
-  }
-  return "?";
 }
 
 int PlanShape::decoder_total() const {
@@ -193,17 +183,23 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   return s;
 }
 
-ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target, const std::string& plan_name,
+ExportResult export_plan(const Plan& plan, const Profile& profile, Framework target, const std::string& plan_name,
                          bool torch_csv, int gpus_per_node) {
-  const std::string framework = target == ExportTarget::Megatron ? "Megatron-LM"
-                                : target == ExportTarget::Torch  ? "torch.distributed.pipelining"
+  const std::string framework = target == Framework::Megatron ? "Megatron-LM"
+                                : target == Framework::Torch  ? "torch.distributed.pipelining"
                                                                  : "DeepSpeed";
   if (gpus_per_node < 1) throw InputError("--gpus-per-node: expected a positive integer, got " + str(gpus_per_node));
+  if (plan.offload.active()) {  // the plan's memory rests on it: dropping it would run out of memory at launch
+    throw InputError("", "offload", "the plan sends activations to host memory (" + to_string(plan.offload.policy) +
+                                        "), which " + framework + " cannot run as planned: " +
+                                        activation_offload_refusal(target) +
+                                        "; plan without --offload to export it, or run it with `pipescope run`");
+  }
   PlanShape shape = analyse_plan(plan, profile, framework, gpus_per_node);
   switch (target) {
-    case ExportTarget::Megatron: return export_megatron(shape);
-    case ExportTarget::Torch: return export_torch(shape, plan_name, torch_csv);
-    case ExportTarget::DeepSpeed: return export_deepspeed(shape, plan_name);
+    case Framework::Megatron: return export_megatron(shape);
+    case Framework::Torch: return export_torch(shape, plan_name, torch_csv);
+    case Framework::DeepSpeed: return export_deepspeed(shape, plan_name);
   }
   throw InputError("--to: unknown target");
 }

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "llm/layer_time.h"
 #include "llm/memory.h"
+#include "llm/profile_layers.h"
 #include "llm/step_time.h"
 
 namespace pipescope {
@@ -30,42 +31,18 @@ std::string gpu_model_name(const Hardware& node) {
 
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-// One batch size's times and bytes appended to a layer (llm/step_time.cpp's layer_profile
-// states the same numbers for one micro-batch).
-void append(LayerProfile& l, const LayerTime& t, const StashBytes& stash, double output_bytes) {
-  l.forward_ms.push_back(ms(t.forward_ns));
-  l.backward_input_ms.push_back(ms(t.input_grad_ns));
-  l.backward_weight_ms.push_back(ms(t.weight_grad_ns));
-  l.backward_ms.push_back(ms(t.input_grad_ns + t.weight_grad_ns));
-  l.activation_bytes.push_back(stash.held);
-  l.weight_grad_bytes.push_back(stash.for_weight);
-  l.output_bytes.push_back(output_bytes);
-}
-
 // Parameters (bf16 / fp16: 2 bytes each) and the optimizer step over them.
 void set_parameters(LayerProfile& l, int64_t parameters, const GpuModel& gpu) {
   l.parameter_bytes = parameters * 2;
   l.optimizer_ms = ms(optimizer_step_ns(gpu, parameters));
 }
 
-// The shape in Megatron-LM's words, for memory as Megatron keeps it (interop/llm_shape.h).
-Json decoder_spec(const HfModel& m, const Json& common, double forward_flops) {
-  const TransformerShape& s = m.shape;
-  Json spec = common;
-  spec["type"] = "hf_decoder_layer";
+// The decoder spec (llm/profile_layers.h: the shape, read back for memory as Megatron
+// keeps it) with what an HF profile adds: the family, t and one sample's forward FLOPs.
+Json decoder_spec(const TransformerShape& shape, const Json& common, double forward_flops) {
+  Json spec = decoder_layer_spec(shape, "hf_decoder_layer");
+  for (const auto& [key, value] : common.items()) spec[key] = value;
   spec["forward_flops_per_sample"] = forward_flops;
-  spec["heads"] = s.heads;
-  spec["kv_heads"] = s.kv_heads;
-  spec["head_dim"] = s.kv_channels > 0 ? s.kv_channels : s.hidden / s.heads;
-  spec["ffn_hidden"] = s.ffn_hidden;
-  spec["qkv_bias"] = s.qkv_bias;
-  spec["output_bias"] = s.output_bias;
-  spec["mlp_bias"] = s.mlp_bias;
-  spec["bias_linear"] = s.bias_linear;
-  if (s.experts > 0) {
-    spec["experts"] = s.experts;
-    spec["moe_topk"] = s.moe_topk;
-  }
   return spec;
 }
 
@@ -121,13 +98,13 @@ Profile make_hf_profile(const HfModel& m, const GpuModel& file_gpu, const HfProf
   for (int b_index = 0; b_index < static_cast<int>(o.batch_sizes.size()); ++b_index) {
     const ParallelLayout l = hf_profile_layout(o, static_cast<int>(o.batch_sizes[static_cast<std::size_t>(b_index)]));
     const double hidden_bytes = static_cast<double>(l.micro_batch) * shape.sequence * shape.hidden * 2 / t;  // one rank's shard
-    append(emb, embedding_time(shape, l, gpu), {embedding_activation_bytes(shape, l), embedding_weight_grad_bytes(shape, l)},
+    append_costs(emb, embedding_time(shape, l, gpu), {embedding_activation_bytes(shape, l), embedding_weight_grad_bytes(shape, l)},
            hidden_bytes);
     const StashBytes stash{layer_activation_bytes(shape, l), layer_weight_grad_bytes(shape, l)};
     const LayerTime dense = transformer_layer_time(shape, l, gpu, false);
     const LayerTime moe = shape.experts > 0 ? transformer_layer_time(shape, l, gpu, true) : dense;
-    for (int i = 0; i < shape.layers; ++i) append(layers[static_cast<std::size_t>(i)], is_moe_layer(shape, i) ? moe : dense, stash, hidden_bytes);
-    append(head, head_time(shape, l, gpu), {head_activation_bytes(shape, l), head_weight_grad_bytes(shape, l)}, 4);  // the loss
+    for (int i = 0; i < shape.layers; ++i) append_costs(layers[static_cast<std::size_t>(i)], is_moe_layer(shape, i) ? moe : dense, stash, hidden_bytes);
+    append_costs(head, head_time(shape, l, gpu), {head_activation_bytes(shape, l), head_weight_grad_bytes(shape, l)}, 4);  // the loss
   }
   // Parameters per GPU of the group; the head counts its own V h even when tied (the last
   // stage keeps a copy of the embedding, as Megatron-LM's does).
@@ -154,7 +131,7 @@ Profile make_hf_profile(const HfModel& m, const GpuModel& file_gpu, const HfProf
     const bool moe = is_moe_layer(shape, i);
     l.name = "model.layers." + std::to_string(i);
     set_parameters(l, std::llround(layer_parameters(shape, moe).per_gpu(t, 1)), gpu);
-    l.spec = decoder_spec(m, common, transformer_layer_flops(shape, whole, moe).forward);
+    l.spec = decoder_spec(shape, common, transformer_layer_flops(shape, whole, moe).forward);
     p.layers.push_back(std::move(l));
   }
   p.layers.push_back(head);

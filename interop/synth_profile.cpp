@@ -7,6 +7,7 @@
 #include "core/plan.h"
 #include "llm/layer_time.h"
 #include "llm/memory.h"
+#include "llm/profile_layers.h"
 
 namespace pipescope {
 
@@ -123,8 +124,7 @@ LayerProfile gpt_block(const GptContext& c, int l) {
     blk.weight_grad_bytes.push_back(b * for_weight);
     blk.output_bytes.push_back(c.hidden_bytes(b));
   }
-  Json blk_spec = {{"type", "transformer_block"}, {"hidden", g.hidden}, {"heads", g.heads}, {"sequence", g.sequence}};
-  if (!g.bias_linear) blk_spec["bias_linear"] = false;
+  Json blk_spec = decoder_layer_spec(c.shape, "transformer_block");  // llm/profile_layers.h reads it back
   if (c.one.recompute == Recompute::Selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
   add_spec(blk, blk_spec);
   blk.optimizer_ms = adam_step_ms(blk.parameter_bytes, g.memory_gb_per_s);

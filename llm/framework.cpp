@@ -63,6 +63,21 @@ bool FrameworkOffer::runs(ScheduleKind kind) const {
   return std::find(schedules.begin(), schedules.end(), kind) != schedules.end();
 }
 
+std::string activation_offload_refusal(Framework framework) {
+  switch (framework) {
+    case Framework::Megatron:
+      return "Megatron-LM's --cpu-offloading moves whole layers' activations (--cpu-offloading-num-layers) on "
+             "Transformer Engine's schedule, not a fraction of each stash between its forward and backward";
+    case Framework::Torch:
+      return "torch.distributed.pipelining has no activation offload (torch.autograd.graph.save_on_cpu moves every "
+             "saved tensor, not a fraction of each stash)";
+    case Framework::DeepSpeed:
+      return "DeepSpeed offloads only activation checkpoints (activation_checkpointing.cpu_checkpointing, under full "
+             "recompute), not a fraction of each stash";
+  }
+  return "";
+}
+
 std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kind) {
   auto names = [](const std::vector<ScheduleKind>& kinds) {
     std::string out;

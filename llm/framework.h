@@ -58,6 +58,15 @@ void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gat
 // --use-distributed-optimizer), or DeepSpeed's ZeRO-1 / 2, which gather after the step.
 std::string param_gather_refusal(Framework framework, Sharding sharding);
 
+// Why `framework` cannot run pipescope's activation offload (core/offload.h: a fraction of
+// each stash sent to host between its forward and the op that needs it back, PipeOffload's
+// policy), "" when it can. None of the three runs it today: Megatron-LM's --cpu-offloading
+// (--cpu-offloading-num-layers N) moves whole layers' activations on Transformer Engine's
+// own schedule; torch.distributed.pipelining has no offload (torch.autograd.graph.save_on_cpu
+// moves every saved tensor, not a fraction in the gap); DeepSpeed offloads only activation
+// checkpoints (activation_checkpointing.cpu_checkpointing, under full recompute).
+std::string activation_offload_refusal(Framework framework);
+
 // Why a job on `offer`'s framework cannot run `kind` ("" when it can): not a schedule the
 // framework runs, or one llm/ does not time for it. Names --schedule, the framework and
 // what it runs ("--schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)").

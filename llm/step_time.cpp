@@ -14,6 +14,7 @@
 #include "llm/collectives.h"
 #include "llm/memory.h"
 #include "llm/pipeline_schedule.h"
+#include "llm/profile_layers.h"
 #include "sim/simulator.h"
 
 namespace pipescope {
@@ -27,13 +28,7 @@ LayerProfile layer_profile(const std::string& name, const LayerTime& t, int64_t 
                            const StashBytes& stash) {
   LayerProfile l;
   l.name = name;
-  l.forward_ms = {ms(t.forward_ns)};
-  l.backward_input_ms = {ms(t.input_grad_ns)};
-  l.backward_weight_ms = {ms(t.weight_grad_ns)};
-  l.backward_ms = {ms(t.input_grad_ns + t.weight_grad_ns)};
-  l.activation_bytes = {stash.held};
-  l.weight_grad_bytes = {stash.for_weight};
-  l.output_bytes = {static_cast<double>(output_bytes)};
+  append_costs(l, t, stash, static_cast<double>(output_bytes));
   l.parameter_bytes = t.parameters * 2;
   l.optimizer_ms = ms(optimizer_ns);
   return l;
@@ -72,23 +67,6 @@ std::vector<LayerTime> transformer_layers(const TransformerShape& shape, const P
   return out;
 }
 
-// The shape in the specs `profile synth` writes (interop/llm_shape.h reads them back), so
-// that an `llm-plan --out` profile exports and shows as the model it is: roles for the
-// exporters (embedding, transformer_block, lm_head), Megatron's shape for memory.
-Json block_spec(const TransformerShape& s) {
-  Json j = {{"type", "transformer_block"}, {"hidden", s.hidden},       {"heads", s.heads},
-            {"sequence", s.sequence},      {"swiglu", s.swiglu},       {"rms_norm", s.rms_norm},
-            {"bias_linear", s.bias_linear}, {"qkv_bias", s.qkv_bias}};
-  if (s.kv_heads > 0) j["kv_heads"] = s.kv_heads;
-  if (s.ffn_hidden > 0) j["ffn_hidden"] = s.ffn_hidden;
-  if (s.kv_channels > 0) j["head_dim"] = s.kv_channels;
-  if (s.experts > 0) {
-    j["experts"] = s.experts;
-    j["moe_topk"] = s.moe_topk;
-  }
-  return j;
-}
-
 }  // namespace
 
 int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters) {
@@ -110,7 +88,7 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   p.layers.push_back(layer_profile("embedding", emb, send, optimizer_step_ns(gpu, sharded(emb.parameters, l)), emb_stash));
   p.layers.back().spec = {{"type", "embedding"}, {"vocabulary", shape.vocabulary}, {"hidden", shape.hidden}};
   const std::vector<LayerTime> layers = transformer_layers(shape, l, gpu);
-  const Json block = block_spec(shape);
+  const Json block = decoder_layer_spec(shape, "transformer_block");  // llm/profile_layers.h reads it back
   for (int i = 0; i < shape.layers; ++i) {
     const LayerTime& t = layers[static_cast<std::size_t>(i)];
     p.layers.push_back(layer_profile("layers." + std::to_string(i), t, send, optimizer_step_ns(gpu, sharded(t.parameters, l)),

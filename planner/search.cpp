@@ -82,6 +82,20 @@ void check_request(const SearchRequest& q) {
   }
   if (q.schedules.empty()) throw InputError("--schedules: expected at least one schedule");
   if (q.max_stages < 0) throw InputError("--max-stages: expected at least 1, got " + std::to_string(q.max_stages));
+  if (q.stages != 0) {
+    const std::string pin = "--pipeline-model-parallel-size " + std::to_string(q.stages);
+    if (q.stages < 0) throw InputError(pin + ": expected at least 1 (or 0: search K)");
+    if (q.devices % q.stages != 0) {
+      throw InputError(pin + ": K does not divide the " + std::to_string(q.devices) + " devices (K x r = D)");
+    }
+    if (q.max_stages > 0 && q.stages > q.max_stages) {
+      throw InputError(pin + " and --max-stages " + std::to_string(q.max_stages) + ": K is above the largest K searched");
+    }
+    if (q.stages > q.profile.num_layers()) {
+      throw InputError(pin + ": K is more than the " + std::to_string(q.profile.num_layers()) + " layers of " +
+                       q.profile.source);
+    }
+  }
   if (q.profile.num_layers() < 1) throw InputError(q.profile.source, "layers", "expected at least one layer");
   if (q.objective != Objective::Step && q.jitter.samples < 1) {
     throw InputError("--objective " + to_string(q.objective) + ": expected --samples N >= 1");
@@ -123,7 +137,7 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
   if (q.recompute != RecomputeMode::Off) recompute_options.push_back(true);
   std::vector<Candidate> out;
   for (int K = 1; K <= max_k; ++K) {
-    if (D % K) continue;
+    if (D % K || (q.stages > 0 && K != q.stages)) continue;
     const int r = D / K;
     for (int64_t M : divisors(q.batch)) {
       if ((q.batch / M) % r != 0) continue;  // each replica takes a whole share of samples

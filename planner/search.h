@@ -42,6 +42,7 @@ struct SearchRequest {
   int64_t batch = 1;             // N, samples per step
   std::vector<ScheduleKind> schedules = default_search_schedules();  // every built-in
   int max_stages = 0;            // 0: up to min(D, L)
+  int stages = 0;                // pins K (Megatron's --pipeline-model-parallel-size); 0: K searched
   RecomputeMode recompute = RecomputeMode::Auto;
   std::vector<int> interleaved_chunks = {2, 4};
   PartitionKind partition = PartitionKind::Optimal;  // parsed at the edges (parse_partition_kind)

@@ -12,15 +12,16 @@ bash scripts/install-deps.sh
 stamp install-deps
 bash scripts/build.sh
 stamp build
-export QT_QPA_PLATFORM=offscreen
-ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 300
-stamp ctest
 # The Python suite waits on subprocesses and torch's gloo more than it computes (12 min
-# wall, 6 min CPU here): it runs beside the sanitizer build instead of before it, its
-# output kept and printed when both are done.
+# wall, 6 min CPU here): it starts as soon as the CLI it runs is built and runs beside
+# ctest and the sanitizer pass, its output kept and printed when all are done.
 pylog=$(mktemp)
 (cd python && ../.venv/bin/python -m pytest -q -p no:cacheprovider tests) > "$pylog" 2>&1 &
 pytest_pid=$!
+export QT_QPA_PLATFORM=offscreen
+ctest_rc=0
+ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 300 || ctest_rc=$?
+stamp ctest
 # The same suites under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), with
 # the compiler cache settings of scripts/build.sh.
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.ccache}" CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" \
@@ -31,8 +32,9 @@ stamp "the sanitizer pass"
 pytest_rc=0
 wait "$pytest_pid" || pytest_rc=$?
 stamp pytest
-echo "== the Python bridge's pytest suite (ran beside the sanitizer pass) =="
+echo "== the Python bridge's pytest suite (ran beside ctest and the sanitizer pass) =="
 cat "$pylog"
 rm -f "$pylog"
+[ "$ctest_rc" -eq 0 ] || { echo "test.sh: the GoogleTest suites failed (exit $ctest_rc)" >&2; exit "$ctest_rc"; }
 [ "$sanitize_rc" -eq 0 ] || { echo "test.sh: the sanitizer suites failed (exit $sanitize_rc)" >&2; exit "$sanitize_rc"; }
 [ "$pytest_rc" -eq 0 ] || { echo "test.sh: the pytest suite failed (exit $pytest_rc)" >&2; exit "$pytest_rc"; }

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "interop/llm_shape.h"
+#include "llm/profile_layers.h"
 #include "llm/layout_check.h"
 #include "llm/memory.h"
 #include "llm/plan_layout.h"

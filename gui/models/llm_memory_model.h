@@ -40,7 +40,7 @@ inline bool fits_capacity(double total_bytes, int64_t capacity_bytes) {
 std::vector<LlmMemoryBar> llm_memory_bars(const LlmMemory& memory);
 
 // llm_memory(shape, layout) of the plan's layout over the profile's model
-// (interop/llm_shape.h), validated as Megatron-LM checks it, one bar per pipeline rank;
+// (llm/profile_layers.h), validated as Megatron-LM checks it, one bar per pipeline rank;
 // nullopt with `why` for a plan without a layout or a model the specs do not state.
 std::optional<std::vector<LlmMemoryBar>> plan_llm_memory(const Profile& profile, const Plan& plan, QString* why = nullptr);
 

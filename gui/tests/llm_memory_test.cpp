@@ -13,7 +13,7 @@
 #include "core/profile.h"
 #include "gui/app/llm_memory_view.h"
 #include "gui/models/llm_memory_model.h"
-#include "interop/llm_shape.h"
+#include "llm/profile_layers.h"
 #include "llm/layout_check.h"
 #include "llm/memory.h"
 #include "llm/plan_layout.h"

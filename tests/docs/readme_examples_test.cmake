@@ -44,17 +44,17 @@ expect_in_readme("LLM memory example (llm-memory)"
   ${PIPESCOPE} llm-memory --hf-config ${P}/hf/llama-3-70b.json --seq-length 8192 --gpus 64
   --tensor-model-parallel-size 8 --sequence-parallel --pipeline-model-parallel-size 8
   --use-distributed-optimizer --recompute-granularity selective --global-batch-size 64)
-expect_in_readme("LLM layout search example (llm-plan)"
-  ${PIPESCOPE} llm-plan --gpu h100-sxm --hf-config ${P}/hf/llama-3-70b.json --seq-length 8192 --gpus 64
+expect_in_readme("LLM layout search example (plan with a model)"
+  ${PIPESCOPE} plan --gpu h100-sxm --hf-config ${P}/hf/llama-3-70b.json --seq-length 8192 --gpus 64
   --global-batch-size 128 --top 3)
-# One job, one answer: llm-plan --out writes a version 3 plan (into a scratch folder here),
-# and simulate --plan of it alone is the README's output.
+# One job, one answer: plan --out with a model writes a version 3 plan (into a scratch folder
+# here), and simulate --plan of it alone is the README's output.
 set(job_dir ${CMAKE_CURRENT_BINARY_DIR}/readme_one_job)
 file(MAKE_DIRECTORY ${job_dir})
-execute_process(COMMAND ${PIPESCOPE} llm-plan --gpu h100-sxm --hf-config ${P}/hf/llama-3-70b.json --seq-length 4096
+execute_process(COMMAND ${PIPESCOPE} plan --gpu h100-sxm --hf-config ${P}/hf/llama-3-70b.json --seq-length 4096
                         --gpus 64 --global-batch-size 512 --top 3 --out ${job_dir}/70b.json
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "one-job example (llm-plan --out): exit ${rc}\n${err}")
+  message(FATAL_ERROR "one-job example (plan --out): exit ${rc}\n${err}")
 endif()
 expect_in_readme("one-job example (simulate --plan)" ${PIPESCOPE} simulate --plan ${job_dir}/70b.json)

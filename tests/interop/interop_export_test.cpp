@@ -149,7 +149,7 @@ void expect_valid_megatron_flags(const FlagMap& f) {
   }
 }
 
-std::string error_of(const Plan& plan, const Profile& profile, ExportTarget target) {
+std::string error_of(const Plan& plan, const Profile& profile, Framework target) {
   try {
     export_plan(plan, profile, target);
   } catch (const InputError& e) {
@@ -205,7 +205,7 @@ TEST(ExportMegatron, RandomPlansRoundTripThroughMegatronsLayerRules) {
       l.order = rng() % 2 || l.cp != l.ep ? "tp-cp-ep-dp-pp" : "tp-cp-ep-pp-dp";  // pp-dp needs cp = ep
       plan.layout = layout_to_json(l);
     }
-    ExportResult r = export_plan(plan, profile, ExportTarget::Megatron);
+    ExportResult r = export_plan(plan, profile, Framework::Megatron);
     FlagMap f = parse_flags(r);
     SCOPED_TRACE("seed " + std::to_string(seed) + " trial " + std::to_string(trial) + "\n" + r.text);
     expect_valid_megatron_flags(f);
@@ -223,7 +223,7 @@ TEST(ExportMegatron, KnownPlanGivesTheExpectedFlags) {
   // 80 layers over 8 ranks, 10 each: an even split; recompute keeps one unit of 10.
   Plan plan = plan_of(std::vector<int>(8, 10), 8, 4, 16, 2, ScheduleKind::OneFOneB);
   plan.recompute = true;
-  ExportResult r = export_plan(plan, llm_profile(80), ExportTarget::Megatron);
+  ExportResult r = export_plan(plan, llm_profile(80), Framework::Megatron);
   FlagMap f = parse_flags(r);
   EXPECT_EQ(f.at("--tensor-model-parallel-size"), "2");
   EXPECT_EQ(f.count("--sequence-parallel"), 1u);  // what the profile's t-way activations assume
@@ -243,22 +243,22 @@ TEST(ExportMegatron, KnownPlanGivesTheExpectedFlags) {
 
 TEST(ExportMegatron, UnevenCutsUseTheirFlags) {
   FlagMap acc = parse_flags(export_plan(plan_of({3, 4, 4, 3}, 4, 1, 8, 1, ScheduleKind::OneFOneB), llm_profile(14),
-                                        ExportTarget::Megatron));
+                                        Framework::Megatron));
   EXPECT_EQ(acc.count("--account-for-embedding-in-pipeline-split"), 1u);
   EXPECT_EQ(acc.count("--account-for-loss-in-pipeline-split"), 1u);
   FlagMap ends = parse_flags(export_plan(plan_of({5, 4, 4, 2}, 4, 1, 8, 1, ScheduleKind::OneFOneB), llm_profile(15),
-                                         ExportTarget::Megatron));
+                                         Framework::Megatron));
   EXPECT_EQ(ends.at("--decoder-first-pipeline-num-layers"), "5");
   EXPECT_EQ(ends.at("--decoder-last-pipeline-num-layers"), "2");
   ExportResult layout_result = export_plan(plan_of({1, 4, 2, 3}, 4, 1, 8, 1, ScheduleKind::OneFOneB), llm_profile(10),
-                                           ExportTarget::Megatron);
+                                           Framework::Megatron);
   FlagMap layout = parse_flags(layout_result);
   EXPECT_EQ(layout.at("--pipeline-model-parallel-layout"), "Et|t*4|t*2|t*3L");
   // One shell word: '|' and '*' quoted.
   EXPECT_NE(layout_result.text.find("--pipeline-model-parallel-layout 'Et|t*4|t*2|t*3L'"), std::string::npos) << layout_result.text;
   // Interleaved, v = 2: stages 0..7 in model order, rank = s % 4.
   FlagMap vpp = parse_flags(export_plan(plan_of(std::vector<int>(8, 2), 4, 1, 8, 1, ScheduleKind::Interleaved),
-                                        llm_profile(16), ExportTarget::Megatron));
+                                        llm_profile(16), Framework::Megatron));
   EXPECT_EQ(vpp.at("--num-virtual-stages-per-pipeline-rank"), "2");
 }
 
@@ -266,7 +266,7 @@ TEST(ExportMegatron, OneRankHasNoVirtualStages) {
   // K = 1: the whole model on every rank; Megatron refuses virtual stages without a
   // pipeline (arguments.py: interleaving needs --pipeline-model-parallel-size > 1).
   Plan one = plan_of({3, 5}, 1, 4, 2, 1, ScheduleKind::Interleaved);
-  FlagMap f = parse_flags(export_plan(one, llm_profile(8), ExportTarget::Megatron));
+  FlagMap f = parse_flags(export_plan(one, llm_profile(8), Framework::Megatron));
   EXPECT_EQ(f.at("--pipeline-model-parallel-size"), "1");
   EXPECT_EQ(f.count("--num-virtual-stages-per-pipeline-rank"), 0u);
   EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
@@ -274,17 +274,41 @@ TEST(ExportMegatron, OneRankHasNoVirtualStages) {
 
 TEST(ExportMegatron, RefusesWhatMegatronCannotSay) {
   Profile p = llm_profile(8);
-  EXPECT_NE(error_of(plan_of({4, 4}, 2, 1, 4, 1, ScheduleKind::GPipe), p, ExportTarget::Megatron).find("GPipe"), std::string::npos);
-  EXPECT_NE(error_of(plan_of({4, 4}, 2, 1, 4, 1, ScheduleKind::ZeroBubbleH1), p, ExportTarget::Megatron).find("zb-h1"), std::string::npos);
+  EXPECT_NE(error_of(plan_of({4, 4}, 2, 1, 4, 1, ScheduleKind::GPipe), p, Framework::Megatron).find("GPipe"), std::string::npos);
+  EXPECT_NE(error_of(plan_of({4, 4}, 2, 1, 4, 1, ScheduleKind::ZeroBubbleH1), p, Framework::Megatron).find("zb-h1"), std::string::npos);
   Plan mixed = plan_of({4, 4}, 2, 2, 4, 1, ScheduleKind::OneFOneB);
   mixed.stages[1].devices = {2, 3, 4};
   mixed.batch_size = 12;
-  const std::string e = error_of(mixed, p, ExportTarget::Megatron);
+  const std::string e = error_of(mixed, p, Framework::Megatron);
   EXPECT_NE(e.find("stages[1].devices"), std::string::npos) << e;
   EXPECT_NE(e.find("data-parallel"), std::string::npos) << e;
   Plan fractional = plan_of({4, 4}, 2, 1, 4, 1, ScheduleKind::OneFOneB);
   fractional.batch_size = 6;  // 6 samples over 4 micro-batches
-  EXPECT_NE(error_of(fractional, p, ExportTarget::Megatron).find("batch_size"), std::string::npos);
+  EXPECT_NE(error_of(fractional, p, Framework::Megatron).find("batch_size"), std::string::npos);
+}
+
+// A plan that fits only because it offloads activations to host (core/offload.h) cannot
+// be exported without it: none of the three frameworks runs that offload
+// (llm/framework.h's activation_offload_refusal), and dropping it would run out of memory
+// at launch. Every target refuses it, naming the plan's "offload" and the framework's own
+// nearest mechanism; the same plan without the offload exports.
+TEST(ExportAll, RefuseAPlanThatOffloadsActivations) {
+  const Profile p = llm_profile(8);
+  Plan offloading = plan_of({4, 4}, 2, 1, 4, 1, ScheduleKind::OneFOneB);
+  offloading.offload = Offload{OffloadPolicy::All, {0.5}};
+  const std::vector<std::pair<Framework, std::string>> cases = {
+      {Framework::Megatron, "--cpu-offloading"},
+      {Framework::Torch, "save_on_cpu"},
+      {Framework::DeepSpeed, "cpu_checkpointing"}};
+  for (const auto& [target, names] : cases) {
+    const std::string e = error_of(offloading, p, target);
+    EXPECT_NE(e.find("offload"), std::string::npos) << e;
+    EXPECT_NE(e.find("(all)"), std::string::npos) << e;
+    EXPECT_NE(e.find(names), std::string::npos) << e;
+    Plan plain = offloading;
+    plain.offload = Offload{};
+    EXPECT_NO_THROW(export_plan(plain, p, target, "plan.json", false, 8)) << to_string(target);
+  }
 }
 
 TEST(ExportTorch, ScheduleClassesAndSplitPoints) {
@@ -295,7 +319,7 @@ TEST(ExportTorch, ScheduleClassesAndSplitPoints) {
                                                         {ScheduleKind::ZeroBubbleH1, "ScheduleInterleavedZeroBubble"}};
   for (const auto& [kind, cls] : expected) {
     const std::vector<int> cuts = kind == ScheduleKind::Interleaved ? std::vector<int>{2, 2, 2, 2} : std::vector<int>{3, 5};
-    ExportResult r = export_plan(plan_of(cuts, 2, 1, 4, 1, kind), p, ExportTarget::Torch);
+    ExportResult r = export_plan(plan_of(cuts, 2, 1, 4, 1, kind), p, Framework::Torch);
     EXPECT_EQ(r.json["schedule_class"], cls);
     ASSERT_TRUE(kTorchClasses.count(cls)) << cls;
     const bool single = kTorchClasses.at(cls);
@@ -313,11 +337,11 @@ TEST(ExportTorch, ScheduleClassesAndSplitPoints) {
 TEST(ExportTorch, RefusesWhatTheConstructorsRefuse) {
   // Schedule1F1B (not ScheduleGPipe, in 2.13): n_microbatches >= stages; ScheduleInterleavedZeroBubble:
   // M a multiple of max(1, M / K) rounds (9 over K = 4 is 2 rounds: refused).
-  const std::string few = error_of(plan_of({4, 4}, 2, 1, 1, 1, ScheduleKind::OneFOneB), llm_profile(8), ExportTarget::Torch);
+  const std::string few = error_of(plan_of({4, 4}, 2, 1, 1, 1, ScheduleKind::OneFOneB), llm_profile(8), Framework::Torch);
   EXPECT_NE(few.find("Schedule1F1B needs at least as many micro-batches"), std::string::npos) << few;
-  const std::string rounds = error_of(plan_of({2, 2, 2, 2}, 4, 1, 9, 1, ScheduleKind::ZeroBubbleH1), llm_profile(8), ExportTarget::Torch);
+  const std::string rounds = error_of(plan_of({2, 2, 2, 2}, 4, 1, 9, 1, ScheduleKind::ZeroBubbleH1), llm_profile(8), Framework::Torch);
   EXPECT_NE(rounds.find("rounds"), std::string::npos) << rounds;
-  EXPECT_NO_THROW(export_plan(plan_of({2, 2, 2, 2}, 4, 1, 8, 1, ScheduleKind::ZeroBubbleH1), llm_profile(8), ExportTarget::Torch));
+  EXPECT_NO_THROW(export_plan(plan_of({2, 2, 2, 2}, 4, 1, 8, 1, ScheduleKind::ZeroBubbleH1), llm_profile(8), Framework::Torch));
 }
 
 TEST(ExportTorch, CsvRowsPassTorchsScheduleValidation) {
@@ -327,7 +351,7 @@ TEST(ExportTorch, CsvRowsPassTorchsScheduleValidation) {
     const std::vector<int> cuts = kind == ScheduleKind::Interleaved ? std::vector<int>{1, 2, 2, 1, 1, 1} : std::vector<int>{2, 3, 3};
     Plan plan = plan_of(cuts, 3, 1, 6, 1, kind);
     plan.recompute = kind == ScheduleKind::OneFOneB;  // R ops are left out of the CSV
-    ExportResult r = export_plan(plan, llm_profile(8), ExportTarget::Torch, "plan.json", true);
+    ExportResult r = export_plan(plan, llm_profile(8), Framework::Torch, "plan.json", true);
     EXPECT_EQ(r.json["schedule_class"], "_PipelineScheduleRuntime");
     const Json& rows = r.json["schedule_csv"];
     ASSERT_EQ(rows.size(), 3u);
@@ -356,11 +380,11 @@ TEST(ExportDeepSpeed, PartsConfigAndRefusals) {
   // deepspeed.runtime.utils.partition_uniform(10, 4) = [0, 3, 6, 8, 10]: decoders 2,3,2,1
   // plus the embedding in stage 0 and the head in stage 3 give exactly those parts.
   ExportResult uniform = export_plan(plan_of({2, 3, 2, 1}, 4, 2, 8, 2, ScheduleKind::OneFOneB), llm_profile(8),
-                                     ExportTarget::DeepSpeed);
+                                     Framework::DeepSpeed);
   EXPECT_EQ(uniform.json["parts"], Json::array({0, 3, 6, 8, 10}));
   EXPECT_EQ(uniform.json["partition_method"], "uniform");
   ExportResult custom = export_plan(plan_of({4, 1, 1, 2}, 4, 2, 8, 2, ScheduleKind::OneFOneB), llm_profile(8),
-                                    ExportTarget::DeepSpeed);
+                                    Framework::DeepSpeed);
   EXPECT_EQ(custom.json["parts"], Json::array({0, 5, 6, 7, 10}));
   EXPECT_EQ(custom.json["partition_method"], "pipescope");
   const Json& config = custom.json["config"];
@@ -369,6 +393,6 @@ TEST(ExportDeepSpeed, PartsConfigAndRefusals) {
   EXPECT_EQ(config["train_batch_size"].get<int>(),
             config["train_micro_batch_size_per_gpu"].get<int>() * config["gradient_accumulation_steps"].get<int>() * 2);
   EXPECT_EQ(config["gradient_accumulation_steps"], 8);
-  const std::string e = error_of(plan_of({2, 2, 2, 2}, 2, 1, 4, 1, ScheduleKind::Interleaved), llm_profile(8), ExportTarget::DeepSpeed);
+  const std::string e = error_of(plan_of({2, 2, 2, 2}, 2, 1, 4, 1, ScheduleKind::Interleaved), llm_profile(8), Framework::DeepSpeed);
   EXPECT_NE(e.find("1F1B"), std::string::npos) << e;
 }

@@ -14,6 +14,7 @@
 #include "interop/synth_profile.h"
 #include "llm/layer_time.h"
 #include "llm/memory.h"
+#include "llm/profile_layers.h"
 #include "llm/step_time.h"
 #include "tests/support/input_error.h"
 
@@ -262,6 +263,81 @@ TEST(HfProfile, EqualsLlmPipelineLayerByLayer) {
         }
       }
     }
+  }
+}
+
+// llm/profile_layers.h: every analytic profile writes its decoder layers' shape through
+// decoder_layer_spec and transformer_shape_of reads it back. Over 300 random shapes
+// (dense and MoE, GQA or not, any head dimension, SwiGLU / RMSNorm / each bias on or off,
+// tied or not), both writers -- llm_pipeline (llm-plan --out's profile, "transformer_block")
+// and make_hf_profile (profile synth --hf-config, "hf_decoder_layer") -- give back the very
+// shape: every field the decoder and head specs carry. Before the one writer, the
+// transformer_block spec dropped the attention-output and MLP biases and the MoE FFN
+// widths, and a GPT-style shape read from an HF profile came back as SwiGLU + RMSNorm.
+// (The name is the profile's model; the embedding's position table and dropout mask are
+// not decoder facts, so the shapes here keep their defaults.)
+static void expect_same_shape(const TransformerShape& got, const TransformerShape& want, const std::string& where) {
+  EXPECT_EQ(got.layers, want.layers) << where;
+  EXPECT_EQ(got.hidden, want.hidden) << where;
+  EXPECT_EQ(got.heads, want.heads) << where;
+  EXPECT_EQ(got.kv_heads, want.kv_heads) << where;
+  EXPECT_EQ(got.ffn_hidden, want.ffn_hidden) << where;
+  EXPECT_EQ(got.swiglu, want.swiglu) << where;
+  EXPECT_EQ(got.bias_linear, want.bias_linear) << where;
+  EXPECT_EQ(got.vocabulary, want.vocabulary) << where;
+  EXPECT_EQ(got.sequence, want.sequence) << where;
+  EXPECT_EQ(got.tied_embeddings, want.tied_embeddings) << where;
+  EXPECT_EQ(got.rms_norm, want.rms_norm) << where;
+  EXPECT_EQ(got.qkv_bias, want.qkv_bias) << where;
+  EXPECT_EQ(got.output_bias, want.output_bias) << where;
+  EXPECT_EQ(got.mlp_bias, want.mlp_bias) << where;
+  EXPECT_EQ(got.kv_channels, want.kv_channels) << where;
+  EXPECT_EQ(got.experts, want.experts) << where;
+  EXPECT_EQ(got.moe_topk, want.moe_topk) << where;
+  EXPECT_EQ(got.moe_ffn_hidden, want.moe_ffn_hidden) << where;
+  EXPECT_EQ(got.moe_layer_frequency, want.moe_layer_frequency) << where;
+  EXPECT_EQ(got.shared_expert_ffn_hidden, want.shared_expert_ffn_hidden) << where;
+}
+
+TEST(ProfileLayers, ShapeReadBackIsTheShapeWritten) {
+  const GpuModel g = load_gpu_model(gpu("h100-sxm"));
+  std::mt19937 rng(37);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 300; ++trial) {
+    TransformerShape s;
+    s.name = "random";
+    s.layers = pick(1, 6);
+    s.heads = 1 << pick(0, 5);
+    const int head_dim = 16 * pick(1, 8);
+    s.hidden = s.heads * head_dim;
+    if (pick(0, 2) == 0) s.kv_channels = head_dim + 16 * pick(1, 4);  // a head dimension other than h / a
+    if (pick(0, 1) == 1) s.kv_heads = s.heads >> pick(0, 3);
+    s.swiglu = pick(0, 1) == 1, s.rms_norm = pick(0, 1) == 1, s.bias_linear = pick(0, 1) == 1;
+    s.qkv_bias = pick(0, 1) == 1, s.output_bias = pick(0, 1) == 1, s.mlp_bias = pick(0, 1) == 1;
+    s.tied_embeddings = pick(0, 1) == 1;
+    if (pick(0, 1) == 1) s.ffn_hidden = 64 * pick(1, 64);
+    s.vocabulary = 128 * pick(1, 400);  // a multiple of 128: Megatron's padding leaves it as it is at t = 1
+    s.sequence = 64 * pick(1, 32);
+    if (pick(0, 2) == 0) {
+      s.experts = 1 << pick(1, 4);
+      s.moe_topk = pick(1, s.experts);
+      if (pick(0, 1) == 1) s.moe_ffn_hidden = 64 * pick(1, 32);
+      s.moe_layer_frequency = pick(1, 2);
+      if (pick(0, 1) == 1) s.shared_expert_ffn_hidden = 64 * pick(1, 32);
+    }
+    const std::string where = "trial " + std::to_string(trial);
+    const Profile planned = llm_pipeline(s, ParallelLayout{}, g).profile;
+    std::string why;
+    const std::optional<TransformerShape> from_pipeline = transformer_shape_of(planned, 1, &why);
+    ASSERT_TRUE(from_pipeline.has_value()) << where << ": " << why;
+    expect_same_shape(*from_pipeline, s, where + " (llm_pipeline)");
+    HfProfileOptions o;
+    o.sequence = s.sequence;
+    o.batch_sizes = {1};
+    const Profile synthesised = make_hf_profile(HfModel{"llama", "random.json", s}, g, o);
+    const std::optional<TransformerShape> from_hf = transformer_shape_of(synthesised, 1, &why);
+    ASSERT_TRUE(from_hf.has_value()) << where << ": " << why;
+    expect_same_shape(*from_hf, s, where + " (make_hf_profile)");
   }
 }
 

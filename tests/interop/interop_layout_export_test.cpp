@@ -4,7 +4,7 @@
 // -- or a layout that contradicts its own plan -- is refused naming "layout.<field>".
 // python/tests/test_oracle_megatron.py and test_oracle_deepspeed.py hold the same
 // exports to the frameworks' own parsers. Also: the model a profile's specs state
-// (interop/llm_shape.h), which the GUI's memory split per GPU needs.
+// (llm/profile_layers.h), which the GUI's memory split per GPU needs.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,7 +13,7 @@
 #include "interop/export.h"
 #include "interop/hf_config.h"
 #include "interop/hf_profile.h"
-#include "interop/llm_shape.h"
+#include "llm/profile_layers.h"
 #include "llm/plan_layout.h"
 #include "tests/interop/export_fixtures.h"
 
@@ -43,7 +43,7 @@ std::map<std::string, std::string> flags_of(const ExportResult& r) {
   return out;
 }
 
-std::string refusal(const ParallelLayout& l, ExportTarget target, bool plan_recompute = false) {
+std::string refusal(const ParallelLayout& l, Framework target, bool plan_recompute = false) {
   Plan p = plan_with(l);
   p.recompute = plan_recompute;
   try {
@@ -61,7 +61,7 @@ std::string refusal(const ParallelLayout& l, ExportTarget target, bool plan_reco
 TEST(ExportLayout, MegatronSaysEveryField) {
   ParallelLayout l = base_layout();
   l.recompute = Recompute::Full, l.precision = PrecisionRecipe::Fp8Params, l.order = "tp-cp-ep-pp-dp";
-  const ExportResult r = export_plan(plan_with(l), llm_profile(6), ExportTarget::Megatron);
+  const ExportResult r = export_plan(plan_with(l), llm_profile(6), Framework::Megatron);
   const std::map<std::string, std::string> expected = {
       {"--tensor-model-parallel-size", "2"}, {"--sequence-parallel", ""}, {"--context-parallel-size", "2"},
       {"--expert-model-parallel-size", "2"}, {"--pipeline-model-parallel-size", "2"}, {"--num-layers", "6"},
@@ -80,24 +80,24 @@ TEST(ExportLayout, OverlapIsTheFrameworksSwitch) {
   ParallelLayout l = base_layout();
   l.overlap_grad_reduce = l.overlap_param_gather = true;
   const std::map<std::string, std::string> flags =
-      flags_of(export_plan(plan_with(l), llm_profile(6), ExportTarget::Megatron));
+      flags_of(export_plan(plan_with(l), llm_profile(6), Framework::Megatron));
   EXPECT_EQ(flags.count("--overlap-grad-reduce"), 1U);
   EXPECT_EQ(flags.count("--overlap-param-gather"), 1U);
   l.sharding = Sharding::None;
-  EXPECT_EQ(refusal(l, ExportTarget::Megatron),
+  EXPECT_EQ(refusal(l, Framework::Megatron),
             "layout.overlap_param_gather: Megatron-LM asserts --use-distributed-optimizer for it (without a sharded "
             "optimizer there is no parameter all-gather to overlap)");
   l.overlap_param_gather = false;
-  EXPECT_EQ(flags_of(export_plan(plan_with(l), llm_profile(6), ExportTarget::Megatron)).count("--overlap-param-gather"),
+  EXPECT_EQ(flags_of(export_plan(plan_with(l), llm_profile(6), Framework::Megatron)).count("--overlap-param-gather"),
             0U);
   // DeepSpeed: t and d only (no SP, cp, ep), ZeRO-1.
   ParallelLayout ds = base_layout();
   ds.sequence_parallel = false, ds.cp = 1, ds.ep = 1, ds.recompute = Recompute::None;
   ds.overlap_grad_reduce = true;
-  const ExportResult r = export_plan(plan_with(ds), llm_profile(6), ExportTarget::DeepSpeed);
+  const ExportResult r = export_plan(plan_with(ds), llm_profile(6), Framework::DeepSpeed);
   EXPECT_EQ(r.json["config"]["zero_optimization"]["overlap_comm"], true);
   ds.overlap_param_gather = true;
-  EXPECT_EQ(refusal(ds, ExportTarget::DeepSpeed),
+  EXPECT_EQ(refusal(ds, Framework::DeepSpeed),
             "layout.overlap_param_gather: DeepSpeed's ZeRO stage 1 all-gathers the updated parameters after the "
             "optimizer step, not overlapped (only ZeRO-3 prefetches them)");
 }
@@ -107,7 +107,7 @@ TEST(ExportLayout, DefaultsAddNoFlags) {
   ParallelLayout l = base_layout();
   l.sequence_parallel = false, l.cp = 1, l.ep = 1, l.sharding = Sharding::None, l.recompute = Recompute::None;
   l.precision = PrecisionRecipe::Fp32;
-  const std::map<std::string, std::string> f = flags_of(export_plan(plan_with(l), llm_profile(6), ExportTarget::Megatron));
+  const std::map<std::string, std::string> f = flags_of(export_plan(plan_with(l), llm_profile(6), Framework::Megatron));
   for (const char* absent : {"--sequence-parallel", "--context-parallel-size", "--expert-model-parallel-size",
                              "--use-distributed-optimizer", "--recompute-granularity", "--bf16", "--use-tp-pp-dp-mapping"}) {
     EXPECT_EQ(f.count(absent), 0u) << absent;
@@ -152,23 +152,23 @@ TEST(ExportLayout, RankGroupsAreRankGeneratorsInClosedForm) {
 TEST(ExportLayout, MegatronRefusesWhatItLacks) {
   ParallelLayout l = base_layout();
   l.sharding = Sharding::Zero2;
-  const std::string zero2 = refusal(l, ExportTarget::Megatron);
+  const std::string zero2 = refusal(l, Framework::Megatron);
   EXPECT_HAS(zero2, "layout.sharding");
   EXPECT_HAS(zero2, "--use-distributed-optimizer");
   EXPECT_HAS(zero2, "optim_grads");
   l.sharding = Sharding::Zero3;
-  EXPECT_HAS(refusal(l, ExportTarget::Megatron), "optim_grads_params");
+  EXPECT_HAS(refusal(l, Framework::Megatron), "optim_grads_params");
   l = base_layout();
   l.order = "dp-tp-cp-ep-pp";
-  const std::string order = refusal(l, ExportTarget::Megatron);
+  const std::string order = refusal(l, Framework::Megatron);
   EXPECT_HAS(order, "layout.order");
   EXPECT_HAS(order, "--use-tp-pp-dp-mapping");
   l = base_layout();
   l.order = "tp-cp-ep-pp-dp", l.ep = 1;  // pp groups of stride t cp = 4 (dense) and t ep = 2 (experts)
-  EXPECT_HAS(refusal(l, ExportTarget::Megatron), "layout.order: \"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = 2 and ep = 1");
+  EXPECT_HAS(refusal(l, Framework::Megatron), "layout.order: \"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = 2 and ep = 1");
   l = base_layout();
   l.precision = PrecisionRecipe::Fp8Params, l.sharding = Sharding::None;
-  EXPECT_HAS(refusal(l, ExportTarget::Megatron), "layout.precision: fp8-params is Megatron-LM's --fp8-param-gather");
+  EXPECT_HAS(refusal(l, Framework::Megatron), "layout.precision: fp8-params is Megatron-LM's --fp8-param-gather");
 }
 
 TEST(ExportLayout, ALayoutThatContradictsItsPlanIsRefused) {
@@ -190,12 +190,12 @@ TEST(ExportLayout, ALayoutThatContradictsItsPlanIsRefused) {
   for (const Case& c : cases) {
     ParallelLayout l = base_layout();
     c.edit(l);
-    for (ExportTarget t : {ExportTarget::Megatron, ExportTarget::Torch, ExportTarget::DeepSpeed}) {
+    for (Framework t : {Framework::Megatron, Framework::Torch, Framework::DeepSpeed}) {
       const std::string e = refusal(l, t);
       EXPECT_HAS(e, std::string(c.field) + ": " + c.numbers);
     }
   }
-  EXPECT_HAS(refusal(base_layout(), ExportTarget::Megatron, true), "layout.recompute: \"selective\", but the plan re-materialises");
+  EXPECT_HAS(refusal(base_layout(), Framework::Megatron, true), "layout.recompute: \"selective\", but the plan re-materialises");
 }
 
 TEST(ExportLayout, APlanOfOneDataParallelPipelineCountsAllOfThem) {
@@ -203,7 +203,7 @@ TEST(ExportLayout, APlanOfOneDataParallelPipelineCountsAllOfThem) {
   // d = 4 in the layout: the export says the whole job, global batch b M d = 64.
   Plan p = plan_of({3, 3}, 2, 1, 8, 2, ScheduleKind::OneFOneB);
   p.layout = layout_to_json(base_layout());
-  const ExportResult r = export_plan(p, llm_profile(6), ExportTarget::Megatron);
+  const ExportResult r = export_plan(p, llm_profile(6), Framework::Megatron);
   const std::map<std::string, std::string> f = flags_of(r);
   EXPECT_EQ(f.at("--global-batch-size"), "64");
   EXPECT_EQ(f.at("--micro-batch-size"), "2");
@@ -213,7 +213,7 @@ TEST(ExportLayout, APlanOfOneDataParallelPipelineCountsAllOfThem) {
   Plan two = plan_of({3, 3}, 2, 2, 8, 2, ScheduleKind::OneFOneB);
   two.layout = p.layout;
   try {
-    export_plan(two, llm_profile(6), ExportTarget::Megatron);
+    export_plan(two, llm_profile(6), Framework::Megatron);
     ADD_FAILURE() << "exported";
   } catch (const InputError& e) {
     EXPECT_HAS(e.what(), "layout.d: 4, but the plan has replicas per stage 2");
@@ -223,12 +223,12 @@ TEST(ExportLayout, APlanOfOneDataParallelPipelineCountsAllOfThem) {
 TEST(ExportLayout, DeepSpeedSaysZeroStageAndRefusesTheRest) {
   ParallelLayout l = base_layout();
   l.sequence_parallel = false, l.cp = 1, l.ep = 1, l.recompute = Recompute::Full;
-  const ExportResult r = export_plan(plan_with(l), llm_profile(6), ExportTarget::DeepSpeed);
+  const ExportResult r = export_plan(plan_with(l), llm_profile(6), Framework::DeepSpeed);
   EXPECT_EQ(r.json["config"]["zero_optimization"]["stage"], 1);
   EXPECT_EQ(r.json["config"]["bf16"]["enabled"], true);
   EXPECT_EQ(r.json["activation_checkpoint_interval"], 1);  // each layer's input
   l.sharding = Sharding::None, l.precision = PrecisionRecipe::Fp32;
-  const ExportResult none = export_plan(plan_with(l), llm_profile(6), ExportTarget::DeepSpeed);
+  const ExportResult none = export_plan(plan_with(l), llm_profile(6), Framework::DeepSpeed);
   EXPECT_EQ(none.json["config"]["zero_optimization"]["stage"], 0);
   EXPECT_FALSE(none.json["config"].contains("bf16"));
 
@@ -236,7 +236,7 @@ TEST(ExportLayout, DeepSpeedSaysZeroStageAndRefusesTheRest) {
   auto refused = [&](void (*edit)(ParallelLayout&), const std::string& part) {
     ParallelLayout bad = ok;
     edit(bad);
-    EXPECT_HAS(refusal(bad, ExportTarget::DeepSpeed), part);
+    EXPECT_HAS(refusal(bad, Framework::DeepSpeed), part);
   };
   refused([](ParallelLayout& b) { b.cp = 2; }, "layout.cp: 2: DeepSpeed's pipeline engine has no context parallelism");
   refused([](ParallelLayout& b) { b.ep = 2; }, "layout.ep: 2:");
@@ -251,7 +251,7 @@ TEST(ExportLayout, DeepSpeedSaysZeroStageAndRefusesTheRest) {
 TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   ParallelLayout l = base_layout();
   l.ep = 1, l.recompute = Recompute::Full, l.sharding = Sharding::Zero3;
-  const ExportResult r = export_plan(plan_with(l), llm_profile(6), ExportTarget::Torch);
+  const ExportResult r = export_plan(plan_with(l), llm_profile(6), Framework::Torch);
   // init_device_mesh is row-major: tp-cp-ep-dp-pp reversed, without ep.
   EXPECT_HAS(r.text, "MESH_DIM_NAMES = [\"pp\", \"dp\", \"cp\", \"tp\"]");
   EXPECT_HAS(r.text, "MESH_SHAPE = [2, 4, 2, 2]");
@@ -263,14 +263,14 @@ TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   EXPECT_EQ(r.json["mesh_shape"], Json({2, 4, 2, 2}));
   ParallelLayout bad = l;
   bad.recompute = Recompute::Selective;
-  EXPECT_HAS(refusal(bad, ExportTarget::Torch), "layout.recompute: torch's checkpoint_wrapper recomputes whole modules");
+  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.recompute: torch's checkpoint_wrapper recomputes whole modules");
   bad = l, bad.ep = 2;
-  EXPECT_HAS(refusal(bad, ExportTarget::Torch), "layout.ep: 2: torch.distributed has no expert parallelism");
+  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.ep: 2: torch.distributed has no expert parallelism");
   bad = l, bad.precision = PrecisionRecipe::Fp8Params;
-  EXPECT_HAS(refusal(bad, ExportTarget::Torch), "layout.precision");
+  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.precision");
 }
 
-// interop/llm_shape.h: the model a profile's specs state, as TransformerShape.
+// llm/profile_layers.h: the model a profile's specs state, as TransformerShape.
 TEST(LlmShape, HfProfilesGiveBackTheirConfigsShape) {
   // Llama-3-8B's config.json: 32 layers, h 4096, 32 heads, 8 KV heads, FFN 14336,
   // vocabulary 128256, padded at t = 8 to the next multiple of 128 x 8 = 1024: 129024 (as

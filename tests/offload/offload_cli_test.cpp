@@ -16,19 +16,13 @@
 namespace pipescope {
 namespace {
 
+using testing::expect_refused;
 using testing::run_cli;
 
 const std::string kSrc = PIPESCOPE_SOURCE_DIR;
 const std::string kGpt = "--profile " + kSrc + "/profiles/gpt-13b-h200.json --hardware " + kSrc +
                          "/profiles/gpus/h200.json --stages 8 --microbatches 32 --microbatch-size 1 --schedule gpipe";
 const std::string kToy = "--profile " + kSrc + "/profiles/toy-uniform.json --stages 4 --microbatches 8";
-
-// `pipescope ARGS` exits 2 and says `message`.
-void expect_refused(const std::string& args, const std::string& message) {
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
-  EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
-}
 
 TEST(OffloadCli, BadFlagsExitTwoNamingTheFlag) {
   expect_refused("simulate " + kToy + " --offload all",

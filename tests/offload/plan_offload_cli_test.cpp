@@ -5,7 +5,8 @@
 // needs 394.50 GiB: GPipe holds every micro-batch's stash), and with selective offload K = 2
 // fits (docs/memory.md). Expected: the winner says offload=selective and "at no cost"
 // (selective delays nothing, sim/offload.h), the plan file carries it, `simulate --plan`
-// gives the winner's step and fits; with --offload none nothing fits (exit 2).
+// gives the winner's step and fits; with --offload none nothing fits (exit 2), nor with a
+// --framework, which runs no such offload.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -51,6 +52,16 @@ TEST(PlanOffloadCli, TakesSelectiveWhenNothingFitsWithout) {
   const auto none = run_cli(args + " --offload none");
   EXPECT_EQ(none.code, 2) << none.out;
   EXPECT_NE(none.out.find("no candidate fits"), std::string::npos) << none.out;
+  // --framework: none of the three runs this offload (llm/framework.h's
+  // activation_offload_refusal), so the search does not take it (nothing fits, as with
+  // --offload none) and asking for it exits 2 naming the framework's own mechanism.
+  const auto torch = run_cli(args + " --framework torch");
+  EXPECT_EQ(torch.code, 2) << torch.out;
+  EXPECT_NE(torch.out.find("no candidate fits"), std::string::npos) << torch.out;
+  const auto asked = run_cli(args + " --framework torch --offload all");
+  EXPECT_EQ(asked.code, 2) << asked.out;
+  EXPECT_NE(asked.out.find("--offload: --framework torch cannot run it"), std::string::npos) << asked.out;
+  EXPECT_NE(asked.out.find("save_on_cpu"), std::string::npos) << asked.out;
   std::filesystem::remove_all(dir);
 }
 

@@ -108,6 +108,45 @@ TEST(PlanSearch, IncludesPlainDataParallelismAndPlainPipelining) {
   EXPECT_TRUE(pipeline);
 }
 
+// SearchRequest::stages pins K (plan --pipeline-model-parallel-size): every candidate has
+// that K, and they are exactly the unpinned search's candidates with that K, in the same
+// order (8 devices, batch 32: K = 4 gives r = 2). A K that does not divide D, exceeds
+// --max-stages or the 12 layers is refused naming the flag.
+TEST(PlanSearch, PinnedStagesKeepOnlyThatKAndRefuseAnImpossibleOne) {
+  SearchRequest q = request(8, 32, 0);
+  std::vector<std::string> want;
+  for (const Candidate& c : enumerate_candidates(q)) {
+    if (c.stages == 4) want.push_back(c.label());
+  }
+  q.stages = 4;
+  std::vector<std::string> got;
+  for (const Candidate& c : enumerate_candidates(q)) {
+    EXPECT_EQ(c.stages, 4) << c.label();
+    EXPECT_EQ(c.replicas, 2) << c.label();
+    got.push_back(c.label());
+  }
+  EXPECT_GT(got.size(), 10u);
+  EXPECT_EQ(got, want);
+  const std::pair<int, const char*> refused[] = {
+      {3, "--pipeline-model-parallel-size 3: K does not divide the 8 devices"},
+      {-1, "--pipeline-model-parallel-size -1: expected at least 1"}};
+  for (const auto& [k, message] : refused) {
+    q.stages = k;
+    try {
+      enumerate_candidates(q);
+      ADD_FAILURE() << "K = " << k << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  q.stages = 4, q.max_stages = 2;
+  EXPECT_THROW(enumerate_candidates(q), InputError);
+  q = request(16, 32, 0);
+  q.hardware = hardware(16, 0);
+  q.stages = 16;  // 12 layers
+  EXPECT_THROW(enumerate_candidates(q), InputError);
+}
+
 TEST(PlanSearch, NothingFitsNamesTheSmallestMemoryAnyCandidateNeeds) {
   SearchRequest q = request(4, 16, 1 << 20);  // 1 MiB per device: nothing fits
   const SearchResult r = search_plans(q);

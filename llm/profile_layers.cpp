@@ -1,6 +1,9 @@
-// Reads the shape from the first decoder layer's spec, the vocabulary from the embedding's
-// (or the head's), the layer count from the roles (interop/llm_shape.h).
-#include "interop/llm_shape.h"
+// Writes a transformer layer's costs and spec; reads the shape from the first decoder
+// layer's spec, the vocabulary from the embedding's (or the head's), the layer count
+// from the roles (llm/profile_layers.h).
+#include "llm/profile_layers.h"
+
+#include <algorithm>
 
 #include "llm/layout_check.h"
 
@@ -21,6 +24,41 @@ std::string type_of(const LayerProfile& l) {
 }
 
 }  // namespace
+
+void append_costs(LayerProfile& layer, const LayerTime& time, const StashBytes& stash, double output_bytes) {
+  const auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
+  layer.forward_ms.push_back(ms(time.forward_ns));
+  layer.backward_input_ms.push_back(ms(time.input_grad_ns));
+  layer.backward_weight_ms.push_back(ms(time.weight_grad_ns));
+  layer.backward_ms.push_back(ms(time.input_grad_ns + time.weight_grad_ns));
+  layer.activation_bytes.push_back(stash.held);
+  layer.weight_grad_bytes.push_back(stash.for_weight);
+  layer.output_bytes.push_back(output_bytes);
+}
+
+Json decoder_layer_spec(const TransformerShape& s, const std::string& type) {
+  Json j = {{"type", type},
+            {"hidden", s.hidden},
+            {"heads", s.heads},
+            {"head_dim", s.kv_channels > 0 ? s.kv_channels : s.hidden / std::max(s.heads, 1)},
+            {"sequence", s.sequence},
+            {"swiglu", s.swiglu},
+            {"rms_norm", s.rms_norm},
+            {"bias_linear", s.bias_linear},
+            {"qkv_bias", s.qkv_bias},
+            {"output_bias", s.output_bias},
+            {"mlp_bias", s.mlp_bias}};
+  if (s.kv_heads > 0) j["kv_heads"] = s.kv_heads;
+  if (s.ffn_hidden > 0) j["ffn_hidden"] = s.ffn_hidden;
+  if (s.experts > 0) {
+    j["experts"] = s.experts;
+    j["moe_topk"] = s.moe_topk;
+    if (s.moe_ffn_hidden > 0) j["moe_ffn_hidden"] = s.moe_ffn_hidden;
+    if (s.moe_layer_frequency != 1) j["moe_layer_frequency"] = s.moe_layer_frequency;
+    if (s.shared_expert_ffn_hidden > 0) j["shared_expert_ffn_hidden"] = s.shared_expert_ffn_hidden;
+  }
+  return j;
+}
 
 std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int t, std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<TransformerShape> {
@@ -64,6 +102,8 @@ std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int
   const int head_dim = spec_int(b, "head_dim");
   if (head_dim > 0 && head_dim * s.heads != s.hidden) s.kv_channels = head_dim;
   s.experts = spec_int(b, "experts"), s.moe_topk = spec_int(b, "moe_topk");
+  s.moe_ffn_hidden = spec_int(b, "moe_ffn_hidden"), s.moe_layer_frequency = spec_int(b, "moe_layer_frequency", 1);
+  s.shared_expert_ffn_hidden = spec_int(b, "shared_expert_ffn_hidden");
   return s;
 }
 

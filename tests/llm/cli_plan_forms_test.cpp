@@ -1,0 +1,223 @@
+// `pipescope plan` is the one search (issue #37): with a model (--hf-config or Megatron's
+// model flags, --gpu) it is llm-plan's search, so for each job below `plan` prints exactly
+// the bytes `llm-plan` prints (table and --json; the other front door they must equal, one
+// code path in cli/model_plan.cpp), writes the same --out files, and `simulate --plan` of
+// that file alone gives the step_ns and peak_bytes the search printed for its best. With
+// --profile it is the profile search, which also reads Megatron's names (--gpus,
+// --global-batch-size, --pipeline-model-parallel-size). A flag of the other form, a model
+// given twice or a missing input exits 2 naming the flag.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.h"
+#include "tests/support/cli_run.h"
+
+namespace pipescope {
+namespace {
+
+using testing::expect_refused;
+using testing::run_cli;
+
+const std::string kSrc = PIPESCOPE_SOURCE_DIR;
+std::string hf(const std::string& name) { return " --hf-config " + kSrc + "/profiles/hf/" + name + ".json"; }
+
+// run_cli merges stderr: a search past a second (sanitized builds) prints its progress
+// line ("\rplan: ..." or "\rllm-plan: ...", then "\n") before stdout. Drop it.
+std::string stdout_of(const std::string& out) {
+  const std::size_t cr = out.rfind('\r');
+  if (cr == std::string::npos) return out;
+  const std::size_t eol = out.find('\n', cr);
+  return eol == std::string::npos ? "" : out.substr(eol + 1);
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct ModelJob {
+  const char* name;
+  std::string flags;
+};
+
+// Dense and MoE, Megatron, torch and DeepSpeed, a config or Megatron's flags, pins.
+const ModelJob kJobs[] = {
+    // README's and issue #37's job: Llama-3-70B, 64 H100s, 512 sequences of 4096, Megatron.
+    {"Llama3_70B_Megatron", "--gpu h100-sxm" + hf("llama-3-70b") + " --seq-length 4096 --gpus 64 --global-batch-size 512"},
+    {"Llama3_70B_Torch_H200",
+     "--gpu h200" + hf("llama-3-70b") + " --seq-length 4096 --gpus 64 --global-batch-size 512 --framework torch"},
+    {"Mixtral_8x7B_Megatron", "--gpu h100-sxm" + hf("mixtral-8x7b") + " --seq-length 4096 --gpus 64 --global-batch-size 256"},
+    {"Mixtral_8x7B_Torch",
+     "--gpu h100-sxm" + hf("mixtral-8x7b") + " --seq-length 4096 --gpus 32 --global-batch-size 128 --framework torch"},
+    {"Llama3_8B_DeepSpeed_A100",
+     "--gpu a100-80gb" + hf("llama-3-8b") + " --seq-length 4096 --gpus 16 --global-batch-size 64 --framework deepspeed"},
+    {"Qwen2_7B_Pinned_Interleaved",
+     "--gpu h100-sxm" + hf("qwen2-7b") + " --seq-length 4096 --gpus 32 --global-batch-size 128 "
+     "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --schedule interleaved"},
+    {"MegatronFlags_DeepSpeed_Fp32",
+     "--gpu h100-sxm --num-layers 8 --hidden-size 1024 --num-attention-heads 16 --num-query-groups 4 "
+     "--ffn-hidden-size 4096 --swiglu --disable-bias-linear --normalization RMSNorm "
+     "--untie-embeddings-and-output-weights --vocab-size 32000 --seq-length 2048 --gpus 16 --global-batch-size 64 "
+     "--framework deepspeed --precision fp32"},
+};
+
+class PlanWithAModel : public ::testing::TestWithParam<ModelJob> {};
+
+TEST_P(PlanWithAModel, IsLlmPlanByteForByteAndSimulatesToItsBest) {
+  const ModelJob& job = GetParam();
+  const auto plan_table = run_cli("plan " + job.flags + " --top 3");
+  const auto llm_table = run_cli("llm-plan " + job.flags + " --top 3");
+  ASSERT_EQ(plan_table.code, 0) << plan_table.out;
+  ASSERT_EQ(llm_table.code, 0) << llm_table.out;
+  EXPECT_EQ(stdout_of(plan_table.out), stdout_of(llm_table.out));
+  EXPECT_NE(stdout_of(plan_table.out).find("why:\n"), std::string::npos) << plan_table.out;
+
+  const std::string dir = ::testing::TempDir() + "plan_forms_" + job.name;
+  std::filesystem::create_directories(dir + "/plan");
+  std::filesystem::create_directories(dir + "/llm");
+  const auto plan_json = run_cli("plan " + job.flags + " --top 3 --json --out " + dir + "/plan/p.json");
+  const auto llm_json = run_cli("llm-plan " + job.flags + " --top 3 --json --out " + dir + "/llm/p.json");
+  ASSERT_EQ(plan_json.code, 0) << plan_json.out;
+  ASSERT_EQ(llm_json.code, 0) << llm_json.out;
+  EXPECT_EQ(stdout_of(plan_json.out), stdout_of(llm_json.out));
+  for (const char* file : {"/p.json", "/p.profile.json"}) {
+    EXPECT_EQ(file_text(dir + "/plan" + file), file_text(dir + "/llm" + file)) << file;
+  }
+  const Json best = Json::parse(stdout_of(plan_json.out))["best"][0];
+  const auto sim = run_cli("simulate --plan " + dir + "/plan/p.json --json");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  const Json s = Json::parse(sim.out);
+  EXPECT_EQ(s["step_ns"], best["step_ns"]);
+  EXPECT_EQ(s["peak_bytes"], best["peak_bytes"]);
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, PlanWithAModel, ::testing::ValuesIn(kJobs),
+                         [](const ::testing::TestParamInfo<ModelJob>& info) { return std::string(info.param.name); });
+
+const std::string kModel = "plan --gpu h100-sxm" + hf("llama-3-8b") + " --seq-length 4096 --gpus 16 --global-batch-size 64";
+const std::string kProfile = "plan --profile " + kSrc + "/profiles/gpt-tiny-cpu.json";
+
+TEST(PlanForms, AModelGivenTwiceOrNotAtAllIsRefusedNamingTheFlags) {
+  expect_refused(kModel + " --profile " + kSrc + "/profiles/gpt-tiny-cpu.json",
+                 "--profile and --hf-config describe the model twice: give one");
+  expect_refused(kProfile + " -D 8 -N 32 --num-layers 4", "--profile and --num-layers describe the model twice");
+  expect_refused("plan --gpus 8 --global-batch-size 32",
+                 "plan: give --profile FILE, or a model (--hf-config FILE, or --num-layers");
+  // The model form's three inputs, each named when missing.
+  const std::string model = "plan" + hf("llama-3-8b") + " --seq-length 4096";
+  expect_refused(model + " --gpus 16 --global-batch-size 64", "--gpu: required with a model");
+  expect_refused(model + " --gpu h100-sxm --global-batch-size 64", "--gpus: required with a model");
+  expect_refused(model + " --gpu h100-sxm --gpus 16", "--global-batch-size: required with a model");
+  // ... and a model flag without --hf-config or --num-layers, as llm-plan says it.
+  expect_refused("plan --gpu h100-sxm --gpus 8 --global-batch-size 8", "--hf-config or --num-layers: one is required");
+  expect_refused(kProfile, "--devices (or --gpus): required with --profile");
+  expect_refused(kProfile + " --gpus 8", "--batch (or --global-batch-size): required with --profile");
+}
+
+// Each flag only the --profile form has, beside a model: refused by name, with the model
+// form's counterpart where there is one.
+TEST(PlanForms, ProfileFlagsBesideAModelAreRefusedByName) {
+  const std::pair<std::string, std::string> cases[] = {
+      {" --devices 16", "--devices: a flag of plan --profile, not of plan with a model (--hf-config); give --gpus"},
+      {" -N 64", "--batch: a flag of plan --profile, not of plan with a model (--hf-config); give --global-batch-size"},
+      {" --hardware " + kSrc + "/profiles/h200-8x-nvlink.json",
+       "--hardware: a flag of plan --profile, not of plan with a model (--hf-config); the model form reads a GPU "
+       "file, not a hardware file: give --gpu"},
+      {" --chunks 2", "--chunks: a flag of plan --profile"},
+      {" --partition uniform", "--partition: a flag of plan --profile"},
+      {" --max-stages 4", "--max-stages: a flag of plan --profile, not of plan with a model (--hf-config); pin p "
+                          "with --pipeline-model-parallel-size"},
+      {" --schedules 1f1b", "--schedules: a flag of plan --profile, not of plan with a model (--hf-config); pin one "
+                            "with --schedule"},
+      {" --recompute on", "--recompute: a flag of plan --profile"},
+      {" --objective p99", "--objective: a flag of plan --profile"},
+      {" --offload all", "--offload: a flag of plan --profile"},
+      {" --max-step-ms 10", "--max-step-ms: a flag of plan --profile"},
+      {" --markdown", "--markdown: a flag of plan --profile"},
+  };
+  for (const auto& [flag, message] : cases) expect_refused(kModel + flag, message);
+  expect_refused(kModel + " -o -", "--out -: with a model the plan is written with its profile beside it");
+}
+
+TEST(PlanForms, ModelFlagsBesideAProfileAreRefusedByName) {
+  const std::string profile = kProfile + " -D 8 -N 32";
+  const std::pair<std::string, std::string> cases[] = {
+      {" --gpu h100-sxm", "--gpu: a flag of plan with a model (--hf-config or Megatron's model flags), not of plan "
+                          "--profile; give --hardware"},
+      {" --tensor-model-parallel-size 2", "--tensor-model-parallel-size: a flag of plan with a model"},
+      {" --schedule 1f1b", "--schedule: a flag of plan with a model (--hf-config or Megatron's model flags), not of "
+                           "plan --profile; give --schedules"},
+      {" --precision fp32", "--precision: a flag of plan with a model"},
+      {" --memory-gb 40", "--memory-gb: a flag of plan with a model"},
+      {" --micro-batch-size 2", "--micro-batch-size: a flag of plan with a model"},
+      {" --exhaustive", "--exhaustive: a flag of plan with a model"},
+  };
+  for (const auto& [flag, message] : cases) expect_refused(profile + flag, message);
+}
+
+// --gpus, --global-batch-size and --framework say on the --profile form what -D, -N and
+// --framework say: the same bytes. Both spellings of one number must agree.
+TEST(PlanForms, ProfileFormReadsMegatronsNamesForTheSameNumbers) {
+  const auto ours = run_cli(kProfile + " -D 8 -N 32 --top 4 --json");
+  const auto theirs = run_cli(kProfile + " --gpus 8 --global-batch-size 32 --top 4 --json");
+  const auto both = run_cli(kProfile + " -D 8 --gpus 8 -N 32 --global-batch-size 32 --top 4 --json");
+  ASSERT_EQ(ours.code, 0) << ours.out;
+  EXPECT_EQ(theirs.out, ours.out);
+  EXPECT_EQ(both.out, ours.out);
+  expect_refused(kProfile + " -D 8 --gpus 4 -N 32", "--devices 8 and --gpus 4: one number under two names");
+  expect_refused(kProfile + " -D 8 -N 32 --global-batch-size 16",
+                 "--batch 32 and --global-batch-size 16: one number under two names");
+}
+
+// --pipeline-model-parallel-size pins K on the --profile form: 8 devices and 32 samples
+// span K = 1, 2, 4, 8 (memory unbounded: every candidate fits and --top 1000 prints them
+// all); pinned to 4, it prints exactly the unpinned search's K = 4 candidates (r = 2), in
+// the unpinned ranking's order, each with the same plan and numbers (what depends on the
+// other candidates differs: enumeration index, rank, Pareto membership).
+TEST(PlanForms, PipelineModelParallelSizePinsKOnTheProfileForm) {
+  const auto all = run_cli(kProfile + " -D 8 -N 32 --top 1000 --json");
+  const auto pinned = run_cli(kProfile + " -D 8 -N 32 --pipeline-model-parallel-size 4 --top 1000 --json");
+  ASSERT_EQ(all.code, 0) << all.out;
+  ASSERT_EQ(pinned.code, 0) << pinned.out;
+  const Json a = Json::parse(all.out), p = Json::parse(pinned.out);
+  std::vector<Json> want;
+  for (Json c : a["top"]) {
+    if (c["stages"] != 4) continue;
+    for (const char* field : {"index", "rank", "pareto"}) c.erase(field);
+    want.push_back(c);
+  }
+  ASSERT_EQ(p["top"].size(), want.size());
+  ASSERT_GT(want.size(), 10U);
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    Json c = p["top"][k];
+    EXPECT_EQ(c["replicas"], 2) << c;
+    for (const char* field : {"index", "rank", "pareto"}) c.erase(field);
+    EXPECT_EQ(c, want[k]) << k;
+  }
+  expect_refused(kProfile + " -D 8 -N 32 --pipeline-model-parallel-size 3",
+                 "--pipeline-model-parallel-size 3: K does not divide the 8 devices");
+  expect_refused(kProfile + " -D 8 -N 32 --pipeline-model-parallel-size 4 --max-stages 2",
+                 "--pipeline-model-parallel-size 4 and --max-stages 2");
+}
+
+// --help says which flags belong to which form, and llm-plan's that it is plan with a model.
+TEST(PlanForms, HelpNamesTheFormsAndLlmPlanSaysItIsPlan) {
+  const auto plan = run_cli("plan --help");
+  for (const char* heading : {"--profile form", "Model form: the model", "Model form: the search", "Both forms"}) {
+    EXPECT_NE(plan.out.find(heading), std::string::npos) << heading << "\n" << plan.out;
+  }
+  const auto llm = run_cli("llm-plan --help");
+  EXPECT_NE(llm.out.find("The old name of `pipescope plan` with a model"), std::string::npos) << llm.out;
+  EXPECT_EQ(llm.out.find("--profile"), std::string::npos) << llm.out;
+}
+
+}  // namespace
+}  // namespace pipescope
