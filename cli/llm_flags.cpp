@@ -4,11 +4,8 @@
 #include "cli/llm_flags.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <optional>
 
-#include "core/data_dir.h"
 #include "core/error.h"
 #include "interop/hf_config.h"
 #include "interop/hf_profile.h"
@@ -231,22 +228,6 @@ Job job_of(const LlmJob& job, const LlmFlags& f, const std::string& gpu_name, co
   out.layout = job.layout;
   out.framework = job.framework;
   return out;
-}
-
-std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!base_dir.empty() && fs::is_regular_file(fs::path(base_dir) / name_or_path, ec)) {
-    return (fs::path(base_dir) / name_or_path).string();
-  }
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
-  dirs.push_back(data_dir("profiles/gpus"));
-  return find_gpu_file(name_or_path, dirs);
-}
-
-GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir) {
-  return load_gpu_model(gpu_file_path(name_or_path, base_dir));
 }
 
 }  // namespace pipescope::cli

@@ -81,10 +81,6 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use);
 // cluster the GPU file --gpu names.
 Job job_of(const LlmJob& job, const LlmFlags& f, const std::string& gpu_name, const GpuModel& gpu);
 
-// The GPU file a --gpu value (or a v3 plan's job.cluster.gpu) names: a file (relative to
-// `base_dir` first, when given), else NAME.json in $PIPESCOPE_GPU_DIR, then the bundled
-// profiles/gpus/. Throws InputError naming --gpu.
-std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir = "");
-GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir = "");
+// gpu_file_path and load_gpu (a --gpu value to its GPU file): llm/gpu_model.h.
 
 }  // namespace pipescope::cli

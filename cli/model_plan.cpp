@@ -5,13 +5,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
 #include "cli/model_plan.h"
-#include "core/atomic_file.h"
 #include "core/data_dir.h"
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -51,28 +49,17 @@ std::string result_table(const ModelPlanArgs& a, const TransformerShape& s, cons
   return o.str();
 }
 
-// The best layout's job as a version 3 plan (llm/job.h's job_plan) and its profile beside
-// it; the cluster names the GPU file as --gpu did (a file: relative to the plan's folder).
+// The best layout's job as a version 3 plan and its profile beside it (llm/job.h's
+// write_job_plan): the cluster names the GPU file as --gpu did (a file: relative to the plan's folder).
 void write_plan(const ModelPlanArgs& a, TransformerShape shape, const LlmCandidate& best, const GpuModel& gpu) {
-  namespace fs = std::filesystem;
-  const fs::path out(a.out);
-  std::error_code ec;
-  std::string gpu_name = a.gpu;
-  if (fs::is_regular_file(a.gpu, ec)) {
-    gpu_name = fs::relative(fs::absolute(a.gpu), fs::absolute(out).parent_path(), ec).generic_string();
-  }
   shape.vocabulary = best.vocabulary;
   Job job;
   job.shape = shape;
   job.model_source = a.flags.hf_config;
-  job.cluster = {gpu_name, gpu.gpus_per_node()};
+  job.cluster = {a.gpu, gpu.gpus_per_node()};
   job.layout = best.layout;
   job.framework = a.request.framework;
-  const std::string profile = out.stem().string() + ".profile.json";
-  const LlmPipeline pipe = job_plan(job, gpu, profile);
-  const fs::path profile_path = out.parent_path() / profile;
-  write_files_atomically({{profile_path.string(), profile_to_json(pipe.profile).dump(1) + "\n"},
-                          {a.out, plan_to_json(pipe.plan).dump(2) + "\n"}});
+  write_job_plan(job, gpu, a.gpu, a.out);
 }
 
 void run(ModelPlanArgs& a, const std::string& name) {

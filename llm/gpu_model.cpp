@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
+#include "core/data_dir.h"
 #include "core/error.h"
 
 namespace pipescope {
@@ -105,6 +107,22 @@ int64_t gemm_ns(const GpuModel& gpu, const GemmShape& s) {
 int64_t memory_ns(const GpuModel& gpu, double bytes) {
   if (bytes <= 0) return 0;
   return to_ns(bytes / (gpu.hbm_gb_per_s * 1e9 * gpu.memory_efficiency));
+}
+
+std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!base_dir.empty() && fs::is_regular_file(fs::path(base_dir) / name_or_path, ec)) {
+    return (fs::path(base_dir) / name_or_path).string();
+  }
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
+  dirs.push_back(data_dir("profiles/gpus"));
+  return find_gpu_file(name_or_path, dirs);
+}
+
+GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir) {
+  return load_gpu_model(gpu_file_path(name_or_path, base_dir));
 }
 
 }  // namespace pipescope

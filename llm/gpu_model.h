@@ -52,6 +52,12 @@ GpuModel load_gpu_model(const std::string& path);
 // `name_or_path` is a file, or a name looked up as <dir>/<name>.json in `dirs` in order;
 // neither throws InputError naming --gpu and the folders tried.
 std::string find_gpu_file(const std::string& name_or_path, const std::vector<std::string>& dirs);
+// The GPU file a --gpu value (or a v3 plan's job.cluster.gpu) names: a file (relative to
+// `base_dir` first, when given), else NAME.json in $PIPESCOPE_GPU_DIR, then the bundled
+// profiles/gpus/. Throws InputError naming --gpu. llm-time, llm-plan, `simulate --plan` and
+// the GUI's job all resolve it here.
+std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir = "");
+GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir = "");
 // The same GPU running its GEMMs in `dtype` ("bf16", "fp16", ...): peak_tflops is the file's
 // peak_dense_tflops entry for it; a file without one throws InputError naming the file and
 // gpu.peak_dense_tflops.

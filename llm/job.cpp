@@ -4,8 +4,10 @@
 #include "llm/job.h"
 
 #include <climits>
+#include <filesystem>
 #include <memory>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "llm/framework.h"
 #include "llm/plan_layout.h"
@@ -131,6 +133,20 @@ LlmPipeline job_plan(const Job& job, const GpuModel& gpu, const std::string& pro
   pipe.plan.layout = layout_to_json(job.layout);
   pipe.plan.job = job_to_json(job);
   return pipe;
+}
+
+void write_job_plan(Job job, const GpuModel& gpu, const std::string& gpu_as_given, const std::string& out) {
+  namespace fs = std::filesystem;
+  const fs::path out_path(out);
+  std::error_code ec;
+  job.cluster.gpu = gpu_as_given;
+  if (fs::is_regular_file(gpu_as_given, ec)) {
+    job.cluster.gpu = fs::relative(fs::absolute(gpu_as_given), fs::absolute(out_path).parent_path(), ec).generic_string();
+  }
+  const std::string profile = out_path.stem().string() + ".profile.json";
+  const LlmPipeline pipe = job_plan(job, gpu, profile);
+  write_files_atomically({{(out_path.parent_path() / profile).string(), profile_to_json(pipe.profile).dump(1) + "\n"},
+                          {out, plan_to_json(pipe.plan).dump(2) + "\n"}});
 }
 
 std::optional<Job> plan_job(const Plan& plan) {

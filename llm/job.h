@@ -58,6 +58,11 @@ JobReport evaluate_job(const Job& job, const GpuModel& gpu, const InFlight* walk
 // (stages, schedule, and the profile it names, here `profile_name`), the layout
 // ("layout") and the rest of the job ("job"): a version 3 plan.
 LlmPipeline job_plan(const Job& job, const GpuModel& gpu, const std::string& profile_name);
+// Writes the job as a version 3 plan at `out` and its pipeline's profile beside it
+// (<stem>.profile.json, which the plan names): what `llm-plan --out` and the GUI's File >
+// Export plan write. `gpu_as_given`: the GPU file as the user named it; a file is written
+// relative to the plan's folder, a name as it is. Throws InputError / RunError on I/O.
+void write_job_plan(Job job, const GpuModel& gpu, const std::string& gpu_as_given, const std::string& out);
 // The job of a version 3 plan (nullopt for a plan without one: v1, v2). Throws InputError
 // naming the file and the JSON path of a bad field.
 std::optional<Job> plan_job(const Plan& plan);

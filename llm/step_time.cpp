@@ -153,15 +153,24 @@ int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& l
   return allreduce_ns(link, static_cast<int64_t>(shape.vocabulary) * shape.hidden / l.t * 4, 2);
 }
 
+LlmPipelineRun run_llm_pipeline(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
+                                bool record_timeline) {
+  LlmPipelineRun run{llm_pipeline(shape, l, gpu), pipeline_hardware(gpu, l), {}, {}, {}};
+  run.costs = build_cost_model(run.pipeline.profile, run.pipeline.plan, run.hardware);
+  run.schedule = schedule_for(run.pipeline.plan);
+  SimOptions so;
+  so.record_timeline = record_timeline;
+  so.p2p = P2p::Blocking;
+  run.report = simulate(run.schedule, run.costs, run.hardware, so);
+  return run;
+}
+
 StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu,
                    const StepOptions& options) {
-  const LlmPipeline pipe = llm_pipeline(shape, l, gpu);
-  const Hardware hw = pipeline_hardware(gpu, l);
-  const CostModel costs = build_cost_model(pipe.profile, pipe.plan, hw);
-  SimOptions so;
-  so.record_timeline = false;
-  so.p2p = P2p::Blocking;
-  const StepReport report = simulate(schedule_for(pipe.plan), costs, hw, so);
+  const LlmPipelineRun run = run_llm_pipeline(shape, l, gpu);
+  const LlmPipeline& pipe = run.pipeline;
+  const CostModel& costs = run.costs;
+  const StepReport& report = run.report;
   StepTime st;
   st.layer = transformer_layer_time(shape, l, gpu, false);
   st.embedding = embedding_time(shape, l, gpu);

@@ -24,8 +24,12 @@
 #include <cstdint>
 #include <string>
 
+#include "core/cost_model.h"
+#include "core/hardware.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "core/report.h"
+#include "core/schedule.h"
 #include "llm/gpu_model.h"
 #include "llm/layer_time.h"
 #include "llm/layout.h"
@@ -74,6 +78,19 @@ struct LlmPipeline {
   Plan plan;
 };
 LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
+// The one simulation step_time runs of that pipeline: its cost model on the pp group's link
+// (pipeline_hardware), blocking p2p; report.step_ns is StepTime::pipeline_ns. With
+// `record_timeline` the report keeps the timeline (the GUI draws a job's pipeline from it);
+// no time changes.
+struct LlmPipelineRun {
+  LlmPipeline pipeline;
+  Hardware hardware;
+  CostModel costs;
+  Schedule schedule;
+  StepReport report;
+};
+LlmPipelineRun run_llm_pipeline(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
+                                bool record_timeline = false);
 
 // The data-parallel tail of one pipeline rank holding `parameters` per GPU whose one
 // micro-batch takes forward_ns and backward_ns: the fp32 gradient reduce-scatter (all-reduce

@@ -25,7 +25,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
   p.setApplicationDescription("pipescope-gui: explore pipeline-parallel training plans");
   p.addHelpOption();
   p.addOptions({
-      {"profile", "Profile file (pipescope.profile); default: the bundled GPT-1.3B profile", "FILE"},
+      {"profile", "Profile file (pipescope.profile); default: the bundled GPT-1.3B profile, or with --plan the plan's",
+       "FILE"},
       {"hardware", "Hardware file (pipescope.hardware); default with the bundled profile: 8x H200", "FILE"},
       {{"stages", "K"}, "Pipeline stages K (default 4)", "K", "4"},
       {{"microbatches", "M"}, "Micro-batches M per step (default 8)", "M", "8"},
@@ -40,8 +41,9 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
       {"screenshot", "Render the main window to a PNG and exit", "FILE"},
       {"pin", "Plan file (pipescope.plan) pinned as A in the A/B tab", "FILE"},
-      {"plan", "Plan file (pipescope.plan) to show, with its profile unless --profile names one; a version 2 plan's "
-               "layout adds the memory per GPU as Megatron-LM keeps it", "FILE"},
+      {"plan", "Plan file (pipescope.plan) to show with the profile it names (--profile, if given, must name the "
+               "same file); a version 2 plan's layout adds the memory per GPU as Megatron-LM keeps it; a version 3 "
+               "plan (llm-plan --out) holds its whole job, shown as `simulate --plan` evaluates it", "FILE"},
       {"llm-plan", "Result of `pipescope llm-plan ... --json` (pipescope.llm_plan) to explore in the llm-plans tab, "
                    "which opens unless --tab names another; llm-plan prints 5 layouts unless --top says more (e.g. "
                    "--top 50)", "FILE"},
@@ -88,7 +90,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
     throw InputError("--size: expected WxH between 200x200 and 8000x8000, got \"" + p.value("size").toStdString() + "\"");
   }
   o.size = QSize(wh[0].toInt(), wh[1].toInt());
-  if (o.profile_path.isEmpty()) {
+  if (o.profile_path.isEmpty() && o.plan_path.isEmpty()) {  // a plan names its own profile (or holds its job)
     o.profile_path = QDir(profiles_dir()).filePath("gpt-1.3b-h200.json");
     if (o.hardware_path.isEmpty()) o.hardware_path = QDir(profiles_dir()).filePath("h200-8x-nvlink.json");
   }

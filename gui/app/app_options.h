@@ -2,7 +2,8 @@
 // (--profile, --hardware, --stages, --microbatches, --microbatch-size, --schedule,
 // --chunks, --recompute, --partition) plus --screenshot FILE, --tab and --size, and the
 // files to show: --plan, --pin, --measurement, --trace, --llm-plan (llm-plan --json's result).
-// Without --profile the bundled GPT profile and its H200 hardware file load.
+// Without --profile the bundled GPT profile and its H200 hardware file load, unless --plan
+// names a plan, which brings its own profile (or, version 3, its whole job).
 #pragma once
 
 #include <QSize>
@@ -19,7 +20,7 @@ inline constexpr int kMaxGuiMicrobatchSize = 65536;
 inline constexpr int kMaxGuiChunks = 64;
 
 struct AppOptions {
-  QString profile_path;
+  QString profile_path;      // empty only with plan_path: the plan's own
   QString hardware_path;
   int stages = 4;
   int microbatches = 8;
@@ -37,7 +38,7 @@ struct AppOptions {
   QString measurement_path;
   QString trace_path;
   QString pin_path;          // a plan file pinned as A in the A/B tab
-  QString plan_path;         // a plan file shown as the current plan (its profile unless --profile)
+  QString plan_path;         // a plan file shown as the current plan, with its own profile or job
   QString llm_plan_path;     // a pipescope.llm_plan file (llm-plan --json) shown in the llm-plans tab
   QString help_text;         // set when --help was given: main() prints it and exits 0
 };

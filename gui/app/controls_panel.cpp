@@ -69,7 +69,8 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   }
   for (QComboBox* c : {schedule_, partition_}) connect(c, &QComboBox::currentIndexChanged, this, emit_changed);
   connect(recompute_, &QCheckBox::toggled, this, emit_changed);
-  form->addRow(build_what_if());
+  what_if_box_ = build_what_if();
+  form->addRow(what_if_box_);
   update_enabled();
 }
 
@@ -203,6 +204,19 @@ void ControlsPanel::set_files(const QString& profile, const QString& hardware) {
   profile_->setToolTip(profile);
   hardware_->setText(hardware.isEmpty() ? QString("ideal (free links)") : QFileInfo(hardware).fileName());
   hardware_->setToolTip(hardware);
+  enable_profile_controls(true);
+}
+
+void ControlsPanel::set_job(const QString& plan, const QString& gpu) {
+  profile_->setText("job of " + QFileInfo(plan).fileName());
+  profile_->setToolTip(plan + " holds the whole job (a version 3 plan): model, GPU file, layout, framework");
+  hardware_->setText(gpu + " (GPU file)");
+  hardware_->setToolTip("the job's GPU file: its memory is the capacity line, its links and GEMM speed the times");
+  enable_profile_controls(false);
+}
+
+void ControlsPanel::enable_profile_controls(bool on) {
+  for (QWidget* w : std::initializer_list<QWidget*>{recompute_, partition_, what_if_box_}) w->setEnabled(on);
 }
 
 }  // namespace pipescope::gui

@@ -3,7 +3,8 @@
 // main window turns choice() into a PlanInputs and asks the PlanWorker to simulate.
 // Under them, what-if: link bandwidth and latency, one slow device and its speed, the
 // optimizer step and the p2p mode; these emit whatIfChanged(), which the main window
-// debounces before simulating.
+// debounces before simulating. A version 3 plan's job (set_job) reads only K, M, b,
+// schedule, chunks and r.
 #pragma once
 
 #include <QWidget>
@@ -31,7 +32,11 @@ class ControlsPanel : public QWidget {
   void set_cell(int stages, int microbatches, int microbatch_size = 0, int replicas = 0);
   // Shows `choice` (a plans-view candidate) without emitting changed().
   void set_choice(const PlanChoice& choice);
-  void set_files(const QString& profile, const QString& hardware);
+  void set_files(const QString& profile, const QString& hardware);  // a profile's plans: every control applies
+  // A version 3 plan's job: its plan file and GPU file in the file rows; K (= p), M, b,
+  // schedule, chunks (= v) and r (= d) edit its layout; recompute, partitioner and what-if,
+  // which a job does not read, are disabled.
+  void set_job(const QString& plan, const QString& gpu);
   WhatIf what_if() const;
   void set_what_if(const WhatIf& what_if);  // emits whatIfChanged()
   QSpinBox* stages_box() const { return stages_; }
@@ -46,6 +51,7 @@ class ControlsPanel : public QWidget {
 
  private:
   void update_enabled();
+  void enable_profile_controls(bool on);  // recompute, partitioner, what-if: read by a profile's plans only
   ScheduleKind selected_schedule() const;  // the schedule box's entry, parsed once here
   QWidget* build_what_if();
   QLabel* profile_;
@@ -64,6 +70,7 @@ class ControlsPanel : public QWidget {
   QDoubleSpinBox* slow_speed_;
   QComboBox* optimizer_step_;
   QComboBox* p2p_;
+  QWidget* what_if_box_ = nullptr;
   bool quiet_ = false;
 };
 

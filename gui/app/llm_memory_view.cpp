@@ -44,11 +44,14 @@ void LlmMemoryView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().color(QPalette::Base));
   p.setPen(palette().color(QPalette::Text));
-  QString head = "Memory per GPU of each pipeline rank (as Megatron-LM keeps it)";
+  QString head = "Memory per GPU of each pipeline rank by kind, GiB = 2^30 bytes";
+  if (model_ && !model_->source().isEmpty()) head += " (" + model_->source() + ")";
   if (model_ && model_->capacity_bytes() > 0) {
-    head += QString("   (capacity %1 GiB%2)")
-                .arg(gib(static_cast<double>(model_->capacity_bytes())), 0, 'f', 1)
-                .arg(model_->capacity_on_scale() ? "" : ", above the chart");
+    const double capacity = static_cast<double>(model_->capacity_bytes());
+    head += QString("   capacity %1 GiB (%2 GB)%3")
+                .arg(gib(capacity), 0, 'f', 1)
+                .arg(capacity / 1e9, 0, 'f', 1)
+                .arg(model_->capacity_on_scale() ? ": dashed line" : ", above the chart");
   }
   p.drawText(QRect(8, 2, width() - 16, kHeader - 4), Qt::AlignLeft | Qt::AlignVCenter, head);
   if (!model_ || model_->rowCount() == 0) {

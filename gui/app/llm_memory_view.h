@@ -1,7 +1,8 @@
-// What each GPU keeps, per pipeline rank, when the plan carries an LLM layout: one stacked
+// What each GPU keeps, per pipeline rank, when the plan carries an LLM layout or a job: one stacked
 // bar per rank (parameters, gradients, optimizer state, activations, bottom to top; the
 // numbers of llm/memory.h through LlmMemoryModel), the device capacity as a dashed line,
-// a rank over the capacity drawn with a red frame. All drawing reads the model; nothing
+// a rank over the capacity drawn with a red frame; bytes drawn in GiB (2^30), the capacity
+// also in GB (10^9) as GPU files state it. All drawing reads the model; nothing
 // here computes a byte.
 #pragma once
 

@@ -30,6 +30,7 @@
 #include "gui/app/timeline_view.h"
 #include "gui/models/memory_curves.h"
 #include "gui/app/distribution_view.h"
+#include "gui/models/job_model.h"
 #include "gui/models/plan_search.h"
 #include "gui/models/timeline_merge.h"
 #include "gui/models/trace_reader.h"
@@ -65,6 +66,7 @@ bool MainWindow::open_profile(const QString& path) {
     return false;
   }
   profile_path_ = path;
+  job_.reset();  // a profile's plans from here on
   controls_->set_files(profile_path_, hardware_path_);
   forget_plans();
   simulate();
@@ -137,7 +139,8 @@ bool MainWindow::open_any(const QString& path) {
   if (format == "pipescope.measurement" || format == "pipescope.prediction") return open_measurement(path);
   if (format == "trace") return open_trace(path);
   if (format == "pipescope.llm_plan") return open_llm_plan(path);
-  set_status(path + ": format: expected a profile, hardware, measurement, llm-plan result or Chrome trace file", true);
+  if (format == "pipescope.plan") return open_plan_file(path);
+  set_status(path + ": format: expected a profile, hardware, plan, measurement, llm-plan result or Chrome trace file", true);
   return false;
 }
 
@@ -152,6 +155,7 @@ PlanInputs MainWindow::current_inputs() const {
 }
 
 void MainWindow::simulate() {
+  if (job_) return simulate_job();
   if (!profile_) return;
   loaded_candidate_ = -1;
   plans_view_->scatter()->set_current(-1);
@@ -166,6 +170,7 @@ void MainWindow::simulate() {
 }
 
 void MainWindow::run_sweep() {
+  if (job_) return sweep_view_->set_message(kJobSearchMessage);
   if (!profile_) return;
   PlanInputs in = current_inputs();
   sweep_view_->set_running(true);
@@ -190,8 +195,13 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
   layers_.set_plan(evaluation_->profile, evaluation_->plan);
   timeline_.set_timeline(r.timeline, r.timeline_end_ns());
   timeline_view_->set_stage_stripes(r.chunks > 1);
+  update_comparison();
+  update_compare_rows();
+  update_ab();
+  if (evaluation_->job) return show_job(*evaluation_);
   summary_.set_report(r);
   memory_view_->set_curves(memory_curves(r));
+  memory_view_->show();
   const int64_t capacity = hardware_ && hardware_->memory_bytes > 0 ? hardware_->memory_bytes : evaluation_->profile->device_memory_bytes;
   llm_memory_.set_plan(*evaluation_->profile, evaluation_->plan, capacity);
   llm_memory_view_->setVisible(llm_memory_.rowCount() > 0);
@@ -201,12 +211,43 @@ void MainWindow::show_evaluation(std::shared_ptr<const Evaluation> e) {
                                 .arg(static_cast<double>(r.step_ns) / 1e6, 0, 'f', 3)
                                 .arg(r.throughput_samples_per_s, 0, 'f', 1)
                                 .arg(100 * r.bubble_fraction, 0, 'f', 1));
-  update_comparison();
-  update_compare_rows();
-  update_ab();
   QString status = r.fits() ? "plan fits the device memory" : "some stages do not fit the device memory";
   for (const std::string& n : r.notes) status += "\nnote: " + QString::fromStdString(n);
   set_status(status, !r.fits());
+}
+
+// A job's numbers are evaluate_job's: the summary's rows, one memory bar per pipeline rank
+// by kind against the GPU file's capacity (the profile's memory curves do not apply: hidden).
+void MainWindow::show_job(const Evaluation& e) {
+  const JobEvaluation& j = *e.job;
+  const ParallelLayout& l = j.inputs.job.layout;
+  const StepTime& t = j.report.time;
+  summary_.set_job(j);
+  memory_view_->set_curves({});
+  memory_view_->hide();
+  llm_memory_.set_bars(llm_memory_bars(j.report.memory), j.capacity_bytes(), "evaluate_job, as `simulate --plan` prints them");
+  llm_memory_view_->show();
+  timeline_view_->set_title(QString("%1 on %2 GPUs | %3 | p=%4 v=%5 | M=%6 | b=%7  -  step %8 s, of it the pipeline "
+                                    "drawn here %9 s, bubble %10 %")
+                                .arg(QString::fromStdString(j.inputs.job.shape.name)).arg(l.gpus())
+                                .arg(QString::fromStdString(t.schedule)).arg(l.p).arg(l.v).arg(l.microbatches)
+                                .arg(l.micro_batch).arg(static_cast<double>(t.step_ns) / 1e9, 0, 'f', 3)
+                                .arg(static_cast<double>(t.pipeline_ns) / 1e9, 0, 'f', 3)
+                                .arg(100 * t.bubble, 0, 'f', 1));
+  QString status = j.fits() ? "the job fits the GPU memory" : "some pipeline ranks do not fit the GPU memory";
+  for (const std::string& n : j.inputs.notes) status += "\nnote: " + QString::fromStdString(n);
+  set_status(status, !j.fits());
+}
+
+void MainWindow::simulate_job() {
+  PlanInputs in;
+  try {
+    in.job = std::make_shared<const JobInputs>(edit_job(*job_, job_edit(job_->job, controls_->choice())));
+  } catch (const std::exception& e) {
+    show_failure(e.what());  // the framework's refusal, as the CLI words it
+    return;
+  }
+  plan_worker_.request(in);
 }
 
 void MainWindow::show_failure(const QString& message) {
@@ -271,6 +312,7 @@ void MainWindow::export_widget(QWidget* widget, const QString& name, const QStri
 
 void MainWindow::save_plan(const QString& path) const {
   if (!evaluation_) throw InputError("no plan to save: the current choices do not make a plan");
+  if (evaluation_->job) return save_job_plan(evaluation_->job->inputs, path.toStdString());  // v3, profile beside
   write_file_atomically(path.toStdString(), plan_to_json(evaluation_->plan).dump(2) + "\n");
 }
 

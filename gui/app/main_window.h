@@ -39,6 +39,12 @@ class PlansView;
 class SweepView;
 class TimelineView;
 
+// What the Sweep and Plans tabs say when asked to search while a job is shown (they search
+// a profile's plans; issue #37 wants them to search jobs too).
+inline constexpr const char* kJobSearchMessage =
+    "a version 3 plan's job is shown: this search runs over a profile's plans (open a profile); search a job's "
+    "layouts with pipescope llm-plan and open its result in LLM plans";
+
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
@@ -53,7 +59,8 @@ class MainWindow : public QMainWindow {
   bool open_any(const QString& path);       // by the file's "format"
   void open_dropped(const class QMimeData& mime);  // what dropEvent does with the files
   void set_hardware(std::shared_ptr<const Hardware> hardware, const QString& label);
-  // Writes the shown plan as pipescope.plan JSON (atomically); throws InputError.
+  // Writes the shown plan as pipescope.plan JSON (atomically; a job: a version 3 plan and
+  // its profile beside, as llm-plan --out writes them); throws InputError.
   void save_plan(const QString& path) const;
 
   PlanInputs current_inputs() const;
@@ -70,8 +77,14 @@ class MainWindow : public QMainWindow {
   // A/B: the plan shown becomes A; a plan file can be pinned too (pipescope.plan JSON).
   void pin_current();
   bool pin_plan_file(const QString& path);
-  // Shows a plan file as the current plan (its profile loaded when none was named).
-  bool open_plan_file(const QString& path);
+  // Shows a plan file as the current plan: a v1 / v2 plan with the profile it names (loaded
+  // unless it is the one shown), a v3 plan its job (job_model.h; no profile needed).
+  // `profile_flag`: the --profile given beside --plan, refused (naming both) when it is not
+  // the plan's own profile. False, with the reader's message in the status line, when the
+  // file does not read.
+  bool open_plan_file(const QString& path, const QString& profile_flag = {});
+  // The job shown (a v3 plan's, as the controls edit it), null when a profile's plan is shown.
+  const std::shared_ptr<const JobInputs>& job() const { return job_; }
   void wait_for_pin() { pin_worker_.wait(); }
   // Shows a `pipescope llm-plan --json` result (llm/llm_plan_json.h) in the llm-plans tab.
   bool open_llm_plan(const QString& path);
@@ -119,6 +132,8 @@ class MainWindow : public QMainWindow {
   void connect_compare();
   void open_startup_files();
   void show_evaluation(std::shared_ptr<const Evaluation> evaluation);
+  void show_job(const Evaluation& evaluation);  // the job's rows, memory chart and title (show_evaluation's part)
+  void simulate_job();  // the job with the controls' K, M, v, schedule, d, through evaluate_job
   void show_failure(const QString& message);
   void set_status(const QString& message, bool error);
   void update_comparison();
@@ -136,6 +151,7 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<const Hardware> hardware_;
   QString profile_path_, hardware_path_;
   std::shared_ptr<const Evaluation> evaluation_;
+  std::shared_ptr<const JobInputs> job_;  // a v3 plan's job, as read (the controls' edits apply to it)
   std::optional<StepReport> measurement_;
   std::optional<Timeline> measured_trace_;
 

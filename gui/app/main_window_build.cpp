@@ -221,13 +221,19 @@ void MainWindow::open_startup_files() {
   controls_->set_from(options_);
   resize(options_.size);
   show_tab(options_.tab);
-  const bool ok = open_hardware(options_.hardware_path) && open_profile(options_.profile_path);
+  bool ok = open_hardware(options_.hardware_path);
+  // Without --plan the profile is --profile's or the bundled one; with it, the plan's own
+  // (--profile must name the same file) or, for a version 3 plan, its job.
+  if (ok && options_.plan_path.isEmpty()) ok = open_profile(options_.profile_path);
+  if (ok && !options_.plan_path.isEmpty() && !open_plan_file(options_.plan_path, options_.profile_path)) {
+    startup_error_ = status_text();
+    ok = false;
+  }
   if (ok && !options_.measurement_path.isEmpty()) open_measurement(options_.measurement_path);
   if (ok && !options_.trace_path.isEmpty()) open_trace(options_.trace_path);
   if (ok && options_.run_sweep) run_sweep();
   if (ok && options_.tab == "plans") run_plans();
   if (ok && !options_.pin_path.isEmpty()) pin_plan_file(options_.pin_path);
-  if (!options_.plan_path.isEmpty() && !open_plan_file(options_.plan_path)) startup_error_ = status_text();
   if (!options_.llm_plan_path.isEmpty() && !open_llm_plan(options_.llm_plan_path) && startup_error_.isEmpty()) {
     startup_error_ = llm_plans_view_->description();
   }

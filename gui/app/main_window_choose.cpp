@@ -7,12 +7,14 @@
 #include <QTimer>
 #include <algorithm>
 
+#include "core/error.h"
 #include "core/plan.h"
 #include "gui/app/ab_view.h"
 #include "gui/app/controls_panel.h"
 #include "gui/app/main_window.h"
 #include "gui/app/llm_plans_view.h"
 #include "gui/app/plans_view.h"
+#include "gui/models/job_model.h"
 #include "gui/models/plan_search.h"
 
 namespace pipescope::gui {
@@ -61,6 +63,7 @@ void MainWindow::forget_plans() {
 }
 
 void MainWindow::run_plans() {
+  if (job_) return plans_view_->set_message(kJobSearchMessage);
   if (!profile_) return;
   try {
     const PlanInputs in = current_inputs();
@@ -95,9 +98,7 @@ bool MainWindow::pin_plan_file(const QString& path) {
   PlanInputs in = current_inputs();
   try {
     Plan plan = load_plan(path.toStdString());
-    in.choice.chunks = plan.chunks;
-    in.choice.stages = static_cast<int>(plan.stages.size()) / std::max(1, plan.chunks);
-    in.choice.replicas = plan.stages.empty() ? 1 : static_cast<int>(plan.stages.front().devices.size());
+    in.choice = plan_choice(in.choice, plan);
     in.plan = std::move(plan);
   } catch (const std::exception& e) {
     ab_view_->set_message(e.what());
@@ -108,28 +109,43 @@ bool MainWindow::pin_plan_file(const QString& path) {
   return true;
 }
 
-bool MainWindow::open_plan_file(const QString& path) {
+namespace {
+// Two names of one file (canonical when it exists, else the cleaned absolute path).
+bool same_file(const QString& a, const QString& b) {
+  auto name = [](const QString& f) {
+    const QFileInfo info(f);
+    return info.exists() ? info.canonicalFilePath() : QDir::cleanPath(info.absoluteFilePath());
+  };
+  return name(a) == name(b);
+}
+}  // namespace
+
+bool MainWindow::open_plan_file(const QString& path, const QString& profile_flag) {
   PlanInputs in;
   try {
     Plan plan = load_plan(path.toStdString());
-    QString profile = options_.profile_path;
-    if (profile.isEmpty()) {
-      const QFileInfo named(QString::fromStdString(plan.profile));
-      profile = named.isRelative() ? QFileInfo(path).dir().filePath(named.filePath()) : named.filePath();
+    const QFileInfo named(QString::fromStdString(plan.profile));
+    const QString own = named.isRelative() ? QFileInfo(path).dir().filePath(named.filePath()) : named.filePath();
+    if (!profile_flag.isEmpty() && !same_file(profile_flag, own)) {
+      throw InputError("--profile " + profile_flag.toStdString() + ": " + path.toStdString() + " names its own profile, " +
+                       own.toStdString() + "; give --plan alone, or a plan of that profile");
     }
-    if (QFileInfo(profile).canonicalFilePath() != QFileInfo(profile_path_).canonicalFilePath() && !open_profile(profile)) {
-      return false;
+    if (std::optional<JobInputs> job = read_plan_job(plan)) {  // version 3: the whole job, no profile read
+      in.job = std::make_shared<const JobInputs>(std::move(*job));
+    } else {
+      if (!same_file(own, profile_path_) && !open_profile(own)) return false;
+      in = current_inputs();
+      in.choice = plan_choice(in.choice, plan);
+      in.plan = std::move(plan);
     }
-    in = current_inputs();
-    in.choice.chunks = plan.chunks;
-    in.choice.stages = static_cast<int>(plan.stages.size()) / std::max(1, plan.chunks);
-    in.choice.replicas = plan.stages.empty() ? 1 : static_cast<int>(plan.stages.front().devices.size());
-    in.plan = std::move(plan);
   } catch (const std::exception& e) {
     set_status(e.what(), true);
     return false;
   }
   loaded_candidate_ = -1;
+  job_ = in.job;
+  controls_->set_choice(job_ ? job_choice(job_->job) : in.choice);
+  if (job_) controls_->set_job(path, QString::fromStdString(job_->job.cluster.gpu));
   plan_worker_.request(in);
   return true;
 }

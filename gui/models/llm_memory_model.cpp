@@ -11,6 +11,14 @@
 
 namespace pipescope::gui {
 
+std::vector<LlmMemoryBar> llm_memory_bars(const LlmMemory& memory) {
+  std::vector<LlmMemoryBar> bars;
+  for (const RankMemory& s : memory.stages) {
+    bars.push_back({s.rank, {s.parameter_bytes, s.gradient_bytes, s.optimizer_bytes, s.activation_bytes}});
+  }
+  return bars;
+}
+
 std::optional<std::vector<LlmMemoryBar>> plan_llm_memory(const Profile& profile, const Plan& plan, QString* why) {
   auto fail = [&](const std::string& reason) -> std::optional<std::vector<LlmMemoryBar>> {
     if (why) *why = QString::fromStdString(reason);
@@ -22,12 +30,7 @@ std::optional<std::vector<LlmMemoryBar>> plan_llm_memory(const Profile& profile,
     std::string reason;
     const std::optional<TransformerShape> shape = transformer_shape_of(profile, layout->t, &reason);
     if (!shape) return fail(reason);
-    const LlmMemory memory = llm_memory(*shape, validate_layout(*shape, *layout, layout->gpus()));
-    std::vector<LlmMemoryBar> bars;
-    for (const RankMemory& s : memory.stages) {
-      bars.push_back({s.rank, {s.parameter_bytes, s.gradient_bytes, s.optimizer_bytes, s.activation_bytes}});
-    }
-    return bars;
+    return llm_memory_bars(llm_memory(*shape, validate_layout(*shape, *layout, layout->gpus())));
   } catch (const InputError& e) {
     return fail(e.what());
   }
@@ -43,10 +46,11 @@ void LlmMemoryModel::set_plan(const Profile& profile, const Plan& plan, int64_t 
   }
 }
 
-void LlmMemoryModel::set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes) {
+void LlmMemoryModel::set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes, QString source) {
   beginResetModel();
   bars_ = std::move(bars);
   capacity_ = capacity_bytes;
+  source_ = std::move(source);
   message_.clear();
   endResetModel();
 }

@@ -4,7 +4,9 @@
 // capacity. One row per pipeline rank; the columns are the four parts and their total in
 // GiB, RawRole their bytes. Invariant: a row's parts sum to its total, which is
 // llm_memory(shape, layout).stages[rank].total() (llm/memory.h); a plan without a layout (or a profile
-// whose specs do not state the model) has no rows and says why in message().
+// whose specs do not state the model) has no rows and says why in message(). A version 3
+// plan's job fills it with evaluate_job's ranks (set_bars, gui/models/job_model.h) against
+// its GPU file's memory.
 //   LlmMemoryModel m;
 //   m.set_plan(profile, plan, hardware.memory_bytes);
 #pragma once
@@ -17,6 +19,7 @@
 
 #include "core/plan.h"
 #include "core/profile.h"
+#include "llm/memory.h"
 
 namespace pipescope::gui {
 
@@ -26,6 +29,15 @@ struct LlmMemoryBar {
   std::array<double, 4> parts{};  // parameters, gradients, optimizer state, activations
   double total() const { return parts[0] + parts[1] + parts[2] + parts[3]; }
 };
+
+// A rank's total fits a GPU of `capacity_bytes` (0: unbounded): total <= capacity, the test
+// llm-plan's search makes (llm/layout_search.cpp).
+inline bool fits_capacity(double total_bytes, int64_t capacity_bytes) {
+  return capacity_bytes <= 0 || total_bytes <= static_cast<double>(capacity_bytes);
+}
+
+// One bar per pipeline rank of `memory` (a plan's layout's, or a job's evaluate_job report's).
+std::vector<LlmMemoryBar> llm_memory_bars(const LlmMemory& memory);
 
 // llm_memory(shape, layout) of the plan's layout over the profile's model
 // (llm/profile_layers.h), validated as Megatron-LM checks it, one bar per pipeline rank;
@@ -42,7 +54,8 @@ class LlmMemoryModel : public QAbstractTableModel {
   using QAbstractTableModel::QAbstractTableModel;
   // capacity_bytes 0: unbounded.
   void set_plan(const Profile& profile, const Plan& plan, int64_t capacity_bytes);
-  void set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes);
+  // `source`: whose bytes these are, for the chart's title.
+  void set_bars(std::vector<LlmMemoryBar> bars, int64_t capacity_bytes, QString source = "as Megatron-LM keeps it");
   void clear(const QString& why = {});
 
   const std::vector<LlmMemoryBar>& bars() const { return bars_; }
@@ -51,8 +64,9 @@ class LlmMemoryModel : public QAbstractTableModel {
   // capacity far above every bar would flatten them; the view then names it instead).
   double max_bytes() const;
   bool capacity_on_scale() const { return capacity_ > 0 && static_cast<double>(capacity_) <= max_bytes(); }
-  bool fits(int row) const { return capacity_ == 0 || bars_[row].total() <= static_cast<double>(capacity_); }
+  bool fits(int row) const { return fits_capacity(bars_[row].total(), capacity_); }
   QString message() const { return message_; }
+  QString source() const { return source_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -63,6 +77,7 @@ class LlmMemoryModel : public QAbstractTableModel {
   std::vector<LlmMemoryBar> bars_;
   int64_t capacity_ = 0;
   QString message_;
+  QString source_;
 };
 
 }  // namespace pipescope::gui

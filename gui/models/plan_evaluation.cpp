@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "core/schedule.h"
+#include "gui/models/job_model.h"
+#include "llm/step_time.h"
 #include "sim/simulator.h"
 
 namespace pipescope::gui {
@@ -20,7 +22,35 @@ Hardware hardware_for(const PlanInputs& in, const Plan& plan) {
   return apply_what_if(Hardware::ideal(needed), in.what_if);
 }
 
+namespace {
+// A job: evaluate_job's numbers, and the pipeline step_time simulates, with its timeline.
+Evaluation evaluate_job_pipeline(const JobInputs& in, bool record_timeline) {
+  LlmPipelineRun run = run_llm_pipeline(in.job.shape, in.job.layout, *in.gpu, record_timeline);
+  Evaluation e;
+  e.profile = std::make_shared<const Profile>(std::move(run.pipeline.profile));
+  e.plan = std::move(run.pipeline.plan);
+  e.costs = std::move(run.costs);
+  e.schedule = std::move(run.schedule);
+  e.report = std::move(run.report);
+  e.p2p = P2p::Blocking;
+  e.job = std::make_shared<const JobEvaluation>(evaluate_job_inputs(in));
+  return e;
+}
+}  // namespace
+
+PlanChoice plan_choice(PlanChoice c, const Plan& plan) {
+  c.chunks = plan.chunks;
+  c.stages = static_cast<int>(plan.stages.size()) / std::max(1, plan.chunks);
+  c.replicas = plan.stages.empty() ? 1 : static_cast<int>(plan.stages.front().devices.size());
+  c.microbatches = plan.microbatches;
+  c.microbatch_size = plan.microbatch_size();
+  c.schedule = plan.schedule;
+  c.recompute = plan.recompute;
+  return c;
+}
+
 Evaluation evaluate(const PlanInputs& in) {
+  if (in.job) return evaluate_job_pipeline(*in.job, in.record_timeline);
   if (!in.profile) throw InputError("no profile loaded");
   Evaluation e;
   PlanChoice choice = in.choice;

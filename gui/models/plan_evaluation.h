@@ -1,6 +1,9 @@
 // One evaluation of a plan, made of exactly the library calls `pipescope simulate`
 // makes: make_plan -> make_schedule -> validate_schedule -> build_cost_model ->
-// simulate. The GUI adds no planning logic of its own; every view shows an Evaluation.
+// simulate; or, for a version 3 plan's job, the calls `simulate --plan` makes
+// (evaluate_job, gui/models/job_model.h) with its pipeline simulated once more for the
+// timeline (run_llm_pipeline). The GUI adds no planning logic of its own; every view
+// shows an Evaluation.
 //   PlanInputs in{profile, hardware, {.stages = 4, .microbatches = 8}};
 //   Evaluation e = evaluate(in);   // throws InputError for an impossible plan
 #pragma once
@@ -19,6 +22,9 @@
 
 namespace pipescope::gui {
 
+struct JobInputs;
+struct JobEvaluation;
+
 struct PlanInputs {
   std::shared_ptr<const Profile> profile;  // with `plan` set: the profile its ranges index
   std::shared_ptr<const Hardware> hardware;  // null: Hardware::ideal (as the CLI without --hardware)
@@ -31,6 +37,8 @@ struct PlanInputs {
   // replaces the plan's unless `plan` is set (a candidate keeps the search's), its p2p
   // mode is simulated.
   WhatIf what_if;
+  // Set: this job is evaluated (evaluate_job) and everything above is ignored.
+  std::shared_ptr<const JobInputs> job;
 };
 
 struct Evaluation {
@@ -42,9 +50,16 @@ struct Evaluation {
   Schedule schedule;  // what was simulated (zb-auto: searched on the costs; async: 3 steps)
   StepReport report;  // post-validation: 3 steps, ranked by report.ranked_step_ns()
   P2p p2p = P2p::Overlapped;  // how it was simulated (the what-if's; the distribution samples the same)
+  // A job's evaluation (null for a profile's plan): its step and memory are these, not the
+  // report's (which is its pipeline only: report.step_ns == job->report.time.pipeline_ns).
+  std::shared_ptr<const JobEvaluation> job;
 };
 
 Evaluation evaluate(const PlanInputs& inputs);
+
+// `base` naming a plan file's plan (the controls show it): K, M, micro-batch size,
+// schedule, v, re-materialisation and r from the plan.
+PlanChoice plan_choice(PlanChoice base, const Plan& plan);
 
 // The hardware a plan runs on: the given file, or ideal hardware with enough
 // devices, with the what-if applied.

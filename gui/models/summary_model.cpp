@@ -1,5 +1,6 @@
 #include "gui/models/summary_model.h"
 
+#include "gui/models/job_model.h"
 #include "gui/models/palette.h"
 
 namespace pipescope::gui {
@@ -26,6 +27,33 @@ void SummaryModel::set_report(const StepReport& r) {
                       static_cast<qlonglong>(s.peak_memory_bytes), s.fits});
   }
   endResetModel();
+}
+
+void SummaryModel::set_job(const JobEvaluation& job) {
+  beginResetModel();
+  lines_.clear();
+  for (const auto& [name, value] : job_layout_rows(job.inputs.job)) lines_.push_back({name, value, value, true});
+  const pipescope::StepTime& t = job.report.time;  // (StepTime alone is Row::StepTime here)
+  const double samples_per_s = job.inputs.job.layout.global_batch() / (static_cast<double>(t.step_ns) * 1e-9);
+  lines_.push_back({"Step time", QString("%1 s (%2 ns)").arg(static_cast<double>(t.step_ns) / 1e9, 0, 'f', 3).arg(t.step_ns),
+                    static_cast<qlonglong>(t.step_ns), true});
+  lines_.push_back({"Throughput", QString::number(samples_per_s, 'f', 1) + " samples/s", samples_per_s, true});
+  lines_.push_back({"Bubble fraction", QString::number(100.0 * t.bubble, 'f', 1) + " %", t.bubble, true});
+  lines_.push_back({"MFU", QString::number(100.0 * t.mfu, 'f', 1) + " %", t.mfu, true});
+  for (const RankMemory& m : job.report.memory.stages) {
+    const bool fits = job.fits(m);
+    QString value = QString::fromStdString(format_bytes(m.total()));
+    if (!fits) value += "  (does not fit)";
+    lines_.push_back({QString("Memory per GPU, rank %1").arg(m.rank), value, m.total(), fits});
+  }
+  endResetModel();
+}
+
+int SummaryModel::row_of(const QString& name) const {
+  for (std::size_t i = 0; i < lines_.size(); ++i) {
+    if (lines_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 int SummaryModel::rowCount(const QModelIndex& parent) const {

@@ -1,0 +1,108 @@
+// A v3 plan's job read, edited and evaluated by llm/'s functions (gui/models/job_model.h);
+// the calls are simulate_job's (cli/simulate_job.cpp): plan_job, load_gpu beside the plan,
+// check_job_gpu, evaluate_job.
+#include "gui/models/job_model.h"
+
+#include <filesystem>
+
+#include "llm/pipeline_schedule.h"
+
+namespace pipescope::gui {
+
+bool JobEvaluation::fits(const RankMemory& rank) const { return fits_capacity(rank.total(), capacity_bytes()); }
+
+bool JobEvaluation::fits() const {
+  for (const RankMemory& m : report.memory.stages) {
+    if (!fits(m)) return false;
+  }
+  return true;
+}
+
+std::optional<JobInputs> read_plan_job(const Plan& plan) {
+  std::optional<Job> job = plan_job(plan);
+  if (!job) return std::nullopt;
+  const std::string base = std::filesystem::path(plan.source).parent_path().string();
+  auto gpu = std::make_shared<const GpuModel>(load_gpu(job->cluster.gpu, base));
+  check_job_gpu(*job, *gpu, plan.source);
+  return JobInputs{std::move(*job), std::move(gpu), plan.source, {}};
+}
+
+JobEvaluation evaluate_job_inputs(const JobInputs& inputs) {
+  return {inputs, evaluate_job(inputs.job, *inputs.gpu)};
+}
+
+void save_job_plan(const JobInputs& in, const std::string& path) {
+  const std::filesystem::path base = std::filesystem::path(in.source).parent_path();
+  const std::string beside = base.empty() ? in.job.cluster.gpu : (base / in.job.cluster.gpu).string();
+  std::error_code ec;
+  write_job_plan(in.job, *in.gpu, std::filesystem::is_regular_file(beside, ec) ? beside : in.job.cluster.gpu, path);
+}
+
+JobInputs edit_job(const JobInputs& base, const JobEdit& edit) {
+  if (!edit.p && !edit.v && !edit.microbatches && !edit.micro_batch && !edit.d && !edit.schedule) return base;  // the plan's job as read
+  JobInputs out{base.job, base.gpu, base.source, {}};
+  ParallelLayout& l = out.job.layout;
+  if (edit.p) l.p = *edit.p;
+  if (edit.v) l.v = *edit.v;
+  if (edit.microbatches) l.microbatches = *edit.microbatches;
+  if (edit.micro_batch) l.micro_batch = *edit.micro_batch;
+  if (edit.d) l.d = *edit.d;
+  if (edit.schedule) l.schedule = *edit.schedule;
+  if (l.p != base.job.layout.p || l.v != base.job.layout.v) l.layers_per_chunk.clear();  // an even cut of the new p x v
+  validate_job(out.job, l.gpus(), &out.notes);
+  return out;
+}
+
+PlanChoice job_choice(const Job& job) {
+  const ParallelLayout& l = job.layout;
+  PlanChoice c;
+  c.stages = l.p;
+  c.microbatches = l.microbatches;
+  c.microbatch_size = l.micro_batch;
+  c.schedule = layout_schedule(l);
+  c.chunks = l.v;
+  c.recompute = l.recompute != Recompute::None;
+  c.replicas = l.d;
+  return c;
+}
+
+JobEdit job_edit(const Job& job, const PlanChoice& c) {
+  const ParallelLayout& l = job.layout;
+  JobEdit e;
+  const int v = required_chunks(c.schedule) == 0 ? c.chunks : required_chunks(c.schedule);
+  if (c.stages != l.p) e.p = c.stages;
+  if (v != l.v) e.v = v;
+  if (c.microbatches != l.microbatches) e.microbatches = c.microbatches;
+  if (c.microbatch_size > 0 && static_cast<int>(c.microbatch_size) != l.micro_batch) e.micro_batch = static_cast<int>(c.microbatch_size);
+  if (c.replicas != l.d) e.d = c.replicas;
+  if (c.schedule != layout_schedule(l)) e.schedule = c.schedule;
+  return e;
+}
+
+std::vector<std::pair<QString, QString>> job_layout_rows(const Job& job) {
+  const TransformerShape& s = job.shape;
+  const ParallelLayout& l = job.layout;
+  auto str = [](const std::string& text) { return QString::fromStdString(text); };
+  auto num = [](int n) { return QString::number(n); };
+  return {
+      {"Model", QString("%1 (L %2, h %3, s %4)").arg(str(s.name)).arg(s.layers).arg(s.hidden).arg(s.sequence)},
+      {"GPUs", QString("%1 x %2, %3 per node").arg(l.gpus()).arg(str(job.cluster.gpu)).arg(job.cluster.gpus_per_node)},
+      {"Framework", str(to_string(job.framework))},
+      {"t (tensor parallel)", num(l.t)},
+      {"SP (sequence parallel)", l.sequence_parallel ? "on" : "off"},
+      {"cp (context parallel)", num(l.cp)},
+      {"ep (expert parallel)", num(l.ep)},
+      {"d (data parallel)", num(l.d)},
+      {"p (pipeline ranks, K)", num(l.p)},
+      {"v (chunks per rank)", num(l.v)},
+      {"Schedule", str(to_string(layout_schedule(l)))},
+      {"b (micro-batch size)", num(l.micro_batch)},
+      {"M (micro-batches)", num(l.microbatches)},
+      {"Global batch (b M d)", num(l.global_batch())},
+      {"Recompute", str(to_string(l.recompute))},
+      {"Sharding", str(to_string(l.sharding))},
+      {"Precision", str(to_string(l.precision))},
+  };
+}
+
+}  // namespace pipescope::gui
