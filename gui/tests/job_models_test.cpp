@@ -188,8 +188,8 @@ class JobModelsTest : public QObject {
       edit_job(base, job_edit(base.job, choice));
       QFAIL("interleaved with M 255 on p 4 was accepted");
     } catch (const InputError& e) {
-      QVERIFY2(QString(e.what()).contains("the interleaved schedule needs micro-batches per pipeline (255) to be a "
-                                          "multiple of --pipeline-model-parallel-size 4"), e.what());
+      QVERIFY2(QString(e.what()).contains("the interleaved schedule needs M to be a multiple of the number of stages p "
+                                          "(Megatron-LM's rule); got M = 255, p = 4"), e.what());
     }
   }
 
