@@ -2,12 +2,11 @@
 // file, read the config, build the profile (interop/hf_profile.h), and check it reads back.
 #include "cli/profile_hf.h"
 
-#include <cstdlib>
 
 #include "cli/plan_options.h"
-#include "core/data_dir.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "llm/gpu_model.h"
 
 namespace pipescope::cli {
 
@@ -28,12 +27,7 @@ void HfSynthArgs::add_to(CLI::App* synth) {
                     "hf: also write the pipescope.hardware file of --gpus GPUs seen as tensor-parallel groups");
 }
 
-GpuModel HfSynthArgs::load_gpu() const {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
-  dirs.push_back(data_dir("profiles/gpus"));  // installed beside the binary, else the source tree's
-  return load_gpu_model(find_gpu_file(gpu, dirs));
-}
+GpuModel HfSynthArgs::load_gpu() const { return pipescope::load_gpu(gpu); }  // llm/gpu_model.h: --gpu's one lookup
 
 std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t sequence, const std::string& name) const {
   if (gpu.empty()) throw InputError("--gpu: required with --hf-config (h100-sxm, h200, a100-80gb, b200, mi300x or a file)");
