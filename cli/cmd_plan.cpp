@@ -127,6 +127,14 @@ void restrict_to_framework(const SearchArgs& a, std::vector<ScheduleKind>& sched
   schedules = kept;
 }
 
+// The recipe a framework trains a profile's weights with: mixed precision for 2-byte
+// weights, fp32 for fp32 ones; none for a dtype it does not say (the default stays).
+std::optional<PrecisionRecipe> framework_recipe(const std::string& dtype) {
+  if (dtype == "fp32") return PrecisionRecipe::Fp32;
+  if (dtype == "bf16" || dtype == "fp16") return PrecisionRecipe::Bf16Mixed;
+  return std::nullopt;
+}
+
 SearchRequest make_request(const SearchArgs& a) {
   SearchRequest q;
   q.profile = load_profile(a.profile_path);
@@ -180,11 +188,9 @@ SearchRequest make_request(const SearchArgs& a) {
     // Its static memory is the framework's mixed-precision Adam (llm/layout.h's recipes:
     // 18 bytes per 2-byte weight, 16 per fp32 one), as the job it exports keeps at launch,
     // not the planner's default 8 (the optimizer is not sharded: r copies keep it all).
-    const std::optional<PrecisionRecipe> recipe =
-        q.profile.dtype == "fp32" ? std::optional(PrecisionRecipe::Fp32)
-        : q.profile.dtype == "bf16" || q.profile.dtype == "fp16" ? std::optional(PrecisionRecipe::Bf16Mixed)
-                                                                   : std::nullopt;
-    if (recipe) q.optimizer_state_factor = optimizer_state_factor(precision_of(*recipe));
+    if (const std::optional<PrecisionRecipe> recipe = framework_recipe(q.profile.dtype)) {
+      q.optimizer_state_factor = optimizer_state_factor(precision_of(*recipe));
+    }
   }
   q.recompute = parse_recompute_mode(a.recompute);
   q.partition = parse_partition_kind(a.partition);
