@@ -109,18 +109,20 @@ TEST(ReliabilityLimits, AbsurdStageAndMicrobatchCountsAreRefusedBeforeAnyAllocat
 }
 
 TEST(ReliabilityLimits, QuadraticPartitionOfAHugeProfileIsRefusedNotLeftRunningForHours) {
-  // 10^5 layers into 8 stages: the gpipe (least-variance) programme would take
-  // 8 x 10^10 / 2 = 4e10 steps, ten times its 4e9 limit, and is refused; the optimal
-  // (min-max) partitioner and the uniform one handle it at once. Uniform layers:
-  // both cut 12500 layers per stage.
+  // 6144 layers into 256 stages: the gpipe (least-variance) programme would take
+  // 256 x 6144^2 / 2 = 4.8e9 steps, past its 4e9 limit, and is refused; the optimal
+  // (min-max) partitioner and the uniform one handle it at once. Uniform layers: both
+  // cut 24 layers per stage. (The min-max programme scans about L / S cut points per
+  // stage end: 10^5 layers into 8 stages take it seconds, 256 stages here milliseconds.)
   UniformSpec u;
-  u.layers = 100000;
+  u.layers = 6144;
   Profile p = make_uniform_profile(u);
-  std::string what = input_error([&] { gpipe_partition(p, 8, 1.0, false); });
+  std::string what = input_error([&] { gpipe_partition(p, 256, 1.0, false); });
   EXPECT_NE(what.find("--partition optimal or uniform"), std::string::npos) << what;
-  LayerRanges ranges = uniform_partition(p.num_layers(), 8);
-  EXPECT_EQ(ranges.back().second, 100000);
-  EXPECT_EQ(balanced_partition(p, 8, 1.0, false), ranges);
+  LayerRanges ranges = uniform_partition(p.num_layers(), 256);
+  EXPECT_EQ(ranges.front(), std::make_pair(0, 24));
+  EXPECT_EQ(ranges.back().second, 6144);
+  EXPECT_EQ(balanced_partition(p, 256, 1.0, false), ranges);
 }
 
 TEST(ReliabilityLimits, SynthRefusesTenMillionLayersAndOverflowingSizes) {
