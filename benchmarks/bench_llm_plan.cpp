@@ -11,6 +11,7 @@
 
 #include "llm/collectives.h"
 #include "llm/layout_search.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -23,6 +23,7 @@
 #include "planner/dag_partition.h"
 #include "planner/search.h"
 #include "planner/stage_model.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

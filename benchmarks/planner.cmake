@@ -1,4 +1,4 @@
 # Planner benchmarks (included by benchmarks/CMakeLists.txt).
 add_executable(bench_planner bench_planner.cpp)
 target_link_libraries(bench_planner PRIVATE pipescope_planner pipescope_interop benchmark::benchmark)
-target_compile_definitions(bench_planner PRIVATE PIPESCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(bench_planner PRIVATE pipescope_source_paths)

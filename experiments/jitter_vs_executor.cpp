@@ -17,6 +17,7 @@
 #include "planner/plan_builder.h"
 #include "sim/distribution.h"
 #include "sim/simulator.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 
@@ -44,7 +45,7 @@ void row(const char* what, const Spread& s) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const std::string model_path = argc > 1 ? argv[1] : PIPESCOPE_SOURCE_DIR "/models/gpt-tiny.json";
+  const std::string model_path = argc > 1 ? std::string(argv[1]) : std::string(PIPESCOPE_SOURCE_DIR) + "/models/gpt-tiny.json";
   const int K = 2, M = argc > 2 ? std::stoi(argv[2]) : 4, steps = 30;
   const double b = argc > 3 ? std::stod(argv[3]) : 2.0;
 

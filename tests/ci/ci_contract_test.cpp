@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/profile.h"
 #include "tests/ci/ci_util.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope::ci_testing;
 

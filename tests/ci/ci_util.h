@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/source_paths.h"
+
 namespace pipescope::ci_testing {
 
 namespace fs = std::filesystem;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "exec/backends/backend.h"
 #include "exec/cuda/cuda_api.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope::exec {
 namespace {
@@ -87,16 +88,16 @@ int run_command(const std::string& args, std::string* err) {
 TEST(CudaCli, WithoutAGpuTheCommandSaysWhyAndExitsThree) {
   if (cuda_status().devices > 0) GTEST_SKIP() << "this machine has a GPU";
   std::string err;
-  EXPECT_EQ(run_command("profile --model " PIPESCOPE_SOURCE_DIR "/models/gpt-tiny.json --backend cuda --dtype bf16", &err), 3);
+  EXPECT_EQ(run_command("profile --model " + std::string(PIPESCOPE_SOURCE_DIR) + "/models/gpt-tiny.json --backend cuda --dtype bf16", &err), 3);
   EXPECT_NE(err.find("cudaGetDeviceCount returned"), std::string::npos) << err;
   EXPECT_EQ(run_command("profile gemm --backend cuda", &err), 3);
 }
 
 TEST(CudaCli, Bf16OnTheCpuBackendIsBadInput) {
   std::string err;
-  EXPECT_EQ(run_command("profile --model " PIPESCOPE_SOURCE_DIR "/models/gpt-tiny.json --backend cpu --dtype bf16", &err), 2);
+  EXPECT_EQ(run_command("profile --model " + std::string(PIPESCOPE_SOURCE_DIR) + "/models/gpt-tiny.json --backend cpu --dtype bf16", &err), 2);
   EXPECT_NE(err.find("--dtype bf16"), std::string::npos) << err;
-  EXPECT_EQ(run_command("profile --model " PIPESCOPE_SOURCE_DIR "/models/gpt-tiny.json --backend cuda --sm-partition 0", &err), 2);
+  EXPECT_EQ(run_command("profile --model " + std::string(PIPESCOPE_SOURCE_DIR) + "/models/gpt-tiny.json --backend cuda --sm-partition 0", &err), 2);
 }
 
 }  // namespace

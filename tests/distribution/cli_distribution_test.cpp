@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/cli_run.h"
+#include "tests/support/source_paths.h"
 
 #include <sys/wait.h>
 

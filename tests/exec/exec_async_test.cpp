@@ -23,6 +23,7 @@
 #include "tests/support/exec_test_models.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope::exec {
 namespace {

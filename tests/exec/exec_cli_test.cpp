@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/support/source_paths.h"
+
 namespace {
 
 struct Outcome {
@@ -20,7 +22,7 @@ struct Outcome {
 const std::string kHangGuard = "timeout --kill-after=10 240 ";
 
 Outcome shell(const std::string& command) {
-  std::string full = "cd " PIPESCOPE_SOURCE_DIR " && " + kHangGuard + command + " 2>&1";
+  std::string full = "cd " + std::string(PIPESCOPE_SOURCE_DIR) + " && " + kHangGuard + command + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -39,7 +41,7 @@ TEST(ExecCli, RunChecksGradientsOnTheShippedProfile) {
 }
 
 TEST(ExecCli, CompareReadsPredictionAndMeasurement) {
-  const std::string dir = std::string(PIPESCOPE_TEST_TMP);
+  const std::string dir = std::string(pipescope::source_paths::binary_dir()) + "/tests/exec/exec_tmp";
   Outcome sim = shell(kBin + " simulate" + kPlan + "-o " + dir + "/pred.json");
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
   Outcome run = shell(kBin + " run" + kPlan + "--steps 2 -o " + dir + "/meas.json --trace " + dir + "/trace.json");
@@ -114,7 +116,7 @@ void expect_exact_peaks(const std::string& output, int positions) {
 }
 
 TEST(ExecCli, RunsAReplicatedPlanFromThePlanner) {
-  const std::string plan = std::string(PIPESCOPE_TEST_TMP) + "/replicated-plan.json";
+  const std::string plan = std::string(pipescope::source_paths::binary_dir()) + "/tests/exec/exec_tmp" + "/replicated-plan.json";
   Outcome made = shell(kBin + " plan --profile profiles/gpt-tiny-cpu.json -D 4 -N 8 --max-stages 2 -o " + plan);
   ASSERT_EQ(made.exit_code, 0) << made.output;
   Outcome o = shell(kBin + " run --plan " + plan + " --steps 2 --check-gradients");

@@ -11,10 +11,13 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "tests/support/source_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -55,10 +58,14 @@ std::string two_stage_plan(const std::string& profile, const std::string& schedu
             "stages": [{"layers": [0, 17], "devices": [0]}, {"layers": [17, 34], "devices": [1]}]})";
 }
 
-// The project's Python environment; tests that run exported files skip, naming it, without it.
+// The project's Python environment; tests that run exported files skip, naming it, without it,
+// and under PIPESCOPE_SKIP_PYTHON (scripts/sanitize.sh: their time is Python's, which the
+// sanitizers do not instrument; the Release ctest and pytest run them).
 std::string venv_python() { return src(".venv/bin/python"); }
 bool have_venv() { return fs::exists(venv_python()); }
-#define SKIP_WITHOUT_VENV() \
+#define SKIP_WITHOUT_VENV()                                                                                    \
+  if (std::getenv("PIPESCOPE_SKIP_PYTHON")) GTEST_SKIP() << "PIPESCOPE_SKIP_PYTHON is set: the Python side runs in " \
+                                                            "the Release ctest and pytest";                    \
   if (!have_venv()) GTEST_SKIP() << venv_python() << " is missing: run scripts/install-deps.sh to make the Python environment"
 
 }  // namespace

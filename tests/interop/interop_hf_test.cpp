@@ -17,6 +17,7 @@
 #include "llm/profile_layers.h"
 #include "llm/step_time.h"
 #include "tests/support/input_error.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using pipescope::testing::input_error_of;

@@ -16,6 +16,7 @@
 #include "llm/profile_layers.h"
 #include "llm/plan_layout.h"
 #include "tests/interop/export_fixtures.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 

@@ -14,6 +14,7 @@
 
 #include "core/json_reader.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

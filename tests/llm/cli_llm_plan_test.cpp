@@ -15,6 +15,7 @@
 #include "llm/layout_search.h"
 #include "llm/plan_layout.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "tests/support/cli_run.h"
 #include "experiments/korthikanti_table5.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -16,6 +16,7 @@
 
 #include "core/json_reader.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -11,6 +11,7 @@
 #include "llm/layout_check.h"
 #include "llm/memory.h"
 #include "llm_shapes.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "llm/gpu_model.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -16,6 +16,7 @@
 #include "llm/job.h"
 #include "llm/layout_search.h"
 #include "tests/llm/llm_shapes.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

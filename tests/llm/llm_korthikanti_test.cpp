@@ -8,6 +8,7 @@
 #include <string>
 
 #include "experiments/korthikanti_table5.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

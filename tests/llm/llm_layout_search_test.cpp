@@ -17,6 +17,7 @@
 #include "llm/layout_search.h"
 #include "llm/memory.h"
 #include "llm_shapes.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -14,6 +14,7 @@
 #include "llm/plan_layout.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/input_error.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -23,6 +23,7 @@
 #include "sim/simulator.h"
 #include "sim/stage_span.h"
 #include "tests/support/test_support.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

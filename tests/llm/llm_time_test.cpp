@@ -13,6 +13,7 @@
 #include "llm/framework.h"
 #include "llm/layer_time.h"
 #include "llm/step_time.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

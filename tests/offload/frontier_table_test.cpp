@@ -20,6 +20,7 @@
 #include "experiments/frontier_table.h"
 #include "planner/search.h"
 #include "sim/simulator.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

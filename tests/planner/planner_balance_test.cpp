@@ -13,6 +13,7 @@
 
 #include "core/profile.h"
 #include "planner/stage_model.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "experiments/gpipe_table2.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

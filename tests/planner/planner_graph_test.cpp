@@ -11,6 +11,7 @@
 #include "planner/model_graph.h"
 #include "planner/stage_model.h"
 #include "tests/planner/planner_test_util.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

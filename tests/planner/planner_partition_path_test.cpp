@@ -26,6 +26,7 @@
 #include "planner/partitioner.h"
 #include "planner/plan_builder.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -19,6 +19,7 @@
 #include "planner/search.h"
 #include "planner/stage_model.h"
 #include "sim/simulator.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/reliability/reliability_util.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/reliability/reliability_util.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

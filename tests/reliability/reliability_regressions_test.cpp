@@ -15,6 +15,7 @@
 #include "core/report.h"
 #include "llm/llm_plan_json.h"
 #include "tests/reliability/reliability_util.h"
+#include "tests/support/source_paths.h"
 
 namespace pipescope {
 namespace {

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/source_paths.h"
+
 namespace pipescope::testing {
 
 // A folder under the system temp dir, removed with everything in it at the end.
@@ -71,7 +73,7 @@ struct CommandResult {
 // `prefix` goes before the binary (e.g. "ulimit -v 262144;").
 inline CommandResult run_pipescope(const TempDir& dir, const std::string& args,
                                    const std::string& prefix = "") {
-  std::string command = "cd '" + dir.path().string() + "' && " + prefix + " '" PIPESCOPE_BINARY "' " + args +
+  std::string command = "cd '" + dir.path().string() + "' && " + prefix + " '" + std::string(PIPESCOPE_BINARY) + "' " + args +
                         " > .stdout 2> .stderr";
   int status = std::system(command.c_str());  // /bin/sh -c; a killed child gives 128 + signal
   CommandResult r;

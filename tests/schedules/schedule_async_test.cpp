@@ -17,6 +17,7 @@
 #include "sim/distribution.h"
 #include "sim/simulator.h"
 #include "tests/support/test_support.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using pipescope::testing::CliResult;

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/schedule_io.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 

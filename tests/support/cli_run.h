@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/support/source_paths.h"
+
 namespace pipescope::testing {
 
 struct CliResult {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/support/cli_run.h"
+#include "tests/support/source_paths.h"
 
 namespace {
 
