@@ -11,7 +11,7 @@
 // Units, one convention on every axis and column: step time in ms; peak memory per device in
 // the set's unit, GiB (2^30 bytes) for pipescope's own numbers, GB (10^9 bytes) where the
 // source quotes llm-plan's table (Megatron's unit), the unit named in every title.
-//   PlansModel m; m.set_plans(plan_set_of(*search_result, batch));
+//   PlansModel m; m.set_plans(plan_set_of(*search_result));  // or plan_set_of(llm_plan_file.result)
 //   m.set_filter("K", 4); m.set_colour_by("r"); const PlanRow& p = m.at(row);
 #pragma once
 
