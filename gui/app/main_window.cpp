@@ -23,7 +23,6 @@
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
 #include "gui/app/llm_memory_view.h"
-#include "gui/app/llm_plans_view.h"
 #include "gui/app/memory_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"

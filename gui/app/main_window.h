@@ -14,12 +14,13 @@
 #include "gui/models/compare_model.h"
 #include "gui/models/layer_table_model.h"
 #include "gui/models/llm_memory_model.h"
-#include "gui/models/llm_plans_model.h"
 #include "gui/models/plans_model.h"
 #include "gui/models/summary_model.h"
 #include "gui/models/sweep_model.h"
 #include "gui/models/timeline_model.h"
 #include "gui/models/workers.h"
+#include "llm/llm_plan_json.h"
+#include "planner/search.h"
 
 class QLabel;
 class QTabWidget;
@@ -33,7 +34,6 @@ class CompareView;
 class ControlsPanel;
 class LayerChart;
 class LlmMemoryView;
-class LlmPlansView;
 class MemoryView;
 class PlansView;
 class SweepView;
@@ -105,10 +105,13 @@ class MainWindow : public QMainWindow {
   const LlmMemoryModel& llm_memory() const { return llm_memory_; }
   LlmMemoryView* llm_memory_view() const { return llm_memory_view_; }
   SweepView* sweep_view() const { return sweep_view_; }
+  // The Plans tab (the last search: its candidates, null before one) and the LLM plans tab
+  // (an llm-plan result's layouts): one view and one model each (plans_view.h).
   const PlansModel& plans() const { return plans_; }
+  const SearchResult* plans_result() const { return plans_result_.get(); }
   PlansView* plans_view() const { return plans_view_; }
-  const LlmPlansModel& llm_plans() const { return llm_plans_; }
-  LlmPlansView* llm_plans_view() const { return llm_plans_view_; }
+  const PlansModel& llm_plans() const { return llm_plans_; }
+  PlansView* llm_plans_view() const { return llm_plans_view_; }
   const AbModel& ab() const { return ab_; }
   AbView* ab_view() const { return ab_view_; }
   std::shared_ptr<const Evaluation> pinned() const { return pinned_; }
@@ -165,9 +168,11 @@ class MainWindow : public QMainWindow {
   PlanWorker plan_worker_;
   SweepWorker sweep_worker_;
   PlansModel plans_;
+  std::shared_ptr<const SearchResult> plans_result_;  // what plans_ shows
+  int64_t plans_batch_ = 0;                          // ... and the batch it searched
   PlansWorker plans_worker_;
   AbModel ab_;
-  LlmPlansModel llm_plans_;
+  PlansModel llm_plans_;
   std::shared_ptr<const LlmPlanFile> llm_plan_;
   QString startup_error_;
   TimelineModel pinned_timeline_;
@@ -189,7 +194,7 @@ class MainWindow : public QMainWindow {
   PlansView* plans_view_ = nullptr;
   AbView* ab_view_ = nullptr;
   class DistributionView* distribution_view_ = nullptr;
-  LlmPlansView* llm_plans_view_ = nullptr;
+  PlansView* llm_plans_view_ = nullptr;
 };
 
 }  // namespace pipescope::gui

@@ -26,7 +26,6 @@
 #include "gui/app/export.h"
 #include "gui/app/layer_chart.h"
 #include "gui/app/llm_memory_view.h"
-#include "gui/app/llm_plans_view.h"
 #include "gui/app/memory_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/app/sweep_view.h"
@@ -121,7 +120,10 @@ void MainWindow::build_tabs(QWidget* parent) {
   compare_view_->set_models(&compare_, &compare_rows_);
   tabs_->addTab(compare_view_, "Compare");
 
-  plans_view_ = new PlansView(tabs_);
+  plans_view_ = new PlansView("Search",
+                              "Simulate every candidate as `pipescope sweep` does (D = the hardware's devices, N = "
+                              "micro-batch size x M)",
+                              "Press \"Search\" to simulate every candidate plan", tabs_);
   plans_view_->set_model(&plans_);
   tabs_->addTab(plans_view_, "Plans");
 
@@ -132,7 +134,10 @@ void MainWindow::build_tabs(QWidget* parent) {
   distribution_view_ = new DistributionView(tabs_);
   tabs_->addTab(distribution_view_, "Distribution");
 
-  llm_plans_view_ = new LlmPlansView(tabs_);
+  llm_plans_view_ = new PlansView("Open llm-plan result...", "A file `pipescope llm-plan ... --top 50 --json > r.json` wrote",
+                                  "Open a `pipescope llm-plan --json` result (File > Open llm-plan result..., or "
+                                  "--llm-plan FILE)",
+                                  tabs_);
   llm_plans_view_->set_model(&llm_plans_);
   tabs_->addTab(llm_plans_view_, "LLM plans");
   connect(distribution_view_, &DistributionView::sampleRequested, this, [this] {
@@ -205,7 +210,7 @@ void MainWindow::connect_sweep() {
 }
 
 void MainWindow::connect_llm_plans() {
-  open_on_request(this, llm_plans_view_, &LlmPlansView::openRequested, "Open llm-plan result", QString(),
+  open_on_request(this, llm_plans_view_, &PlansView::actionRequested, "Open llm-plan result", QString(),
                   [this](const QString& f) { open_llm_plan(f); });
 }
 
@@ -267,7 +272,7 @@ void MainWindow::build_menus() {
   file->addAction("Use ideal hardware", this, [this] { open_hardware(QString()); });
   file->addAction("Open &measurement...", compare_view_, &CompareView::openMeasurementRequested);
   file->addAction("Open Chrome &trace...", compare_view_, &CompareView::openTraceRequested);
-  file->addAction("Open &llm-plan result...", llm_plans_view_, &LlmPlansView::openRequested);
+  file->addAction("Open &llm-plan result...", llm_plans_view_, &PlansView::actionRequested);
   file->addSeparator();
   file->addAction("Export timeline as PNG...", this, [this] { export_widget(timeline_view_, "timeline", "png"); });
   file->addAction("Export timeline as SVG...", this, [this] { export_widget(timeline_view_, "timeline", "svg"); });

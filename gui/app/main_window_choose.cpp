@@ -12,22 +12,24 @@
 #include "gui/app/ab_view.h"
 #include "gui/app/controls_panel.h"
 #include "gui/app/main_window.h"
-#include "gui/app/llm_plans_view.h"
 #include "gui/app/plans_view.h"
 #include "gui/models/job_model.h"
+#include "gui/models/llm_plan_set.h"
 #include "gui/models/plan_search.h"
+#include "gui/models/planner_plan_set.h"
 
 namespace pipescope::gui {
 
 void MainWindow::connect_plans() {
-  connect(plans_view_, &PlansView::searchRequested, this, &MainWindow::run_plans);
+  connect(plans_view_, &PlansView::actionRequested, this, &MainWindow::run_plans);
   connect(plans_view_, &PlansView::candidateClicked, this, &MainWindow::load_candidate);
   connect(&plans_worker_, &PlansWorker::progress, plans_view_, &PlansView::set_progress);
   connect(&plans_worker_, &PlansWorker::finished, this, [this](std::shared_ptr<const SearchResult> r) {
     plans_view_->set_running(false);
-    plans_.set_result(r, plans_batch(current_inputs()));
+    plans_result_ = r;
+    plans_batch_ = plans_batch(current_inputs());
+    plans_.set_plans(plan_set_of(*r));
     plans_view_->refresh_filters();
-    plans_view_->scatter()->set_current(-1);
     int front = 0;
     for (const Candidate& c : r->candidates) front += c.pareto ? 1 : 0;
     QString text = QString("%1 candidates, %2 fit, %3 on the Pareto front").arg(r->candidates.size()).arg(r->ranking.size()).arg(front);
@@ -37,10 +39,12 @@ void MainWindow::connect_plans() {
   connect(&plans_worker_, &PlansWorker::failed, this, [this](const QString& m) {
     plans_view_->set_running(false);
     plans_.clear();
+    plans_result_.reset();
+    plans_view_->refresh_filters();
     plans_view_->set_message(m);
   });
   connect(controls_, &ControlsPanel::whatIfChanged, this, [this] {
-    if (plans_.result()) plans_view_->set_message("the what-if changed since this search: press Search to redo it");
+    if (plans_result_) plans_view_->set_message("the what-if changed since this search: press Search to redo it");
   });
   connect(ab_view_, &AbView::pinRequested, this, &MainWindow::pin_current);
   connect(ab_view_, &AbView::exportRequested, this,
@@ -57,8 +61,10 @@ void MainWindow::connect_plans() {
 }
 
 void MainWindow::forget_plans() {
-  if (!plans_.result()) return;
+  if (!plans_result_) return;
   plans_.clear();
+  plans_result_.reset();
+  plans_view_->refresh_filters();
   plans_view_->set_message("new profile or hardware: press Search to search again");
 }
 
@@ -77,10 +83,10 @@ void MainWindow::run_plans() {
 }
 
 void MainWindow::load_candidate(int index) {
-  const SearchResult* r = plans_.result();
+  const SearchResult* r = plans_result_.get();
   if (!r || index < 0 || index >= static_cast<int>(r->candidates.size())) return;
   const Candidate& c = r->candidates[index];
-  const PlanInputs in = candidate_inputs(current_inputs(), c, plans_.batch());
+  const PlanInputs in = candidate_inputs(current_inputs(), c, plans_batch_);
   controls_->set_choice(in.choice);
   loaded_candidate_ = index;
   plans_view_->scatter()->set_current(index);
@@ -158,7 +164,7 @@ bool MainWindow::open_llm_plan(const QString& path) {
     set_status(e.what(), true);
     return false;
   }
-  llm_plans_.set_result(std::shared_ptr<const LlmSearchResult>(llm_plan_, &llm_plan_->result));
+  llm_plans_.set_plans(plan_set_of(llm_plan_->result));
   llm_plans_view_->refresh_filters();
   llm_plans_view_->set_description(QFileInfo(path).fileName() + ": " + llm_plan_description(*llm_plan_));
   return true;

@@ -1,4 +1,4 @@
-// gui/app/scatter_axes.h: the grid, ticks and titles both plans scatters draw.
+// gui/app/scatter_axes.h: the grid, ticks and titles the plans scatter draws.
 #include "gui/app/scatter_axes.h"
 
 #include <algorithm>

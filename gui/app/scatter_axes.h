@@ -1,4 +1,4 @@
-// The frame of the plans scatters (plans_view, llm_plans_view): light grid lines and tick
+// The frame of the plans scatter (plans_view): light grid lines and tick
 // labels at nice steps over each scale's range (from the first step at or above its
 // start), the two axis titles, and the plot's grey border. Geometry is the scales'.
 #pragma once

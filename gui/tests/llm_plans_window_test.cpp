@@ -1,4 +1,5 @@
-// `pipescope-gui --llm-plan FILE`: the llm-plans tab opens on the committed llm-plan result
+// `pipescope-gui --llm-plan FILE`: the llm-plans tab (the one plans view, plans_view.h)
+// opens on the committed llm-plan result
 // (tests/data/llm_plan/README.md: 40 layouts; t = 2 in 10 of them, best[3, 5, 16, 19, 24,
 // 29, 30, 31, 37, 38]; 5 without sharding, 35 with the distributed optimizer; 80 GB
 // H100s). Filtering t = 2 draws exactly those 10 points; colouring by sharding draws each
@@ -18,7 +19,7 @@
 
 #include "core/error.h"
 #include "gui/app/app_options.h"
-#include "gui/app/llm_plans_view.h"
+#include "gui/app/plans_view.h"
 #include "gui/app/main_window.h"
 #include "gui/models/palette.h"
 
@@ -29,7 +30,8 @@ namespace {
 
 const QString kFixture = PIPESCOPE_SOURCE_DIR "/tests/data/llm_plan/moe-32gpus-top40.json";
 
-void choose(QComboBox* box, int value) {
+void choose(QComboBox* box, const QVariant& value) {
+  QVERIFY(box);
   const int at = box->findData(value);
   QVERIFY2(at >= 0, qPrintable(box->itemText(0)));
   box->setCurrentIndex(at);
@@ -71,32 +73,35 @@ class LlmPlansWindowTest : public QObject {
     w.show();
     w.wait_for_plan();
     QCoreApplication::processEvents();
-    LlmPlansView* v = w.llm_plans_view();
+    PlansView* v = w.llm_plans_view();
     QCOMPARE(w.findChild<QTabWidget*>()->currentWidget(), v);
     QVERIFY(w.startup_error().isEmpty());
     QCOMPARE(w.llm_plans().rowCount(), 40);
     QVERIFY2(v->description().contains("14466 layouts, 14454 valid, 11414 fit in memory, 449 simulated"),
              qPrintable(v->description()));
     QVERIFY(v->description().contains("\n  t = 1: no tensor-parallel traffic"));
-    LlmPlansScatter* s = v->scatter();
+    PlansScatter* s = v->scatter();
     s->grab();
     QCOMPARE(static_cast<int>(s->drawn().size()), 40);
+    // One box per dimension of the layouts, none for the planner's schedule or K.
+    for (const char* d : {"t", "d", "cp", "ep", "sharding"}) QVERIFY2(v->filter(d), d);
+    QVERIFY(!v->filter("schedule") && !v->filter("K"));
 
-    choose(v->filter(LlmDimension::T), 2);
+    choose(v->filter("t"), 2);
     QCOMPARE(w.llm_plans().rowCount(), 10);
     s->grab();
     std::set<int> drawn;
-    for (const LlmPlansScatter::DrawnPoint& p : s->drawn()) drawn.insert(p.candidate);
+    for (const PlansScatter::DrawnPoint& p : s->drawn()) drawn.insert(p.entry);
     QCOMPARE(drawn, (std::set<int>{3, 5, 16, 19, 24, 29, 30, 31, 37, 38}));
     QCOMPARE(v->table()->model()->rowCount(), 10);
 
-    choose(v->filter(LlmDimension::T), -1);
-    choose(v->colour_by(), static_cast<int>(LlmDimension::Sharding));
-    QCOMPARE(w.llm_plans().colour_by(), LlmDimension::Sharding);
+    choose(v->filter("t"), -1);
+    choose(v->colour_by(), QString("sharding"));
+    QCOMPARE(w.llm_plans().colour_by(), QString("sharding"));
     const QImage shot = s->grab().toImage();
     QCOMPARE(static_cast<int>(s->drawn().size()), 40);
     int none = 0, distributed = 0;
-    for (const LlmPlansScatter::DrawnPoint& p : s->drawn()) {
+    for (const PlansScatter::DrawnPoint& p : s->drawn()) {
       QCOMPARE(p.colour, w.llm_plans().colour(p.row));
       none += p.colour == ramp_color(0.0) ? 1 : 0;
       distributed += p.colour == ramp_color(1.0) ? 1 : 0;
@@ -132,9 +137,9 @@ class LlmPlansWindowTest : public QObject {
     v->table()->selectRow(7);
     QCOMPARE(s->current(), 7);
     // Filtering keeps the selected layout selected while it is shown: best[7] has t = 1.
-    choose(v->filter(LlmDimension::T), 1);
-    QCOMPARE(v->table()->selectionModel()->currentIndex().row(), w.llm_plans().row_of_candidate(7));
-    QVERIFY(w.llm_plans().row_of_candidate(7) >= 0);
+    choose(v->filter("t"), 1);
+    QCOMPARE(v->table()->selectionModel()->currentIndex().row(), w.llm_plans().row_of(7));
+    QVERIFY(w.llm_plans().row_of(7) >= 0);
   }
 
   void bad_file_exits_2_naming_file_and_field() {
@@ -173,7 +178,7 @@ class LlmPlansWindowTest : public QObject {
     QCOMPARE(w.llm_plans().rowCount(), 0);
     QVERIFY(w.open_any(kFixture));
     QCOMPARE(w.llm_plans().rowCount(), 40);
-    QCOMPARE(w.llm_plans_view()->filter(LlmDimension::Cp)->count(), 4);  // all, cp = 1, 2, 4
+    QCOMPARE(w.llm_plans_view()->filter("cp")->count(), 4);  // all, cp = 1, 2, 4
   }
 
   void screenshot_of_the_tab() {

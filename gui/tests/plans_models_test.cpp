@@ -1,6 +1,7 @@
-// Tests of the plan-choosing models without widgets: the plans model's
-// points and Pareto front against `pipescope sweep`'s CSV and an independent
-// O(n^2) front; filters; loading a candidate reproduces its numbers; the A/B deltas;
+// Tests of the plan-choosing models without widgets: the one plans model over the
+// planner's candidates (planner_plan_set.h): its points, dimensions and Pareto front
+// against `pipescope sweep`'s CSV and an independent O(n^2) front; filters, and a
+// dimension only llm-plan's layouts have refused; loading a candidate reproduces its numbers; the A/B deltas;
 // row grouping and busy density for timelines at scale; what-if hardware; the
 // schedule list. Every model runs under QAbstractItemModelTester.
 #include <QAbstractItemModelTester>
@@ -18,7 +19,7 @@
 #include "gui/models/memory_curves.h"
 #include "gui/models/palette.h"
 #include "gui/models/plan_search.h"
-#include "gui/models/plans_model.h"
+#include "gui/models/planner_plan_set.h"
 #include "gui/models/plot_scale.h"
 #include "gui/models/schedule_names.h"
 #include "gui/models/step_distribution.h"
@@ -88,6 +89,7 @@ class PlansModelsTest : public QObject {
  private slots:
   void schedule_names_are_the_core_names();
   void plans_points_and_front_equal_pipescope_sweep();
+  void planner_points_are_the_closed_form_step();
   void plans_filters_hide_rows_but_keep_the_front();
   void loading_a_candidate_reproduces_its_numbers();
   void ab_model_differences();
@@ -134,20 +136,21 @@ void PlansModelsTest::plans_points_and_front_equal_pipescope_sweep() {
   auto result = std::make_shared<const SearchResult>(search_plans(q));
   PlansModel m;
   QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
-  m.set_result(result, q.batch);
+  m.set_plans(plan_set_of(*result));
   QCOMPARE(m.rowCount(), static_cast<int>(rows.size()));
   std::set<int> sweep_front;
   for (int i = 0; i < m.rowCount(); ++i) {
-    const Candidate& c = m.candidate(i);
     const SweepRow& s = rows[static_cast<std::size_t>(i)];
-    QCOMPARE(QString::fromStdString(to_string(c.schedule)), s.schedule);
-    QCOMPARE(c.chunks, s.chunks);
-    QCOMPARE(c.stages, s.stages);
-    QCOMPARE(c.replicas, s.replicas);
-    QCOMPARE(c.microbatches, s.microbatches);
-    QCOMPARE(c.recompute, s.recompute);
+    QCOMPARE(m.entry(i), i);
+    QCOMPARE(m.value_name(i, "schedule"), s.schedule);
+    QCOMPARE(m.value(i, "v"), s.chunks);
+    QCOMPARE(m.value(i, "K"), s.stages);
+    QCOMPARE(m.value(i, "r"), s.replicas);
+    QCOMPARE(m.value(i, "M"), s.microbatches);
+    QCOMPARE(m.value(i, "recompute"), s.recompute ? 1 : 0);
     QCOMPARE(m.data(m.index(i, 0), PlansModel::PeakBytesRole).toLongLong(), s.peak_bytes);
-    QVERIFY(std::fabs(static_cast<double>(c.step_ns) / 1e6 - s.step_ms) <= 1e-9 * s.step_ms);
+    const double step_ms = static_cast<double>(m.data(m.index(i, 0), PlansModel::StepNsRole).toLongLong()) / 1e6;
+    QVERIFY(std::fabs(step_ms - s.step_ms) <= 1e-9 * s.step_ms);
     QCOMPARE(m.data(m.index(i, 0), PlansModel::FitsRole).toBool(), s.fits);
     QCOMPARE(m.data(m.index(i, 0), PlansModel::ParetoRole).toBool(), s.pareto);
     if (s.pareto) sweep_front.insert(i);
@@ -164,12 +167,45 @@ void PlansModelsTest::plans_points_and_front_equal_pipescope_sweep() {
   qInfo("%zu candidates, %zu on the front (as pipescope sweep)", rows.size(), sweep_front.size());
 }
 
+// One device, 16 uniform blocks (1 ms forward, 2 ms backward per sample, linear in the
+// micro-batch size), N = 1 x 8: the GUI's search, filtered to 1F1B without recompute,
+// leaves K = 1, r = 1 and M = 1, 2, 4, 8 (M | N), each 8 x 16 x 3 ms = 384 ms (nothing to
+// communicate). The
+// former plans model drew them at 8 / 0.384 s = 20.83 samples/s; the one model draws them
+// at 384 ms. Across: the peak per device, in GiB (2^30 B) on the axis: 64 MiB of
+// parameters, 64 of gradients, 128 of optimizer state (2 bytes per parameter byte) and one
+// micro-batch of 8 / M samples stashed, 16 blocks x 1 MiB each: 384, 320, 288, 272 MiB.
+void PlansModelsTest::planner_points_are_the_closed_form_step() {
+  constexpr int64_t MiB = int64_t{1} << 20;
+  const SearchResult r = search_plans(plans_request(uniform_inputs(16, 1, 8)));
+  PlansModel m;
+  QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  m.set_plans(plan_set_of(r));
+  m.set_filter("schedule", static_cast<int>(ScheduleKind::OneFOneB));
+  m.set_filter("recompute", 0);
+  QCOMPARE(m.rowCount(), 4);
+  QCOMPARE(m.values("M"), std::vector<int>({1, 2, 4, 8}));
+  QCOMPARE(m.values("K"), std::vector<int>({1}));
+  for (int row = 0; row < m.rowCount(); ++row) {
+    const Candidate& c = r.candidates[static_cast<std::size_t>(m.entry(row))];
+    QCOMPARE(m.at(row).point.step_ns, int64_t{384000000});
+    QVERIFY(std::fabs(c.throughput_samples_per_s - 8 / 0.384) < 1e-9);
+    QCOMPARE(m.at(row).point.peak_bytes, c.peak_bytes);
+    QCOMPARE(m.at(row).point.peak_bytes, (256 + 16 * (8 / c.microbatches)) * MiB);
+    QCOMPARE(m.data(m.index(row, PlansModel::StepMs)).toString(), QString("384.000"));
+    QCOMPARE(m.data(m.index(row, PlansModel::Peak)).toString(),
+             QString::number(static_cast<double>(c.peak_bytes) / (1 << 30), 'f', 2));
+  }
+  QCOMPARE(m.plans()->unit.bytes, 1073741824.0);
+  QCOMPARE(m.headerData(PlansModel::Peak, Qt::Horizontal).toString(), QString("Peak GiB"));
+}
+
 void PlansModelsTest::plans_filters_hide_rows_but_keep_the_front() {
   const PlanInputs in = gpt_inputs(8);
   auto result = std::make_shared<const SearchResult>(search_plans(plans_request(in)));
   PlansModel m;
   QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
-  m.set_result(result, plans_batch(in));
+  m.set_plans(plan_set_of(*result));
   const std::vector<int> front = m.front();
   int n_1f1b = 0, n_k4 = 0, n_recompute = 0, n_1f1b_k4_off = 0;
   for (const Candidate& c : result->candidates) {
@@ -179,20 +215,26 @@ void PlansModelsTest::plans_filters_hide_rows_but_keep_the_front() {
     n_recompute += c.recompute;
     n_1f1b_k4_off += f && k && !c.recompute;
   }
-  m.set_schedule_filter("1f1b");
+  m.set_filter("schedule", static_cast<int>(ScheduleKind::OneFOneB));
   QCOMPARE(m.rowCount(), n_1f1b);
-  for (int i = 0; i < m.rowCount(); ++i) QCOMPARE(m.data(m.index(i, 0), PlansModel::ScheduleRole).toString(), QString("1f1b"));
-  m.set_stages_filter(4);
-  m.set_recompute_filter(PlansModel::Recompute::Off);
+  for (int i = 0; i < m.rowCount(); ++i) QCOMPARE(m.value_name(i, "schedule"), QString("1f1b"));
+  m.set_filter("K", 4);
+  m.set_filter("recompute", 0);
   QCOMPARE(m.rowCount(), n_1f1b_k4_off);
   QCOMPARE(m.front(), front);  // the front is the search's, whatever is shown
-  m.set_schedule_filter("");
-  m.set_recompute_filter(PlansModel::Recompute::Any);
+  m.set_filter("schedule", -1);
+  m.set_filter("recompute", -1);
   QCOMPARE(m.rowCount(), n_k4);
-  m.set_stages_filter(0);
-  m.set_recompute_filter(PlansModel::Recompute::On);
+  m.set_filter("K", -1);
+  m.set_filter("recompute", 1);
   QCOMPARE(m.rowCount(), n_recompute);
-  QCOMPARE(m.stage_values(), std::vector<int>({1, 2, 4, 8}));
+  QCOMPARE(m.values("K"), std::vector<int>({1, 2, 4, 8}));
+  // The candidates have no t or sharding (llm-plan's layouts do): refused (the message:
+  // llm_plans_models_test.cpp), and the rows stay as they were.
+  QVERIFY_THROWS_EXCEPTION(InputError, m.set_filter("t", 2));
+  QVERIFY_THROWS_EXCEPTION(InputError, m.set_colour_by("sharding"));
+  QCOMPARE(m.rowCount(), n_recompute);
+  QCOMPARE(m.colour_by(), QString("schedule"));
 }
 
 void PlansModelsTest::loading_a_candidate_reproduces_its_numbers() {
@@ -453,11 +495,13 @@ void PlansModelsTest::memory_axis_zooms_to_the_points() {
   // The GPT-1.3B search on 8 x H200: every peak sits far below the 131 GiB, so the
   // model's axis zooms to its points.
   PlansModel m;
-  m.set_result(std::make_shared<const SearchResult>(search_plans(plans_request(gpt_inputs(8)))), plans_batch(gpt_inputs(8)));
+  const SearchResult gpt = search_plans(plans_request(gpt_inputs(8)));
+  m.set_plans(plan_set_of(gpt));
   const MemoryAxis g = m.memory_axis();
   QCOMPARE(g.top, 1.1 * static_cast<double>(m.max_peak_bytes()));
   QVERIFY(g.capacity_beyond);
-  QVERIFY(g.top < static_cast<double>(m.result()->memory_limit_bytes) / 2);
+  QCOMPARE(m.plans()->capacity_bytes, gpt.memory_limit_bytes);
+  QVERIFY(g.top < static_cast<double>(gpt.memory_limit_bytes) / 2);
 }
 
 void PlansModelsTest::memory_column_max_keeps_every_peak() {
@@ -478,8 +522,8 @@ void PlansModelsTest::memory_column_max_keeps_every_peak() {
 // Memory binds every candidate and the host link is infinitely fast (bandwidth 0): GPipe
 // on 2 layers and 2 devices fits only with offload (the planner's own test,
 // tests/planner/planner_offload_test.cpp), so the search takes selective for the winner.
-// The model says so (OffloadRole), and its point without offload is the search's first
-// trial: the largest per-position peak of that run and batch / step samples per second.
+// The model says so (its offload value), and its point without offload is the search's
+// first trial: the largest per-position peak of that run and that run's step.
 void PlansModelsTest::plans_mark_offload_and_keep_the_point_without() {
   SearchRequest q;
   q.profile = *uniform_profile(2);
@@ -497,13 +541,15 @@ void PlansModelsTest::plans_mark_offload_and_keep_the_point_without() {
   q.hardware.memory_bytes = least - 1;
   PlansModel m;
   QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
-  m.set_result(std::make_shared<const SearchResult>(search_plans(q)), q.batch);
-  const int w = winner(*m.result()).index;
+  const SearchResult result = search_plans(q);
+  m.set_plans(plan_set_of(result));
+  const int w = winner(result).index;
   int offloaded = 0;
   for (int row = 0; row < m.rowCount(); ++row) {
-    const Candidate& c = m.candidate(row);
-    const QString policy = m.data(m.index(row, 0), PlansModel::OffloadRole).toString();
-    const std::optional<PlansModel::Point> before = m.without_offload(row);
+    const Candidate& c = result.candidates[static_cast<std::size_t>(m.entry(row))];
+    const QString policy = m.value_name(row, "offload");
+    const std::optional<PlanPoint> before = m.at(row).without_offload;
+    QCOMPARE(m.at(row).offload, c.plan.offload.active());
     if (!c.offload_chosen) {
       QCOMPARE(policy, QString("none"));
       QVERIFY(!before);
@@ -515,7 +561,7 @@ void PlansModelsTest::plans_mark_offload_and_keep_the_point_without() {
     const Candidate::OffloadTrial& none = c.offload_trials.front();
     QCOMPARE(before->peak_bytes, *std::max_element(none.stage_peak_bytes.begin(), none.stage_peak_bytes.end()));
     QVERIFY(before->peak_bytes > c.peak_bytes);
-    QCOMPARE(before->throughput_samples_per_s, 8e9 / static_cast<double>(none.step_ns));
+    QCOMPARE(before->step_ns, none.step_ns);  // the former model's 8 samples / this step
     QVERIFY(m.data(m.index(row, 0), Qt::ToolTipRole).toString().contains("activation offload"));
     // Loading it (the plans view's click) simulates its plan with its offload: the
     // search's step and peak byte for byte.
@@ -530,7 +576,7 @@ void PlansModelsTest::plans_mark_offload_and_keep_the_point_without() {
     QCOMPARE(e.report.peak_memory_bytes(), c.peak_bytes);
   }
   QVERIFY(offloaded > 0);
-  QCOMPARE(m.data(m.index(w, 0), PlansModel::OffloadRole).toString(), QString("selective"));
+  QCOMPARE(m.value_name(m.row_of(w), "offload"), QString("selective"));
 }
 
 QTEST_GUILESS_MAIN(PlansModelsTest)

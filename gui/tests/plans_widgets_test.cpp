@@ -5,6 +5,7 @@
 // M = 1024; `--screenshot --tab NAME` writes a picture for every tab.
 #include <QComboBox>
 #include <QFile>
+#include <QItemSelectionModel>
 #include <QImage>
 #include <QProcess>
 #include <QSignalSpy>
@@ -72,16 +73,19 @@ void PlansWidgetsTest::clicking_a_point_loads_that_candidate() {
   w.wait_for_plans();
   QCoreApplication::processEvents();
   const PlansModel& m = w.plans();
-  QVERIFY(m.result());
-  QCOMPARE(m.rowCount(), static_cast<int>(m.result()->candidates.size()));
+  const SearchResult* r = w.plans_result();
+  QVERIFY(r);
+  QCOMPARE(m.rowCount(), static_cast<int>(r->candidates.size()));
   // Click where the winner is drawn; whichever point is nearest there must load exactly.
-  const int winner = m.result()->ranking.front();
+  const int winner = r->ranking.front();
   PlansScatter* scatter = w.plans_view()->scatter();
   const QPoint at = scatter->point_of(winner).toPoint();
   const int row = scatter->row_at(at);
   QVERIFY(row >= 0);
-  const Candidate& c = m.candidate(row);
+  const Candidate& c = r->candidates[static_cast<std::size_t>(m.entry(row))];
   QTest::mouseClick(scatter, Qt::LeftButton, {}, at);
+  QCOMPARE(scatter->current(), c.index);  // ringed, and its table row selected
+  QCOMPARE(w.plans_view()->table()->selectionModel()->currentIndex().row(), row);
   w.wait_for_plan();
   QVERIFY(w.evaluation());
   QCOMPARE(w.evaluation()->report.step_ns, c.step_ns);
@@ -95,12 +99,16 @@ void PlansWidgetsTest::clicking_a_point_loads_that_candidate() {
   table->scrollTo(m.index(other, 0));
   QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(m.index(other, 0)).center());
   w.wait_for_plan();
-  QCOMPARE(w.evaluation()->report.step_ns, m.candidate(other).step_ns);
+  QCOMPARE(w.evaluation()->report.step_ns, r->candidates[static_cast<std::size_t>(m.entry(other))].step_ns);
   // The schedule filter leaves only that schedule's points.
-  QComboBox* f = w.plans_view()->schedule_filter();
-  f->setCurrentIndex(f->findData(QString("zb-h1")));
+  QComboBox* f = w.plans_view()->filter("schedule");
+  QVERIFY(f);
+  f->setCurrentIndex(f->findData(static_cast<int>(ScheduleKind::ZeroBubbleH1)));
   QVERIFY(m.rowCount() > 0);
-  for (int i = 0; i < m.rowCount(); ++i) QCOMPARE(m.candidate(i).schedule, ScheduleKind::ZeroBubbleH1);
+  for (int i = 0; i < m.rowCount(); ++i) QCOMPARE(r->candidates[static_cast<std::size_t>(m.entry(i))].schedule, ScheduleKind::ZeroBubbleH1);
+  // One box per dimension the candidates have, none for llm-plan's t or sharding.
+  for (const char* d : {"K", "r", "M", "v", "recompute", "offload"}) QVERIFY2(w.plans_view()->filter(d), d);
+  QVERIFY(!w.plans_view()->filter("t") && !w.plans_view()->filter("sharding"));
 }
 
 void PlansWidgetsTest::ab_pins_compares_and_exports() {
