@@ -17,18 +17,19 @@
 #include "gui/models/job_model.h"
 #include "gui/models/plan_evaluation.h"
 #include "gui/models/summary_model.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
 
 namespace {
 
-const QString kHf = PIPESCOPE_SOURCE_DIR "/profiles/hf/";
+const QString kHf = QString(PIPESCOPE_SOURCE_DIR) + "/profiles/hf/";
 
 // The one JSON object a command prints on stdout (a slow search's progress goes to stderr).
 Json run_cli(const QStringList& args) {
   QProcess p;
-  p.start(PIPESCOPE_CLI_EXE, args);
+  p.start(PIPESCOPE_BINARY, args);
   if (!p.waitForFinished(300000) || p.exitCode() != 0) {
     qWarning() << args << p.readAllStandardError();
     return {};

@@ -24,6 +24,7 @@
 #include "gui/app/memory_view.h"
 #include "gui/models/job_model.h"
 #include "planner/plan_builder.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -34,7 +35,7 @@ const QString kSource = PIPESCOPE_SOURCE_DIR;
 
 Json cli_json(const QStringList& args) {
   QProcess p;
-  p.start(PIPESCOPE_CLI_EXE, args);
+  p.start(PIPESCOPE_BINARY, args);
   if (!p.waitForFinished(300000) || p.exitCode() != 0) return {};
   const std::string out = p.readAllStandardOutput().toStdString();
   return Json::parse(out.substr(std::min(out.find('{'), out.size())));

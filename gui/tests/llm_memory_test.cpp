@@ -17,13 +17,14 @@
 #include "llm/layout_check.h"
 #include "llm/memory.h"
 #include "llm/plan_layout.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
 
 namespace {
 
-const char* const kProfile = PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json";  // embedding, 24 blocks, head
+const std::string kProfile = std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json";  // embedding, 24 blocks, head
 
 // p = 2 positions of d = 2 replicas, 12 + 12 blocks, t 2 with SP, distributed optimizer,
 // selective recompute, 8 micro-batches of 1.

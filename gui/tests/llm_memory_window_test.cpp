@@ -9,13 +9,14 @@
 #include "gui/app/llm_memory_view.h"
 #include "gui/app/main_window.h"
 #include "llm/plan_layout.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
 
 namespace {
 
-const char* const kProfile = PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json";
+const std::string kProfile = std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json";
 
 // p = 2 positions of d = 2 replicas, t 2 with SP, the distributed optimizer.
 Plan plan_with_layout(bool with_layout) {

@@ -14,6 +14,7 @@
 #include "gui/models/llm_plan_set.h"
 #include "gui/models/palette.h"
 #include "llm/layout_search.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -105,7 +106,7 @@ class LlmPlansModelsTest : public QObject {
   // from 31.56 to 78.91 GB against 80 GB, steps from 1501.054612 to 1620.199397 ms.
   void a_file_gives_axes_over_every_layout_and_a_description() {
     const auto file = std::make_shared<const LlmPlanFile>(
-        read_llm_plan_result(PIPESCOPE_SOURCE_DIR "/tests/data/llm_plan/moe-32gpus-top40.json"));
+        read_llm_plan_result(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/llm_plan/moe-32gpus-top40.json"));
     PlansModel m;
     m.set_plans(plan_set_of(file->result));
     QCOMPARE(m.rowCount(), 40);
@@ -136,7 +137,7 @@ class LlmPlansModelsTest : public QObject {
   // 1620.199397 ms (tests/data/llm_plan/moe-32gpus-top40.json); every layout fits and none
   // is on a front (best is the fastest 40, not a front).
   void points_are_the_files_numbers_in_gb() {
-    const LlmPlanFile file = read_llm_plan_result(PIPESCOPE_SOURCE_DIR "/tests/data/llm_plan/moe-32gpus-top40.json");
+    const LlmPlanFile file = read_llm_plan_result(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/llm_plan/moe-32gpus-top40.json");
     PlansModel m;
     QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
     m.set_plans(plan_set_of(file.result));
@@ -165,7 +166,7 @@ class LlmPlansModelsTest : public QObject {
   // the planner's candidates have is refused, naming the ones they have, and changes
   // nothing. A filter a new set has too stays on.
   void a_dimension_the_layouts_lack_is_refused() {
-    const LlmPlanFile file = read_llm_plan_result(PIPESCOPE_SOURCE_DIR "/tests/data/llm_plan/moe-32gpus-top40.json");
+    const LlmPlanFile file = read_llm_plan_result(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/llm_plan/moe-32gpus-top40.json");
     PlansModel m;
     m.set_plans(plan_set_of(file.result));
     try {

@@ -22,13 +22,14 @@
 #include "gui/app/plans_view.h"
 #include "gui/app/main_window.h"
 #include "gui/models/palette.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
 
 namespace {
 
-const QString kFixture = PIPESCOPE_SOURCE_DIR "/tests/data/llm_plan/moe-32gpus-top40.json";
+const QString kFixture = QString(PIPESCOPE_SOURCE_DIR) + "/tests/data/llm_plan/moe-32gpus-top40.json";
 
 void choose(QComboBox* box, const QVariant& value) {
   QVERIFY(box);

@@ -22,13 +22,14 @@
 #include "gui/tests/uniform_plan.h"
 #include "planner/zero_bubble_search.h"
 #include "sim/simulator.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
 
 namespace {
 
-const char* const kTinyProfile = PIPESCOPE_SOURCE_DIR "/profiles/gpt-tiny-cpu.json";  // has workspace_bytes
+const std::string kTinyProfile = std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-tiny-cpu.json";  // has workspace_bytes
 
 PlanInputs tiny_inputs(ScheduleKind kind, int chunks = 1) {
   PlanInputs in;
@@ -43,7 +44,7 @@ PlanInputs tiny_inputs(ScheduleKind kind, int chunks = 1) {
 
 // peak_memory_bytes per stage from `pipescope simulate --json` with these flags.
 std::vector<int64_t> cli_peaks(const std::string& flags) {
-  const std::string cmd = std::string(PIPESCOPE_CLI_EXE) + " simulate --profile " + kTinyProfile +
+  const std::string cmd = std::string(PIPESCOPE_BINARY) + " simulate --profile " + kTinyProfile +
                           " -K 2 -M 4 --microbatch-size 2 --json " + flags;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
@@ -223,7 +224,7 @@ void MemoryTest::no_transients_without_workspace_bytes() {
   // A GPU profile without workspace_bytes: the prediction counts static + stash only
   // (its notes say so), so the transient series is zero and the peak is static + stash.
   PlanInputs in;
-  in.profile = std::make_shared<const Profile>(load_profile(PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json"));
+  in.profile = std::make_shared<const Profile>(load_profile(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json"));
   in.choice.stages = 4;
   in.choice.microbatches = 8;
   in.choice.schedule = ScheduleKind::ZeroBubbleH1;
@@ -261,7 +262,7 @@ void MemoryTest::view_draws_transients_in_their_own_colour() {
     QVERIFY(n > 0);
   }
   PlanInputs in;
-  in.profile = std::make_shared<const Profile>(load_profile(PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json"));
+  in.profile = std::make_shared<const Profile>(load_profile(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json"));
   in.choice.stages = 2;
   in.choice.microbatches = 4;
   in.choice.schedule = ScheduleKind::ZeroBubbleH1;

@@ -28,6 +28,7 @@
 #include "gui/tests/brute_force_sweep.h"
 #include "planner/plan_builder.h"
 #include "sim/simulator.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -38,8 +39,8 @@ namespace {
 
 PlanInputs default_inputs() {
   PlanInputs in;
-  in.profile = std::make_shared<const Profile>(load_profile(PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json"));
-  in.hardware = std::make_shared<const Hardware>(load_hardware(PIPESCOPE_SOURCE_DIR "/profiles/h200-8x-nvlink.json"));
+  in.profile = std::make_shared<const Profile>(load_profile(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json"));
+  in.hardware = std::make_shared<const Hardware>(load_hardware(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/h200-8x-nvlink.json"));
   in.choice.stages = 4;
   in.choice.microbatches = 8;
   return in;

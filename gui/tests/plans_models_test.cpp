@@ -27,6 +27,7 @@
 #include "gui/models/timeline_rows.h"
 #include "gui/models/what_if.h"
 #include "gui/tests/uniform_plan.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -35,8 +36,8 @@ namespace {
 
 PlanInputs gpt_inputs(int microbatches) {
   PlanInputs in;
-  in.profile = std::make_shared<const Profile>(load_profile(PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json"));
-  in.hardware = std::make_shared<const Hardware>(load_hardware(PIPESCOPE_SOURCE_DIR "/profiles/h200-8x-nvlink.json"));
+  in.profile = std::make_shared<const Profile>(load_profile(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json"));
+  in.hardware = std::make_shared<const Hardware>(load_hardware(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/h200-8x-nvlink.json"));
   in.choice.stages = 4;
   in.choice.microbatches = microbatches;
   return in;
@@ -125,8 +126,8 @@ void PlansModelsTest::plans_points_and_front_equal_pipescope_sweep() {
   QCOMPARE(q.batch, int64_t{16});
   QTemporaryDir dir;
   QProcess cli;
-  cli.start(PIPESCOPE_CLI_EXE, {"sweep", "--profile", PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json", "--hardware",
-                                PIPESCOPE_SOURCE_DIR "/profiles/h200-8x-nvlink.json", "-D", "8", "-N", "16", "-o",
+  cli.start(PIPESCOPE_BINARY, {"sweep", "--profile", QString(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json", "--hardware",
+                                QString(PIPESCOPE_SOURCE_DIR) + "/profiles/h200-8x-nvlink.json", "-D", "8", "-N", "16", "-o",
                                 dir.filePath("sweep")});
   QVERIFY(cli.waitForFinished(300000));
   QCOMPARE(cli.exitCode(), 0);
@@ -381,7 +382,7 @@ void PlansModelsTest::busy_fraction_matches_the_closed_form() {
 }
 
 void PlansModelsTest::what_if_changes_the_hardware() {
-  const Hardware h = load_hardware(PIPESCOPE_SOURCE_DIR "/profiles/h200-8x-nvlink.json");
+  const Hardware h = load_hardware(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/h200-8x-nvlink.json");
   const Hardware same = apply_what_if(h, {});
   QCOMPARE(same.name, h.name);
   QCOMPARE(same.link.bandwidth_gb_per_s, 450.0);

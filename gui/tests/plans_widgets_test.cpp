@@ -27,6 +27,7 @@
 #include "gui/models/schedule_names.h"
 #include "gui/models/timeline_model.h"
 #include "gui/tests/uniform_plan.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;

@@ -27,6 +27,7 @@
 #include "gui/app/timeline_view.h"
 #include "gui/models/palette.h"
 #include "gui/tests/brute_force_sweep.h"
+#include "tests/support/source_paths.h"
 
 using namespace pipescope;
 using namespace pipescope::gui;
@@ -199,11 +200,11 @@ void WidgetsTest::planner_grid_sweep_marks_the_cell_pipescope_plan_picks() {
   // pipelined plan (K=4 r=2 M=16 at the time of writing; the test asks the CLI).
   QTemporaryDir dir;
   const QString hw_path = dir.filePath("h200-16gb.json");
-  Hardware small = load_hardware(PIPESCOPE_SOURCE_DIR "/profiles/h200-8x-nvlink.json");
+  Hardware small = load_hardware(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/h200-8x-nvlink.json");
   small.memory_bytes = 16000000000;
   write_file_atomically(hw_path.toStdString(), hardware_to_json(small).dump());
   QProcess cli;
-  cli.start(PIPESCOPE_CLI_EXE, {"plan", "--profile", PIPESCOPE_SOURCE_DIR "/profiles/gpt-1.3b-h200.json", "--hardware",
+  cli.start(PIPESCOPE_BINARY, {"plan", "--profile", QString(PIPESCOPE_SOURCE_DIR) + "/profiles/gpt-1.3b-h200.json", "--hardware",
                                 hw_path, "-D", "8", "-N", "32", "--schedules", "1f1b", "--recompute", "off", "--json"});
   QVERIFY(cli.waitForFinished(120000));
   QCOMPARE(cli.exitCode(), 0);
@@ -286,7 +287,7 @@ void WidgetsTest::dropping_a_profile_loads_it() {
   MainWindow w(default_options());
   w.wait_for_plan();
   QMimeData mime;
-  mime.setUrls({QUrl::fromLocalFile(PIPESCOPE_SOURCE_DIR "/profiles/toy-uniform.json")});
+  mime.setUrls({QUrl::fromLocalFile(QString(PIPESCOPE_SOURCE_DIR) + "/profiles/toy-uniform.json")});
   // A synthetic QDropEvent is not delivered without a drag in progress, so this calls
   // what dropEvent calls.
   w.open_dropped(mime);

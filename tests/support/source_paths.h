@@ -11,6 +11,7 @@ namespace pipescope::source_paths {
 const char* source_dir();  // the repository root this build was configured from
 const char* binary_dir();  // the build folder
 const char* cli_binary();  // the built `pipescope`
+const char* gui_binary();  // the built `pipescope-gui` ("" in a build without the GUI)
 
 }  // namespace pipescope::source_paths
 
@@ -18,3 +19,4 @@ const char* cli_binary();  // the built `pipescope`
 // write std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/...".
 #define PIPESCOPE_SOURCE_DIR (::pipescope::source_paths::source_dir())
 #define PIPESCOPE_BINARY (::pipescope::source_paths::cli_binary())
+#define PIPESCOPE_GUI_EXE (::pipescope::source_paths::gui_binary())
