@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <array>
-#include <sstream>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/op_rules.h"
@@ -13,6 +13,9 @@
 namespace pipescope {
 
 namespace {
+
+// Each group's name in an order string, by Group's value (to_string's too).
+constexpr std::array<std::string_view, 5> kGroupNames = {"tp", "cp", "ep", "dp", "pp"};
 
 int size_of(const ParallelLayout& l, Group g) {
   switch (g) {
@@ -25,25 +28,29 @@ int size_of(const ParallelLayout& l, Group g) {
   return 1;
 }
 
-Group group_named(const std::string& name, const std::string& order) {
-  for (Group g : {Group::Tp, Group::Cp, Group::Ep, Group::Dp, Group::Pp}) {
-    if (to_string(g) == name) return g;
+Group group_named(std::string_view name, const std::string& order) {
+  for (std::size_t g = 0; g < kGroupNames.size(); ++g) {
+    if (kGroupNames[g] == name) return static_cast<Group>(g);
   }
-  throw InputError("order: \"" + order + "\": unknown group \"" + name + "\" (expected a permutation of tp, cp, ep, dp, pp)");
+  throw InputError("order: \"" + order + "\": unknown group \"" + std::string(name) +
+                   "\" (expected a permutation of tp, cp, ep, dp, pp)");
 }
 
 // The stride of `group`: the sizes of the groups before it in the order. Dense groups
 // (RankGenerator with ep = 1) skip ep; ep's stride is the expert RankGenerator's
-// (tp = t, cp = 1: its ranks come out of cp x dp).
+// (tp = t, cp = 1: its ranks come out of cp x dp). The layout search asks this for every
+// candidate, so the order is split in place (no stream, no allocation).
 int stride_of(const ParallelLayout& l, Group group) {
-  std::istringstream in(l.order);
-  std::string name;
+  const std::string_view order = l.order;
   std::array<int, 5> seen{};
   int stride = 1, found = -1;
-  while (std::getline(in, name, '-')) {
+  for (std::size_t from = 0; from <= order.size();) {
+    const std::size_t dash = std::min(order.find('-', from), order.size());
+    const std::string_view name = order.substr(from, dash - from);
+    from = dash + 1;
     const Group g = group_named(name, l.order);
     if (++seen[static_cast<std::size_t>(g)] > 1) {
-      throw InputError("order: \"" + l.order + "\": group \"" + name + "\" named twice");
+      throw InputError("order: \"" + l.order + "\": group \"" + std::string(name) + "\" named twice");
     }
     if (g == group) found = stride;
     const bool skipped = group == Group::Ep ? g == Group::Cp : g == Group::Ep;
@@ -73,14 +80,8 @@ Link scaled(const Link& link, double factor, double bandwidth_cap) {
 }  // namespace
 
 std::string to_string(Group group) {
-  switch (group) {
-    case Group::Tp: return "tp";
-    case Group::Cp: return "cp";
-    case Group::Ep: return "ep";
-    case Group::Dp: return "dp";
-    case Group::Pp: return "pp";
-  }
-  return "tp";
+  const auto i = static_cast<std::size_t>(group);
+  return std::string(i < kGroupNames.size() ? kGroupNames[i] : kGroupNames[0]);
 }
 
 GroupPlacement group_placement(const ParallelLayout& layout, Group group, int gpus_per_node) {

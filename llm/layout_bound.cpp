@@ -50,18 +50,25 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
   const int freq = std::max(shape.moe_layer_frequency, 1);
   std::vector<std::size_t> rank_of(chunks.size());
   for (std::size_t c = 0; c < chunks.size(); ++c) rank_of[c] = static_cast<std::size_t>(chunk_rank(l, static_cast<int>(c)));
-  auto add = [&](std::size_t stage, const LayerTime& t) {
+  // A layer's optimizer step, once per kind of layer (it depends on its parameters alone).
+  struct Timed {
+    const LayerTime& time;
+    int64_t optimizer_ns;
+  };
+  auto timed = [&](const LayerTime& t) { return Timed{t, optimizer_step_ns(gpu, sharded(t.parameters, l))}; };
+  const Timed embedding = timed(lt.embedding), dense = timed(lt.dense), moe = timed(lt.moe), head = timed(lt.head);
+  auto add = [&](std::size_t stage, const Timed& t) {
     const std::size_t r = rank_of[stage];
-    rc.stage_f[stage] += t.forward_ns;
-    rc.stage_b[stage] += t.input_grad_ns + t.weight_grad_ns;
-    rc.params[r] += t.parameters;
-    rc.opt[r] += optimizer_step_ns(gpu, sharded(t.parameters, l));
+    rc.stage_f[stage] += t.time.forward_ns;
+    rc.stage_b[stage] += t.time.input_grad_ns + t.time.weight_grad_ns;
+    rc.params[r] += t.time.parameters;
+    rc.opt[r] += t.optimizer_ns;
   };
   int layer = 0;
   for (std::size_t c = 0; c < chunks.size(); ++c) {
-    if (c == 0) add(c, lt.embedding);
-    for (int i = 0; i < chunks[c]; ++i, ++layer) add(c, shape.experts > 0 && layer % freq == 0 ? lt.moe : lt.dense);
-    if (c + 1 == chunks.size()) add(c, lt.head);
+    if (c == 0) add(c, embedding);
+    for (int i = 0; i < chunks[c]; ++i, ++layer) add(c, shape.experts > 0 && layer % freq == 0 ? moe : dense);
+    if (c + 1 == chunks.size()) add(c, head);
   }
   for (std::size_t s = 0; s < chunks.size(); ++s) {
     const std::size_t r = rank_of[s];
@@ -82,6 +89,11 @@ int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& l,
     if (chain) pipe = std::max(pipe, end + drain + rc.opt[0]);
     fill += rc.stage_f[r];
     drain += rc.stage_b[r];
+    // The tail depends on the rank's parameters, F, B and busy time alone: a rank equal to
+    // the one before it in all four (the middle ranks, as a rule) adds nothing new.
+    const bool as_before = r > 0 && rc.params[r] == rc.params[r - 1] && rc.fwd[r] == rc.fwd[r - 1] &&
+                           rc.bwd[r] == rc.bwd[r - 1] && rc.busy[r] == rc.busy[r - 1];
+    if (as_before) continue;
     dp = std::max(dp, dp_exposed_ns(gpu, l, rc.params[r], rc.fwd[r], rc.bwd[r], options));
     extra = std::max(extra, sharding_extra_ns(gpu, l, rc.params[r], rc.busy[r], rc.fwd[r], rc.bwd[r], options));
   }

@@ -39,11 +39,16 @@ std::vector<int> divisors(int n) {
   return out;
 }
 
-// The dimension values one layout has, as result.dimensions names them.
-std::vector<std::pair<std::string, int>> dimension_values(const ParallelLayout& l) {
-  return {{"t", l.t}, {"sp", l.sequence_parallel ? 1 : 0}, {"cp", l.cp}, {"ep", l.ep}, {"p", l.p}, {"d", l.d},
-          {"v", l.v}, {"schedule", static_cast<int>(layout_schedule(l))}, {"b", l.micro_batch},
-          {"recompute", static_cast<int>(l.recompute)}, {"sharding", static_cast<int>(l.sharding)}};
+// The dimensions of result.dimensions, by index while the search runs (every candidate
+// touches all of them: no string keys in the loop), named once it ends.
+constexpr std::size_t kDimensions = 11;
+constexpr std::array<const char*, kDimensions> kDimensionNames = {"t", "sp", "cp",       "ep", "p",        "d",
+                                                                  "v", "schedule", "b", "recompute", "sharding"};
+
+// The dimension values one layout has, in kDimensionNames' order.
+std::array<int, kDimensions> dimension_values(const ParallelLayout& l) {
+  return {l.t, l.sequence_parallel ? 1 : 0, l.cp, l.ep, l.p, l.d, l.v, static_cast<int>(layout_schedule(l)),
+          l.micro_batch, static_cast<int>(l.recompute), static_cast<int>(l.sharding)};
 }
 
 class Search {
@@ -57,6 +62,9 @@ class Search {
     for (const std::array<int, 4>& tuple : degree_tuples(q_.gpus)) enumerate_tuple(tuple);
     if (r_.fitting == 0) refuse_nothing_fits();
     branch_and_bound();
+    for (std::size_t i = 0; i < kDimensions; ++i) {
+      if (!dimensions_[i].empty()) r_.dimensions[kDimensionNames[i]] = std::move(dimensions_[i]);
+    }
     explain_search(r_, gpu_);
     return std::move(r_);
   }
@@ -164,16 +172,15 @@ class Search {
   void enumerate_batches(const TransformerShape& shape, const ParallelLayout& l0, const std::string& refused) {
     for (int b = 1; b <= std::max(q_.max_micro_batch, q_.micro_batch); b *= 2) {
       if (pinned_out(q_.micro_batch, b) || q_.global_batch % (static_cast<int64_t>(b) * l0.d) != 0) continue;
-      const int m = static_cast<int>(q_.global_batch / (static_cast<int64_t>(b) * l0.d));
-      ParallelLayout with_m = l0;
-      with_m.microbatches = m;
-      if (!schedule_refusal(with_m).empty()) continue;  // e.g. interleaved: M a multiple of p (Megatron's rule)
-      if (!runtime_refusal(offer_, with_m).empty()) continue;  // torch's Schedule1F1B: M >= p
+      // One layout, its fields set in place for each candidate (no copy per candidate).
+      ParallelLayout l = l0;
+      l.micro_batch = b, l.microbatches = static_cast<int>(q_.global_batch / (static_cast<int64_t>(b) * l0.d));
+      if (!schedule_refusal(l).empty()) continue;  // e.g. interleaved: M a multiple of p (Megatron's rule)
+      if (!runtime_refusal(offer_, l).empty()) continue;  // torch's Schedule1F1B: M >= p
       for (Recompute rc : offer_.recomputes) {
         for (Sharding sh : offer_.shardings_for(l0.p)) {
           if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over
-          ParallelLayout l = l0;
-          l.micro_batch = b, l.microbatches = m, l.recompute = rc, l.sharding = sh;
+          l.recompute = rc, l.sharding = sh;
           set_framework_overlap(q_.framework, q_.options.overlap_grad_reduce, q_.options.overlap_param_gather, l);
           consider(shape, l, refused);
         }
@@ -184,10 +191,10 @@ class Search {
   void consider(const TransformerShape& shape, const ParallelLayout& l, const std::string& refused) {
     ++r_.enumerated;
     if (q_.progress && r_.enumerated % 4096 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, 0, true});
-    const auto values = dimension_values(l);
+    const std::array<int, kDimensions> values = dimension_values(l);
     if (!refused.empty()) {
-      for (const auto& [dim, value] : values) {
-        DimensionValue& dv = r_.dimensions[dim][value];
+      for (std::size_t i = 0; i < kDimensions; ++i) {
+        DimensionValue& dv = dimensions_[i][values[i]];
         if (dv.invalid.empty()) dv.invalid = refused;
       }
       return;
@@ -203,8 +210,8 @@ class Search {
       c.bound_ns = bound_from_costs(shape, l, gpu_, step_options(l), rank_costs(shape, l, gpu_, lt));
       ++r_.fitting;
     }
-    for (const auto& [dim, value] : values) {
-      DimensionValue& dv = r_.dimensions[dim][value];
+    for (std::size_t i = 0; i < kDimensions; ++i) {
+      DimensionValue& dv = dimensions_[i][values[i]];
       ++dv.valid;
       if (dv.min_need == 0 || peak < dv.min_need) dv.min_need = peak;
       if (!fits) continue;
@@ -259,8 +266,9 @@ class Search {
       LlmCandidate c = time_layout(shape, next.layout, gpu_, step_options(next.layout), walked(next.layout));
       ++r_.simulated;
       if (q_.progress && r_.simulated % 16 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, r_.simulated, false});
-      for (const auto& [dim, value] : dimension_values(c.layout)) {
-        DimensionValue& dv = r_.dimensions[dim][value];
+      const std::array<int, kDimensions> values = dimension_values(c.layout);
+      for (std::size_t i = 0; i < kDimensions; ++i) {
+        DimensionValue& dv = dimensions_[i][values[i]];
         if (dv.best_step < 0 || c.step_ns < dv.best_step) dv.best_step = c.step_ns;
       }
       r_.best.insert(std::upper_bound(r_.best.begin(), r_.best.end(), c, faster), std::move(c));
@@ -273,6 +281,7 @@ class Search {
   const FrameworkOffer& offer_;
   LlmSearchResult r_;
   std::vector<LlmCandidate> fitting_;
+  std::array<std::map<int, DimensionValue>, kDimensions> dimensions_;  // r_.dimensions by kDimensionNames' index
   std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;
   std::map<std::tuple<int, int, int, int>, InFlight> in_flight_;
 };

@@ -39,14 +39,27 @@ Bytes bytes_of(double params, const Precision& pr, Sharding sharding, double gro
   return b;
 }
 
+// A pipeline rank's transformer layers: how many, and their parameters summed in model
+// order. Every layer is one of two kinds (dense or MoE), each counted once per call.
+struct RankLayers {
+  int count = 0;
+  LayerParameters sum;
+};
+
+void add_to(LayerParameters& sum, const LayerParameters& lp) {
+  sum.tp_sharded += lp.tp_sharded, sum.replicated += lp.replicated, sum.expert += lp.expert;
+}
+
 // The layers each pipeline rank holds, over its v chunks (chunk c on rank chunk_rank(c)).
-std::vector<std::vector<int>> layers_of_ranks(const TransformerShape& shape, const ParallelLayout& layout) {
-  std::vector<std::vector<int>> out(static_cast<std::size_t>(layout.p));
+std::vector<RankLayers> layers_of_ranks(const TransformerShape& shape, const ParallelLayout& layout) {
+  std::vector<RankLayers> out(static_cast<std::size_t>(layout.p));
   const std::vector<int> chunks = chunk_layers(shape, layout);
+  const LayerParameters dense = layer_parameters(shape, false);
+  const LayerParameters moe = shape.experts > 0 ? layer_parameters(shape, true) : dense;
   int next = 0;
   for (std::size_t c = 0; c < chunks.size(); ++c) {
-    const auto r = static_cast<std::size_t>(chunk_rank(layout, static_cast<int>(c)));
-    for (int i = 0; i < chunks[c]; ++i) out[r].push_back(next++);
+    RankLayers& rank = out[static_cast<std::size_t>(chunk_rank(layout, static_cast<int>(c)))];
+    for (int i = 0; i < chunks[c]; ++i, ++next, ++rank.count) add_to(rank.sum, is_moe_layer(shape, next) ? moe : dense);
   }
   return out;
 }
@@ -60,15 +73,10 @@ bool megatron_schedule(const ParallelLayout& l) {
 // Parameters per GPU of rank k: its layers, the embedding (rank 0), the final norm and
 // the output layer (the last chunk's rank: p - 1, or 0 for a V; Megatron keeps a copy of
 // tied word embeddings there too when that is not rank 0).
-void add_parameters(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l,
-                    const std::vector<int>& layers) {
-  LayerParameters sum;
-  auto add = [&sum](const LayerParameters& lp) {
-    sum.tp_sharded += lp.tp_sharded, sum.replicated += lp.replicated, sum.expert += lp.expert;
-  };
-  for (int i : layers) add(layer_parameters(shape, is_moe_layer(shape, i)));
-  if (st.embedding) add(embedding_parameters(shape));
-  if (st.head) add(head_parameters(shape, !st.embedding || !shape.tied_embeddings));
+void add_parameters(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l, const RankLayers& layers) {
+  LayerParameters sum = layers.sum;
+  if (st.embedding) add_to(sum, embedding_parameters(shape));
+  if (st.head) add_to(sum, head_parameters(shape, !st.embedding || !shape.tied_embeddings));
   st.expert_parameters = LayerParameters{0, 0, sum.expert}.per_gpu(l.t, l.ep);
   st.parameters = sum.per_gpu(l.t, l.ep);
   const Precision pr = precision_of(l.precision);
@@ -80,6 +88,25 @@ void add_parameters(RankMemory& st, const TransformerShape& shape, const Paralle
   st.optimizer_bytes = dense.optimizer + expert.optimizer;
 }
 
+// The activation bytes of one micro-batch llm_memory adds up per rank, each counted once per call.
+struct ActivationBytes {
+  double layer = 0, embedding = 0, head = 0;
+  double recomputed = 0;  // full recompute: the one layer being recomputed keeps its whole stash
+};
+
+ActivationBytes activation_bytes_of(const TransformerShape& shape, const ParallelLayout& l) {
+  ActivationBytes out;
+  out.layer = layer_activation_bytes(shape, l);
+  out.embedding = embedding_activation_bytes(shape, l);
+  out.head = head_activation_bytes(shape, l);
+  if (l.recompute == Recompute::Full) {
+    ParallelLayout kept = l;
+    kept.recompute = Recompute::None;
+    out.recomputed = layer_activation_bytes(shape, kept);
+  }
+  return out;
+}
+
 // Rank k's activations under Megatron's schedules: its in-flight chunk-micro-batches x
 // its mean layers per chunk (exact for even chunks), the embedding's micro-batches on
 // rank 0 (1F1B: min(p, M); interleaved: chunk 0 holds min(M, 2 p) at the peak, two rounds
@@ -88,26 +115,22 @@ void add_parameters(RankMemory& st, const TransformerShape& shape, const Paralle
 // layers' (and the embedding's or head's) activation bytes from F to I and their
 // weight-gradient bytes from I to W (peak_bytes). Both add, under full recompute, the one
 // layer being recomputed.
-void add_activations(RankMemory& st, const TransformerShape& shape, const ParallelLayout& l, const InFlight* walked,
+void add_activations(RankMemory& st, const ParallelLayout& l, const ActivationBytes& bytes, const InFlight* walked,
                      const std::vector<double>& walked_bytes) {
   const bool megatron = walked == nullptr;
   const int chunks = megatron ? in_flight_chunks(l, st.rank) : walked->rank_chunks[static_cast<std::size_t>(st.rank)];
   st.in_flight = static_cast<double>(chunks) / l.v;
   if (megatron) {
-    st.activation_bytes = st.in_flight * st.layers * layer_activation_bytes(shape, l);
+    st.activation_bytes = st.in_flight * st.layers * bytes.layer;
     if (st.embedding) {
       const int held = l.v == 1 ? std::min(l.p, l.microbatches) : std::min(l.microbatches, 2 * l.p);
-      st.activation_bytes += held * embedding_activation_bytes(shape, l);
+      st.activation_bytes += held * bytes.embedding;
     }
-    if (st.head) st.activation_bytes += head_activation_bytes(shape, l);
+    if (st.head) st.activation_bytes += bytes.head;
   } else {
     st.activation_bytes = walked_bytes[static_cast<std::size_t>(st.rank)];
   }
-  if (l.recompute == Recompute::Full && st.layers > 0) {
-    ParallelLayout kept = l;
-    kept.recompute = Recompute::None;
-    st.activation_bytes += layer_activation_bytes(shape, kept);
-  }
+  if (l.recompute == Recompute::Full && st.layers > 0) st.activation_bytes += bytes.recomputed;
 }
 
 }  // namespace
@@ -258,17 +281,20 @@ LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout
     for (const StashBytes& c : chunks) held.push_back(c.held), for_weight.push_back(c.for_weight);
     walked_bytes = peak_bytes(*walked, held, for_weight);
   }
+  const ActivationBytes bytes = activation_bytes_of(shape, layout);
   LlmMemory out;
-  out.layer_activation_bytes = layer_activation_bytes(shape, layout);
-  const std::vector<std::vector<int>> ranks = layers_of_ranks(shape, layout);
+  out.layer_activation_bytes = bytes.layer;
+  const std::vector<RankLayers> ranks = layers_of_ranks(shape, layout);
+  out.stages.reserve(ranks.size());
   for (int k = 0; k < layout.p; ++k) {
+    const RankLayers& layers = ranks[static_cast<std::size_t>(k)];
     RankMemory st;
     st.rank = k;
-    st.layers = static_cast<int>(ranks[static_cast<std::size_t>(k)].size());
+    st.layers = layers.count;
     st.embedding = k == 0;
     st.head = k == head_rank;
-    add_parameters(st, shape, layout, ranks[static_cast<std::size_t>(k)]);
-    add_activations(st, shape, layout, walked, walked_bytes);
+    add_parameters(st, shape, layout, layers);
+    add_activations(st, layout, bytes, walked, walked_bytes);
     out.stages.push_back(st);
   }
   return out;

@@ -81,6 +81,7 @@ InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
     };
     std::vector<int> state(2 * stages.size(), 0);  // per local stage: before I's end, then waiting for W
     std::set<std::vector<int>> seen;
+    std::vector<int> last;  // the state inserted last: a steady state repeats it every F
     int alive = 0;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
@@ -92,7 +93,10 @@ InFlight schedule_in_flight(ScheduleKind kind, int p, int v, int microbatches) {
         if (op.stage == 0) out.first_chunk = std::max(out.first_chunk, here);
         if (op.stage == S - 1) out.last_chunk = std::max(out.last_chunk, here);
         // Only the last F of a run of them can peak (the next F covers this one).
-        if (i + 1 == ops.size() || ops[i + 1].kind != OpKind::Forward) seen.insert(state);
+        if ((i + 1 == ops.size() || ops[i + 1].kind != OpKind::Forward) && state != last) {
+          seen.insert(state);
+          last = state;
+        }
       } else if (op.kind == OpKind::BackwardInput) {
         --state[2 * j], ++state[2 * j + 1];
       } else if (op.kind == OpKind::Backward) {
