@@ -4,9 +4,9 @@
 // 'type:regex'); a plan's cuts are the module's `parts` list (stage p holds layers
 // parts[p] .. parts[p+1]-1). When the plan's parts are what 'uniform' computes, the file
 // uses 'uniform'; otherwise it overrides _partition_layers to install the parts.
-// A v2 plan's layout adds zero_optimization.stage (0, or 1 for the distributed
-// optimizer) and the precision; what the pipeline engine cannot run is refused, naming
-// the layout field. Invariant: DeepSpeed runs only its 1F1B TrainSchedule, one stage per
+// A v2 plan's layout adds zero_optimization.stage (0; 1 for the distributed optimizer;
+// 2 or 3 only at p = 1, without a pipeline) and the precision; what DeepSpeed cannot run
+// is refused, naming the layout field. Invariant: DeepSpeed runs only its 1F1B TrainSchedule, one stage per
 // rank; any other schedule is refused, naming it.
 #include <sstream>
 
@@ -54,10 +54,10 @@ void check_layout(const ParallelLayout& l) {
     refuse_layout("sequence_parallel", "DeepSpeed has no Megatron-style sequence parallelism (norms and dropouts split "
                                        "over the tensor-parallel group live in Megatron's layers; DeepSpeed-Ulysses is another scheme)");
   }
-  if (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3) {
+  if (l.p > 1 && (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3)) {
     refuse_layout("sharding", "\"" + to_string(l.sharding) + "\": DeepSpeed's PipelineEngine asserts zero_optimization.stage < 2 "
                               "(\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"); it offers stage 0 or 1 "
-                              "(distributed-optimizer)");
+                              "(distributed-optimizer), and ZeRO-2 / 3 only without a pipeline (p = 1)");
   }
   if (l.recompute == Recompute::Selective) {
     refuse_layout("recompute", "DeepSpeed checkpoints whole layers (PipelineModule's activation_checkpoint_interval); "
@@ -67,9 +67,9 @@ void check_layout(const ParallelLayout& l) {
     refuse_layout("precision", "ds_config offers bf16, fp16 and fp32; fp8 weights come from Transformer Engine layers, "
                                "not from DeepSpeed");
   }
-  if (l.overlap_param_gather) {  // stage 0 or 1 here: nothing DeepSpeed gathers during forward
+  if (l.overlap_param_gather) {  // ZeRO-3 prefetches its parameters; stages 0 to 2 gather nothing during forward
     const std::string refused = param_gather_refusal(Framework::DeepSpeed, l.sharding);
-    refuse_layout("overlap_param_gather", refused);
+    if (!refused.empty()) refuse_layout("overlap_param_gather", refused);
   }
   // PipeModelDataParallelTopology's axes ['pipe', 'data', 'model']: model fastest, then data, then pipe.
   std::vector<std::string> said, deepspeeds;
@@ -91,6 +91,18 @@ void check_layout(const ParallelLayout& l) {
     refuse_layout("order", "\"" + l.order + "\": DeepSpeed's PipeModelDataParallelTopology numbers ranks model (tp) "
                            "fastest, then data, then pipe (tp-dp-pp)");
   }
+}
+
+// zero_optimization.stage of a sharding (deepspeed/runtime/zero/config.py ZeroStageEnum):
+// the distributed optimizer shards the optimizer state, ZeRO-1.
+int zero_stage(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::None: return 0;
+    case Sharding::DistributedOptimizer: return 1;
+    case Sharding::Zero2: return 2;
+    case Sharding::Zero3: return 3;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -117,8 +129,7 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
   if (s.layout) {
     if (s.layout->precision == PrecisionRecipe::Bf16Mixed) config["bf16"] = {{"enabled", true}};
     // overlap_comm: the gradient reduce overlapped with the last micro-batch's backward, as timed.
-    config["zero_optimization"] = {{"stage", s.layout->sharding == Sharding::DistributedOptimizer ? 1 : 0},
-                                   {"overlap_comm", s.layout->overlap_grad_reduce}};
+    config["zero_optimization"] = {{"stage", zero_stage(s.layout->sharding)}, {"overlap_comm", s.layout->overlap_grad_reduce}};
   } else {
     if (s.dtype == Dtype::Bf16) config["bf16"] = {{"enabled", true}};
     if (s.dtype == Dtype::Fp16) config["fp16"] = {{"enabled", true}};
@@ -128,7 +139,13 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
   py << "\"\"\"DeepSpeed pipeline setup for " << plan_name << ", written by `pipescope export --to deepspeed`.\n"
      << "Targets " << kDeepSpeedVersion << ". `layers` must be the profile's layers in order (LAYER_NAMES), as\n"
      << "LayerSpec or nn.Module; run under the deepspeed launcher with " << s.world_size() << " ranks.\n"
-     << "`python3 this_file.py` prints the config without importing deepspeed.\n\"\"\"\n"
+     << "`python3 this_file.py` prints the config without importing deepspeed.\n"
+     << (s.positions == 1 ? "NUM_STAGES = 1: no pipeline. Give deepspeed.initialize(model=..., config=DS_CONFIG) your model\n"
+                            "(the layers in order; under ACTIVATION_CHECKPOINT_INTERVAL = 1 each layer's forward wrapped in\n"
+                            "deepspeed.checkpointing.checkpoint); make_pipeline_module is for NUM_STAGES > 1, since\n"
+                            "DeepSpeed's PipelineEngine refuses ZeRO-2 / 3.\n"
+                          : "")
+     << "\"\"\"\n"
      << "import json\n\n"
      << "NUM_STAGES = " << s.positions << "\n"
      << "DATA_PARALLEL_SIZE = " << s.replicas << "\n"

@@ -15,7 +15,7 @@ there must be added or changed here. For each job:
    torch's own schedule class built on the exported stages, placing them where the file says.
 An export that refuses a planned layout (exit 2) fails the job, naming it: the planner offers
 only what the framework runs (llm/framework.cpp), so a refusal is a disagreement between the
-two, not a case to skip; the 11 known today (exporters behind the table, issue #38) are listed
+two, not a case to skip; the 5 known today (exporters behind the table, issue #38) are listed
 in EXPORT_REFUSES as strict expected failures, each with its reason. The helpers that drive each framework are its oracle file's, imported.
 """
 
@@ -344,10 +344,6 @@ EXPORT_REFUSES = {
                     "export --to torch cannot express selective recompute (torchtitan's op-level AC is not Megatron's)"),
     **dict.fromkeys(["mixtral 16 torch", "mixtral 128 torch"],
                     "export --to torch writes no expert parallelism (torchtitan's MoE EP is not exported)"),
-    **dict.fromkeys(["llama3-8b 8 deepspeed", "llama3-8b 64 deepspeed", "llama3-8b 512 deepspeed",
-                     "gpt3-175b 64 deepspeed", "mixtral 16 deepspeed", "llama3-70b 64 deepspeed"],
-                    "export --to deepspeed always writes a PipelineModule, whose engine refuses ZeRO-2/3; "
-                    "at p = 1 DeepSpeed runs ZeRO-2/3 without one"),
     "mixtral 128 deepspeed": "export --to deepspeed: the pipeline topology has no expert axis (ep 2)",
 }
 

@@ -14,6 +14,7 @@
 #include "interop/hf_config.h"
 #include "interop/hf_profile.h"
 #include "llm/profile_layers.h"
+#include "llm/framework.h"
 #include "llm/plan_layout.h"
 #include "tests/interop/export_fixtures.h"
 #include "tests/support/source_paths.h"
@@ -218,6 +219,25 @@ TEST(ExportLayout, APlanOfOneDataParallelPipelineCountsAllOfThem) {
     ADD_FAILURE() << "exported";
   } catch (const InputError& e) {
     EXPECT_HAS(e.what(), "layout.d: 4, but the plan has replicas per stage 2");
+  }
+}
+
+// Without a pipeline (p = 1) DeepSpeed runs every ZeRO stage (deepspeed/runtime/zero): the
+// export writes stage 2 or 3, and ZeRO-3's overlapped parameter gather is its prefetch;
+// with a pipeline its PipelineEngine asserts stage < 2, and the export refuses (the test below).
+TEST(ExportLayout, DeepSpeedWithoutAPipelineWritesZeroTwoAndThree) {
+  ParallelLayout l;
+  l.t = 2, l.d = 4, l.p = 1, l.micro_batch = 2, l.microbatches = 8;
+  Plan plan = plan_of({6}, 1, 4, 8, 2, ScheduleKind::OneFOneB);
+  for (const auto& [sharding, stage] : {std::pair{Sharding::Zero2, 2}, std::pair{Sharding::Zero3, 3}}) {
+    l.sharding = sharding;
+    set_framework_overlap(Framework::DeepSpeed, false, false, l);
+    plan.layout = layout_to_json(l);
+    const ExportResult r = export_plan(plan, llm_profile(6), Framework::DeepSpeed);
+    EXPECT_EQ(r.json["config"]["zero_optimization"]["stage"], stage);
+    EXPECT_EQ(r.json["config"]["zero_optimization"]["overlap_comm"], sharding == Sharding::Zero3);  // DeepSpeed's defaults
+    EXPECT_EQ(r.json["num_stages"], 1);
+    EXPECT_HAS(r.text, "NUM_STAGES = 1: no pipeline");
   }
 }
 
