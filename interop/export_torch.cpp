@@ -182,7 +182,8 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
   std::ostringstream py;
   py << "\"\"\"torch.distributed.pipelining setup for " << plan_name << ", written by `pipescope export --to torch`.\n"
      << "Targets " << kTorchVersion << ". Under torchrun with WORLD_SIZE = PIPELINE_SIZE x DATA_PARALLEL_SIZE x\n"
-     << "TENSOR_PARALLEL_SIZE = " << s.world_size() << ", call build_schedule(model, example_microbatch, loss_fn, device, pp_group),\n"
+     << "TENSOR_PARALLEL_SIZE" << (s.layout && s.layout->cp > 1 ? " x CONTEXT_PARALLEL_SIZE" : "") << " = " << s.world_size()
+     << ", call build_schedule(model, example_microbatch, loss_fn, device, pp_group),\n"
      << "pp_group the pipeline dimension of your DeviceMesh,\n"
      << "with your nn.Module: its submodules must carry the names in SPLIT_POINTS.\n"
      << "`python3 this_file.py` prints the plan without importing torch.\n\"\"\"\n"
