@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/report.h"
+#include "interop/hf_profile.h"
 #include "llm/framework.h"
 #include "planner/search.h"
 
@@ -358,8 +360,58 @@ struct PlanArgs {
   GateOptions gates;
 };
 
+// A profile of `profile synth --hf-config` with --framework is the job it was written
+// for (interop/hf_profile.h's hf_profile_job): the model form's search plans it, t, cp,
+// ep, d and sharding with the pipeline, so `plan --profile` and `plan --hf-config` give
+// one answer for one job. Each device of the profile is a tensor-parallel group of its t
+// GPUs; a hardware file must be the cluster `profile synth --hardware-output` writes for
+// them. A flag that steers only the profile search is refused, naming it.
+void plan_profile_as_job(PlanArgs& a, const CLI::App& cmd, const PlanFlagSets& sets, const HfProfileJob& job) {
+  const SearchArgs& search = a.search;
+  const std::string what = search.profile_path + " is an analytic profile of " + job.model.shape.name + " on " +
+                           job.gpu + " (profile synth --hf-config), planned with --framework as its job";
+  for (const std::string& flag : sets.profile) {
+    if (flag == "--profile" || flag == "--hardware" || flag == "--devices" || flag == "--batch") continue;
+    if (cmd.count(flag) > 0) {
+      throw InputError(flag + ": " + what + " (the layout search of plan --hf-config), which this flag of the "
+                       "profile search does not steer: drop it, or drop --framework to search the profile's "
+                       "pipeline alone");
+    }
+  }
+  const int t = job.options.tensor_parallel;
+  const int64_t gpus = static_cast<int64_t>(search.devices) * t;
+  if (search.devices < 1 || gpus > (int64_t{1} << 24)) {
+    throw InputError("--devices: expected 1 to " + std::to_string((int64_t{1} << 24) / t) + " tensor-parallel groups of " +
+                     std::to_string(t) + ", got " + std::to_string(search.devices));
+  }
+  if (!search.hardware_path.empty()) {
+    const Json have = hardware_to_json(load_hardware(search.hardware_path));
+    const Json want = hardware_to_json(tensor_parallel_hardware(job.gpu_model, static_cast<int>(gpus), t));
+    if (have != want) {
+      throw InputError("--hardware: " + search.hardware_path + " is not the cluster of " + std::to_string(gpus) + " " +
+                       job.gpu + " GPUs that `profile synth --hf-config --gpu " + job.gpu + " --gpus " +
+                       std::to_string(gpus) + " --hardware-output` writes, and " + what +
+                       " on that GPU file: give that file or none, or drop --framework to search the profile's "
+                       "pipeline on this hardware");
+    }
+  }
+  ModelPlanArgs m = a.model;  // --pipeline-model-parallel-size, --framework, --top, --json, --out
+  m.gpu = job.gpu;
+  m.request.gpus = static_cast<int>(gpus);
+  m.request.global_batch = static_cast<int>(search.batch);
+  if (search.batch < 1 || search.batch > std::numeric_limits<int>::max()) {
+    throw InputError("--batch: expected 1 to " + std::to_string(std::numeric_limits<int>::max()) + " sequences, got " +
+                     std::to_string(search.batch));
+  }
+  TransformerShape shape = job.model.shape;
+  shape.sequence = static_cast<int>(job.options.sequence);
+  run_model_plan_on(m, cmd.get_name(), shape,
+                    what + ": the search of plan --hf-config on --gpu " + job.gpu + " --gpus " + std::to_string(gpus) +
+                        " (t, cp, ep, d and sharding with the pipeline)\n");
+}
+
 // The --profile form: its own flags, then the shared ones under Megatron's names.
-void run_profile_plan(PlanArgs& a, const CLI::App& cmd) {
+void run_profile_plan(PlanArgs& a, const CLI::App& cmd, const PlanFlagSets& sets) {
   SearchArgs& search = a.search;
   same_number(cmd, "--devices", search.devices, "--gpus", a.model.request.gpus);
   same_number(cmd, "--batch", search.batch, "--global-batch-size", a.model.request.global_batch);
@@ -368,7 +420,18 @@ void run_profile_plan(PlanArgs& a, const CLI::App& cmd) {
     throw InputError("--batch (or --global-batch-size): required with --profile");
   }
   search.stages = a.model.request.p;
-  if (cmd.count("--framework") > 0) search.framework = a.model.flags.framework;
+  if (cmd.count("--framework") > 0) {
+    search.framework = a.model.flags.framework;
+    if (!framework_from_name(search.framework)) {
+      throw InputError("--framework: expected megatron, torch or deepspeed, got \"" + search.framework + "\"");
+    }
+    std::string why;
+    if (const std::optional<HfProfileJob> job = hf_profile_job(load_profile(search.profile_path), &why)) {
+      plan_profile_as_job(a, cmd, sets, *job);
+      return;
+    }
+    if (!why.empty()) std::cerr << "plan: " << why << ": searched as a profile (its pipeline; t, cp, d not searched)\n";
+  }
   const int top_n = a.model.request.top;
   const bool as_json = a.model.json;
   const std::string& output = a.model.out;
@@ -443,7 +506,7 @@ void add_plan_command(CLI::App& app) {
     if (model_form(*cmd, *sets)) {
       run_model_plan(a->model, *cmd);
     } else {
-      run_profile_plan(*a, *cmd);
+      run_profile_plan(*a, *cmd, *sets);
     }
   });
 }

@@ -62,9 +62,9 @@ void write_plan(const ModelPlanArgs& a, TransformerShape shape, const LlmCandida
   write_job_plan(job, gpu, a.gpu, a.out);
 }
 
-void run(ModelPlanArgs& a, const std::string& name) {
+void run(ModelPlanArgs& a, const std::string& name, const TransformerShape& shape, const std::string& note) {
   LlmSearchRequest& q = a.request;
-  q.shape = shape_from_flags(a.flags);
+  q.shape = shape;
   q.vocab_divisible_by = a.flags.vocab_divisible_by;
   q.framework = framework_from_flags(a.flags);
   q.schedule = schedule_from_flags(a.schedule);
@@ -90,7 +90,13 @@ void run(ModelPlanArgs& a, const std::string& name) {
   const LlmSearchResult& r = file.result;
   if (shown) std::fprintf(stderr, "\n");
   if (!a.out.empty()) write_plan(a, q.shape, r.best.front(), gpu);
-  std::cout << (a.json ? llm_plan_result_to_json(file).dump(1) + "\n" : result_table(a, q.shape, r));
+  std::cout << (a.json ? llm_plan_result_to_json(file).dump(1) + "\n" : note + result_table(a, q.shape, r));
+}
+
+void refuse_stdout_plan(const ModelPlanArgs& a) {
+  if (a.out == "-") {
+    throw InputError("--out -: with a model the plan is written with its profile beside it; give a file name");
+  }
 }
 
 }  // namespace
@@ -135,7 +141,8 @@ void add_shared_plan_flags(CLI::App* cmd, ModelPlanArgs& a, PlanForms forms) {
   CLI::Option* framework =
       cmd->add_option("--framework", a.flags.framework,
                       both ? "megatron | torch | deepspeed: search only what it runs (llm/framework.h; default: with "
-                             "a model megatron, with --profile every schedule pipescope has)"
+                             "a model megatron, with --profile every schedule pipescope has). A profile of `profile "
+                             "synth --hf-config` with --framework is planned as its job: the model form's search"
                            : "megatron | torch | deepspeed: search only what it runs");
   if (!both) framework->capture_default_str();
   cmd->add_option("--top", q.top, both ? "how many of the best plans (layouts) to time exactly and print"
@@ -158,10 +165,14 @@ void run_model_plan(ModelPlanArgs& a, const CLI::App& cmd) {
                        " with --hf-config or Megatron's model flags takes --gpu, --gpus and --global-batch-size)");
     }
   }
-  if (a.out == "-") {
-    throw InputError("--out -: with a model the plan is written with its profile beside it; give a file name");
-  }
-  run(a, cmd.get_name());
+  refuse_stdout_plan(a);
+  run(a, cmd.get_name(), shape_from_flags(a.flags), "");
+}
+
+void run_model_plan_on(ModelPlanArgs& a, const std::string& name, const TransformerShape& shape,
+                       const std::string& note) {
+  refuse_stdout_plan(a);
+  run(a, name, shape, note);
 }
 
 }  // namespace pipescope::cli

@@ -43,5 +43,11 @@ void add_shared_plan_flags(CLI::App* cmd, ModelPlanArgs& a, PlanForms forms);
 // the JSON object on stdout and writes --out. Progress goes to stderr, "NAME: ..." with
 // `cmd`'s name, once the search has taken more than a second.
 void run_model_plan(ModelPlanArgs& a, const CLI::App& cmd);
+// The same search on a transformer known another way (cmd_plan.cpp: a profile of
+// `profile synth --hf-config` planned as its job): `shape` stands for the model flags,
+// `a.gpu`, `a.request` (--gpus and --global-batch-size set) and the framework as above;
+// `note` opens the table (not the JSON).
+void run_model_plan_on(ModelPlanArgs& a, const std::string& name, const TransformerShape& shape,
+                       const std::string& note);
 
 }  // namespace pipescope::cli

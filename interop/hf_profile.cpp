@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <set>
 
 #include "core/error.h"
 #include "llm/layer_time.h"
@@ -152,6 +154,74 @@ Hardware tensor_parallel_hardware(const GpuModel& gpu, int gpus, int t) {
   hw.name = std::to_string(gpus) + "x " + gpu_model_name(gpu.node) +
             (t > 1 ? " as " + std::to_string(hw.devices) + " tensor-parallel groups of " + std::to_string(t) : "");
   return hw;
+}
+
+std::optional<HfProfileJob> hf_profile_job(const Profile& profile, std::string* why) {
+  // Not a profile of `profile synth --hf-config`: no reason, it is simply another profile.
+  const auto type = [](const Json& spec) {
+    return spec.is_object() && spec.contains("type") && spec["type"].is_string() ? spec["type"].get<std::string>() : "";
+  };
+  if (profile.backend != "analytic" || profile.layers.size() < 3) return std::nullopt;
+  const Json& first = profile.layers.front().spec;
+  const Json& block = profile.layers[1].spec;
+  if (type(first) != "hf_embedding" || type(block) != "hf_decoder_layer" || !block.contains("family") ||
+      !block["family"].is_string() || !block.contains("tensor_parallel") ||
+      !block["tensor_parallel"].is_number_integer() || !first.contains("vocabulary") ||
+      !first["vocabulary"].is_number_integer()) {
+    return std::nullopt;
+  }
+  const std::optional<Dtype> dtype = dtype_from_name(profile.dtype);
+  std::optional<TransformerShape> shape = transformer_shape_of(profile, 1);
+  if (!shape || !dtype) return std::nullopt;
+  HfProfileJob job;
+  job.model.family = block["family"].get<std::string>();
+  job.model.shape = *shape;
+  job.model.shape.vocabulary = first["vocabulary"].get<int>();  // as the config has it: padding is the layout's
+  job.model.shape.sequence = 0;
+  job.options.tensor_parallel = block["tensor_parallel"].get<int>();
+  const std::string suffix = " tp" + std::to_string(job.options.tensor_parallel);
+  std::string& name = job.model.shape.name;
+  if (job.options.tensor_parallel > 1 && name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    name.resize(name.size() - suffix.size());
+  }
+  job.options.sequence = shape->sequence;
+  job.options.dtype = *dtype;
+  job.options.batch_sizes = profile.batch_sizes;
+  // The GPU file and recompute it was written with: the first that gives these very numbers.
+  const Json want = profile_to_json(profile);
+  std::set<std::string> seen;  // a name in $PIPESCOPE_GPU_DIR hides the bundled file of that name
+  for (const std::string& dir : gpu_file_dirs()) {
+    std::error_code ec;
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".json") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::filesystem::path& file : files) {
+      if (!seen.insert(file.stem().string()).second) continue;
+      try {
+        const GpuModel gpu = load_gpu_model(file.string());
+        if (gpu.node.memory_bytes != profile.device_memory_bytes) continue;
+        for (bool selective : {true, false}) {
+          job.options.selective_recompute = selective;
+          if (profile_to_json(make_hf_profile(job.model, gpu, job.options)) == want) {
+            job.gpu = file.stem().string();
+            job.gpu_model = gpu;
+            return job;
+          }
+        }
+      } catch (const InputError&) {
+        // a GPU file that cannot write this profile (its dtype, its node) is not its GPU
+      }
+    }
+  }
+  if (why) {
+    *why = profile.source + ": its costs are not those `profile synth --hf-config` writes for " +
+              job.model.shape.name + " on any GPU file (" + profile.device_name +
+           "): a measured or edited profile";
+  }
+  return std::nullopt;
 }
 
 }  // namespace pipescope

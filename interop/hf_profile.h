@@ -14,6 +14,7 @@
 //   Profile p = make_hf_profile(load_hf_model("llama-3-8b.json"), gpu, {.sequence = 8192});
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,23 @@ Profile make_hf_profile(const HfModel& model, const GpuModel& gpu, const HfProfi
 // is one tensor-parallel group of t GPUs: gpus / t devices, per-GPU memory, the same
 // per-GPU links (each rank sends its 1/t shard over its own link).
 Hardware tensor_parallel_hardware(const GpuModel& gpu, int gpus, int tensor_parallel);
+
+// The job an analytic profile stands for: the model, GPU file and options that
+// make_hf_profile turns into exactly this profile. `plan --profile FILE --framework F`
+// plans such a profile as that job (the layout search, t / cp / ep / d / sharding
+// included), so it gives the answer `plan --hf-config` gives for the same model and GPU.
+struct HfProfileJob {
+  HfModel model;             // the shape the specs state; vocabulary as the config has it (unpadded)
+  std::string gpu;           // the GPU file's name: <gpu>.json in $PIPESCOPE_GPU_DIR or profiles/gpus/
+  GpuModel gpu_model;        // that file, read
+  HfProfileOptions options;  // sequence, dtype, t, selective recompute, batch sizes
+};
+
+// The job, when `profile` is, number for number, what make_hf_profile writes for a GPU
+// file of $PIPESCOPE_GPU_DIR or the bundled profiles/gpus/; otherwise nullopt. `why`
+// (when given) stays empty for a profile that is not of `profile synth --hf-config` (its
+// layers' specs say), and says so for one that is but whose costs no GPU file gives (a
+// measured or edited profile).
+std::optional<HfProfileJob> hf_profile_job(const Profile& profile, std::string* why = nullptr);
 
 }  // namespace pipescope

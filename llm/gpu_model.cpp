@@ -115,10 +115,14 @@ std::string gpu_file_path(const std::string& name_or_path, const std::string& ba
   if (!base_dir.empty() && fs::is_regular_file(fs::path(base_dir) / name_or_path, ec)) {
     return (fs::path(base_dir) / name_or_path).string();
   }
+  return find_gpu_file(name_or_path, gpu_file_dirs());
+}
+
+std::vector<std::string> gpu_file_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("PIPESCOPE_GPU_DIR")) dirs.emplace_back(env);
   dirs.push_back(data_dir("profiles/gpus"));
-  return find_gpu_file(name_or_path, dirs);
+  return dirs;
 }
 
 GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir) {

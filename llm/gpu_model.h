@@ -57,6 +57,9 @@ std::string find_gpu_file(const std::string& name_or_path, const std::vector<std
 // profiles/gpus/. Throws InputError naming --gpu. llm-time, llm-plan, `simulate --plan` and
 // the GUI's job all resolve it here.
 std::string gpu_file_path(const std::string& name_or_path, const std::string& base_dir = "");
+// The folders a GPU name is looked up in, in order: $PIPESCOPE_GPU_DIR (when set), then
+// the bundled profiles/gpus/.
+std::vector<std::string> gpu_file_dirs();
 GpuModel load_gpu(const std::string& name_or_path, const std::string& base_dir = "");
 // The same GPU running its GEMMs in `dtype` ("bf16", "fp16", ...): peak_tflops is the file's
 // peak_dense_tflops entry for it; a file without one throws InputError naming the file and

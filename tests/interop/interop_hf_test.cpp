@@ -469,3 +469,48 @@ TEST(HfProfile, TensorParallelHardwareCountsGroups) {
   EXPECT_DOUBLE_EQ(tp2.link_between(0, 1).bandwidth_gb_per_s, 450.0);
   EXPECT_THROW(tensor_parallel_hardware(g, 60, 8), InputError);
 }
+
+// hf_profile_job inverts make_hf_profile: every shipped config on every shipped GPU file,
+// at t 1, 2 and 8, selective recompute on and off, gives back the model (its vocabulary
+// unpadded, its name without " tpN"), the GPU file's name and the options, and
+// regenerating from them gives the very profile. One number changed (a measured or
+// edited profile) is no GPU file's: nullopt, with the reason; a profile of another kind
+// (`profile synth --kind gpt`) is nullopt with no reason.
+TEST(HfProfile, JobOfAProfileIsTheModelGpuAndOptionsThatWroteIt) {
+  int checked = 0;
+  for (const char* config : {"llama-3-8b", "mistral-7b", "qwen2-7b", "gemma-7b", "mixtral-8x7b"}) {
+    const HfModel model = load_hf_model(hf(std::string(config) + ".json"));
+    for (const char* file : {"h100-sxm", "a100-80gb", "mi300x"}) {
+      const GpuModel g = load_gpu_model(gpu(file));
+      for (int t : {1, 2, 8}) {
+        if (model.shape.kv_heads % t != 0 || model.shape.vocabulary % t != 0) continue;
+        HfProfileOptions o;
+        o.sequence = 2048, o.tensor_parallel = t, o.selective_recompute = t != 2, o.batch_sizes = {1, 4};
+        Profile p = make_hf_profile(model, g, o);
+        p.source = "p.json";
+        std::string why = "(unset)";
+        const std::optional<HfProfileJob> job = hf_profile_job(p, &why);
+        ASSERT_TRUE(job.has_value()) << config << " " << file << " t " << t << ": " << why;
+        EXPECT_EQ(job->gpu, file);
+        EXPECT_EQ(job->model.family, model.family);
+        EXPECT_EQ(job->model.shape.name, model.shape.name);
+        EXPECT_EQ(job->model.shape.vocabulary, model.shape.vocabulary);
+        EXPECT_EQ(job->options.tensor_parallel, t);
+        EXPECT_EQ(job->options.selective_recompute, t != 2);
+        EXPECT_EQ(job->options.sequence, 2048);
+        EXPECT_EQ(profile_to_json(make_hf_profile(job->model, job->gpu_model, job->options)), profile_to_json(p));
+        ++checked;
+
+        p.layers[2].backward_weight_ms[1] += 1e-6;
+        EXPECT_FALSE(hf_profile_job(p, &why).has_value());
+        EXPECT_EQ(why, "p.json: its costs are not those `profile synth --hf-config` writes for " + model.shape.name +
+                           " on any GPU file (" + p.device_name + "): a measured or edited profile");
+      }
+    }
+  }
+  EXPECT_GE(checked, 30);
+  const Profile gpt = make_gpt_profile({});
+  std::string why;
+  EXPECT_FALSE(hf_profile_job(gpt, &why).has_value());
+  EXPECT_EQ(why, "");
+}

@@ -4,7 +4,8 @@
 // code path in cli/model_plan.cpp), writes the same --out files, and `simulate --plan` of
 // that file alone gives the step_ns and peak_bytes the search printed for its best. With
 // --profile it is the profile search, which also reads Megatron's names (--gpus,
-// --global-batch-size, --pipeline-model-parallel-size). A flag of the other form, a model
+// --global-batch-size, --pipeline-model-parallel-size), except for a profile of `profile
+// synth --hf-config` with --framework: that is planned as its job, the model form's answer. A flag of the other form, a model
 // given twice or a missing input exits 2 naming the flag.
 #include <gtest/gtest.h>
 
@@ -102,6 +103,123 @@ TEST_P(PlanWithAModel, IsLlmPlanByteForByteAndSimulatesToItsBest) {
 
 INSTANTIATE_TEST_SUITE_P(Jobs, PlanWithAModel, ::testing::ValuesIn(kJobs),
                          [](const ::testing::TestParamInfo<ModelJob>& info) { return std::string(info.param.name); });
+
+// A profile of `profile synth --hf-config` with --framework is planned as the job it was
+// written for (interop/hf_profile.h's hf_profile_job): the same search, so exactly the
+// --json bytes `plan --hf-config` prints for the model on that GPU file, and its --out
+// simulates to the best's step and peak. Each profile device is a tensor-parallel group
+// of the profile's t GPUs (--devices 8 of t 8 = 64 GPUs). Issue #37's 70B job: the
+// profile search gave 1f1b K=32 r=2 M=256 with recompute, 52.18 s, where the model form
+// gives 33.42 s (t 4 SP, cp 4, p 4, v 2, distributed optimizer).
+struct ProfileJob {
+  const char* name;
+  std::string synth;  // profile synth flags (--hf-config, --gpu, ...), less -o and --hardware-output
+  std::string plan;   // plan --profile's flags, less --profile and --hardware
+  std::string model;  // the same job through plan --hf-config
+  int hardware_gpus;  // > 0: --gpus N --hardware-output, and --hardware given to plan
+};
+
+const ProfileJob kProfileJobs[] = {
+    {"Llama3_70B_Megatron", hf("llama-3-70b") + " --gpu h100-sxm --seq 4096",
+     "--gpus 64 --global-batch-size 512 --framework megatron",
+     "--gpu h100-sxm" + hf("llama-3-70b") + " --seq-length 4096 --gpus 64 --global-batch-size 512 --framework megatron",
+     64},
+    {"Llama3_70B_TensorParallel8", hf("llama-3-70b") + " --gpu h100-sxm --seq 4096 --tensor-parallel 8",
+     "--devices 8 --batch 512 --framework megatron",
+     "--gpu h100-sxm" + hf("llama-3-70b") + " --seq-length 4096 --gpus 64 --global-batch-size 512 --framework megatron",
+     64},
+    {"Mixtral_Torch_NoHardware", hf("mixtral-8x7b") + " --gpu h100-sxm --seq 4096",
+     "-D 32 -N 128 --framework torch --pipeline-model-parallel-size 4",
+     "--gpu h100-sxm" + hf("mixtral-8x7b") +
+         " --seq-length 4096 --gpus 32 --global-batch-size 128 --framework torch --pipeline-model-parallel-size 4",
+     0},
+    {"Llama3_8B_DeepSpeed_FullActivations", hf("llama-3-8b") + " --gpu a100-80gb --seq 2048 --no-selective-recompute",
+     "-D 16 -N 64 --framework deepspeed --top 2",
+     "--gpu a100-80gb" + hf("llama-3-8b") + " --seq-length 2048 --gpus 16 --global-batch-size 64 --framework deepspeed --top 2",
+     16},
+};
+
+class PlanAProfileAsItsJob : public ::testing::TestWithParam<ProfileJob> {};
+
+TEST_P(PlanAProfileAsItsJob, GivesTheModelFormsAnswer) {
+  const ProfileJob& job = GetParam();
+  const std::string dir = ::testing::TempDir() + "plan_profile_job_" + job.name;
+  std::filesystem::create_directories(dir);
+  const std::string profile = dir + "/profile.json", hardware = dir + "/hardware.json";
+  std::string synth = "profile synth" + job.synth + " -o " + profile;
+  if (job.hardware_gpus > 0) synth += " --gpus " + std::to_string(job.hardware_gpus) + " --hardware-output " + hardware;
+  ASSERT_EQ(run_cli(synth).code, 0) << synth;
+  const std::string plan = "plan --profile " + profile + (job.hardware_gpus > 0 ? " --hardware " + hardware : "") + " " +
+                           job.plan;
+  const auto from_profile = run_cli(plan + " --json --out " + dir + "/p.json");
+  const auto from_model = run_cli("plan " + job.model + " --json");
+  ASSERT_EQ(from_profile.code, 0) << from_profile.out;
+  ASSERT_EQ(from_model.code, 0) << from_model.out;
+  EXPECT_EQ(stdout_of(from_profile.out), stdout_of(from_model.out));
+  const Json best = Json::parse(stdout_of(from_profile.out))["best"][0];
+  const auto sim = run_cli("simulate --plan " + dir + "/p.json --json");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  EXPECT_EQ(Json::parse(sim.out)["step_ns"], best["step_ns"]);
+  EXPECT_EQ(Json::parse(sim.out)["peak_bytes"], best["peak_bytes"]);
+  // The table says which search answered, above the model form's table.
+  const auto table = run_cli(plan);
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_EQ(stdout_of(table.out).rfind(profile + " is an analytic profile of ", 0), 0U) << table.out;
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, PlanAProfileAsItsJob, ::testing::ValuesIn(kProfileJobs),
+                         [](const ::testing::TestParamInfo<ProfileJob>& info) { return std::string(info.param.name); });
+
+// The README job's 70B winner through plan --profile: the number issue #37 asked for.
+TEST(PlanProfileJob, Llama70BOnSixtyFourH100sIsTheModelFormsThirtyThreeSeconds) {
+  const std::string dir = ::testing::TempDir() + "plan_profile_job_70b";
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(run_cli("profile synth" + hf("llama-3-70b") + " --gpu h100-sxm --seq 4096 -o " + dir + "/p.json").code, 0);
+  const auto r = run_cli("plan --profile " + dir + "/p.json --gpus 64 --global-batch-size 512 --framework megatron --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json best = Json::parse(stdout_of(r.out))["best"][0];
+  EXPECT_EQ(best["step_ns"], 33415863412) << best;  // simulate --plan of plan --hf-config's --out prints the same
+  EXPECT_EQ(best["layout"]["t"], 4);
+  EXPECT_EQ(best["layout"]["sharding"], "distributed-optimizer");
+  std::filesystem::remove_all(dir);
+}
+
+// What the job's search cannot honour is refused, naming the flag: a flag that steers only
+// the profile search, a hardware file that is not the GPU file's cluster. A profile whose
+// costs are not the analytic ones (edited here: one forward time 1% slower) is a measured
+// profile: searched as one, saying so on stderr; without --framework, any profile is.
+TEST(PlanProfileJob, RefusesWhatTheJobCannotHonourAndKeepsMeasuredProfilesInTheProfileSearch) {
+  const std::string dir = ::testing::TempDir() + "plan_profile_job_refusals";
+  std::filesystem::create_directories(dir);
+  const std::string p = dir + "/p.json", hw8 = dir + "/hw8.json";
+  ASSERT_EQ(run_cli("profile synth" + hf("llama-3-8b") + " --gpu h200 --seq 2048 -o " + p).code, 0);
+  ASSERT_EQ(run_cli("profile synth" + hf("llama-3-8b") + " --gpu h200 --seq 2048 -o " + dir + "/p8.json" +
+                    " --tensor-parallel 8 --gpus 16 --hardware-output " + hw8)
+                .code,
+            0);
+  const std::string job = "plan --profile " + p + " -D 16 -N 64 --framework megatron";
+  for (const char* flag : {" --schedules 1f1b", " --recompute on", " --require-fit", " --chunks 2", " --threads 1"}) {
+    expect_refused(job + flag, std::string(flag).substr(1, std::string(flag).find(' ', 1) - 1) + ": " + p +
+                                   " is an analytic profile of llama-3-8b-shaped on h200");
+  }
+  expect_refused(job + " --hardware " + hw8, "--hardware: " + hw8 + " is not the cluster of 16 h200 GPUs");
+
+  Json edited = Json::parse(file_text(p));
+  edited["layers"][3]["forward_ms"][0] = edited["layers"][3]["forward_ms"][0].get<double>() * 1.01;
+  std::ofstream(dir + "/edited.json") << edited.dump();
+  const auto measured = run_cli("plan --profile " + dir + "/edited.json -D 16 -N 64 --framework megatron --json");
+  ASSERT_EQ(measured.code, 0) << measured.out;
+  EXPECT_NE(measured.out.find("its costs are not those `profile synth --hf-config` writes for llama-3-8b-shaped"),
+            std::string::npos)
+      << measured.out;
+  const std::string json = measured.out.substr(measured.out.find('{'));
+  EXPECT_EQ(Json::parse(json)["format"], "pipescope.plan_search");
+  const auto without = run_cli("plan --profile " + p + " -D 16 -N 64 --json");
+  ASSERT_EQ(without.code, 0) << without.out;
+  EXPECT_EQ(Json::parse(stdout_of(without.out))["format"], "pipescope.plan_search");
+  std::filesystem::remove_all(dir);
+}
 
 const std::string kModel = "plan --gpu h100-sxm" + hf("llama-3-8b") + " --seq-length 4096 --gpus 16 --global-batch-size 64";
 const std::string kProfile = "plan --profile " + kSrc + "/profiles/gpt-tiny-cpu.json";
