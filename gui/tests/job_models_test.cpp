@@ -7,6 +7,7 @@
 // GUI painted the 70B winner's four stages OOM; its rank 0 needs 69.04 GiB of 74.5 GiB).
 // An edit through the panel's fields (M, d) equals `simulate --plan` of the edited job
 // saved as a plan (File > Export plan), and an edit the framework refuses is refused in its words.
+// Over issue #37's 33-job grid the GUI shows the search's own step and bytes for its best.
 #include <QAbstractItemModelTester>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -17,6 +18,7 @@
 #include "gui/models/job_model.h"
 #include "gui/models/plan_evaluation.h"
 #include "gui/models/summary_model.h"
+#include "tests/llm/llm_job_grid.h"
 #include "tests/support/source_paths.h"
 
 using namespace pipescope;
@@ -192,6 +194,53 @@ class JobModelsTest : public QObject {
       QVERIFY2(QString(e.what()).contains("the interleaved schedule needs M to be a multiple of the number of stages p "
                                           "(Megatron-LM's rule); got M = 255, p = 4"), e.what());
     }
+  }
+
+  // Issue #37's grid (tests/llm/llm_job_grid.h, 33 jobs, every framework and schedule):
+  // the best layout the search picks, written as `plan --out` writes it and opened, shows
+  // in the summary and the memory chart the search's own step to the ns and each rank's
+  // bytes of each kind to the byte, and every rank fits (the search keeps only layouts that do).
+  void gridJobsShowTheSearchsStepAndBytes() {
+    QTemporaryDir dir;
+    int jobs = 0;
+    for (const pipescope::testing::GridJob& g : pipescope::testing::job_grid()) {
+      const GpuModel gpu = pipescope::testing::gpu_file(g.gpu);
+      const LlmSearchResult r = search_layouts(pipescope::testing::request_of(g), gpu);
+      QVERIFY2(!r.best.empty(), g.label.c_str());
+      const LlmCandidate& best = r.best.front();
+      Job job;
+      job.shape = g.shape;
+      job.shape.vocabulary = best.vocabulary;
+      job.cluster = {g.gpu, gpu.gpus_per_node()};
+      job.layout = best.layout;
+      job.framework = g.framework;
+      const QString path = dir.filePath(QString("job%1.json").arg(jobs));
+      write_job_plan(job, gpu, g.gpu, path.toStdString());
+      const Evaluation e = gui_evaluation(path);
+      QVERIFY2(e.job, g.label.c_str());
+      const JobEvaluation& j = *e.job;
+      QCOMPARE(j.report.time.step_ns, best.step_ns);
+      QCOMPARE(j.capacity_bytes(), gpu.node.memory_bytes);
+      SummaryModel summary;
+      summary.set_job(j);
+      QCOMPARE(summary.data(summary.index(summary.row_of("Step time"), 1), SummaryModel::RawRole).toLongLong(),
+               best.step_ns);
+      LlmMemoryModel memory;
+      memory.set_bars(llm_memory_bars(j.report.memory), j.capacity_bytes());
+      QCOMPARE(memory.rowCount(), static_cast<int>(best.ranks.size()));
+      for (int k = 0; k < memory.rowCount(); ++k) {
+        const RankMemory& want = best.ranks[static_cast<std::size_t>(k)];
+        const double bytes[] = {want.parameter_bytes, want.gradient_bytes, want.optimizer_bytes, want.activation_bytes};
+        for (int kind = 0; kind < 4; ++kind) {
+          const double shown =
+              memory.data(memory.index(k, LlmMemoryModel::Parameters + kind), LlmMemoryModel::RawRole).toDouble();
+          QVERIFY2(shown == bytes[kind], qPrintable(QString("%1 rank %2 kind %3").arg(g.label.c_str()).arg(k).arg(kind)));
+        }
+        QVERIFY2(memory.fits(k), qPrintable(QString("%1 rank %2").arg(g.label.c_str()).arg(k)));
+      }
+      ++jobs;
+    }
+    QCOMPARE(jobs, 33);
   }
 
   // v1 / v2 plans hold no job: read_plan_job says so (the GUI shows them with their profile).
