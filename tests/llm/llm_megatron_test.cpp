@@ -24,7 +24,7 @@
 
 #include "llm/layout_check.h"
 #include "llm/memory.h"
-#include "llm_shapes.h"
+#include "tests/llm/llm_job_grid.h"
 
 namespace pipescope {
 namespace {
@@ -149,6 +149,51 @@ TEST(LlmMegatronCrossCheck, InterleavedDiffersOnlyInTheEmbeddingsMicroBatches) {
   // pipescope: 2 p = 8 micro-batches of the embedding; Megatron: factor x p = 5.5.
   EXPECT_DOUBLE_EQ(r0.activation_bytes - megatron(s, ok).activations, (8 - factor * 4) * emb);
   EXPECT_DOUBLE_EQ(emb, (8.0 * 2048 + 2048.0 * 4096) / 4);
+}
+
+// Issue #37's grid (tests/llm/llm_job_grid.h): for each Megatron job, the three best
+// layouts the search picks agree with the formula on rank 0 under the stated differences,
+// and one more the formula's inputs lack: the distributed optimizer shards over the
+// data-parallel group with context parallelism, d x cp ranks (Megatron-Core's
+// get_data_parallel_group(with_context_parallel=True)); the formula's data_parallel_size
+// is d alone, so it is given d cp here. Its activations assume selective recompute with
+// SP and no cp (cp splits the sequence: s / cp per GPU), so they are compared where the
+// layout is that (interleaved: with the embedding difference above). The other best
+// layouts use no recompute, which the formula does not count (it assumes selective).
+TEST(LlmMegatronCrossCheck, EveryMegatronJobOfTheGridsBestLayouts) {
+  int weights = 0, activations = 0;
+  for (const testing::GridJob& g : testing::job_grid()) {
+    if (g.framework != Framework::Megatron) continue;
+    LlmSearchRequest q = testing::request_of(g);
+    const LlmSearchResult r = search_layouts(q, testing::gpu_file(g.gpu));
+    for (const LlmCandidate& c : r.best) {
+      TransformerShape s = g.shape;
+      s.vocabulary = c.vocabulary;
+      const std::string what = g.label + ": " + layout_summary(c.layout);
+      const RankMemory r0 = llm_memory(s, c.layout).stages[0];
+      ParallelLayout as_formula = c.layout;
+      as_formula.d = c.layout.d * c.layout.cp, as_formula.cp = 1;
+      const Megatron m = megatron(s, as_formula);
+      const double per = c.layout.sharding == Sharding::DistributedOptimizer ? 6 + 12.0 / as_formula.d : 18;
+      const double final_norm_share = c.layout.p > 1 ? (s.rms_norm ? 1.0 : 2.0) * s.hidden / c.layout.p * per : 0;
+      EXPECT_NEAR(r0.static_bytes() + final_norm_share, m.weights_and_optimizer, 1e-9 * m.weights_and_optimizer) << what;
+      ++weights;
+      if (c.layout.sequence_parallel && c.layout.recompute == Recompute::Selective && c.layout.cp == 1) {
+        // Interleaved: the embedding's chunk holds min(M, 2 p) micro-batches, not (1 + (p - 1) / (p v)) p.
+        const double p = c.layout.p, v = c.layout.v;
+        const double embedding_chunk =
+            v > 1 ? (std::min<double>(c.layout.microbatches, 2 * p) - (1 + (p - 1) / (p * v)) * p) *
+                        embedding_activation_bytes(s, c.layout)
+                  : 0;
+        EXPECT_NEAR(r0.activation_bytes - embedding_chunk, m.activations, 1e-9 * m.activations) << what;
+        ++activations;
+      }
+    }
+  }
+  EXPECT_EQ(weights, 30);  // 10 Megatron jobs x top 3
+  EXPECT_EQ(activations, 2);  // gpt3-175b on 64: t 4 SP p 16, v 3 and v 6, selective (the third has cp 2)
+  std::printf("grid: %d layouts' weights + optimizer, %d layouts' activations agree with the formula\n", weights,
+              activations);
 }
 
 }  // namespace
