@@ -52,8 +52,10 @@ std::string result_table(const ModelPlanArgs& a, const TransformerShape& s, cons
 // The best layout's job as a version 3 plan and its profile beside it (llm/job.h's
 // write_job_plan): the cluster names the GPU file as --gpu did (a file: relative to the plan's folder).
 void write_plan(const ModelPlanArgs& a, TransformerShape shape, const LlmCandidate& best, const GpuModel& gpu) {
-  shape.vocabulary = best.vocabulary;
   Job job;
+  job.vocab_size = shape.vocabulary;
+  job.vocab_divisible_by = a.request.vocab_divisible_by;
+  shape.vocabulary = best.vocabulary;
   job.shape = shape;
   job.model_source = a.flags.hf_config;
   job.cluster = {a.gpu, gpu.gpus_per_node()};

@@ -92,7 +92,12 @@ Json rank_memory_to_json(const RankMemory& m) {
 }
 
 Json job_to_json(const Job& job) {
-  return {{"model", {{"source", job.model_source}, {"shape", shape_to_json(job.shape)}}},
+  Json model = {{"source", job.model_source}, {"shape", shape_to_json(job.shape)}};
+  if (job.vocab_size > 0) {
+    model["vocab_size"] = job.vocab_size;
+    model["make_vocab_size_divisible_by"] = job.vocab_divisible_by;
+  }
+  return {{"model", model},
           {"cluster", {{"gpu", job.cluster.gpu}, {"gpus_per_node", job.cluster.gpus_per_node}}},
           {"framework", to_string(job.framework)}};
 }
@@ -112,6 +117,17 @@ Job job_from_json(const JsonReader& r, const JsonReader& layout) {
   if (!known) r["framework"].fail("expected megatron, torch or deepspeed, got \"" + framework + "\"");
   job.framework = *known;
   job.layout = layout_from_json(layout);
+  if (model.has("vocab_size")) {
+    job.vocab_size = read_count(model, "vocab_size", 0, 1);
+    job.vocab_divisible_by = read_count(model, "make_vocab_size_divisible_by", 128, 1);
+    const int padded = padded_vocabulary(job.vocab_size, job.layout.t, job.vocab_divisible_by);
+    if (padded != job.shape.vocabulary) {
+      model["vocab_size"].fail("padded to a multiple of make_vocab_size_divisible_by " +
+                               std::to_string(job.vocab_divisible_by) + " x t " + std::to_string(job.layout.t) +
+                               " it is " + std::to_string(padded) + ", not the shape's vocabulary " +
+                               std::to_string(job.shape.vocabulary));
+    }
+  }
   validate_job(job, job.layout.gpus());
   return job;
 }

@@ -35,6 +35,11 @@ struct JobCluster {
 struct Job {
   TransformerShape shape;    // vocabulary padded for layout.t (what is evaluated)
   std::string model_source;  // the Hugging Face config.json it came from; "" for Megatron's model flags
+  // The vocabulary before padding (Megatron's --vocab-size, the config's vocab_size) and
+  // --make-vocab-size-divisible-by: what a search of this job pads per t. 0: not recorded
+  // (a plan written before they were), the shape's padded vocabulary stands for it.
+  int vocab_size = 0;
+  int vocab_divisible_by = 128;
   JobCluster cluster;
   ParallelLayout layout;     // validated for its GPUs and framework, the framework's overlap set
   Framework framework = Framework::Megatron;

@@ -229,7 +229,12 @@ def llm_job():
                 ["layers", "hidden", "heads", "vocabulary", "sequence"],
                 "the transformer (llm/layout.h's TransformerShape); absent keys take its defaults")
     return obj({"model": obj({"source": string("the Hugging Face config.json it came from (\"\": Megatron's model "
-                                               "flags); the shape is what is evaluated"), "shape": shape}, ["shape"]),
+                                               "flags); the shape is what is evaluated"), "shape": shape,
+                              "vocab_size": integer(1, None, "the vocabulary before padding (--vocab-size): padded to "
+                                                             "a multiple of make_vocab_size_divisible_by x t it is the "
+                                                             "shape's vocabulary; a search of the job pads it per t"),
+                              "make_vocab_size_divisible_by": integer(1, None, "Megatron's flag of that name")},
+                             ["shape"]),
                 "cluster": obj({"gpu": string("the GPU file: a name in profiles/gpus/ (or $PIPESCOPE_GPU_DIR), or a "
                                               "path relative to the plan file"),
                                 "gpus_per_node": integer(1, None, "as the GPU file said when planned (checked)")},

@@ -39,11 +39,11 @@ class PlansView;
 class SweepView;
 class TimelineView;
 
-// What the Sweep and Plans tabs say when asked to search while a job is shown (they search
-// a profile's plans; issue #37 wants them to search jobs too).
+// What the Sweep tab says when asked to sweep while a job is shown (it sweeps a profile's
+// plans; the Plans tab searches the job's layouts).
 inline constexpr const char* kJobSearchMessage =
-    "a version 3 plan's job is shown: this search runs over a profile's plans (open a profile); search a job's "
-    "layouts with pipescope llm-plan and open its result in LLM plans";
+    "a version 3 plan's job is shown: the sweep runs over a profile's plans (open a profile); the Plans tab "
+    "searches this job's layouts";
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -109,6 +109,7 @@ class MainWindow : public QMainWindow {
   // (an llm-plan result's layouts): one view and one model each (plans_view.h).
   const PlansModel& plans() const { return plans_; }
   const SearchResult* plans_result() const { return plans_result_.get(); }
+  const LlmSearchResult* job_plans() const { return job_plans_.get(); }
   PlansView* plans_view() const { return plans_view_; }
   const PlansModel& llm_plans() const { return llm_plans_; }
   PlansView* llm_plans_view() const { return llm_plans_view_; }
@@ -168,7 +169,8 @@ class MainWindow : public QMainWindow {
   PlanWorker plan_worker_;
   SweepWorker sweep_worker_;
   PlansModel plans_;
-  std::shared_ptr<const SearchResult> plans_result_;  // what plans_ shows
+  std::shared_ptr<const SearchResult> plans_result_;  // what plans_ shows (a profile's search) ...
+  std::shared_ptr<const LlmSearchResult> job_plans_;  // ... or this (the loaded job's layout search)
   int64_t plans_batch_ = 0;                          // ... and the batch it searched
   PlansWorker plans_worker_;
   AbModel ab_;

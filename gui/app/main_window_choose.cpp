@@ -36,10 +36,21 @@ void MainWindow::connect_plans() {
     if (!r->ranking.empty()) text += "; best: " + QString::fromStdString(r->candidates[r->ranking.front()].label());
     plans_view_->set_message(text + " (click a point to load it)");
   });
+  connect(&plans_worker_, &PlansWorker::finished_job, this, [this](std::shared_ptr<const LlmSearchResult> r) {
+    plans_view_->set_running(false);
+    plans_result_.reset();
+    job_plans_ = r;
+    plans_.set_plans(plan_set_of(*r));
+    plans_view_->refresh_filters();
+    const Job& job = job_->job;
+    const LlmPlanFile file{job.shape.name, job.cluster.gpu, job.layout.gpus(), job.layout.global_batch(), job.framework, *r};
+    plans_view_->set_message(llm_plan_description(file) + "\n(click a point to load its layout into the job)");
+  });
   connect(&plans_worker_, &PlansWorker::failed, this, [this](const QString& m) {
     plans_view_->set_running(false);
     plans_.clear();
     plans_result_.reset();
+    job_plans_.reset();
     plans_view_->refresh_filters();
     plans_view_->set_message(m);
   });
@@ -61,15 +72,25 @@ void MainWindow::connect_plans() {
 }
 
 void MainWindow::forget_plans() {
-  if (!plans_result_) return;
+  if (!plans_result_ && !job_plans_) return;
   plans_.clear();
   plans_result_.reset();
+  job_plans_.reset();
   plans_view_->refresh_filters();
   plans_view_->set_message("new profile or hardware: press Search to search again");
 }
 
+// With a job loaded, its own question: the layout search `pipescope plan` runs for its
+// model, GPUs, global batch and framework (job_search_request), the 50 best simulated.
 void MainWindow::run_plans() {
-  if (job_) return plans_view_->set_message(kJobSearchMessage);
+  if (job_) {
+    const LlmSearchRequest q = job_search_request(job_->job, 50);
+    plans_view_->set_running(true);
+    plans_view_->set_message(QString("searching the layouts of %1 on %2 GPUs, global batch %3 ...")
+                                 .arg(QString::fromStdString(q.shape.name)).arg(q.gpus).arg(q.global_batch));
+    plans_worker_.start_job(q, job_->gpu);
+    return;
+  }
   if (!profile_) return;
   try {
     const PlanInputs in = current_inputs();
@@ -83,6 +104,22 @@ void MainWindow::run_plans() {
 }
 
 void MainWindow::load_candidate(int index) {
+  if (job_ && job_plans_) {  // the layout into the job, as if the panel had set it
+    if (index < 0 || index >= static_cast<int>(job_plans_->best.size())) return;
+    PlanInputs in;
+    try {
+      in.job = std::make_shared<const JobInputs>(job_with_layout(*job_, job_plans_->best[static_cast<std::size_t>(index)]));
+    } catch (const std::exception& e) {
+      show_failure(e.what());
+      return;
+    }
+    job_ = in.job;
+    controls_->set_choice(job_choice(job_->job));
+    loaded_candidate_ = index;
+    plans_view_->scatter()->set_current(index);
+    plan_worker_.request(in);
+    return;
+  }
   const SearchResult* r = plans_result_.get();
   if (!r || index < 0 || index >= static_cast<int>(r->candidates.size())) return;
   const Candidate& c = r->candidates[index];
@@ -149,6 +186,7 @@ bool MainWindow::open_plan_file(const QString& path, const QString& profile_flag
     return false;
   }
   loaded_candidate_ = -1;
+  if (in.job || job_) forget_plans();  // another job (or none): the last search asked another question
   job_ = in.job;
   controls_->set_choice(job_ ? job_choice(job_->job) : in.choice);
   if (job_) controls_->set_job(path, QString::fromStdString(job_->job.cluster.gpu));

@@ -53,6 +53,35 @@ JobInputs edit_job(const JobInputs& base, const JobEdit& edit) {
   return out;
 }
 
+LlmSearchRequest job_search_request(const Job& job, int top) {
+  const ParallelLayout& l = job.layout;
+  LlmSearchRequest q;
+  q.shape = job.shape;
+  if (job.vocab_size > 0) {
+    q.shape.vocabulary = job.vocab_size;
+    q.vocab_divisible_by = job.vocab_divisible_by;
+  } else {
+    q.vocab_divisible_by = 1;
+  }
+  q.gpus = l.gpus();
+  q.global_batch = l.global_batch();
+  q.framework = job.framework;
+  q.precision = l.precision;
+  q.order = l.order;
+  q.options.overlap_grad_reduce = l.overlap_grad_reduce;
+  q.options.overlap_param_gather = l.overlap_param_gather;
+  q.top = top;
+  return q;
+}
+
+JobInputs job_with_layout(const JobInputs& base, const LlmCandidate& candidate) {
+  JobInputs out{base.job, base.gpu, base.source, {}};
+  out.job.layout = candidate.layout;
+  out.job.shape.vocabulary = candidate.vocabulary;
+  validate_job(out.job, candidate.layout.gpus(), &out.notes);
+  return out;
+}
+
 PlanChoice job_choice(const Job& job) {
   const ParallelLayout& l = job.layout;
   PlanChoice c;

@@ -21,6 +21,7 @@
 #include "core/plan.h"
 #include "gui/models/llm_memory_model.h"
 #include "llm/job.h"
+#include "llm/layout_search.h"
 #include "planner/plan_builder.h"
 
 namespace pipescope::gui {
@@ -66,6 +67,16 @@ PlanChoice job_choice(const Job& job);
 // What the controls' `choice` changes of `job` (only the fields that differ; v is the
 // schedule's own when it fixes one, as the controls' choice() has it).
 JobEdit job_edit(const Job& job, const PlanChoice& choice);
+
+// The search of the job's own question (the Plans tab with a job loaded): what `pipescope
+// plan` with the job's model, GPU file, GPU count, global batch, framework, precision and
+// rank order asks (its --out plan holds them), every dimension searched, the `top` best
+// simulated. The vocabulary is the one before padding (Job::vocab_size) where the plan
+// records it, else the shape's padded one (then padded no further than t divides it).
+LlmSearchRequest job_search_request(const Job& job, int top);
+// The job with a layout the search found (its candidate: layout and padded vocabulary),
+// validated as an edit is; its source is kept.
+JobInputs job_with_layout(const JobInputs& base, const LlmCandidate& candidate);
 
 // The job's model, cluster and layout as (name, value) rows: model, GPUs, framework, t, SP,
 // cp, ep, d, p, v, schedule, b, M, global batch, recompute, sharding, precision.

@@ -90,31 +90,46 @@ void PlansWorker::wait() {
   QCoreApplication::sendPostedEvents(this);
 }
 
-void PlansWorker::start(const SearchRequest& request) {
-  const uint64_t generation = ++generation_;
+template <typename Result>
+void PlansWorker::run(std::function<Result()> search, void (PlansWorker::*done)(std::shared_ptr<const Result>)) {
+  const uint64_t generation = generation_;
   ++pending_;
-  pool_.start([this, request, generation] {
-    std::shared_ptr<const SearchResult> result;
+  pool_.start([this, search = std::move(search), done, generation] {
+    std::shared_ptr<const Result> result;
     QString error;
     try {
-      result = std::make_shared<const SearchResult>(search_plans(request, [this, generation](std::size_t done, std::size_t total) {
-        QMetaObject::invokeMethod(this, [this, done, total, generation] {
-          if (generation == generation_) emit progress(static_cast<int>(done), static_cast<int>(total));
-        }, Qt::QueuedConnection);
-      }));
+      result = std::make_shared<const Result>(search());
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
     }
-    QMetaObject::invokeMethod(this, [this, result, error, generation] {
+    QMetaObject::invokeMethod(this, [this, result, error, generation, done] {
       --pending_;
       if (generation != generation_) return;
       if (result) {
-        emit finished(result);
+        emit(this->*done)(result);
       } else {
         emit failed(error);
       }
     }, Qt::QueuedConnection);
   });
+}
+
+void PlansWorker::start(const SearchRequest& request) {
+  const uint64_t generation = ++generation_;
+  run<SearchResult>(
+      [this, request, generation] {
+        return search_plans(request, [this, generation](std::size_t done, std::size_t total) {
+          QMetaObject::invokeMethod(this, [this, done, total, generation] {
+            if (generation == generation_) emit progress(static_cast<int>(done), static_cast<int>(total));
+          }, Qt::QueuedConnection);
+        });
+      },
+      &PlansWorker::finished);
+}
+
+void PlansWorker::start_job(const LlmSearchRequest& request, std::shared_ptr<const GpuModel> gpu) {
+  ++generation_;
+  run<LlmSearchResult>([request, gpu] { return search_layouts(request, *gpu); }, &PlansWorker::finished_job);
 }
 
 }  // namespace pipescope::gui

@@ -6,7 +6,9 @@
 //                cancel() stops it after the cell in flight (finished then reports
 //                result.cancelled = true).
 //   PlansWorker: the planner's search (search_plans): progress(done, total), then
-//                finished(result) or failed(message); a newer start supersedes.
+//                finished(result) or failed(message); or a job's layout search
+//                (search_layouts): finished_job(result) or failed(message); a newer
+//                start of either supersedes.
 // Destroying a worker waits for its job, so a job never reports to a dead object.
 //   PlanWorker w; connect(&w, &PlanWorker::ready, view, ...); w.request(inputs);
 #pragma once
@@ -14,10 +16,12 @@
 #include <QObject>
 #include <QThreadPool>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "gui/models/plan_evaluation.h"
 #include "gui/models/sweep.h"
+#include "llm/layout_search.h"
 #include "planner/search.h"
 
 namespace pipescope::gui {
@@ -72,6 +76,8 @@ class PlansWorker : public QObject {
   explicit PlansWorker(QObject* parent = nullptr);
   ~PlansWorker() override;
   void start(const SearchRequest& request);
+  // A job's layout search (llm/layout_search.h) on its GPU file: finished_job or failed.
+  void start_job(const LlmSearchRequest& request, std::shared_ptr<const GpuModel> gpu);
   bool running() const { return pending_ > 0; }
   // Blocks until every search has reported (for the --screenshot path and tests).
   void wait();
@@ -79,9 +85,14 @@ class PlansWorker : public QObject {
  signals:
   void progress(int done, int total);
   void finished(std::shared_ptr<const pipescope::SearchResult> result);
+  void finished_job(std::shared_ptr<const pipescope::LlmSearchResult> result);
   void failed(const QString& message);
 
  private:
+  // Runs `search` on the pool; its result (or its error) is emitted by `emit_result` on
+  // this object's thread, unless a later start has superseded it.
+  template <typename Result>
+  void run(std::function<Result()> search, void (PlansWorker::*done)(std::shared_ptr<const Result>));
   QThreadPool pool_;
   uint64_t generation_ = 0;
   int pending_ = 0;

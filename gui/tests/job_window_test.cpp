@@ -7,7 +7,7 @@
 // the framework refuses shows its refusal; File > Export plan writes the edited job as a
 // version 3 plan that `simulate --plan` gives the same step. A v1 plan loads the profile it names (not the
 // bundled default); --profile naming another profile, or a job field that does not read,
-// exits 2 naming both files / the file and the field.
+// exits 2 naming both files / the file and the field. Plans searches the loaded job's layouts.
 #include <QComboBox>
 #include <QProcess>
 #include <QSpinBox>
@@ -138,6 +138,41 @@ class JobWindowTest : public QObject {
     QCoreApplication::processEvents();
     QVERIFY(!w.evaluation());
     QVERIFY2(w.status_text().contains("got M = 255, p = 4"), qPrintable(w.status_text()));
+  }
+
+  // With a job loaded, Plans searches that job (issue #37: it used to search the bundled
+  // profile's plans, on other hardware): its rows are `pipescope plan`'s with the job's
+  // model, GPU file, 64 GPUs, global batch 512 and framework, the first its winner to the
+  // ns (33,415,863,412); clicking the second point loads that layout into the job, which
+  // then evaluates to that row's step, and the panel shows its pipeline.
+  void plansSearchTheLoadedJob() {
+    QTemporaryDir dir;
+    const QString path = plan_70b(dir);
+    const Json cli = cli_json({"plan", "--gpu", "h100-sxm", "--hf-config", kSource + "/profiles/hf/llama-3-70b.json",
+                               "--seq-length", "4096", "--gpus", "64", "--global-batch-size", "512", "--top", "50",
+                               "--json"});
+    QVERIFY(!cli.is_null());
+    MainWindow w(parse_app_options({"pipescope-gui", "--plan", path}));
+    w.wait_for_plan();
+    QCoreApplication::processEvents();
+    w.run_plans();
+    w.wait_for_plans();
+    QCoreApplication::processEvents();
+    QVERIFY(w.job_plans());
+    QVERIFY(!w.plans_result());
+    const LlmSearchResult& r = *w.job_plans();
+    QCOMPARE(r.best.size(), cli["best"].size());
+    for (std::size_t k = 0; k < r.best.size(); ++k) QCOMPARE(r.best[k].step_ns, cli["best"][k]["step_ns"].get<int64_t>());
+    QCOMPARE(r.best.front().step_ns, int64_t{33415863412});
+    QCOMPARE(w.plans().rowCount(), static_cast<int>(r.best.size()));
+
+    w.load_candidate(1);
+    w.wait_for_plan();
+    QCoreApplication::processEvents();
+    QVERIFY(w.evaluation() && w.evaluation()->job);
+    QCOMPARE(w.evaluation()->job->report.time.step_ns, r.best[1].step_ns);
+    QCOMPARE(w.controls()->stages_box()->value(), r.best[1].layout.p);
+    QCOMPARE(w.controls()->microbatches_box()->value(), r.best[1].layout.microbatches);
   }
 
   // A v1 plan of the bundled GPT-13B profile (not the default 1.3B): its profile loads,

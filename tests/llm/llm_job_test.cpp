@@ -121,6 +121,15 @@ TEST(LlmJob, BadJobsNameTheFileAndTheField) {
   EXPECT_EQ(refusal([](Json& j) { j.erase("layout"); }), "j.json: job: needs the plan's \"layout\" beside it");
   const std::string zero = refusal([](Json& j) { j["job"]["cluster"]["gpus_per_node"] = 0; });
   EXPECT_EQ(zero.rfind("j.json: job.cluster.gpus_per_node:", 0), 0U) << zero;
+  // The vocabulary before padding must pad (to 128 x t 8 = 1024) to the shape's: 128256 -> 129024.
+  EXPECT_EQ(refusal([](Json& j) { j["job"]["model"]["vocab_size"] = 128256; }),
+            "j.json: job.model.vocab_size: padded to a multiple of make_vocab_size_divisible_by 128 x t 8 it is "
+            "129024, not the shape's vocabulary 128256");
+  EXPECT_EQ(refusal([](Json& j) {
+              j["job"]["model"]["vocab_size"] = 128256;
+              j["job"]["model"]["make_vocab_size_divisible_by"] = 1;
+            }),
+            "accepted");
   Job other = job;
   other.cluster.gpus_per_node = 4;
   EXPECT_THROW(check_job_gpu(other, gpu, "j.json"), InputError);  // h100-sxm has 8 per node
