@@ -49,7 +49,9 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "Profile file (pipescope.profile); with --plan it overrides the plan's profile");
   cmd->add_option("--hardware", hardware_path,
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
-  cmd->add_option("--stages,-K", stages, "Pipeline stages K (positions; K x r devices with --replicas r)");
+  cmd->add_option("--stages,-K,--pipeline-model-parallel-size", stages,
+                  "Pipeline stages K (positions; K x r devices with --replicas r); Megatron's "
+                  "--pipeline-model-parallel-size");
   cmd->add_option("--replicas", replicas,
                   "Replicas r of every stage (data parallel inside the stage: K x r devices; each replica takes "
                   "b/r samples of every micro-batch)")
@@ -59,7 +61,10 @@ void PlanOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--schedule-file", schedule_file,
                   "A schedule file instead of --schedule: pipescope.schedule JSON or PyTorch pipelining CSV "
                   "(K, M and the stage -> device map come from it; docs/schedules-as-data.md, Schedule files)");
-  cmd->add_option("--chunks", chunks, "Model chunks per device (interleaved, looped-bfs, interleaved-zb; the V-shapes take 2)")->capture_default_str();
+  cmd->add_option("--chunks,--virtual-pipeline-model-parallel-size", chunks,
+                  "Model chunks per device v (interleaved, looped-bfs, interleaved-zb; the V-shapes take 2); Megatron's "
+                  "--virtual-pipeline-model-parallel-size")
+      ->capture_default_str();
   cmd->add_option("--max-inflight", max_inflight,
                   "zb-auto: micro-batches alive per stage at once (max pending backward; default: the byte budget "
                   "the device memory leaves, or K without a memory size)");
@@ -83,8 +88,8 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "report (only report it)")
       ->check(CLI::IsMember({"error", "report"}))
       ->capture_default_str();
-  cmd->add_option("--microbatch-size", microbatch_size,
-                  "Samples per micro-batch (default: the profile's first batch size)");
+  cmd->add_option("--microbatch-size,--micro-batch-size", microbatch_size,
+                  "Samples per micro-batch b (default: the profile's first batch size); Megatron's --micro-batch-size");
   cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
   cmd->add_option("--partition", partition,
                   "uniform | gpipe (least variance of stage cost) | optimal (slowest stage, memory-aware; "

@@ -327,6 +327,23 @@ TEST(PlanForms, PipelineModelParallelSizePinsKOnTheProfileForm) {
                  "--pipeline-model-parallel-size 4 and --max-stages 2");
 }
 
+// simulate (and run, which declares the same flags: cli/plan_options.cpp) reads Megatron's
+// names for K, v and b: the same bytes as --stages, --chunks and --microbatch-size.
+TEST(PlanForms, SimulateReadsMegatronsNamesForKVAndB) {
+  const std::string base = "simulate --profile " + kSrc + "/profiles/gpt-tiny-cpu.json --schedule interleaved -M 8 --json";
+  const auto ours = run_cli(base + " --stages 4 --chunks 2 --microbatch-size 2");
+  const auto theirs = run_cli(base + " --pipeline-model-parallel-size 4 --virtual-pipeline-model-parallel-size 2 "
+                                     "--micro-batch-size 2");
+  ASSERT_EQ(ours.code, 0) << ours.out;
+  EXPECT_EQ(theirs.out, ours.out);
+  const Json j = Json::parse(ours.out);
+  EXPECT_EQ(j["stages"].size(), 4U);  // one row per position K
+  EXPECT_EQ(j["chunks"], 2);
+  EXPECT_EQ(j["microbatch_size"], 2.0);
+  const auto twice = run_cli(base + " --stages 4 --pipeline-model-parallel-size 2");
+  EXPECT_EQ(twice.code, 2) << twice.out;
+}
+
 // --help says which flags belong to which form, and llm-plan's that it is plan with a model.
 TEST(PlanForms, HelpNamesTheFormsAndLlmPlanSaysItIsPlan) {
   const auto plan = run_cli("plan --help");
