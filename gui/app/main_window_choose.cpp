@@ -225,6 +225,22 @@ void MainWindow::update_ab() {
     ab_view_->set_titles(AbModel::describe(a), "(no plan)");
     return;
   }
+  if (pinned_->job || evaluation_->job) {  // jobs compare whole steps and memory per GPU by rank
+    if (!pinned_->job || !evaluation_->job) {
+      ab_.clear();
+      ab_view_->set_message("one side is a job (a version 3 plan), the other a profile's plan: pin again to compare");
+      return;
+    }
+    const JobEvaluation &ja = *pinned_->job, &jb = *evaluation_->job;
+    ab_.set_jobs(ja, jb);
+    ab_view_->set_titles(AbModel::describe(ja), AbModel::describe(jb));
+    const double da = static_cast<double>(ja.report.time.step_ns), db = static_cast<double>(jb.report.time.step_ns);
+    ab_view_->set_message(QString("B - A: step %1 ms (%2 %); the timelines draw each job's pipeline")
+                              .arg((db - da) / 1e6, 0, 'f', 3)
+                              .arg(100.0 * (db - da) / da, 0, 'f', 1));
+    ab_view_->align(std::max(a.step_ns, evaluation_->report.step_ns));
+    return;
+  }
   const StepReport& b = evaluation_->report;
   ab_.set_reports(a, b);
   ab_view_->set_titles(AbModel::describe(a), AbModel::describe(b));

@@ -21,6 +21,27 @@ void AbModel::set_reports(const StepReport& a, const StepReport& b) {
   endResetModel();
 }
 
+void AbModel::set_jobs(const JobEvaluation& a, const JobEvaluation& b) {
+  beginResetModel();
+  lines_.clear();
+  const pipescope::StepTime &ta = a.report.time, &tb = b.report.time;
+  const auto per_s = [](const JobEvaluation& j) {
+    return static_cast<double>(j.inputs.job.layout.global_batch()) * 1e9 / static_cast<double>(j.report.time.step_ns);
+  };
+  lines_.push_back({"step (ms)", Unit::Ms, static_cast<double>(ta.step_ns), static_cast<double>(tb.step_ns)});
+  lines_.push_back({"throughput (sequences/s)", Unit::Samples, per_s(a), per_s(b)});
+  lines_.push_back({"bubble", Unit::Percent, ta.bubble, tb.bubble});
+  lines_.push_back({"MFU", Unit::Percent, ta.mfu, tb.mfu});
+  const std::vector<RankMemory>&ra = a.report.memory.stages, &rb = b.report.memory.stages;
+  for (std::size_t r = 0; r < std::max(ra.size(), rb.size()); ++r) {
+    Line line{QString("memory per GPU, rank %1 (GiB)").arg(r), Unit::GiB, std::nullopt, std::nullopt};
+    if (r < ra.size()) line.a = ra[r].total();
+    if (r < rb.size()) line.b = rb[r].total();
+    lines_.push_back(line);
+  }
+  endResetModel();
+}
+
 void AbModel::clear() {
   beginResetModel();
   lines_.clear();
@@ -88,6 +109,13 @@ QString AbModel::describe(const StepReport& r) {
   s += QString(" K=%1 M=%2 (micro-batch %3)").arg(r.num_positions).arg(r.microbatches).arg(r.microbatch_size);
   if (r.recompute) s += " recompute";
   return s + QString(": %1 ms").arg(static_cast<double>(r.step_ns) / 1e6, 0, 'f', 3);
+}
+
+QString AbModel::describe(const JobEvaluation& j) {
+  return QString("%1 (%2): %3 ms")
+      .arg(QString::fromStdString(layout_summary(j.inputs.job.layout)))
+      .arg(QString::fromStdString(j.report.time.schedule))
+      .arg(static_cast<double>(j.report.time.step_ns) / 1e6, 0, 'f', 3);
 }
 
 }  // namespace pipescope::gui

@@ -2,7 +2,10 @@
 // throughput, bubble fraction, then the peak memory of each stage; columns A, B,
 // B - A and (B - A) / A. A stage only one plan has shows "-" on the other side and
 // no difference. RawRole carries the numbers as the reports have them (ns,
-// samples/s, fraction, bytes; the difference in the same unit) for tests.
+// samples/s, fraction, bytes; the difference in the same unit) for tests. Two version 3
+// plans' jobs (set_jobs) compare their whole steps (evaluate_job's, data-parallel tail and
+// ZeRO traffic included), MFU, bubble and each pipeline rank's memory per GPU, all kinds,
+// the numbers `simulate --plan` prints, not the pipeline part the timelines draw.
 //   AbModel m; m.set_reports(pinned.report, current.report);
 #pragma once
 
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "core/report.h"
+#include "gui/models/job_model.h"
 
 namespace pipescope::gui {
 
@@ -23,6 +27,7 @@ class AbModel : public QAbstractTableModel {
 
   using QAbstractTableModel::QAbstractTableModel;
   void set_reports(const StepReport& a, const StepReport& b);
+  void set_jobs(const JobEvaluation& a, const JobEvaluation& b);
   void clear();
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -32,6 +37,8 @@ class AbModel : public QAbstractTableModel {
 
   // "1f1b K=4 M=8 (micro-batch 2): 12.345 ms" - how the view names each side.
   static QString describe(const StepReport& report);
+  // "t 4 sp cp 4 ... (interleaved): 33415.863 ms" - a job's layout and whole step.
+  static QString describe(const JobEvaluation& job);
 
  private:
   enum class Unit { Ms, Samples, Percent, GiB };

@@ -22,6 +22,7 @@
 #include "gui/app/llm_memory_view.h"
 #include "gui/app/main_window.h"
 #include "gui/app/memory_view.h"
+#include "gui/models/ab_model.h"
 #include "gui/models/job_model.h"
 #include "planner/plan_builder.h"
 #include "tests/support/source_paths.h"
@@ -173,6 +174,31 @@ class JobWindowTest : public QObject {
     QCOMPARE(w.evaluation()->job->report.time.step_ns, r.best[1].step_ns);
     QCOMPARE(w.controls()->stages_box()->value(), r.best[1].layout.p);
     QCOMPARE(w.controls()->microbatches_box()->value(), r.best[1].layout.microbatches);
+
+    // A/B of two jobs: the winner pinned (A) against the third (B: d 2, 0.321 s of exposed
+    // data-parallel tail), whole steps (not the pipeline part the timelines draw) and each
+    // rank's memory per GPU, as the search has them.
+    w.load_candidate(0);
+    w.wait_for_plan();
+    QCoreApplication::processEvents();
+    w.pin_current();
+    w.load_candidate(2);
+    QVERIFY(r.best[2].dp_exposed_ns > 0);
+    w.wait_for_plan();
+    QCoreApplication::processEvents();
+    const AbModel& ab = w.ab();
+    QCOMPARE(ab.data(ab.index(AbModel::StepTime, AbModel::A), AbModel::RawRole).toDouble(),
+             static_cast<double>(r.best[0].step_ns));
+    QCOMPARE(ab.data(ab.index(AbModel::StepTime, AbModel::B), AbModel::RawRole).toDouble(),
+             static_cast<double>(r.best[2].step_ns));
+    const int memory_rows = ab.rowCount() - 4;  // step, throughput, bubble, MFU, then one row per rank
+    QCOMPARE(memory_rows, static_cast<int>(std::max(r.best[0].ranks.size(), r.best[2].ranks.size())));
+    for (int k = 0; k < memory_rows; ++k) {
+      QCOMPARE(ab.data(ab.index(4 + k, AbModel::A), AbModel::RawRole).toDouble(),
+               r.best[0].ranks[static_cast<std::size_t>(k)].total());
+      QCOMPARE(ab.data(ab.index(4 + k, AbModel::B), AbModel::RawRole).toDouble(),
+               r.best[2].ranks[static_cast<std::size_t>(k)].total());
+    }
   }
 
   // A v1 plan of the bundled GPT-13B profile (not the default 1.3B): its profile loads,
