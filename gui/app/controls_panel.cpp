@@ -71,7 +71,63 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
   connect(recompute_, &QCheckBox::toggled, this, emit_changed);
   what_if_box_ = build_what_if();
   form->addRow(what_if_box_);
+  job_box_ = build_job_box();
+  form->addRow(job_box_);
+  job_box_->hide();
   update_enabled();
+}
+
+QWidget* ControlsPanel::build_job_box() {
+  auto* box = new QGroupBox("Job layout (K = p, r = d above)", this);
+  auto* form = new QFormLayout(box);
+  auto spin = [box] {
+    auto* s = new QSpinBox(box);
+    s->setRange(1, kMaxDevices);
+    return s;
+  };
+  t_ = spin(), cp_ = spin(), ep_ = spin();
+  sequence_parallel_ = new QCheckBox("sequence parallel (SP)", box);
+  job_recompute_ = new QComboBox(box);
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+    job_recompute_->addItem(QString::fromStdString(to_string(r)), static_cast<int>(r));
+  }
+  sharding_ = new QComboBox(box);
+  for (Sharding z : {Sharding::None, Sharding::DistributedOptimizer, Sharding::Zero2, Sharding::Zero3}) {
+    sharding_->addItem(QString::fromStdString(to_string(z)), static_cast<int>(z));
+  }
+  form->addRow("t (tensor parallel)", t_);
+  form->addRow("", sequence_parallel_);
+  form->addRow("cp (context parallel)", cp_);
+  form->addRow("ep (expert parallel)", ep_);
+  form->addRow("Recompute", job_recompute_);
+  form->addRow("Sharding", sharding_);
+  auto emit_changed = [this] {
+    if (!quiet_) emit changed();
+  };
+  for (QSpinBox* s : {t_, cp_, ep_}) connect(s, &QSpinBox::valueChanged, this, emit_changed);
+  for (QComboBox* c : {job_recompute_, sharding_}) connect(c, &QComboBox::currentIndexChanged, this, emit_changed);
+  connect(sequence_parallel_, &QCheckBox::toggled, this, emit_changed);
+  return box;
+}
+
+void ControlsPanel::set_job_layout(const JobLayoutChoice& l) {
+  quiet_ = true;
+  t_->setValue(l.t);
+  cp_->setValue(l.cp);
+  ep_->setValue(l.ep);
+  sequence_parallel_->setChecked(l.sequence_parallel);
+  job_recompute_->setCurrentIndex(job_recompute_->findData(static_cast<int>(l.recompute)));
+  sharding_->setCurrentIndex(sharding_->findData(static_cast<int>(l.sharding)));
+  quiet_ = false;
+}
+
+JobLayoutChoice ControlsPanel::job_layout() const {
+  JobLayoutChoice l;
+  l.t = t_->value(), l.cp = cp_->value(), l.ep = ep_->value();
+  l.sequence_parallel = sequence_parallel_->isChecked();
+  l.recompute = static_cast<Recompute>(job_recompute_->currentData().toInt());
+  l.sharding = static_cast<Sharding>(sharding_->currentData().toInt());
+  return l;
 }
 
 QWidget* ControlsPanel::build_what_if() {
@@ -205,6 +261,7 @@ void ControlsPanel::set_files(const QString& profile, const QString& hardware) {
   hardware_->setText(hardware.isEmpty() ? QString("ideal (free links)") : QFileInfo(hardware).fileName());
   hardware_->setToolTip(hardware);
   enable_profile_controls(true);
+  job_box_->hide();
 }
 
 void ControlsPanel::set_job(const QString& plan, const QString& gpu) {
@@ -213,6 +270,7 @@ void ControlsPanel::set_job(const QString& plan, const QString& gpu) {
   hardware_->setText(gpu + " (GPU file)");
   hardware_->setToolTip("the job's GPU file: its memory is the capacity line, its links and GEMM speed the times");
   enable_profile_controls(false);
+  job_box_->show();
 }
 
 void ControlsPanel::enable_profile_controls(bool on) {

@@ -3,12 +3,13 @@
 // main window turns choice() into a PlanInputs and asks the PlanWorker to simulate.
 // Under them, what-if: link bandwidth and latency, one slow device and its speed, the
 // optimizer step and the p2p mode; these emit whatIfChanged(), which the main window
-// debounces before simulating. A version 3 plan's job (set_job) reads only K, M, b,
-// schedule, chunks and r.
+// debounces before simulating. A version 3 plan's job (set_job) reads K, M, b, schedule,
+// chunks and r, and a job box shown only then: t, SP, cp, ep, recompute and sharding.
 #pragma once
 
 #include <QWidget>
 
+#include "gui/models/job_model.h"
 #include "gui/models/what_if.h"
 #include "planner/plan_builder.h"
 
@@ -37,6 +38,11 @@ class ControlsPanel : public QWidget {
   // schedule, chunks (= v) and r (= d) edit its layout; recompute, partitioner and what-if,
   // which a job does not read, are disabled.
   void set_job(const QString& plan, const QString& gpu);
+  // The job box: shows `layout` without emitting changed(); job_layout() reads it back.
+  void set_job_layout(const JobLayoutChoice& layout);
+  JobLayoutChoice job_layout() const;
+  QSpinBox* tensor_parallel_box() const { return t_; }
+  QSpinBox* expert_parallel_box() const { return ep_; }
   WhatIf what_if() const;
   void set_what_if(const WhatIf& what_if);  // emits whatIfChanged()
   QSpinBox* stages_box() const { return stages_; }
@@ -54,6 +60,7 @@ class ControlsPanel : public QWidget {
   void enable_profile_controls(bool on);  // recompute, partitioner, what-if: read by a profile's plans only
   ScheduleKind selected_schedule() const;  // the schedule box's entry, parsed once here
   QWidget* build_what_if();
+  QWidget* build_job_box();
   QLabel* profile_;
   QLabel* hardware_;
   QSpinBox* stages_;
@@ -71,6 +78,13 @@ class ControlsPanel : public QWidget {
   QComboBox* optimizer_step_;
   QComboBox* p2p_;
   QWidget* what_if_box_ = nullptr;
+  QWidget* job_box_ = nullptr;
+  QSpinBox* t_;
+  QCheckBox* sequence_parallel_;
+  QSpinBox* cp_;
+  QSpinBox* ep_;
+  QComboBox* job_recompute_;
+  QComboBox* sharding_;
   bool quiet_ = false;
 };
 

@@ -241,7 +241,8 @@ void MainWindow::show_job(const Evaluation& e) {
 void MainWindow::simulate_job() {
   PlanInputs in;
   try {
-    in.job = std::make_shared<const JobInputs>(edit_job(*job_, job_edit(job_->job, controls_->choice())));
+    in.job = std::make_shared<const JobInputs>(
+        edit_job(*job_, job_edit(job_->job, controls_->choice(), controls_->job_layout())));
   } catch (const std::exception& e) {
     show_failure(e.what());  // the framework's refusal, as the CLI words it
     return;

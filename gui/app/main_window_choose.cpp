@@ -115,6 +115,7 @@ void MainWindow::load_candidate(int index) {
     }
     job_ = in.job;
     controls_->set_choice(job_choice(job_->job));
+    controls_->set_job_layout(job_layout_choice(job_->job));
     loaded_candidate_ = index;
     plans_view_->scatter()->set_current(index);
     plan_worker_.request(in);
@@ -189,7 +190,10 @@ bool MainWindow::open_plan_file(const QString& path, const QString& profile_flag
   if (in.job || job_) forget_plans();  // another job (or none): the last search asked another question
   job_ = in.job;
   controls_->set_choice(job_ ? job_choice(job_->job) : in.choice);
-  if (job_) controls_->set_job(path, QString::fromStdString(job_->job.cluster.gpu));
+  if (job_) {
+    controls_->set_job(path, QString::fromStdString(job_->job.cluster.gpu));
+    controls_->set_job_layout(job_layout_choice(job_->job));
+  }
   plan_worker_.request(in);
   return true;
 }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "llm/layout_check.h"
 #include "llm/pipeline_schedule.h"
 
 namespace pipescope::gui {
@@ -38,8 +39,18 @@ void save_job_plan(const JobInputs& in, const std::string& path) {
   write_job_plan(in.job, *in.gpu, std::filesystem::is_regular_file(beside, ec) ? beside : in.job.cluster.gpu, path);
 }
 
+bool JobEdit::empty() const {
+  return !p && !v && !microbatches && !micro_batch && !d && !t && !cp && !ep && !schedule && !sequence_parallel &&
+         !recompute && !sharding;
+}
+
+JobLayoutChoice job_layout_choice(const Job& job) {
+  const ParallelLayout& l = job.layout;
+  return {l.t, l.cp, l.ep, l.sequence_parallel, l.recompute, l.sharding};
+}
+
 JobInputs edit_job(const JobInputs& base, const JobEdit& edit) {
-  if (!edit.p && !edit.v && !edit.microbatches && !edit.micro_batch && !edit.d && !edit.schedule) return base;  // the plan's job as read
+  if (edit.empty()) return base;  // the plan's job as read
   JobInputs out{base.job, base.gpu, base.source, {}};
   ParallelLayout& l = out.job.layout;
   if (edit.p) l.p = *edit.p;
@@ -48,6 +59,15 @@ JobInputs edit_job(const JobInputs& base, const JobEdit& edit) {
   if (edit.micro_batch) l.micro_batch = *edit.micro_batch;
   if (edit.d) l.d = *edit.d;
   if (edit.schedule) l.schedule = *edit.schedule;
+  if (edit.t) l.t = *edit.t;
+  if (edit.cp) l.cp = *edit.cp;
+  if (edit.ep) l.ep = *edit.ep;
+  if (edit.sequence_parallel) l.sequence_parallel = *edit.sequence_parallel;
+  if (edit.recompute) l.recompute = *edit.recompute;
+  if (edit.sharding) l.sharding = *edit.sharding;
+  if (edit.t && out.job.vocab_size > 0) {
+    out.job.shape.vocabulary = padded_vocabulary(out.job.vocab_size, l.t, out.job.vocab_divisible_by);
+  }
   if (l.p != base.job.layout.p || l.v != base.job.layout.v) l.layers_per_chunk.clear();  // an even cut of the new p x v
   validate_job(out.job, l.gpus(), &out.notes);
   return out;
@@ -95,9 +115,17 @@ PlanChoice job_choice(const Job& job) {
   return c;
 }
 
-JobEdit job_edit(const Job& job, const PlanChoice& c) {
+JobEdit job_edit(const Job& job, const PlanChoice& c, const std::optional<JobLayoutChoice>& layout) {
   const ParallelLayout& l = job.layout;
   JobEdit e;
+  if (layout) {
+    if (layout->t != l.t) e.t = layout->t;
+    if (layout->cp != l.cp) e.cp = layout->cp;
+    if (layout->ep != l.ep) e.ep = layout->ep;
+    if (layout->sequence_parallel != l.sequence_parallel) e.sequence_parallel = layout->sequence_parallel;
+    if (layout->recompute != l.recompute) e.recompute = layout->recompute;
+    if (layout->sharding != l.sharding) e.sharding = layout->sharding;
+  }
   const int v = required_chunks(c.schedule) == 0 ? c.chunks : required_chunks(c.schedule);
   if (c.stages != l.p) e.p = c.stages;
   if (v != l.v) e.v = v;

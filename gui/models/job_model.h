@@ -53,20 +53,35 @@ JobEvaluation evaluate_job_inputs(const JobInputs& inputs);
 void save_job_plan(const JobInputs& inputs, const std::string& path);
 
 // What the left panel may change of a job's layout: the pipeline (K = p, v, schedule), M, b
-// and d. A field left unset keeps the job's.
+// and d, and the job box's t, SP, cp, ep, recompute and sharding. A field left unset keeps
+// the job's. The GPU count follows (t cp d p), the global batch too (b M d).
 struct JobEdit {
-  std::optional<int> p, v, microbatches, micro_batch, d;
+  std::optional<int> p, v, microbatches, micro_batch, d, t, cp, ep;
   std::optional<ScheduleKind> schedule;
+  std::optional<bool> sequence_parallel;
+  std::optional<Recompute> recompute;
+  std::optional<Sharding> sharding;
+  bool empty() const;
 };
+// The job box's view of a layout: the dimensions the pipeline controls do not show.
+struct JobLayoutChoice {
+  int t = 1, cp = 1, ep = 1;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::None;
+  Sharding sharding = Sharding::None;
+};
+JobLayoutChoice job_layout_choice(const Job& job);
 // The job with `edit` applied and validated for its new GPU count (validate_job: the
-// framework's refusals, word for word; InputError). Unchanged fields keep their values.
+// framework's refusals, word for word; InputError). Unchanged fields keep their values; a
+// new t pads the vocabulary before padding (Job::vocab_size) again where the plan records it.
 JobInputs edit_job(const JobInputs& base, const JobEdit& edit);
 
 // The controls' view of a job: K = p, M, b, v, the schedule, r = d (the rest default).
 PlanChoice job_choice(const Job& job);
-// What the controls' `choice` changes of `job` (only the fields that differ; v is the
-// schedule's own when it fixes one, as the controls' choice() has it).
-JobEdit job_edit(const Job& job, const PlanChoice& choice);
+// What the controls' `choice` (and the job box's `layout`, when given) change of `job`
+// (only the fields that differ; v is the schedule's own when it fixes one, as the
+// controls' choice() has it).
+JobEdit job_edit(const Job& job, const PlanChoice& choice, const std::optional<JobLayoutChoice>& layout = std::nullopt);
 
 // The search of the job's own question (the Plans tab with a job loaded): what `pipescope
 // plan` with the job's model, GPU file, GPU count, global batch, framework, precision and

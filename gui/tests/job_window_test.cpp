@@ -139,6 +139,33 @@ class JobWindowTest : public QObject {
     QCoreApplication::processEvents();
     QVERIFY(!w.evaluation());
     QVERIFY2(w.status_text().contains("got M = 255, p = 4"), qPrintable(w.status_text()));
+
+    // The job box edits t, SP, cp, ep, recompute and sharding: t 8 (from 4) doubles the GPUs
+    // to 128 and repads the vocabulary (128256 to a multiple of 128 x 8: 129024, where t 4
+    // had 128512); saved, simulate --plan gives the GUI's step. ep 2 on the dense model is
+    // refused in Megatron's words.
+    w.controls()->microbatches_box()->setValue(128);
+    w.wait_for_plan();
+    QCOMPARE(w.controls()->tensor_parallel_box()->value(), 4);
+    w.controls()->tensor_parallel_box()->setValue(8);
+    w.wait_for_plan();
+    QCoreApplication::processEvents();
+    QVERIFY2(w.evaluation() && w.evaluation()->job, qPrintable(w.status_text()));
+    const Job& t8 = w.evaluation()->job->inputs.job;
+    QCOMPARE(t8.layout.t, 8);
+    QCOMPARE(t8.layout.gpus(), 128);
+    QCOMPARE(t8.shape.vocabulary, 129024);
+    const QString wide = dir.filePath("t8.json");
+    w.save_plan(wide);
+    const Json t8_sim = cli_json({"simulate", "--plan", wide, "--json"});
+    QVERIFY(!t8_sim.is_null());
+    QCOMPARE(t8_sim["step_ns"].get<int64_t>(), w.evaluation()->job->report.time.step_ns);
+    QCOMPARE(t8_sim["layout"]["t"].get<int>(), 8);
+    w.controls()->expert_parallel_box()->setValue(2);
+    w.wait_for_plan();
+    QCoreApplication::processEvents();
+    QVERIFY(!w.evaluation());
+    QVERIFY2(w.status_text().contains("needs --num-experts"), qPrintable(w.status_text()));
   }
 
   // With a job loaded, Plans searches that job (issue #37: it used to search the bundled
