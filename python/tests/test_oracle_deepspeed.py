@@ -25,7 +25,9 @@ Expectations:
    model / data / pipe groups of PipeModelDataParallelTopology start as the export's
    tp / dp / pp groups and cross 8-GPU nodes as it says. ZeRO-2 / 3 exit 2 citing the
    assertion PipelineEngine.__init__ really makes (read from DeepSpeed's source), and
-   cp, ep, sequence parallel, selective recompute and fp8 parameters exit 2 naming the field.
+   cp, ep with t > 1 (AutoEP keeps each expert whole; ep at t = 1 is read back by AutoEP's own
+   code in test_oracle_job_grid.py), sequence parallel, selective recompute and fp8 parameters
+   exit 2 naming the field.
 
 Narrow stubs, and why: PipelineModule.__init__ creates process groups
 (dist.new_group, PipelineParallelGrid) before it partitions; the test replaces it with
