@@ -385,8 +385,9 @@ def check_torch_experts(job, folder, layout, exported):
     fake process group of the job's world: the dense mesh (pp, dp_replicate, dp_shard, cp, tp) and
     the sparse one (pp, dp_replicate, efsdp, ep), both _unflatten-ed from the world. The ep group
     holding rank 0 is the export's (Megatron-Core's expert RankGenerator, what llm/ times the
-    all-to-all over); efsdp, the ranks FSDP2 shards each expert over, is d cp / ep (llm/memory.cpp's
-    expert sharding group); dp_shard is d under fully_shard, 1 under DDP."""
+    all-to-all over); an expert's replicas, dp_replicate x efsdp, are d cp / ep (llm/memory.cpp's
+    expert data-parallel group, which FSDP2 shards over: efsdp); dp_shard is d under
+    fully_shard, 1 under DDP."""
     dims, world = exported.PARALLEL_DIMS, job.gpus
     torchtitan_validate(dims, world)
     fsdp = exported.DATA_PARALLEL_SHARDING.startswith("fully_shard")
@@ -399,12 +400,14 @@ def check_torch_experts(job, folder, layout, exported):
         dense = world_mesh._unflatten(0, tuple(dims[k] for k in ("pp", "dp_replicate", "dp_shard", "cp", "tp")),
                                       ("pp", "dp_replicate", "dp_shard", "cp", "tp"))
         sparse = world_mesh._unflatten(0, tuple(exported.EXPERT_MESH_SHAPE), tuple(exported.EXPERT_MESH_DIM_NAMES))
-        got = (sparse["ep"].size(), sparse["ep"].mesh.tolist(), sparse["efsdp"].size(), dense["cp"].mesh.tolist())
+        got = (sparse["ep"].size(), sparse["ep"].mesh.tolist(), sparse["efsdp"].size() * dims["dp_replicate"],
+               dense["cp"].mesh.tolist())
     finally:
         dist.destroy_process_group()
     want = (layout["ep"], groups["ep"]["first_group"], layout["d"] * layout["cp"] // layout["ep"],
             groups["cp"]["first_group"])
-    assert got == want, f"{job.label}: torch's (ep size, ep group of rank 0, efsdp size, cp group) {got}, planned {want}"
+    assert got == want, f"{job.label}: torch's (ep size, ep group of rank 0, expert replicas, cp group) {got}, " \
+                        f"planned {want}"
 
 
 # Planned layouts whose export exits 2 (label -> reason): llm/framework.cpp offers what the
