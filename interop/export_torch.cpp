@@ -192,7 +192,8 @@ std::string layout_constants(const PlanShape& s, Json& json) {
      << "  # SequenceParallel() for the norms in the tensor-parallel plan\n"
      << "CONTEXT_PARALLEL_SIZE = " << l.cp << "  # torch.distributed.tensor.experimental.context_parallel over \"cp\"\n"
      << "DATA_PARALLEL_SHARDING = \"" << sharding << "\"  # replicate: DDP; zero-1: ZeroRedundancyOptimizer; "
-                                                     "fully_shard: FSDP2 over \"dp\"\n"
+                                                     "fully_shard: FSDP2; over (\"dp\", \"cp\") flattened (cp ranks "
+                                                     "hold the same weights: torchtitan's fsdp mesh)\n"
      << "MIXED_PRECISION = " << (l.precision == PrecisionRecipe::Bf16Mixed ? "\"bf16\"" : "None")
      << "  # MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)\n"
      << "ACTIVATION_CHECKPOINT = \"" << to_string(l.recompute)

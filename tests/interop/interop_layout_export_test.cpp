@@ -278,6 +278,8 @@ TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   EXPECT_HAS(r.text, "MESH_DIM_NAMES = [\"pp\", \"dp\", \"cp\", \"tp\"]");
   EXPECT_HAS(r.text, "MESH_SHAPE = [2, 4, 2, 2]");
   EXPECT_HAS(r.text, "DATA_PARALLEL_SHARDING = \"fully_shard(reshard_after_forward=True)\"");
+  // over d cp ranks, the group llm/memory.cpp shards by (cp ranks hold the same weights)
+  EXPECT_HAS(r.text, "fully_shard: FSDP2; over (\"dp\", \"cp\") flattened");
   EXPECT_HAS(r.text, "ACTIVATION_CHECKPOINT = \"full\"");
   EXPECT_HAS(r.text, "SEQUENCE_PARALLEL = True");
   EXPECT_EQ(r.json["context_parallel_size"], 2);
