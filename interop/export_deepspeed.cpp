@@ -5,7 +5,8 @@
 // parts[p] .. parts[p+1]-1). When the plan's parts are what 'uniform' computes, the file
 // uses 'uniform'; otherwise it overrides _partition_layers to install the parts.
 // A v2 plan's layout adds zero_optimization.stage (0; 1 for the distributed optimizer;
-// 2 or 3 only at p = 1, without a pipeline) and the precision; what DeepSpeed cannot run
+// 2 or 3 only at p = 1, without a pipeline), the precision and, for ep > 1, AutoEP's
+// expert_parallel section (autoep_size = ep, at t = 1); what DeepSpeed cannot run
 // is refused, naming the layout field. Invariant: DeepSpeed runs only its 1F1B TrainSchedule, one stage per
 // rank; any other schedule is refused, naming it.
 #include <sstream>
@@ -40,15 +41,17 @@ std::string py_ints(const std::vector<int>& v) {
 }
 
 // What DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py, topology.py) can run of
-// a layout: t, d, p, ZeRO stage 0 or 1, whole-layer checkpointing, bf16 or fp32.
+// a layout: t, d, p, ZeRO stage 0 or 1, whole-layer checkpointing, bf16 or fp32, ep through
+// AutoEP at t = 1.
 void check_layout(const ParallelLayout& l) {
   if (l.cp > 1) {
     refuse_layout("cp", std::to_string(l.cp) + ": DeepSpeed's pipeline engine has no context parallelism (its "
                         "PipeModelDataParallelTopology has pipe, data and model axes only)");
   }
-  if (l.ep > 1) {
-    refuse_layout("ep", std::to_string(l.ep) + ": the pipeline topology has no expert axis (DeepSpeed's expert parallelism "
-                        "is deepspeed.moe.layer.MoE(ep_size=...) inside your layers, outside what this export writes)");
+  if (l.ep > 1) {  // AutoEP: experts whole on each rank (t = 1), the table's rule
+    if (const std::string why = expert_parallel_refusal(framework_offer(Framework::DeepSpeed), l); !why.empty()) {
+      refuse_layout("ep", why);
+    }
   }
   if (l.sequence_parallel) {
     refuse_layout("sequence_parallel", "DeepSpeed has no Megatron-style sequence parallelism (norms and dropouts split "
@@ -130,6 +133,11 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
     if (s.layout->precision == PrecisionRecipe::Bf16Mixed) config["bf16"] = {{"enabled", true}};
     // overlap_comm: the gradient reduce overlapped with the last micro-batch's backward, as timed.
     config["zero_optimization"] = {{"stage", zero_stage(s.layout->sharding)}, {"overlap_comm", s.layout->overlap_grad_reduce}};
+    // AutoEP (deepspeed/module_inject/auto_ep*.py): DeepSpeed detects the model's MoE layers and
+    // replaces them; ep groups are consecutive ranks of a stage, the experts' data-parallel
+    // (ZeRO) group the ranks d / ep apart (auto_ep_folding.expected_folding_group_tables), what
+    // llm/ counts (Megatron-Core's expert RankGenerator, ep fastest, at t = 1).
+    if (s.layout->ep > 1) config["expert_parallel"] = {{"enabled", true}, {"autoep_size", s.layout->ep}};
   } else {
     if (s.dtype == Dtype::Bf16) config["bf16"] = {{"enabled", true}};
     if (s.dtype == Dtype::Fp16) config["fp16"] = {{"enabled", true}};
@@ -155,7 +163,7 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
      << (uniform ? "DeepSpeed's own uniform split gives PARTS" : "PARTS installed by PlannedPipelineModule") << "\n"
      << "ACTIVATION_CHECKPOINT_INTERVAL = " << checkpoint_interval << "  # 0 = no re-materialisation\n"
      << "LAYER_NAMES = " << Json(s.layer_names).dump() << "\n"
-     << "DS_CONFIG = json.loads('" << config.dump() << "')  # the ds_config batch" << (s.layout ? ", precision and ZeRO" : "")
+     << "DS_CONFIG = json.loads('" << config.dump() << "')  # the ds_config batch" << (!s.layout ? "" : s.layout->ep > 1 ? ", precision, ZeRO and AutoEP" : ", precision and ZeRO")
      << " settings\n\n\n"
      << "def make_pipeline_module(layers, loss_fn, **kwargs):\n"
      << "    from deepspeed.pipe import PipelineModule\n"

@@ -6,13 +6,15 @@
 // CSV a _PipelineScheduleRuntime loads. Invariant: the stage -> rank map the file uses
 // is the plan's, and it is the one the class expects ("loop": s % K, "v": V shape).
 // A v2 plan's layout adds the device mesh (torch.distributed.device_mesh, dimensions in
-// the layout's rank order), the tensor / sequence / context parallel sizes, the FSDP2
-// sharding and the activation checkpointing, or refuses the field torch cannot say.
+// the layout's rank order), the tensor / sequence / context parallel sizes, expert
+// parallelism as torchtitan's ParallelDims and meshes, the FSDP2 sharding and the
+// activation checkpointing, or refuses the field torch cannot say.
 #include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "llm/framework.h"
 
 namespace pipescope {
 
@@ -110,18 +112,50 @@ std::string schedule_code(const TorchSchedule* row) {
          "    return schedule\n";
 }
 
+// Expert parallelism as torchtitan's ParallelDims lays it out (torchtitan/distributed/
+// parallel_dims.py build_mesh): the world unflattened as the dense mesh (pp, dp_replicate,
+// dp_shard, cp, tp) and the sparse mesh (pp, dp_replicate, efsdp, ep), ep the fastest
+// ranks; efsdp = dp_shard cp tp / ep is the group FSDP2 shards the experts over. Those
+// are llm/'s groups (expert data-parallel d cp / ep, Megatron-Core's expert RankGenerator
+// numbering ep fastest) only under order tp-cp-ep-dp-pp, t = 1 and the table's
+// runtime_refusal; anything else is refused.
+std::string expert_constants(const ParallelLayout& l, Json& json) {
+  if (const std::string why = expert_parallel_refusal(framework_offer(Framework::Torch), l); !why.empty()) {
+    refuse_layout("ep", why);
+  }
+  if (l.order != "tp-cp-ep-dp-pp") {
+    refuse_layout("order", "\"" + l.order + "\" with ep = " + std::to_string(l.ep) +
+                               ": torchtitan's ParallelDims unflattens the world as (pp, dp_replicate, dp_shard, cp, tp) "
+                               "and (pp, dp_replicate, efsdp, ep), which is order tp-cp-ep-dp-pp");
+  }
+  const bool fsdp = l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3;
+  const int dp_replicate = fsdp ? 1 : l.d, dp_shard = fsdp ? l.d : 1;
+  const int efsdp = dp_shard * l.cp * l.t / l.ep;
+  json["expert_parallel_size"] = l.ep;
+  json["parallel_dims"] = {{"dp_replicate", dp_replicate}, {"dp_shard", dp_shard}, {"cp", l.cp}, {"tp", l.t},
+                           {"pp", l.p},                    {"ep", l.ep}};
+  json["expert_mesh_dim_names"] = {"pp", "dp_replicate", "efsdp", "ep"};
+  json["expert_mesh_shape"] = {l.p, dp_replicate, efsdp, l.ep};
+  std::ostringstream py;
+  py << "EXPERT_PARALLEL_SIZE = " << l.ep << "  # experts / EXPERT_PARALLEL_SIZE per rank, each whole\n"
+     << "PARALLEL_DIMS = dict(dp_replicate=" << dp_replicate << ", dp_shard=" << dp_shard << ", cp=" << l.cp
+     << ", tp=" << l.t << ", pp=" << l.p << ", ep=" << l.ep << ")  # torchtitan's ParallelDims\n"
+     << "EXPERT_MESH_DIM_NAMES = [\"pp\", \"dp_replicate\", \"efsdp\", \"ep\"]  # world_mesh._unflatten(0, "
+        "EXPERT_MESH_SHAPE, EXPERT_MESH_DIM_NAMES)\n"
+     << "EXPERT_MESH_SHAPE = " << py_ints({l.p, dp_replicate, efsdp, l.ep})
+     << "  # efsdp: the ranks FSDP2 shards each expert over\n";
+  return py.str();
+}
+
 // The layout as torch names it (PyTorch 2.13: DeviceMesh, DTensor tensor parallelism with
 // SequenceParallel, context_parallel, FSDP2 fully_shard, ZeroRedundancyOptimizer,
 // checkpoint_wrapper), or a refusal naming the field.
 std::string layout_constants(const PlanShape& s, Json& json) {
   const ParallelLayout& l = *s.layout;
-  if (l.ep > 1) {
-    refuse_layout("ep", std::to_string(l.ep) + ": torch.distributed has no expert parallelism of its own (torchtitan's "
-                        "MoE layers bring theirs); plan with ep 1 to export to torch");
-  }
   if (l.recompute == Recompute::Selective) {
-    refuse_layout("recompute", "torch's checkpoint_wrapper recomputes whole modules; the export cannot express "
-                               "Megatron's selective recompute (the attention core only); say none or full");
+    refuse_layout("recompute", "torch's checkpoint_wrapper recomputes whole modules and torchtitan's selective AC is "
+                               "per-op (llm/framework.cpp); the export cannot express Megatron's selective recompute "
+                               "(the attention core only); say none or full");
   }
   if (l.precision == PrecisionRecipe::Fp8Params) {
     refuse_layout("precision", "fp8 weights need torchao's float8 training (FSDP2 fp8 all-gather), which this export "
@@ -158,11 +192,13 @@ std::string layout_constants(const PlanShape& s, Json& json) {
      << "  # SequenceParallel() for the norms in the tensor-parallel plan\n"
      << "CONTEXT_PARALLEL_SIZE = " << l.cp << "  # torch.distributed.tensor.experimental.context_parallel over \"cp\"\n"
      << "DATA_PARALLEL_SHARDING = \"" << sharding << "\"  # replicate: DDP; zero-1: ZeroRedundancyOptimizer; "
-                                                     "fully_shard: FSDP2 over \"dp\"\n"
+                                                     "fully_shard: FSDP2; over (\"dp\", \"cp\") flattened (cp ranks "
+                                                     "hold the same weights: torchtitan's fsdp mesh)\n"
      << "MIXED_PRECISION = " << (l.precision == PrecisionRecipe::Bf16Mixed ? "\"bf16\"" : "None")
      << "  # MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)\n"
      << "ACTIVATION_CHECKPOINT = \"" << to_string(l.recompute)
      << "\"  # full: checkpoint_wrapper on every decoder layer (torchtitan's mode \"full\")\n";
+  if (l.ep > 1) py << expert_constants(l, json);
   return py.str();
 }
 

@@ -31,24 +31,32 @@ std::vector<FrameworkOffer> make_table() {
   // ScheduleZBVZeroBubble, ScheduleDualPipeV); TP through parallelize_module, whose norms
   // torchtitan always shards with SequenceParallel (so SP is on whenever t > 1); context
   // parallel (torch.distributed.tensor.experimental.context_parallel, ring attention);
-  // expert parallel for its MoE models; FSDP2 fully_shard = ZeRO-3 (reshard_after_forward
-  // = False keeps the parameters gathered: ZeRO-2), DDP (dp_replicate) = none; activation
-  // checkpointing mode none | selective | full (torchtitan's job config).
+  // expert parallel for its MoE models (torchtitan/distributed/parallel_dims.py; t = 1 only,
+  // runtime_refusal); FSDP2 fully_shard = ZeRO-3 (reshard_after_forward = False keeps the
+  // parameters gathered: ZeRO-2), DDP (dp_replicate) = none; activation checkpointing none
+  // or full (torchtitan/distributed/activation_checkpoint.py FullAC: checkpoint_wrapper on
+  // every transformer block). Not selective: torchtitan's SelectiveAC is per-op (it saves the
+  // outputs of SDPA, of every other linear / mm and of the collectives, and recomputes the
+  // rest), not Megatron's selective (everything kept but the attention core's 5 a s^2 b
+  // bytes, the core recomputed); llm/memory.h counts Megatron's rule only, so torch's
+  // "selective" would be a second name for a cost llm/ does not model.
   out.push_back({Framework::Torch, "torch (torchtitan)", true, {true}, true, true,
                  {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
                   K::DualPipeV},
                  {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
                   K::DualPipeV},
                  {S::None, S::Zero2, S::Zero3}, {S::None, S::Zero2, S::Zero3},
-                 {R::None, R::Selective, R::Full},
-                 "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py"});
+                 {R::None, R::Full},
+                 "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py, "
+                 "torchtitan/distributed/activation_checkpoint.py, torchtitan/distributed/parallel_dims.py"});
   // DeepSpeed: deepspeed/runtime/pipe/schedule.py TrainSchedule (1F1B-style, one chunk
   // per stage: no interleaving); deepspeed/runtime/pipe/engine.py refuses ZeRO-2 / 3 with
   // a pipeline; ZeRO stages 1..3 without one (deepspeed/runtime/zero); tensor parallel as
   // Megatron-DeepSpeed's (its Megatron mpu) without Megatron's SP, no ring context
   // parallelism (DeepSpeed-Ulysses is an all-to-all scheme pipescope does not time);
-  // expert parallel (deepspeed/moe/layer.py ep_size); activation checkpointing of whole
-  // layers (deepspeed.checkpointing) = full recompute.
+  // expert parallel through AutoEP (ds_config "expert_parallel": autoep_size; deepspeed/
+  // module_inject/auto_ep*.py; t = 1 only, runtime_refusal), with every ZeRO stage;
+  // activation checkpointing of whole layers (deepspeed.checkpointing) = full recompute.
   out.push_back({Framework::DeepSpeed, "DeepSpeed", true, {false}, false, true,
                  {K::OneFOneB}, {K::OneFOneB},
                  {S::None, S::DistributedOptimizer, S::Zero2, S::Zero3}, {S::None, S::DistributedOptimizer},
@@ -94,6 +102,38 @@ std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kin
   return "";
 }
 
+// Expert parallelism as torch (torchtitan) and DeepSpeed (AutoEP) run it: each rank keeps
+// ep-th of the experts whole (no expert tensor parallelism), while llm/ splits them t ways
+// as Megatron's --expert-tensor-parallel-size default (etp = t) does; so both are offered
+// with t = 1 only.
+//   torchtitan/distributed/parallel_dims.py ParallelDims._validate: "expert_parallel_degree
+//   must divide dp_shard * cp * tp"; build_mesh's sparse mesh (pp, dp_replicate, efsdp, ep)
+//   spans tp. dp_shard is d under FSDP2 (zero-2 / zero-3), 1 under DDP (none).
+//   deepspeed/runtime/engine.py _configure_expert_parallel: "AutoEP does not currently
+//   support tensor model parallelism from mpu"; auto_ep_folding.py validate_folding_global:
+//   expert_tensor_parallel_size must be 1.
+std::string expert_parallel_refusal(const FrameworkOffer& offer, const ParallelLayout& l) {
+  if (l.ep == 1 || offer.framework == Framework::Megatron) return "";
+  const std::string ep = "ep = " + std::to_string(l.ep);
+  if (l.t > 1) {
+    return ep + " with t = " + std::to_string(l.t) + ": " + offer.name +
+           " keeps each expert whole on its rank (" +
+           (offer.framework == Framework::Torch ? "torchtitan's expert mesh spans tp"
+                                                : "AutoEP refuses tensor parallelism from mpu") +
+           "), llm/ splits experts t ways as Megatron does; plan with t = 1";
+  }
+  if (offer.framework == Framework::Torch) {
+    const bool fsdp = l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3;
+    const int dp_shard = fsdp ? l.d : 1;
+    if ((static_cast<int64_t>(dp_shard) * l.cp) % l.ep != 0) {
+      return ep + " does not divide torchtitan's dp_shard * cp * tp = " + std::to_string(dp_shard) + " * " +
+             std::to_string(l.cp) + " * 1" +
+             (fsdp ? "" : " (sharding none is DDP: dp_shard = 1, the experts spread over the cp ranks only)");
+    }
+  }
+  return "";
+}
+
 // torch/distributed/pipelining/schedules.py Schedule1F1B.__init__: "Number of microbatches
 // (M) must be greater than or equal to the number of stages (p)."
 std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l) {
@@ -102,7 +142,8 @@ std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l
     return "--global-batch-size: torch's Schedule1F1B needs at least p = " + std::to_string(l.p) +
            " micro-batches per pipeline (one per stage), got " + std::to_string(l.microbatches);
   }
-  return "";
+  const std::string experts = expert_parallel_refusal(offer, l);
+  return experts.empty() ? "" : "--expert-model-parallel-size: " + experts;
 }
 
 void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout) {

@@ -71,9 +71,15 @@ std::string activation_offload_refusal(Framework framework);
 // framework runs, or one llm/ does not time for it. Names --schedule, the framework and
 // what it runs ("--schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)").
 std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kind);
-// Why the framework's own runtime refuses the layout's schedule at its M ("" when it
-// takes it), beyond the generators' rules (llm/pipeline_schedule.h's schedule_refusal):
-// torch 2.13's Schedule1F1B raises for fewer micro-batches than stages (M < p).
+// Why the framework's own runtime refuses the layout ("" when it takes it), beyond the
+// generators' rules (llm/pipeline_schedule.h's schedule_refusal) and validate_layout's:
+// torch 2.13's Schedule1F1B raises for fewer micro-batches than stages (M < p); torch
+// (torchtitan) and DeepSpeed (AutoEP) keep experts whole, so ep > 1 needs t = 1 there, and
+// torchtitan's ep must divide dp_shard * cp (dp_shard = d under zero-2 / zero-3, 1 under
+// none). Depends on M and the sharding, so the search asks it per candidate.
 std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
+// Of those, the expert-parallel part, without the flag ("ep = 2 with t = 2: ..."), which the
+// torch and DeepSpeed exports refuse as layout.ep.
+std::string expert_parallel_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
 
 }  // namespace pipescope

@@ -176,11 +176,15 @@ class Search {
       ParallelLayout l = l0;
       l.micro_batch = b, l.microbatches = static_cast<int>(q_.global_batch / (static_cast<int64_t>(b) * l0.d));
       if (!schedule_refusal(l).empty()) continue;  // e.g. interleaved: M a multiple of p (Megatron's rule)
-      if (!runtime_refusal(offer_, l).empty()) continue;  // torch's Schedule1F1B: M >= p
       for (Recompute rc : offer_.recomputes) {
         for (Sharding sh : offer_.shardings_for(l0.p)) {
           if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over
           l.recompute = rc, l.sharding = sh;
+          // torch's Schedule1F1B: M >= p; torch's and DeepSpeed's expert parallelism (t, sharding)
+          if (std::string why = runtime_refusal(offer_, l); !why.empty()) {
+            if (runtime_refused_.empty()) runtime_refused_ = std::move(why);
+            continue;
+          }
           set_framework_overlap(q_.framework, q_.options.overlap_grad_reduce, q_.options.overlap_param_gather, l);
           consider(shape, l, refused);
         }
@@ -245,6 +249,7 @@ class Search {
     if (r_.valid == 0) {
       o << "no layout of " << q_.gpus << " GPUs is valid for this model and --framework " << to_string(q_.framework)
         << " (" << r_.enumerated << " enumerated)";
+      if (!runtime_refused_.empty()) o << "; the framework's runtime refuses the others, e.g. " << runtime_refused_;
       throw InputError("", "--gpus", o.str());
     }
     o << std::fixed << "no layout fits " << r_.capacity / kGB << " GB per GPU: the smallest need found is "
@@ -280,6 +285,7 @@ class Search {
   const GpuModel& gpu_;
   const FrameworkOffer& offer_;
   LlmSearchResult r_;
+  std::string runtime_refused_;  // the first runtime_refusal met, for refuse_nothing_fits
   std::vector<LlmCandidate> fitting_;
   std::array<std::map<int, DimensionValue>, kDimensions> dimensions_;  // r_.dimensions by kDimensionNames' index
   std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;

@@ -25,7 +25,11 @@ Expectations:
    model / data / pipe groups of PipeModelDataParallelTopology start as the export's
    tp / dp / pp groups and cross 8-GPU nodes as it says. ZeRO-2 / 3 exit 2 citing the
    assertion PipelineEngine.__init__ really makes (read from DeepSpeed's source), and
-   cp, ep, sequence parallel, selective recompute and fp8 parameters exit 2 naming the field.
+   cp, ep with t > 1 (AutoEP keeps each expert whole), sequence parallel, selective recompute
+   and fp8 parameters exit 2 naming the field. ep at t = 1 is AutoEP's "expert_parallel"
+   section: DeepSpeedConfig parses it, AutoEP's validate_autoep_config accepts it (with and
+   without a pipeline) and its folding tables give the export's ep and expert data-parallel
+   groups.
 
 Narrow stubs, and why: PipelineModule.__init__ creates process groups
 (dist.new_group, PipelineParallelGrid) before it partitions; the test replaces it with
@@ -277,6 +281,34 @@ def test_layout_zero_2_3_refused_as_the_pipeline_engine_refuses(tmp_path):
         write_layout_plan(plan, 2, 2, 4, {"sharding": sharding})
         r = subprocess.run([PIPESCOPE, "export", "--plan", str(plan), "--to", "deepspeed"], capture_output=True, text=True)
         assert r.returncode == 2 and "layout.sharding" in r.stderr and "stage < 2" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("K,replicas,ep,sharding", [(2, 4, 2, "distributed-optimizer"), (1, 16, 4, "zero-3"),
+                                                     (4, 8, 8, "none")])
+def test_layout_expert_parallel_is_autoeps(K, replicas, ep, sharding, tmp_path, monkeypatch):
+    # At t = 1 the export writes AutoEP's section; DeepSpeedConfig parses it, AutoEP's own
+    # validate_autoep_config accepts it at the ZeRO stage (a pipeline included), and AutoEP's
+    # folding tables (the groups its engine checks the cached ones against) are the export's:
+    # ep groups of ep consecutive ranks inside each stage (Megatron-Core's expert RankGenerator
+    # at t = 1: stride 1), the experts' data-parallel groups of replicas / ep.
+    from deepspeed.module_inject.auto_ep_config import validate_autoep_config
+    from deepspeed.module_inject.auto_ep_folding import build_folding_spec, expected_folding_group_tables
+    plan = tmp_path / "plan.json"
+    write_layout_plan(plan, K, replicas, 4, {"ep": ep, "sharding": sharding})
+    exported = load_exported(run("export", "--plan", plan, "--to", "deepspeed"), tmp_path)
+    facts = json.loads(run("export", "--plan", plan, "--to", "deepspeed", "--json"))
+    monkeypatch.setattr(ds_config.dist, "get_rank", lambda *a, **k: 0)
+    mpu = types.SimpleNamespace(get_data_parallel_world_size=lambda: replicas)
+    config = ds_config.DeepSpeedConfig(dict(exported.DS_CONFIG), mpu=mpu)
+    autoep = config.expert_parallel_config
+    assert (autoep.enabled, autoep.autoep_size, autoep.expert_tensor_parallel_size) == (True, ep, 1)
+    world = K * replicas
+    validate_autoep_config(autoep, world, K, 1, 1, zero_stage=config.zero_optimization_stage)
+    tables = expected_folding_group_tables(build_folding_spec(world_size=world, pp_size=K, tp_size=1, ep_size=ep))
+    said = facts["groups"]["ep"]
+    assert sorted(tables.ep_groups) == [tuple(range(i, i + ep)) for i in range(0, world, ep)]
+    assert (list(sorted(tables.ep_groups)[0]), said["size"], said["stride"]) == (said["first_group"], ep, 1)
+    assert {len(g) for g in tables.edp_groups} == {replicas // ep}
 
 
 @pytest.mark.parametrize("field,value", [("cp", 2), ("ep", 2), ("sequence_parallel", True),

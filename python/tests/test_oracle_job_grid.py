@@ -13,10 +13,17 @@ there must be added or changed here. For each job:
    DistributedDataParallelConfig, micro-batch calculator, layer split and RankGenerator;
    DeepSpeed's DeepSpeedConfig (ZeRO stage, batch arithmetic) and PipelineModule partition;
    torch's own schedule class built on the exported stages, placing them where the file says.
+   Expert parallelism (the mixtral jobs with ep > 1) is read back too: DeepSpeed's AutoEP
+   config and its own folding arithmetic (deepspeed/module_inject/auto_ep_folding.py) give
+   ep and the experts' ZeRO group; torch's DeviceMesh, unflattened as torchtitan's ParallelDims
+   builds it (torchtitan is not installed: its _validate rule is restated, its meshes built
+   with torch's own _unflatten on a fake process group), gives ep, efsdp and the ep group.
 An export that refuses a planned layout (exit 2) fails the job, naming it: the planner offers
 only what the framework runs (llm/framework.cpp), so a refusal is a disagreement between the
-two, not a case to skip; the 5 known today (exporters behind the table, issue #38) are listed
-in EXPORT_REFUSES as strict expected failures, each with its reason. The helpers that drive each framework are its oracle file's, imported.
+two, not a case to skip; none is known today (EXPORT_REFUSES, strict expected failures with
+their reasons, is empty: the 5 of issue #38 were fixed by torch's table offering no selective
+recompute and by the torch and DeepSpeed exports writing ep). The helpers that drive each
+framework are its oracle file's, imported.
 """
 
 import collections
@@ -39,6 +46,11 @@ from test_oracle_torch_schedules import EXPORT_ROWS, FakeStage, compute_cells, f
 from test_oracle_torch_schedules import S as torch_schedules
 
 import torch  # noqa: E402  (loaded by the imports above; named for its own API below)
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
+from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: E402
+from deepspeed.module_inject.auto_ep_config import validate_autoep_config  # noqa: E402
+from deepspeed.module_inject.auto_ep_folding import build_folding_spec, local_folding_ranks  # noqa: E402
 from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
@@ -276,6 +288,7 @@ def check_deepspeed(job, folder, best, plan, tmp_path, monkeypatch):
     assert got == want, f"{job.label}: DeepSpeed's (micro-batch, accumulation, d, batch) {got}, planned {want}"
     assert (exported.NUM_STAGES, exported.MODEL_PARALLEL_SIZE) == (layout["p"], layout["t"]), job.label
     assert exported.ACTIVATION_CHECKPOINT_INTERVAL == (1 if layout["recompute"] == "full" else 0), job.label
+    check_deepspeed_experts(job, folder, layout, config)
     topo = PipeModelDataParallelTopology(num_pp=layout["p"], num_mp=layout["t"], num_dp=layout["d"])
     assert topo.world_size() == job.gpus, job.label
     if layout["p"] > 1:
@@ -287,6 +300,27 @@ def check_deepspeed(job, folder, best, plan, tmp_path, monkeypatch):
             module = partition_as_deepspeed(monkeypatch, exported, rank)
             assert module.stage_id == stage and module.parts == cuts, (job.label, rank, module.parts)
             assert (module._local_start, module._local_stop) == (cuts[stage], cuts[stage + 1]), (job.label, rank)
+
+
+def check_deepspeed_experts(job, folder, layout, config):
+    """ep as DeepSpeed's AutoEP reads it: DeepSpeedConfig's expert_parallel section, AutoEP's own
+    validation at the ZeRO stage, and its folding arithmetic's ep and expert data-parallel (edp)
+    groups of rank 0: the export's ep group (Megatron-Core's expert RankGenerator, what llm/
+    counts) and d / ep ranks, the group llm/memory.cpp shards the experts' bytes over."""
+    autoep = config.expert_parallel_config
+    assert (autoep.enabled, autoep.autoep_size if autoep.enabled else 1) == (layout["ep"] > 1, layout["ep"]), job.label
+    if layout["ep"] == 1:
+        return
+    world = layout["t"] * layout["cp"] * layout["d"] * layout["p"]
+    validate_autoep_config(autoep, world, layout["p"], layout["t"], 1, zero_stage=config.zero_optimization_stage)
+    spec = build_folding_spec(world_size=world, pp_size=layout["p"], tp_size=layout["t"], ep_size=autoep.autoep_size,
+                              etp_size=autoep.expert_tensor_parallel_size, mp_mode="sp")
+    ranks = local_folding_ranks(0, spec)
+    groups = json.loads(export(job.label, folder, "deepspeed", "--json"))["groups"]
+    got = (list(ranks["ep"]), len(ranks["edp"]), spec.edp_size)
+    want = (groups["ep"]["first_group"], layout["d"] * layout["cp"] // layout["ep"],
+            layout["d"] * layout["cp"] // layout["ep"])
+    assert got == want, f"{job.label}: AutoEP's (ep group of rank 0, edp group size, edp) {got}, planned {want}"
 
 
 # torch's class for each pipescope schedule (test_oracle_torch_schedules.py's rows).
@@ -334,18 +368,52 @@ def check_torch(job, folder, best, plan, tmp_path):
     if exported.DATA_PARALLEL_SHARDING.startswith("fully_shard"):  # the keyword is FSDP2's own
         assert "reshard_after_forward" in inspect.signature(torch.distributed.fsdp.fully_shard).parameters
     assert exported.ACTIVATION_CHECKPOINT == layout["recompute"], job.label
+    assert getattr(exported, "EXPERT_PARALLEL_SIZE", 1) == layout["ep"], job.label
+    if layout["ep"] > 1:
+        check_torch_experts(job, folder, layout, exported)
 
 
-# Planned layouts whose export exits 2 today: llm/framework.cpp offers what the framework
-# runs, and these exporters cannot yet write it (issue #38's launch-ready exports). Strict:
-# when an exporter learns the layout, the test passes, xfail fails, and the entry goes.
-EXPORT_REFUSES = {
-    **dict.fromkeys(["gpt3-175b 64 torch", "gpt3-175b 1024 torch"],
-                    "export --to torch cannot express selective recompute (torchtitan's op-level AC is not Megatron's)"),
-    **dict.fromkeys(["mixtral 16 torch", "mixtral 128 torch"],
-                    "export --to torch writes no expert parallelism (torchtitan's MoE EP is not exported)"),
-    "mixtral 128 deepspeed": "export --to deepspeed: the pipeline topology has no expert axis (ep 2)",
-}
+def torchtitan_validate(dims, world):
+    """torchtitan/distributed/parallel_dims.py ParallelDims._validate, restated (torchtitan is not installed)."""
+    assert dims["dp_replicate"] * dims["dp_shard"] * dims["cp"] * dims["tp"] * dims["pp"] == world, dims
+    assert (dims["dp_shard"] * dims["cp"] * dims["tp"]) % dims["ep"] == 0, \
+        f"expert_parallel_degree ({dims['ep']}) must divide dp_shard * cp * tp"
+
+
+def check_torch_experts(job, folder, layout, exported):
+    """ep as torchtitan's ParallelDims.build_mesh lays it out, built by torch's own DeviceMesh on a
+    fake process group of the job's world: the dense mesh (pp, dp_replicate, dp_shard, cp, tp) and
+    the sparse one (pp, dp_replicate, efsdp, ep), both _unflatten-ed from the world. The ep group
+    holding rank 0 is the export's (Megatron-Core's expert RankGenerator, what llm/ times the
+    all-to-all over); an expert's replicas, dp_replicate x efsdp, are d cp / ep (llm/memory.cpp's
+    expert data-parallel group, which FSDP2 shards over: efsdp); dp_shard is d under
+    fully_shard, 1 under DDP."""
+    dims, world = exported.PARALLEL_DIMS, job.gpus
+    torchtitan_validate(dims, world)
+    fsdp = exported.DATA_PARALLEL_SHARDING.startswith("fully_shard")
+    assert (dims["dp_replicate"], dims["dp_shard"]) == ((1, layout["d"]) if fsdp else (layout["d"], 1)), job.label
+    assert (dims["cp"], dims["tp"], dims["pp"], dims["ep"]) == (layout["cp"], layout["t"], layout["p"], layout["ep"])
+    groups = json.loads(export(job.label, folder, "torch", "--json"))["groups"]
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
+    try:
+        world_mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("world",))
+        dense = world_mesh._unflatten(0, tuple(dims[k] for k in ("pp", "dp_replicate", "dp_shard", "cp", "tp")),
+                                      ("pp", "dp_replicate", "dp_shard", "cp", "tp"))
+        sparse = world_mesh._unflatten(0, tuple(exported.EXPERT_MESH_SHAPE), tuple(exported.EXPERT_MESH_DIM_NAMES))
+        got = (sparse["ep"].size(), sparse["ep"].mesh.tolist(), sparse["efsdp"].size() * dims["dp_replicate"],
+               dense["cp"].mesh.tolist())
+    finally:
+        dist.destroy_process_group()
+    want = (layout["ep"], groups["ep"]["first_group"], layout["d"] * layout["cp"] // layout["ep"],
+            groups["cp"]["first_group"])
+    assert got == want, f"{job.label}: torch's (ep size, ep group of rank 0, expert replicas, cp group) {got}, " \
+                        f"planned {want}"
+
+
+# Planned layouts whose export exits 2 (label -> reason): llm/framework.cpp offers what the
+# framework runs, so an entry is an exporter behind the table. Strict: when an exporter learns
+# the layout, the test passes, xfail fails, and the entry goes. Empty today.
+EXPORT_REFUSES = {}
 
 
 @pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.xfail(reason=EXPORT_REFUSES[label],

@@ -42,7 +42,12 @@ group: a schedule class reads only `stage_index`, `num_stages`, `group_size`, `g
    DeviceMesh (built with _init_backend=False: no process group; its _MeshLayout gives each
    dimension's groups as DeviceMesh would create them), form for tp, cp, dp and pp exactly
    the groups the export's "groups" states: the group of rank 0, and on 8-GPU nodes the
-   ranks per node and whether a group crosses nodes.
+   ranks per node and whether a group crosses nodes. With ep > 1 (t = 1), the expert mesh
+   EXPERT_MESH_DIM_NAMES / EXPERT_MESH_SHAPE, laid out the same way (as torchtitan's
+   ParallelDims.build_mesh unflattens the world: (pp, dp_replicate, efsdp, ep)), forms every
+   ep group the export's "groups" states (Megatron-Core's expert RankGenerator, llm/'s) and
+   efsdp groups of d cp / ep ranks, for FSDP2 and DDP; an ep torchtitan's ParallelDims
+   refuses exits 2 naming layout.ep.
 """
 
 import csv
@@ -476,3 +481,59 @@ def test_layout_mesh_groups_are_device_meshs(t, cp, d, p, v, order, tmp_path):
                 per_node[r // 8] = per_node.get(r // 8, 0) + 1
             assert set(per_node.values()) == {said["ranks_per_node"]}, (name, group[:16])
             assert (len(per_node) > 1) == said["crosses_nodes"], (name, group[:16])
+
+
+EXPERT_LAYOUTS = [  # (cp, d, p, ep, sharding): t = 1, torchtitan's experts are whole
+    (1, 8, 2, 4, "zero-3"),
+    (2, 4, 2, 2, "none"),  # DDP: ep borrows the cp ranks only
+    (4, 4, 1, 8, "zero-2"),
+    (2, 64, 1, 16, "zero-3"),
+]
+
+
+def expert_plan(tmp_path, cp, d, p, ep, sharding):
+    profile = os.path.join(REPO, "profiles", "gpt-1.3b-h200.json")  # 26 layers
+    cuts = [round(26 * s / p) for s in range(p + 1)]
+    M = 2 * p
+    plan = {"format": "pipescope.plan", "version": 2, "profile": profile, "batch_size": M * d, "microbatches": M,
+            "schedule": {"kind": "1f1b", "chunks": 1}, "recompute": False,
+            "stages": [{"layers": [cuts[s], cuts[s + 1]], "devices": [s * d + k for k in range(d)]} for s in range(p)],
+            "layout": {"t": 1, "cp": cp, "d": d, "p": p, "ep": ep, "micro_batch": 1, "microbatches": M,
+                       "sharding": sharding}}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+@pytest.mark.parametrize("cp,d,p,ep,sharding", EXPERT_LAYOUTS)
+def test_layout_expert_mesh_groups_are_device_meshs(cp, d, p, ep, sharding, tmp_path):
+    from torch.distributed.device_mesh import DeviceMesh
+
+    exported = json.loads(run("export", "--plan", expert_plan(tmp_path, cp, d, p, ep, sharding), "--to", "torch",
+                              "--json").stdout)
+    world = cp * d * p
+    names, shape = exported["expert_mesh_dim_names"], exported["expert_mesh_shape"]
+    assert exported["expert_parallel_size"] == ep
+    mesh = DeviceMesh("cpu", torch.arange(world).view(*shape), mesh_dim_names=tuple(names), _init_backend=False, _rank=0)
+    groups = {name: mesh._get_slice_mesh_layout((name,)).remap_to_tensor(mesh._rank_map).tolist()
+              for name in ("ep", "efsdp")}
+    said = exported["groups"]["ep"]
+    assert said["size"] == ep and {len(g) for g in groups["ep"]} == {ep}
+    assert groups["ep"][0] == said["first_group"], groups["ep"][0]
+    for group in groups["ep"]:
+        per_node = {}
+        for r in group:
+            per_node[r // 8] = per_node.get(r // 8, 0) + 1
+        assert set(per_node.values()) == {said["ranks_per_node"]} and (len(per_node) > 1) == said["crosses_nodes"]
+    # An expert's replicas: dp_replicate x efsdp = d cp / ep, llm/memory.cpp's expert data-parallel
+    # group; FSDP2 (dp_replicate 1) shards the expert over all of them, DDP over none.
+    dp_replicate = shape[names.index("dp_replicate")]
+    assert dp_replicate == (1 if sharding.startswith("zero") else d)
+    assert {len(g) * dp_replicate for g in groups["efsdp"]} == {d * cp // ep}
+
+
+def test_layout_expert_parallel_torchtitan_refuses_exits_two(tmp_path):
+    # DDP with cp 2: torchtitan's dp_shard * cp * tp = 2, which ep 4 does not divide.
+    r = run("export", "--plan", expert_plan(tmp_path, 2, 4, 2, 4, "none"), "--to", "torch", ok=False)
+    assert r.returncode == 2 and "layout.ep: ep = 4 does not divide torchtitan's dp_shard * cp * tp" in r.stderr, \
+        r.stderr

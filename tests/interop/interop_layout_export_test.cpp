@@ -260,7 +260,8 @@ TEST(ExportLayout, DeepSpeedSaysZeroStageAndRefusesTheRest) {
     EXPECT_HAS(refusal(bad, Framework::DeepSpeed), part);
   };
   refused([](ParallelLayout& b) { b.cp = 2; }, "layout.cp: 2: DeepSpeed's pipeline engine has no context parallelism");
-  refused([](ParallelLayout& b) { b.ep = 2; }, "layout.ep: 2:");
+  // AutoEP keeps experts whole (t = 1 only); the fixture's profile states t = 2.
+  refused([](ParallelLayout& b) { b.ep = 2; }, "layout.ep: ep = 2 with t = 2: DeepSpeed keeps each expert whole");
   refused([](ParallelLayout& b) { b.sequence_parallel = true; }, "layout.sequence_parallel");
   refused([](ParallelLayout& b) { b.sharding = Sharding::Zero2; }, "layout.sharding: \"zero-2\": DeepSpeed's PipelineEngine asserts");
   refused([](ParallelLayout& b) { b.sharding = Sharding::Zero3; }, "layout.sharding: \"zero-3\"");
@@ -277,6 +278,8 @@ TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   EXPECT_HAS(r.text, "MESH_DIM_NAMES = [\"pp\", \"dp\", \"cp\", \"tp\"]");
   EXPECT_HAS(r.text, "MESH_SHAPE = [2, 4, 2, 2]");
   EXPECT_HAS(r.text, "DATA_PARALLEL_SHARDING = \"fully_shard(reshard_after_forward=True)\"");
+  // over d cp ranks, the group llm/memory.cpp shards by (cp ranks hold the same weights)
+  EXPECT_HAS(r.text, "fully_shard: FSDP2; over (\"dp\", \"cp\") flattened");
   EXPECT_HAS(r.text, "ACTIVATION_CHECKPOINT = \"full\"");
   EXPECT_HAS(r.text, "SEQUENCE_PARALLEL = True");
   EXPECT_EQ(r.json["context_parallel_size"], 2);
@@ -285,10 +288,72 @@ TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   ParallelLayout bad = l;
   bad.recompute = Recompute::Selective;
   EXPECT_HAS(refusal(bad, Framework::Torch), "layout.recompute: torch's checkpoint_wrapper recomputes whole modules");
-  bad = l, bad.ep = 2;
-  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.ep: 2: torch.distributed has no expert parallelism");
+  bad = l, bad.ep = 2;  // torchtitan's experts are whole on each rank: t = 1 only
+  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.ep: ep = 2 with t = 2: torch (torchtitan) keeps each expert whole");
   bad = l, bad.precision = PrecisionRecipe::Fp8Params;
   EXPECT_HAS(refusal(bad, Framework::Torch), "layout.precision");
+}
+
+// Expert parallelism at t = 1, as torchtitan and DeepSpeed's AutoEP take it (the fixture's
+// plan, 2 positions x 4 replicas, on a profile stating t = 1; cp 2, so 16 GPUs).
+namespace {
+
+ExportResult export_t1(const ParallelLayout& l, Framework target) {
+  Profile profile = llm_profile(6);
+  for (LayerProfile& layer : profile.layers) layer.spec["tensor_parallel"] = 1;
+  return export_plan(plan_with(l), profile, target);
+}
+
+std::string refusal_t1(const ParallelLayout& l, Framework target) {
+  try {
+    export_t1(l, target);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(exported)";
+}
+
+}  // namespace
+
+TEST(ExportLayout, TorchWritesExpertParallelAsTorchtitansMeshes) {
+  ParallelLayout l = base_layout();
+  l.t = 1, l.sequence_parallel = false, l.ep = 4, l.recompute = Recompute::None, l.sharding = Sharding::Zero3;
+  const ExportResult r = export_t1(l, Framework::Torch);
+  // FSDP2: dp_shard = d = 4, dp_replicate 1; efsdp = dp_shard cp tp / ep = 4 x 2 / 4 = 2, the
+  // experts' sharding group llm/memory.cpp counts (d cp / ep); ep the fastest ranks: rank 0's ep
+  // group is ranks 0..3, Megatron-Core's expert RankGenerator's too (tp-ep-dp-pp, ep stride t = 1).
+  EXPECT_HAS(r.text, "EXPERT_PARALLEL_SIZE = 4  # experts / EXPERT_PARALLEL_SIZE per rank, each whole\n");
+  EXPECT_HAS(r.text, "PARALLEL_DIMS = dict(dp_replicate=1, dp_shard=4, cp=2, tp=1, pp=2, ep=4)");
+  EXPECT_HAS(r.text, "EXPERT_MESH_DIM_NAMES = [\"pp\", \"dp_replicate\", \"efsdp\", \"ep\"]");
+  EXPECT_HAS(r.text, "EXPERT_MESH_SHAPE = [2, 1, 2, 4]");
+  EXPECT_EQ(r.json["expert_mesh_shape"], Json({2, 1, 2, 4}));
+  EXPECT_EQ(r.json["groups"]["ep"]["first_group"], Json({0, 1, 2, 3}));
+  // DDP (sharding none): dp_replicate = d; ep = cp = 2 borrows the cp ranks, efsdp 1.
+  l.sharding = Sharding::None, l.ep = 2;
+  EXPECT_EQ(export_t1(l, Framework::Torch).json["expert_mesh_shape"], Json({2, 4, 1, 2}));
+  l.ep = 4;  // DDP leaves torchtitan only the cp ranks for ep
+  EXPECT_HAS(refusal_t1(l, Framework::Torch),
+             "layout.ep: ep = 4 does not divide torchtitan's dp_shard * cp * tp = 1 * 2 * 1");
+  l.sharding = Sharding::Zero2, l.order = "tp-cp-ep-pp-dp";  // not torchtitan's (pp, dp_replicate, dp_shard, cp, tp)
+  EXPECT_HAS(refusal_t1(l, Framework::Torch), "layout.order: \"tp-cp-ep-pp-dp\" with ep = 4: torchtitan's ParallelDims");
+  l.order = "tp-cp-ep-dp-pp", l.ep = 1;  // no expert parallelism: no expert constants
+  EXPECT_FALSE(export_t1(l, Framework::Torch).json.contains("expert_parallel_size"));
+}
+
+TEST(ExportLayout, DeepSpeedWritesExpertParallelAsAutoEp) {
+  ParallelLayout l = base_layout();
+  l.t = 1, l.sequence_parallel = false, l.cp = 1, l.d = 8, l.p = 2, l.ep = 2, l.recompute = Recompute::Full;
+  Profile profile = llm_profile(6);
+  for (LayerProfile& layer : profile.layers) layer.spec["tensor_parallel"] = 1;
+  Plan plan = plan_of({3, 3}, 2, 8, 8, 2, ScheduleKind::OneFOneB);
+  plan.layout = layout_to_json(l);
+  // ds_config's "expert_parallel" section, as deepspeed/module_inject/auto_ep_config.py parses it.
+  const Json config = export_plan(plan, profile, Framework::DeepSpeed).json["config"];
+  EXPECT_EQ(config["expert_parallel"], Json({{"enabled", true}, {"autoep_size", 2}}));
+  EXPECT_EQ(config["zero_optimization"]["stage"], 1);
+  l.ep = 1;
+  plan.layout = layout_to_json(l);
+  EXPECT_FALSE(export_plan(plan, profile, Framework::DeepSpeed).json["config"].contains("expert_parallel"));
 }
 
 // llm/profile_layers.h: the model a profile's specs state, as TransformerShape.

@@ -189,6 +189,65 @@ TEST(LlmLayoutSearch, EachFrameworkGetsOnlyWhatItRuns) {
   EXPECT_FALSE(framework_offer(Framework::DeepSpeed).runs(ScheduleKind::Interleaved));
   EXPECT_TRUE(framework_offer(Framework::Torch).runs(ScheduleKind::InterleavedZeroBubble));
   EXPECT_FALSE(framework_offer(Framework::Megatron).runs(ScheduleKind::ZeroBubbleH1));
+  // torchtitan's AC modes that llm/ counts: none and full (FullAC); its SelectiveAC is per-op,
+  // not Megatron's attention-core rule, so torch is offered no selective (llm/framework.cpp).
+  EXPECT_EQ(framework_offer(Framework::Torch).recomputes, (std::vector<Recompute>{Recompute::None, Recompute::Full}));
+  EXPECT_EQ(framework_offer(Framework::Megatron).recomputes.size(), 3U);
+}
+
+// Expert parallelism as torchtitan and DeepSpeed's AutoEP run it (llm/framework.cpp's
+// expert_parallel_refusal): experts whole on each rank, so ep > 1 only with t = 1; torchtitan's
+// ep divides dp_shard * cp, dp_shard = d under FSDP2 (zero-2 / zero-3) and 1 under DDP. Every
+// candidate of an exhaustive 16-GPU search of an 8-expert model keeps to that, and ep > 1 is
+// still searched (ep 2, 4, 8 all divide d cp = 16 at t = 1).
+TEST(LlmLayoutSearch, ExpertParallelIsOfferedAsTorchAndDeepSpeedRunIt) {
+  TransformerShape moe = small_dense();
+  moe.experts = 8, moe.moe_topk = 2;
+  for (Framework f : {Framework::Torch, Framework::DeepSpeed}) {
+    LlmSearchRequest q = request(moe, 16, 64, f);
+    q.exhaustive = true, q.top = 1 << 20;
+    const LlmSearchResult r = search_layouts(q, h100());
+    int most_ep = 1;
+    for (const LlmCandidate& c : r.best) {
+      const ParallelLayout& l = c.layout;
+      most_ep = std::max(most_ep, l.ep);
+      if (l.ep == 1) continue;
+      EXPECT_EQ(l.t, 1) << layout_summary(l);
+      const bool fsdp = l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3;
+      if (f == Framework::Torch) {
+        EXPECT_EQ((fsdp ? l.d : 1) * l.cp % l.ep, 0) << layout_summary(l);
+      }
+    }
+    EXPECT_EQ(most_ep, 8) << to_string(f);
+  }
+  // Pinned to t 2, ep 2, torch has nothing to search, and says why.
+  LlmSearchRequest pinned = request(moe, 16, 64, Framework::Torch);
+  pinned.t = 2, pinned.ep = 2;
+  try {
+    search_layouts(pinned, h100());
+    ADD_FAILURE() << "t 2, ep 2 searched under torch";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(0 enumerated); the framework's runtime refuses the others, e.g. "
+                                         "--expert-model-parallel-size: ep = 2 with t = 2"),
+              std::string::npos)
+        << e.what();
+  }
+  ParallelLayout l;
+  l.t = 2, l.ep = 2, l.d = 8, l.sharding = Sharding::Zero3, l.microbatches = 8;
+  EXPECT_EQ(runtime_refusal(framework_offer(Framework::Torch), l),
+            "--expert-model-parallel-size: ep = 2 with t = 2: torch (torchtitan) keeps each expert whole on its rank "
+            "(torchtitan's expert mesh spans tp), llm/ splits experts t ways as Megatron does; plan with t = 1");
+  EXPECT_EQ(expert_parallel_refusal(framework_offer(Framework::DeepSpeed), l),
+            "ep = 2 with t = 2: DeepSpeed keeps each expert whole on its rank (AutoEP refuses tensor parallelism "
+            "from mpu), llm/ splits experts t ways as Megatron does; plan with t = 1");
+  EXPECT_EQ(runtime_refusal(framework_offer(Framework::Megatron), l), "");  // --expert-tensor-parallel-size = t
+  l.t = 1, l.cp = 2, l.ep = 4;  // FSDP2: dp_shard cp = 16, ep 4 divides it; DDP: dp_shard cp = 2
+  EXPECT_EQ(runtime_refusal(framework_offer(Framework::Torch), l), "");
+  l.sharding = Sharding::None;
+  EXPECT_EQ(expert_parallel_refusal(framework_offer(Framework::Torch), l),
+            "ep = 4 does not divide torchtitan's dp_shard * cp * tp = 1 * 2 * 1 (sharding none is DDP: dp_shard = 1, "
+            "the experts spread over the cp ranks only)");
+  EXPECT_EQ(runtime_refusal(framework_offer(Framework::DeepSpeed), l), "");  // AutoEP at t = 1, any ZeRO stage
 }
 
 TEST(LlmLayoutSearch, ReasonsQuoteTheSearchsNumbers) {
