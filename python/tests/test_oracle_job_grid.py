@@ -1,6 +1,6 @@
 """Issue #37's job grid, end to end: what `pipescope plan` picks is what the framework runs.
 
-The grid is tests/llm/llm_job_test.cpp's job_grid(), mirrored here job for job (33 jobs:
+The grid is tests/llm/llm_job_grid.h's job_grid(), mirrored here job for job (33 jobs:
 llama3-8b, gpt3-175b, mixtral 8x7b, llama3-70b on 8 .. 16,384 GPUs under Megatron-LM, torch
 and DeepSpeed, the pinned torch schedules, the same t / p pins); a job added there or changed
 there must be added or changed here. For each job:
@@ -85,7 +85,7 @@ GridJob = collections.namedtuple("GridJob", "label model gpu gpus global_batch f
 
 
 def job_grid():
-    """tests/llm/llm_job_test.cpp's job_grid(), line for line (t, p: pins, 0 = searched)."""
+    """tests/llm/llm_job_grid.h's job_grid(), line for line (t, p: pins, 0 = searched)."""
     grid = []
     frameworks = ("megatron", "torch", "deepspeed")
     for f in frameworks:
