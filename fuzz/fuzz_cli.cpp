@@ -3,7 +3,9 @@
 // and callback runs (simulate with its gates, schedule, profile synth, validate, plan in
 // both its forms and llm-plan, plan's old name for its model form). The
 // target works in a private temporary folder holding small input files (p.json,
-// e.json, h.json, plan.json); inputs naming other folders ('/') or numbers of four or
+// e.json, h.json, plan.json; c.json, a two-layer Llama config, and s.json, its analytic
+// profile on h100-sxm, which plan --profile --framework plans as its job); inputs naming
+// other folders ('/') or numbers of four or
 // more digits are skipped, so nothing outside that folder is touched and one input
 // runs in milliseconds. Like main(): CLI11 parse errors, InputError, RunError and
 // GateError are expected outcomes; anything else escapes and is a crash.
@@ -20,6 +22,8 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "interop/hf_config.h"
+#include "interop/hf_profile.h"
 
 namespace {
 
@@ -55,7 +59,21 @@ const char* kPlan = R"({"format": "pipescope.plan", "version": 1, "profile": "p.
  "batch_size": 8, "microbatches": 4, "schedule": {"kind": "1f1b", "chunks": 1}, "recompute": false,
  "stages": [{"layers": [0, 2], "devices": [0, 1]}, {"layers": [2, 4], "devices": [2]}]})";
 
+const char* kHfConfig = R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 256,
+ "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 512})";
+
 void write(const std::filesystem::path& p, const char* text) { std::ofstream(p) << text; }
+
+// s.json: what `profile synth --hf-config c.json --gpu h100-sxm --seq 128` writes.
+std::string hf_profile_text() {
+  write("c.json", kHfConfig);
+  pipescope::HfProfileOptions o;
+  o.sequence = 128;
+  o.batch_sizes = {1, 2};
+  const pipescope::Profile p =
+      pipescope::make_hf_profile(pipescope::load_hf_model("c.json"), pipescope::load_gpu("h100-sxm"), o);
+  return pipescope::profile_to_json(p).dump(1);
+}
 
 // A private folder with the input files; the target runs inside it.
 // reset() empties it and rewrites the files before every input, so an input that
@@ -76,6 +94,9 @@ struct Workdir {
     write("e.json", kEdges);
     write("h.json", kHardware);
     write("plan.json", kPlan);
+    write("c.json", kHfConfig);
+    static const std::string hf_profile = hf_profile_text();
+    write("s.json", hf_profile.c_str());
   }
 };
 

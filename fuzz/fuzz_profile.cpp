@@ -1,8 +1,12 @@
 // Fuzz target: profile_from_json, profile_to_json, and the interpolation every cost
-// model uses (at the tabulated sizes and at a few others), on arbitrary bytes.
+// model uses (at the tabulated sizes and at a few others), on arbitrary bytes; and
+// hf_profile_job (interop/hf_profile.h), which `plan --profile --framework` runs on every
+// profile it reads: a nullopt or the job, never a crash.
 #include <cmath>
 
+#include "core/error.h"
 #include "core/profile.h"
+#include "interop/hf_profile.h"
 #include "fuzz/fuzz_readers.h"
 
 using namespace pipescope;
@@ -20,6 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
             (void)p.activation_bytes(l, b);
             (void)p.output_bytes(l, b);
           }
+        }
+        try {
+          std::string why;
+          (void)hf_profile_job(p, &why);
+        } catch (const InputError&) {  // a refusal is fine; anything else escapes to the fuzzer
         }
         return p;
       },
