@@ -87,7 +87,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a, bool sweep) {
   }
   cmd->add_option("--chunks", a.chunks, "Model chunks per device to try for interleaved")->capture_default_str();
   cmd->add_option("--max-stages", a.max_stages, "Largest pipeline depth K to consider (default: D)");
-  cmd->add_option("--recompute", a.recompute, "Re-materialisation: auto (try both) | on | off")->capture_default_str();
+  cmd->add_option("--recompute", a.recompute, "Recompute to try: auto (none and full) | none | full (on, off: the same)")->capture_default_str();
   cmd->add_option("--partition", a.partition, "uniform | gpipe | optimal (balanced = optimal)")->capture_default_str();
   cmd->add_option("--threads", a.threads, "Worker threads (default: one per core); results do not depend on it");
   cmd->add_option("--objective", a.objective,
@@ -194,7 +194,7 @@ SearchRequest make_request(const SearchArgs& a) {
       q.optimizer_state_factor = optimizer_state_factor(precision_of(*recipe));
     }
   }
-  q.recompute = parse_recompute_mode(a.recompute);
+  q.recomputes = parse_recompute_choices(a.recompute);
   q.partition = parse_partition_kind(a.partition);
   q.threads = a.threads;
   if (a.threads < 0) throw InputError("--threads: expected at least 1, got " + std::to_string(a.threads));

@@ -54,6 +54,7 @@ struct MeasureArgs {
 struct SynthArgs {
   std::string kind = "gpt";
   GptSpec gpt;
+  std::string recompute_granularity = "none";  // gpt: parse_recompute_granularity -> gpt.recompute
   UniformSpec uniform;
   std::string batch_sizes = "1,2,4,8";
   std::string output = "-";
@@ -106,6 +107,7 @@ std::string synthesize(SynthArgs& a) {
     if (a.layers >= 0) a.gpt.layers = a.layers;
     if (!a.name.empty()) a.gpt.name = a.name;
     if (!a.hf.gpu.empty()) a.gpt.memory_gb_per_s = a.hf.load_gpu().hbm_gb_per_s;
+    a.gpt.recompute = parse_recompute_granularity(a.recompute_granularity);
     p = make_gpt_profile(a.gpt);
   } else if (a.kind == "uniform" || a.kind == "uneven") {
     a.uniform.batch_sizes = sizes;
@@ -148,7 +150,7 @@ CLI::App* add_synth_command(CLI::App* profile) {
   synth->add_option("--position-embedding-type", a->gpt.position_embedding,
                     "gpt: learned_absolute (an s x h table) | rope (no position parameters)")
       ->capture_default_str();
-  synth->add_option("--recompute-granularity", a->gpt.recompute_granularity,
+  synth->add_option("--recompute-granularity", a->recompute_granularity,
                     "gpt: none | selective (attention scores recomputed in backward, not stored: 34 s b h bytes per "
                     "block, as Megatron-LM's selective recompute or flash attention)")
       ->capture_default_str();

@@ -90,7 +90,8 @@ void PlanOptions::add_to(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_option("--microbatch-size,--micro-batch-size", microbatch_size,
                   "Samples per micro-batch b (default: the profile's first batch size); Megatron's --micro-batch-size");
-  cmd->add_flag("--recompute", recompute, "Re-materialise activations (keep only stage inputs)");
+  cmd->add_flag_callback("--recompute", [this] { recompute = Recompute::Full; },
+                         "Re-materialise activations (keep only stage inputs)");
   cmd->add_option("--partition", partition,
                   "uniform | gpipe (least variance of stage cost) | optimal (slowest stage, memory-aware; "
                   "balanced = optimal)")

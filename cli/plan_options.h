@@ -36,7 +36,7 @@ struct PlanOptions {
   std::string offload_fraction;  // --offload-fraction (empty: the plan file's, else 1)
   std::string host_capacity = "error";  // --host-capacity: error | report (over the host memory)
   double microbatch_size = 0;
-  bool recompute = false;
+  Recompute recompute = Recompute::None;  // --recompute: Full (a profile's plans run none or full)
   std::string partition = "optimal";
   int steps = 1;  // set by the command (simulate --steps, run --steps): steps an asynchronous schedule holds
 

@@ -40,7 +40,7 @@ std::string HfSynthArgs::run(const std::vector<double>& batch_sizes, int64_t seq
   if (!format) throw InputError("--dtype: expected bf16, fp16 or fp32, got \"" + dtype + "\"");
   o.dtype = *format;
   o.tensor_parallel = tensor_parallel;
-  o.selective_recompute = !full_activations;
+  o.recompute = full_activations ? Recompute::None : Recompute::Selective;
   o.batch_sizes = batch_sizes;
   Profile p = make_hf_profile(model, spec, o);
   std::string text = profile_to_json(p).dump(1) + "\n";

@@ -124,10 +124,10 @@ class LimitCheck {
 // The stage's StageMemory: from the layers' workspace_bytes when the profile has them,
 // else the stash alone (F charges and holds stash_bytes, R activation_bytes).
 StageMemory stage_memory_of(const Profile& profile, const StageCost& st, double b, bool first, bool last,
-                            bool recompute) {
+                            bool r_ops) {
   if (!profile.has_workspace()) {
     StageMemory m;
-    const int64_t stash = stash_bytes(st, recompute);
+    const int64_t stash = stash_bytes(st, r_ops);
     m.op[static_cast<std::size_t>(OpKind::Forward)] = {stash, stash};
     m.op[static_cast<std::size_t>(OpKind::Recompute)] = {st.activation_bytes, st.activation_bytes};
     m.op[static_cast<std::size_t>(OpKind::BackwardInput)] = {0, -st.freed_at_input_bytes};
@@ -141,7 +141,7 @@ StageMemory stage_memory_of(const Profile& profile, const StageCost& st, double 
                       at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight), at(w.held_for_weight),
                       profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b)});
   }
-  return stage_memory(layers, first, last, recompute);
+  return stage_memory(layers, first, last, r_ops);
 }
 
 }  // namespace
@@ -244,8 +244,8 @@ void fill_stage_cost(const Profile& profile, const PlanStage& ps, double b, doub
   st.activation_bytes = act;
   st.freed_at_input_bytes = act - weight_grad;
   st.parameter_bytes = params;
-  for (bool rc : {false, true}) {
-    st.memory[rc] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), rc);
+  for (bool r_ops : {false, true}) {
+    st.memory[r_ops] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), r_ops);
   }
 }
 
@@ -276,7 +276,7 @@ CostModel build_cost_model(const Profile& profile, const Plan& plan, const Hardw
                  w = t.backward_weight / speed;
     // Whichever backward the schedule runs (B, or I then W), the larger bounds the step.
     limits.add(s, static_cast<std::size_t>(c.stage_position[s]),
-               {f * (plan.recompute ? 2 : 1) + std::max(bw, bi + w), std::max({f, bw, bi, w}), t.activation_bytes,
+               {f * (has_r_ops(plan.recompute) ? 2 : 1) + std::max(bw, bi + w), std::max({f, bw, bi, w}), t.activation_bytes,
                 boundary_bytes_real(profile, ps.first_layer, b), boundary_bytes_real(profile, ps.end_layer, b),
                 t.parameter_bytes, t.workspace_bytes},
                b);

@@ -20,7 +20,7 @@ Product product_of(OpKind kind) {
   return Product::Output;
 }
 
-Needs op_needs(const Op& op, int stages, bool recompute) {
+Needs op_needs(const Op& op, int stages, bool r_ops) {
   Needs n;
   auto add = [&](Product p, int stage) { n.items[n.count++] = Need{p, stage}; };
   const int s = op.stage;
@@ -32,7 +32,7 @@ Needs op_needs(const Op& op, int stages, bool recompute) {
     case OpKind::Backward:
     case OpKind::BackwardInput:
       add(Product::Output, s);
-      if (recompute) add(Product::Recomputed, s);
+      if (r_ops) add(Product::Recomputed, s);
       if (s + 1 < stages) add(Product::InputGradient, s + 1);
       break;
     case OpKind::BackwardWeight: add(Product::InputGradient, s); break;
@@ -64,16 +64,16 @@ OpMemory forward_pass(const std::vector<LayerBytes>& layers, bool stash, int64_t
 
 }  // namespace
 
-StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool last, bool recompute) {
+StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool last, bool r_ops) {
   StageMemory out;
   if (layers.empty()) return out;
   auto at = [&](OpKind k) -> OpMemory& { return out.op[static_cast<std::size_t>(k)]; };
   const int64_t o = layers.back().output;
-  const int64_t kept = recompute && !first ? layers.front().input : 0;
+  const int64_t kept = r_ops && !first ? layers.front().input : 0;
   // F: the forward, then on the last stage the loss (its target and gradient beside the
   // output); the output goes once sent, the loss gradient stays until B or I.
-  OpMemory f = forward_pass(layers, !recompute, kept);
-  const int64_t stash = recompute ? kept : f.held - o;
+  OpMemory f = forward_pass(layers, !r_ops, kept);
+  const int64_t stash = r_ops ? kept : f.held - o;
   at(OpKind::Forward) = {std::max(f.peak, f.held + (last ? 2 * o : 0)), stash + (last ? o : 0)};
   // R: a fresh copy of the stage input (or the data) forward with a stash; nothing sent.
   OpMemory r = forward_pass(layers, true, 0);

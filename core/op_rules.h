@@ -88,7 +88,9 @@ struct Needs {
 };
 
 // What `op` waits for besides its device's order, in a schedule of `stages` stages.
-Needs op_needs(const Op& op, int stages, bool recompute);
+// `r_ops` here and below: the schedule holds R ops (Schedule::r_ops, re-materialisation;
+// a plan's recompute == Recompute::Full, core/recompute.h).
+Needs op_needs(const Op& op, int stages, bool r_ops);
 
 enum class MessageKind : uint8_t { Activation, Gradient };
 
@@ -149,12 +151,12 @@ inline Charge op_charge(OpKind kind) {
 }
 // What F keeps per micro-batch: the activations, or under re-materialisation the input.
 template <class StageCost>
-inline int64_t stash_bytes(const StageCost& c, bool recompute) { return recompute ? c.input_bytes : c.activation_bytes; }
+inline int64_t stash_bytes(const StageCost& c, bool r_ops) { return r_ops ? c.input_bytes : c.activation_bytes; }
 // ... and in bytes: Stash = stash_bytes(), Activations = the stage's activation_bytes.
 template <class StageCost>
-inline int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool recompute) {
+inline int64_t op_charge_bytes(OpKind kind, const StageCost& c, bool r_ops) {
   switch (op_charge(kind)) {
-    case Charge::Stash: return stash_bytes(c, recompute);
+    case Charge::Stash: return stash_bytes(c, r_ops);
     case Charge::Activations: return c.activation_bytes;
     case Charge::Nothing: return 0;
   }
@@ -192,7 +194,7 @@ struct StageMemory {
 };
 // The executor's order of allocations over the stage's layers (exec/runtime/stage_worker.cpp):
 // `first` / `last`: whether the stage is the model's first / last.
-StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool last, bool recompute);
+StageMemory stage_memory(const std::vector<LayerBytes>& layers, bool first, bool last, bool r_ops);
 // The flat gradient copy a replicated position's all-reduce holds (0 when not replicated).
 inline int64_t allreduce_buffer_bytes(int64_t gradient_bytes, int replicas) { return replicas > 1 ? gradient_bytes : 0; }
 
@@ -257,8 +259,8 @@ class ProductTable {
   bool has(Product p, int stage, int mb) const { return done_[index(p, stage, mb)] != 0; }
   void mark(Product p, int stage, int mb) { done_[index(p, stage, mb)] = 1; }
   // Whether every need of `op` is met.
-  bool ready(const Op& op, bool recompute) const {
-    for (const Need& n : op_needs(op, S_, recompute)) {
+  bool ready(const Op& op, bool r_ops) const {
+    for (const Need& n : op_needs(op, S_, r_ops)) {
       if (!has(n.product, n.stage, op.microbatch)) return false;
     }
     return true;

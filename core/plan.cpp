@@ -38,7 +38,8 @@ std::string Plan::schedule_name() const {
 Schedule schedule_for(const Plan& plan, int steps) {
   if (plan.schedule_file.empty()) return make_schedule(plan.schedule_spec(steps));  // generators are valid
   Schedule s = load_schedule_file(plan.schedule_file);
-  if (plan.recompute && !s.recompute) s = with_recompute(std::move(s));
+  const bool r_ops = has_r_ops(plan.recompute);
+  if (r_ops && !s.r_ops) s = with_recompute(std::move(s));
   const std::string where = plan.schedule_file;
   if (s.stages() != static_cast<int>(plan.stages.size())) {
     throw InputError(where, "", "the schedule has " + std::to_string(s.stages()) + " stages but the plan has " +
@@ -48,9 +49,9 @@ Schedule schedule_for(const Plan& plan, int steps) {
     throw InputError(where, "", "the schedule has " + std::to_string(s.microbatches()) +
                                     " micro-batches but the plan has " + std::to_string(plan.microbatches));
   }
-  if (s.recompute != plan.recompute) {
-    throw InputError(where, "", std::string("the schedule ") + (s.recompute ? "re-materialises" : "does not re-materialise") +
-                                    " but the plan " + (plan.recompute ? "does" : "does not"));
+  if (s.r_ops != r_ops) {
+    throw InputError(where, "", std::string("the schedule ") + (s.r_ops ? "re-materialises" : "does not re-materialise") +
+                                    " but the plan " + (r_ops ? "does" : "does not"));
   }
   const std::vector<int> positions = plan.stage_positions();
   const bool placed = std::all_of(plan.stages.begin(), plan.stages.end(), [](const PlanStage& p) { return !p.devices.empty(); });
@@ -186,7 +187,7 @@ Plan plan_from_json(const JsonReader& r) {
                            " micro-batches");
   }
   read_schedule(r, p);
-  p.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
+  p.recompute = recompute_from_r_ops(r.has("recompute") && r["recompute"].as_bool());
   if (r.has("optimizer_step")) read_optimizer_step(r["optimizer_step"], p);
   if (r.has("p2p")) p.p2p = p2p_from_json(r["p2p"]);
   if (r.has("optimizer")) {
@@ -257,7 +258,7 @@ Json plan_to_json(const Plan& p) {
               {"batch_size", p.batch_size},
               {"microbatches", p.microbatches},
               {"schedule", std::move(schedule)},
-              {"recompute", p.recompute},
+              {"recompute", has_r_ops(p.recompute, p.source.empty() ? "recompute" : p.source + ": recompute")},
               {"optimizer", {{"state_bytes_per_parameter_byte", p.optimizer_state_factor}}},
               {"stages", std::move(stages)}};
   if (p.optimizer_step != OptimizerStep::Synchronized) out["optimizer_step"] = to_string(p.optimizer_step);  // default: absent

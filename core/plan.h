@@ -18,6 +18,7 @@
 #include "core/json_reader.h"
 #include "core/offload.h"
 #include "core/p2p.h"
+#include "core/recompute.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -55,7 +56,9 @@ struct Plan {
   // W still needs from I to W; 0: the default of planner/zero_bubble_search.h's
   // zero_bubble_budget: what the device memory leaves, or the count K without memory).
   int64_t activation_budget_bytes = 0;
-  bool recompute = false;
+  // None or Full: a profile's stages re-run whole (core/recompute.h); plan file: "recompute":
+  // true (Full, the schedule's R ops) or false.
+  Recompute recompute = Recompute::None;
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   OptimizerStep optimizer_step = OptimizerStep::Synchronized;  // plan file: "optimizer_step"
   std::optional<P2p> p2p;  // plan file: "p2p" (absent: the hardware's, else overlapped; core/p2p.h)
@@ -75,7 +78,7 @@ struct Plan {
   double microbatch_size() const { return static_cast<double>(batch_size) / microbatches; }
   // `steps`: how many steps the op lists of an asynchronous kind hold (others: 1).
   ScheduleSpec schedule_spec(int steps = 1) const {
-    return {schedule, pipeline_devices(), microbatches, chunks, recompute, max_inflight,
+    return {schedule, pipeline_devices(), microbatches, chunks, has_r_ops(recompute), max_inflight,
             is_asynchronous(schedule) ? steps : 1};
   }
   std::vector<std::pair<int, int>> layer_ranges() const;

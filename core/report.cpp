@@ -155,7 +155,7 @@ Json report_to_json(const StepReport& r) {
               {"microbatches", r.microbatches},
               {"microbatch_size", json_number(r.microbatch_size)},
               {"batch_size", r.batch_size},
-              {"recompute", r.recompute},
+              {"recompute", has_r_ops(r.recompute, "report: recompute")},
               {"memory_limit_bytes", r.memory_limit_bytes},
               {"step_time_ms", ns_to_ms(r.step_ns)},
               {"throughput_samples_per_s", r.throughput_samples_per_s},
@@ -201,7 +201,7 @@ StepReport report_from_json(const JsonReader& r) {
   rep.microbatches = static_cast<int>(r["microbatches"].as_int(1, 1 << 30));
   rep.microbatch_size = r["microbatch_size"].as_double(0.0);
   rep.batch_size = r["batch_size"].as_int(1);
-  rep.recompute = r.has("recompute") ? r["recompute"].as_bool() : false;
+  rep.recompute = recompute_from_r_ops(r.has("recompute") && r["recompute"].as_bool());
   rep.memory_limit_bytes = r.has("memory_limit_bytes") ? r["memory_limit_bytes"].as_int(0) : 0;
   rep.step_ns = ms_to_ns_exact(r["step_time_ms"].as_double(0.0, 1e12));
   rep.throughput_samples_per_s = r["throughput_samples_per_s"].as_double(0.0);
@@ -289,7 +289,7 @@ std::string report_table(const StepReport& r) {
   if (!r.positions.empty() && r.positions[0].hardware_devices.size() > 1) out << ", r = " << r.positions[0].hardware_devices.size();
   if (r.chunks > 1) out << ", v = " << r.chunks;
   out << ", M = " << r.microbatches << ", micro-batch " << r.microbatch_size << " (batch "
-      << r.batch_size << ")" << (r.recompute ? ", re-materialisation on" : "") << "\n";
+      << r.batch_size << ")" << (r.recompute == Recompute::Full ? ", re-materialisation on" : "") << "\n";
   std::snprintf(buf, sizeof buf, "step time %s ms   throughput %.2f samples/s   bubble %.2f%%   ops %lld\n",
                 format_ms(r.step_ns).c_str(), r.throughput_samples_per_s, 100.0 * r.bubble_fraction,
                 static_cast<long long>(r.simulated_ops));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/json_reader.h"
+#include "core/recompute.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -136,7 +137,7 @@ struct StepReport {
   int microbatches = 1;
   double microbatch_size = 1;
   int64_t batch_size = 1;
-  bool recompute = false;
+  Recompute recompute = Recompute::None;  // None or Full (core/recompute.h); JSON: "recompute": true for Full
   int64_t memory_limit_bytes = 0;  // 0 = unbounded
   // Activation offload: the hardware's host memory per device and per node (0 = unbounded).
   int64_t host_memory_limit_bytes = 0, host_node_memory_limit_bytes = 0;

@@ -115,7 +115,7 @@ void check_schedule_spec(const ScheduleSpec& spec) {
                      std::to_string(spec.chunks));
   }
   int64_t per_pair = kind.split_backward ? 3 : 2;
-  if (spec.recompute) ++per_pair;
+  if (spec.r_ops) ++per_pair;
   int64_t ops = per_pair * spec.positions * spec.chunks * static_cast<int64_t>(spec.microbatches) * spec.steps;
   if (ops > kMaxScheduleOps) {
     throw InputError("schedule would hold " + std::to_string(ops) + " ops; the limit is " +
@@ -141,7 +141,7 @@ std::string describe_deadlock(const Schedule& s, const std::vector<std::size_t>&
   for (int d = 0; d < s.positions(); ++d) {
     if (cursor[d] >= s.position_ops[d].size()) continue;
     const Op& op = s.position_ops[d][cursor[d]];
-    for (const Need& n : op_needs(op, s.stages(), s.recompute)) {
+    for (const Need& n : op_needs(op, s.stages(), s.r_ops)) {
       if (done.has(n.product, n.stage, op.microbatch)) continue;
       waits_on[d] = s.stage_position[n.stage];
       why[d] = "device " + std::to_string(d) + " at " + op_name(op) + " waits for stage " + std::to_string(n.stage) +
@@ -218,7 +218,7 @@ void validate_schedule(const Schedule& s, const std::string& source) {
         throw InputError(here + op_name(op) + " runs on device " + std::to_string(d) + " but stage " +
                          std::to_string(op.stage) + " lives on device " + std::to_string(s.stage_position[op.stage]));
       }
-      if (op.kind == OpKind::Recompute && !s.recompute) {
+      if (op.kind == OpKind::Recompute && !s.r_ops) {
         throw InputError(here + op_name(op) + ": an R op in a schedule without re-materialisation");
       }
       if (++at(op.kind, op.stage, op.microbatch) > 1) {
@@ -233,7 +233,7 @@ void validate_schedule(const Schedule& s, const std::string& source) {
         throw InputError(where + op_name({k, st, m}) + " is missing" + why);
       };
       if (!at(OpKind::Forward, st, m)) missing(OpKind::Forward, "");
-      if (s.recompute && !at(OpKind::Recompute, st, m)) missing(OpKind::Recompute, " (re-materialisation is on)");
+      if (s.r_ops && !at(OpKind::Recompute, st, m)) missing(OpKind::Recompute, " (re-materialisation is on)");
       const int b = at(OpKind::Backward, st, m), i = at(OpKind::BackwardInput, st, m), w = at(OpKind::BackwardWeight, st, m);
       if (b && (i || w)) {
         throw InputError(where + op_name({OpKind::Backward, st, m}) + " and a split backward (I/W) of the same " +

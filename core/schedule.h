@@ -7,7 +7,8 @@
 // Megatron's interleaving puts stage s on device s % K, a V-shape puts stages d and
 // 2K-1-d on device d (each kind's facts: core/schedule_kinds.h). Each (stage,
 // micro-batch) runs F, then either B (whole backward) or I then W (split backward),
-// chosen per op; R (recompute) when `recompute` is set.
+// chosen per op; R (recompute) when `r_ops` is set (a plan's recompute == Recompute::Full,
+// core/recompute.h).
 //   Schedule s = make_schedule({ScheduleKind::OneFOneB, 4, 32});
 #pragma once
 
@@ -44,7 +45,7 @@ struct ScheduleSpec {
   int positions = 1;     // pipeline depth K
   int microbatches = 1;  // M
   int chunks = 1;        // v, model chunks per device (interleaved; 2 for zb-v and dualpipev)
-  bool recompute = false;
+  bool r_ops = false;    // R ops present: a plan's recompute == Recompute::Full (core/recompute.h)
   int max_inflight = 0;  // zb-auto: micro-batches alive per device (0: K, 1F1B's first stage)
   int steps = 1;         // pipedream, 2bw: steps the op lists run without a flush (others: 1)
 };
@@ -52,7 +53,9 @@ struct ScheduleSpec {
 struct Schedule {
   std::string name = "custom";                 // "1f1b", "zb-h1", a file's name: for reports only
   int num_microbatches = 1;                    // micro-batches in the op lists: M x steps
-  bool recompute = false;                      // F keeps only the stage input; R(s,m) re-runs it
+  // R ops present (a plan's recompute == Recompute::Full, core/recompute.h): F keeps only
+  // the stage input; R(s,m) re-runs it before the first backward of (s,m).
+  bool r_ops = false;
   WeightUpdate weight_update = WeightUpdate::Flush;
   int steps = 1;                               // training steps the op lists hold (> 1 only without a flush)
   std::vector<int> stage_position;             // model stage -> pipeline position
@@ -86,33 +89,33 @@ struct Schedule {
 // file per family.
 Schedule make_schedule(const ScheduleSpec& spec);
 // core/schedules/gpipe_1f1b.cpp
-Schedule make_gpipe(int devices, int microbatches, bool recompute = false);
-Schedule make_1f1b(int devices, int microbatches, bool recompute = false);
+Schedule make_gpipe(int devices, int microbatches, bool r_ops = false);
+Schedule make_1f1b(int devices, int microbatches, bool r_ops = false);
 // core/schedules/interleaved.cpp: Megatron-LM's interleaved 1F1B.
-Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute = false);
+Schedule make_interleaved(int devices, int microbatches, int chunks, bool r_ops = false);
 // core/schedules/zero_bubble.cpp: the zero-bubble family.
-Schedule make_zb_h1(int devices, int microbatches, bool recompute = false);
-Schedule make_zb_h2(int devices, int microbatches, bool recompute = false);
-Schedule make_zb_v(int devices, int microbatches, bool recompute = false);
+Schedule make_zb_h1(int devices, int microbatches, bool r_ops = false);
+Schedule make_zb_h2(int devices, int microbatches, bool r_ops = false);
+Schedule make_zb_v(int devices, int microbatches, bool r_ops = false);
 // core/schedules/looped.cpp: PyTorch's ScheduleLoopedBFS and ScheduleInterleavedZeroBubble
 // (v chunks per position, stage c K + d on position d); interleaved-zb needs M a multiple
 // of max(1, M / K).
-Schedule make_looped_bfs(int devices, int microbatches, int chunks, bool recompute = false);
-Schedule make_interleaved_zb(int devices, int microbatches, int chunks, bool recompute = false);
+Schedule make_looped_bfs(int devices, int microbatches, int chunks, bool r_ops = false);
+Schedule make_interleaved_zb(int devices, int microbatches, int chunks, bool r_ops = false);
 // core/schedules/v_shape.cpp: the controllable-memory V-shapes (Qi et al., NeurIPS 2024).
-Schedule make_v_min(int devices, int microbatches, bool recompute = false);
-Schedule make_v_half(int devices, int microbatches, bool recompute = false);
-Schedule make_v_zb(int devices, int microbatches, bool recompute = false);
+Schedule make_v_min(int devices, int microbatches, bool r_ops = false);
+Schedule make_v_half(int devices, int microbatches, bool r_ops = false);
+Schedule make_v_zb(int devices, int microbatches, bool r_ops = false);
 // core/schedules/dualpipe.cpp: DeepSeek's DualPipeV.
-Schedule make_dualpipev(int devices, int microbatches, bool recompute = false);
+Schedule make_dualpipev(int devices, int microbatches, bool r_ops = false);
 // zb-auto's constructive order with unit times (F = I = W, free hops); the planner's
 // search_zero_bubble (planner/zero_bubble_search.h) improves it with the plan's costs.
-Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool recompute = false);
+Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool r_ops = false);
 // core/schedules/async.cpp: PipeDream's 1F1B over `steps` x M micro-batches without a
 // flush, with weight stashing, and PipeDream-2BW's (the same order, double-buffered
 // weights; needs M >= K so that two versions suffice).
-Schedule make_pipedream(int devices, int microbatches, int steps, bool recompute = false);
-Schedule make_2bw(int devices, int microbatches, int steps, bool recompute = false);
+Schedule make_pipedream(int devices, int microbatches, int steps, bool r_ops = false);
+Schedule make_2bw(int devices, int microbatches, int steps, bool r_ops = false);
 // Steps an asynchronous plan is evaluated over by the planner and the GUI: the first
 // fills the pipeline, the second is steady, the last drains (core/report.h set_step_ends).
 inline constexpr int kAsyncEvaluationSteps = 3;

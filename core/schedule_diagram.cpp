@@ -24,7 +24,7 @@ std::string schedule_diagram(const Schedule& s) {
   detail::walk_in_dependency_order(s, "", [&](int d, std::size_t i) {
     const Op& op = s.position_ops[d][i];
     int64_t t = device_free[d];
-    for (const Need& n : op_needs(op, S, s.recompute)) t = std::max(t, end_ref(n.product, n.stage, op.microbatch));
+    for (const Need& n : op_needs(op, S, s.r_ops)) t = std::max(t, end_ref(n.product, n.stage, op.microbatch));
     start[d][i] = t;
     device_free[d] = t + slots(op.kind);
     end_ref(product_of(op.kind), op.stage, op.microbatch) = device_free[d];

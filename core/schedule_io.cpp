@@ -102,7 +102,7 @@ Json schedule_to_json(const Schedule& schedule) {
   const ScheduleKeys& keys = kScheduleKeys[kScheduleFileVersion];
   Json out = {{"format", "pipescope.schedule"}, {"version", kScheduleFileVersion},
               {"name", schedule.name},          {keys.positions, schedule.positions()},
-              {"microbatches", schedule.num_microbatches}, {"recompute", schedule.recompute},
+              {"microbatches", schedule.num_microbatches}, {"recompute", schedule.r_ops},
               {keys.stage_position, schedule.stage_position},     {keys.position_ops, std::move(ops)}};
   if (schedule.asynchronous()) {  // flushed schedules keep the keys out: files stay as they were
     out["weight_update"] = to_string(schedule.weight_update);
@@ -149,7 +149,7 @@ Schedule schedule_from_json(const JsonReader& r) {
   s.name = r.has("name") ? r["name"].as_string() : base_name(r.source());
   const int K = static_cast<int>(r[keys.positions].as_int(1, kMaxDevices));
   s.num_microbatches = static_cast<int>(r["microbatches"].as_int(1, kMaxScheduleOps));
-  s.recompute = r["recompute"].as_bool();
+  s.r_ops = r["recompute"].as_bool();
   if (r.has("weight_update")) s.weight_update = weight_update_from_json(r["weight_update"]);
   if (r.has("steps")) s.steps = static_cast<int>(r["steps"].as_int(1, s.num_microbatches));
   JsonReader map = r[keys.stage_position];
@@ -423,7 +423,7 @@ Schedule schedule_from_csv(const std::string& text, const std::string& source) {
 
 std::string schedule_to_csv(const Schedule& schedule) {
   const std::string where = "schedule \"" + schedule.name + "\": ";
-  if (schedule.recompute) {
+  if (schedule.r_ops) {
     throw InputError(where + "re-materialisation (R ops) cannot be expressed in PyTorch's CSV; write JSON instead");
   }
   if (schedule.asynchronous()) {

@@ -31,7 +31,7 @@ void walk_in_dependency_order(const Schedule& s, const std::string& source, Visi
     bool progress = false;
     for (int d = 0; d < s.positions(); ++d) {
       const auto& ops = s.position_ops[d];
-      while (cursor[d] < ops.size() && done.ready(ops[cursor[d]], s.recompute)) {
+      while (cursor[d] < ops.size() && done.ready(ops[cursor[d]], s.r_ops)) {
         const Op& op = ops[cursor[d]];
         visit(d, cursor[d]);
         done.mark(product_of(op.kind), op.stage, op.microbatch);

@@ -85,7 +85,7 @@ std::vector<FrontierRow> frontier_table(const FrontierSetting& setting) {
   if (setting.host_link) q.hardware.host_link = setting.host_link;
   q.devices = setting.stages;
   q.batch = setting.batch;
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   q.consider_offload = false;  // each row names its offload
   q.threads = 1;
   if (!q.hardware.host_link) {

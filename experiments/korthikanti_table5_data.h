@@ -46,7 +46,7 @@ inline constexpr std::array<KorthikantiModel, 4> kKorthikantiModels{{
 struct KorthikantiLayerRow {
   const char* experiment;
   bool sequence_parallel;
-  int recompute;  // 0 none, 1 selective, 2 full (llm/layout.h's Recompute order)
+  int recompute;  // 0 none, 1 selective, 2 full (core/recompute.h's Recompute order)
   double forward_ms, backward_ms;
 };
 

@@ -51,7 +51,7 @@ void run(const uint8_t* h, std::string_view rest) {
     c.microbatches = 1 + h[1] % 16;
     c.schedule = schedule_kinds()[h[2] % schedule_kinds().size()];  // V-shapes take their 2 chunks
     c.chunks = c.schedule == ScheduleKind::Interleaved ? 1 + h[3] % 3 : 1;
-    c.recompute = h[4] & 1;
+    c.recompute = recompute_from_r_ops(h[4] & 1);
     c.partition = (h[4] & 2) ? PartitionKind::Uniform : PartitionKind::Optimal;
     c.microbatch_size = h[5] % 17;  // 0: the profile's first batch size
     MadePlan made = make_plan(profile, c);

@@ -46,7 +46,7 @@ struct PlanShape {
   int64_t sequence = 0;                   // from the layer specs; 0 when unknown
   std::optional<ScheduleKind> schedule;   // nullopt: a schedule file (no framework class runs it)
   std::string schedule_name;              // as printed: to_string(schedule), or "file:NAME"
-  bool recompute = false;
+  Recompute recompute = Recompute::None;  // the plan's: None or Full (R ops: each stage keeps its input)
   std::optional<Dtype> dtype;              // the profile's, when it names one of Dtype's
   P2p p2p = P2p::Overlapped;              // the plan's (core/p2p.h; absent: overlapped)
   std::vector<std::pair<int, int>> ranges;  // per stage, model order: layers [first, end)

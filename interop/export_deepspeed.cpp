@@ -125,7 +125,7 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
   for (const auto& r : s.ranges) most = std::max(most, r.second - r.first);
   if (s.layout) check_layout(*s.layout);
   // A layout's full recompute keeps each layer's input: one layer per checkpoint.
-  const int checkpoint_interval = s.layout ? (s.layout->recompute == Recompute::Full ? 1 : 0) : s.recompute ? most : 0;
+  const int checkpoint_interval = s.layout ? (s.layout->recompute == Recompute::Full ? 1 : 0) : s.recompute == Recompute::Full ? most : 0;
   Json config = {{"train_batch_size", s.global_batch},
                  {"train_micro_batch_size_per_gpu", s.microbatch_size},
                  {"gradient_accumulation_steps", s.microbatches}};

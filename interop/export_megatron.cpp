@@ -230,7 +230,7 @@ ExportResult export_megatron(const PlanShape& s) {
   if (s.p2p == P2p::Blocking && interleaved) f.emplace_back("--no-overlap-p2p-communication", "");
   if (s.layout) {
     layout_flags(*s.layout, f);
-  } else if (s.recompute) {
+  } else if (s.recompute == Recompute::Full) {
     // Each stage keeps only its input: one recompute unit as large as its largest stage.
     f.emplace_back("--recompute-granularity", "full");
     f.emplace_back("--recompute-method", "uniform");

@@ -81,7 +81,7 @@ void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profil
     why += " decoder layers";
     refuse_layout("layers_per_chunk", why);
   }
-  if (plan.recompute && l.recompute != Recompute::Full) {
+  if (plan.recompute == Recompute::Full && l.recompute != Recompute::Full) {
     std::string why = "\"";
     why += to_string(l.recompute);
     why += "\", but the plan re-materialises every stage (\"recompute\": true); say \"full\"";

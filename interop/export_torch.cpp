@@ -233,7 +233,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
      << "SCHEDULE_CLASS = \"" << runtime << "\"  # pipescope schedule \"" << s.schedule_name << "\"\n"
      << "SPLIT_POINTS = " << py_list(splits) << "  # first module of stages 1.." << s.stages() - 1 << "\n"
      << "STAGE_RANKS = " << py_ints(s.stage_position) << "  # pipeline rank of each stage\n"
-     << "RECOMPUTE = " << (s.recompute ? "True" : "False") << "  # keep only each stage's input for backward\n";
+     << "RECOMPUTE = " << (s.recompute == Recompute::Full ? "True" : "False") << "  # keep only each stage's input for backward\n";
   Json layout_json = Json::object();
   if (s.layout) py << layout_constants(s, layout_json);
   if (row == nullptr) {
@@ -260,7 +260,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
      << "                      \"pipeline_size\": PIPELINE_SIZE, \"data_parallel_size\": DATA_PARALLEL_SIZE}))\n";
   Json json = {{"target", "torch"},          {"version", kTorchVersion},       {"schedule_class", runtime},
                {"split_points", splits},     {"stage_ranks", s.stage_position}, {"n_microbatches", s.microbatches},
-               {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute}};
+               {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute == Recompute::Full}};
   if (row == nullptr) json["schedule_csv"] = s.torch_csv;
   if (s.layout) {
     json.update(layout_json);

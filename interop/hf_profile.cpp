@@ -54,7 +54,7 @@ ParallelLayout hf_profile_layout(const HfProfileOptions& o, int micro_batch) {
   ParallelLayout l;
   l.t = o.tensor_parallel;
   l.sequence_parallel = o.tensor_parallel > 1;
-  l.recompute = o.selective_recompute ? Recompute::Selective : Recompute::None;
+  l.recompute = o.recompute;
   l.micro_batch = micro_batch;
   return l;
 }
@@ -71,6 +71,10 @@ Profile make_hf_profile(const HfModel& m, const GpuModel& file_gpu, const HfProf
   check_divides(t, shape.ffn_hidden, "intermediate_size");
   check_divides(t, shape.vocabulary, "vocab_size");
   if (o.sequence < 1 || o.sequence > (int64_t{1} << 22)) throw InputError("--seq: expected 1 to 4194304");
+  if (o.recompute == Recompute::Full) {
+    throw InputError("hf profile: recompute full re-runs whole stages, which a plan says (simulate --recompute); "
+                     "the profile's layers keep selective or none");
+  }
   shape.sequence = static_cast<int>(o.sequence);
   if (dtype_bytes(o.dtype) != 2) {
     throw InputError("--dtype: expected bf16 or fp16 with --hf-config (the cost model counts 2-byte activations and "
@@ -203,8 +207,8 @@ std::optional<HfProfileJob> hf_profile_job(const Profile& profile, std::string* 
       try {
         const GpuModel gpu = load_gpu_model(file.string());
         if (gpu.node.memory_bytes != profile.device_memory_bytes) continue;
-        for (bool selective : {true, false}) {
-          job.options.selective_recompute = selective;
+        for (Recompute recompute : {Recompute::Selective, Recompute::None}) {
+          job.options.recompute = recompute;
           if (profile_to_json(make_hf_profile(job.model, gpu, job.options)) == want) {
             job.gpu = file.stem().string();
             job.gpu_model = gpu;

@@ -31,7 +31,9 @@ struct HfProfileOptions {
   int64_t sequence = 4096;
   Dtype dtype = Dtype::Bf16;        // bf16 | fp16 (the GPU file's peak for it); 2-byte activations
   int tensor_parallel = 1;          // t GPUs per pipescope device, with sequence parallelism
-  bool selective_recompute = true;  // Megatron's selective recompute: the attention core rerun in I, its scores not kept
+  // Megatron's selective recompute (the attention core rerun in I, its scores not kept), or
+  // none (--no-selective-recompute); full is a plan's (whole stages), refused here.
+  Recompute recompute = Recompute::Selective;
   std::vector<double> batch_sizes = {1, 2, 4, 8};  // whole samples
 };
 
@@ -56,7 +58,7 @@ struct HfProfileJob {
   HfModel model;             // the shape the specs state; vocabulary as the config has it (unpadded)
   std::string gpu;           // the GPU file's name: <gpu>.json in $PIPESCOPE_GPU_DIR or profiles/gpus/
   GpuModel gpu_model;        // that file, read
-  HfProfileOptions options;  // sequence, dtype, t, selective recompute, batch sizes
+  HfProfileOptions options;  // sequence, dtype, t, recompute (selective or none), batch sizes
 };
 
 // The job, when `profile` is, number for number, what make_hf_profile writes for a GPU

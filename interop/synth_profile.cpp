@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "core/error.h"
 #include "core/plan.h"
@@ -32,6 +33,11 @@ int64_t to_bytes(double v, const char* what) {
   return static_cast<int64_t>(v);
 }
 
+InputError granularity_refused(const std::string& name) {
+  return InputError("--recompute-granularity: expected none or selective (whole stages: simulate --recompute), got \"" +
+                    name + "\"");
+}
+
 void check_layers(int layers) {
   if (layers < 1 || layers > kMaxProfileLayers) {
     throw InputError("--layers: expected 1 to " + std::to_string(kMaxProfileLayers) + ", got " +
@@ -40,6 +46,12 @@ void check_layers(int layers) {
 }
 
 }  // namespace
+
+Recompute parse_recompute_granularity(const std::string& name) {
+  const std::optional<Recompute> r = recompute_from_name(name);
+  if (!r || *r == Recompute::Full) throw granularity_refused(name);
+  return *r;
+}
 
 namespace {
 
@@ -56,10 +68,7 @@ void check_gpt_spec(const GptSpec& g) {
   if (g.position_embedding != "learned_absolute" && g.position_embedding != "rope") {
     throw InputError("--position-embedding-type: expected learned_absolute or rope, got \"" + g.position_embedding + "\"");
   }
-  if (g.recompute_granularity != "none" && g.recompute_granularity != "selective") {
-    throw InputError("--recompute-granularity: expected none or selective (whole stages: simulate --recompute), got \"" +
-                     g.recompute_granularity + "\"");
-  }
+  if (g.recompute == Recompute::Full) throw granularity_refused(to_string(g.recompute));
   if (!(g.embedding_dropout >= 0 && g.embedding_dropout < 1)) {
     throw InputError("--embedding-dropout: expected a probability in [0, 1)");
   }
@@ -71,7 +80,7 @@ struct GptContext {
   explicit GptContext(const GptSpec& spec)
       : g(spec), shape(gpt_shape(spec)), flops_per_ms(spec.peak_tflops * 1e12 * spec.efficiency / 1e3) {
     one.micro_batch = 1;
-    one.recompute = spec.recompute_granularity == "selective" ? Recompute::Selective : Recompute::None;
+    one.recompute = spec.recompute;
   }
   double ms(double flops) const { return flops / flops_per_ms; }
   double hidden_bytes(double b) const { return 2 * b * shape.sequence * shape.hidden; }  // bf16 hidden state
@@ -125,7 +134,7 @@ LayerProfile gpt_block(const GptContext& c, int l) {
     blk.output_bytes.push_back(c.hidden_bytes(b));
   }
   Json blk_spec = decoder_layer_spec(c.shape, "transformer_block");  // llm/profile_layers.h reads it back
-  if (c.one.recompute == Recompute::Selective) blk_spec["recompute_granularity"] = g.recompute_granularity;
+  if (c.one.recompute == Recompute::Selective) blk_spec["recompute_granularity"] = to_string(c.one.recompute);
   add_spec(blk, blk_spec);
   blk.optimizer_ms = adam_step_ms(blk.parameter_bytes, g.memory_gb_per_s);
   return blk;

@@ -41,7 +41,7 @@ struct GptSpec {
   std::vector<double> batch_sizes = {1, 2, 4, 8};
   bool bias_linear = true;                 // false: --disable-bias-linear
   std::string position_embedding = "learned_absolute";  // or "rope" (no position table)
-  std::string recompute_granularity = "none";            // or "selective"
+  Recompute recompute = Recompute::None;  // --recompute-granularity: none or selective (full: a plan's, whole stages)
   double embedding_dropout = 0;            // > 0: the embedding keeps its dropout mask
 };
 
@@ -67,6 +67,11 @@ struct UniformSpec {
 // static bytes count them); memory-bound, so bytes / bandwidth (a fused kernel streams
 // at about the peak: no efficiency factor).
 double adam_step_ms(int64_t parameter_bytes, double gb_per_s);
+
+// --recompute-granularity's value for a GPT profile: none or selective (core/recompute.h's
+// names); full, or any other word, throws InputError naming the flag (whole stages re-run
+// by a plan: simulate --recompute).
+Recompute parse_recompute_granularity(const std::string& name);
 
 // The spec as the one shape type (the vocabulary as given: no padding).
 TransformerShape gpt_shape(const GptSpec& spec);

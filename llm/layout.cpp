@@ -21,22 +21,6 @@ std::optional<Sharding> sharding_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-std::string to_string(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
-  }
-  return "none";
-}
-
-std::optional<Recompute> recompute_from_name(const std::string& name) {
-  if (name == "none") return Recompute::None;
-  if (name == "selective") return Recompute::Selective;
-  if (name == "full") return Recompute::Full;
-  return std::nullopt;
-}
-
 std::string to_string(PrecisionRecipe recipe) {
   switch (recipe) {
     case PrecisionRecipe::Bf16Mixed: return "bf16-mixed";

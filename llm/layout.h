@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/recompute.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -64,11 +65,6 @@ enum class Sharding : uint8_t {
 std::string to_string(Sharding sharding);  // "none", "distributed-optimizer", "zero-2", "zero-3"
 std::optional<Sharding> sharding_from_name(const std::string& name);  // also "zero-1"
 
-// Megatron's --recompute-granularity (full recomputes each layer from its input).
-enum class Recompute : uint8_t { None, Selective, Full };
-std::string to_string(Recompute recompute);  // "none", "selective", "full"
-std::optional<Recompute> recompute_from_name(const std::string& name);
-
 // Bytes kept per parameter: the weights as the model holds them, the gradients as
 // they are accumulated and reduced, and the optimizer's state (Adam: master weights,
 // m and v). Megatron's --bf16 default is 2 + 4 + 12 = 18.
@@ -97,7 +93,7 @@ struct ParallelLayout {
   int p = 1;
   int v = 1;
   Sharding sharding = Sharding::None;
-  Recompute recompute = Recompute::None;
+  Recompute recompute = Recompute::None;  // --recompute-granularity (core/recompute.h; full: each layer from its input)
   int micro_batch = 1;                 // b, --micro-batch-size
   int microbatches = 1;                // M per pipeline per step: global batch = b * M * d
   std::vector<int> layers_per_chunk;   // empty: L / (p v) each; else p * v entries, in pipeline order

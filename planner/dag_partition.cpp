@@ -65,7 +65,7 @@ class LatticeSearch {
       : c_(c), lat_(lat), sums_(ideal_sums(c, lat)), n_(lat.size()), S_(c.stages()) {
     memory_ = c.memory_limit() > 0;
     for (int s = 0; s < S_; ++s) {
-      const int terms = memory_ ? (c.recompute() ? static_cast<int>(c.terms(s).size()) : 1) : 0;
+      const int terms = memory_ ? (c.r_ops() ? static_cast<int>(c.terms(s).size()) : 1) : 0;
       if (1 + terms > kMaxKeys) throw std::logic_error("dag partition: too many memory terms");
     }
     arg_.assign(static_cast<std::size_t>(S_) * n_, -1);
@@ -204,7 +204,7 @@ class LatticeSearch {
 
   int key_count(int s) const {
     if (!memory_) return 0;
-    return c_.recompute() ? static_cast<int>(c_.terms(s).size()) : 1;
+    return c_.r_ops() ? static_cast<int>(c_.terms(s).size()) : 1;
   }
   int64_t factor(int s) const {
     int64_t f = 0;
@@ -217,7 +217,7 @@ class LatticeSearch {
     p.from = d;
     p.key[0] = own_key_[static_cast<std::size_t>(s) * n_ + d];
     if (memory_) {
-      if (!c_.recompute()) {
+      if (!c_.r_ops()) {
         p.key[1] = sums_.stat[d] + factor(s) * sums_.act[d];
       } else {
         int k = 1;
@@ -232,7 +232,7 @@ class LatticeSearch {
     p.key[0] = need_base_[static_cast<std::size_t>(s) * n_ + d] - T;
     if (memory_) {
       const int64_t limit = c_.memory_limit();
-      if (!c_.recompute()) {
+      if (!c_.r_ops()) {
         p.key[1] = sums_.stat[d] + factor(s) * sums_.act[d] - limit;
       } else {
         int k = 1;

@@ -55,7 +55,7 @@ class DagStageCosts {
   int64_t stage_constant_ns(int s) const { return allreduce_latency_ns_[s]; }
   int64_t send_next_ns(int s, int64_t bytes) const;  // 0 when s + 1 shares s's device or s is last
   int64_t receive_prev_ns(int s, int64_t bytes) const;
-  bool recompute() const { return recompute_; }
+  bool r_ops() const { return r_ops_; }  // the schedule's R ops (Schedule::r_ops)
   // Every stage time is a multiple of this (the gcd of layer times when links are free
   // and all-reduces absent; else 1): a lower bound rounds up to it.
   int64_t granularity() const;
@@ -63,7 +63,7 @@ class DagStageCosts {
 
  private:
   int L_, S_;
-  bool recompute_, constrain_;
+  bool r_ops_, constrain_;  // r_ops_: the schedule holds R ops (Schedule::r_ops)
   int64_t limit_;
   std::vector<std::pair<int, int>> edges_;
   std::vector<double> forward_ms_, backward_ms_;

@@ -17,7 +17,7 @@ DagStageCosts::DagStageCosts(const Profile& profile, const Hardware& hardware, c
                              const StageModelSpec& spec, const StageModel& model)
     : L_(profile.num_layers()),
       S_(schedule.stages()),
-      recompute_(schedule.recompute),
+      r_ops_(schedule.r_ops),
       constrain_(spec.constrain_memory && schedule.stages() == schedule.positions() && hardware.memory_bytes > 0),
       limit_(hardware.memory_bytes),
       edges_(profile.graph_edges()) {
@@ -62,7 +62,7 @@ int64_t DagStageCosts::compute_ns(int s, int l) const {
   const double speed = speed_[s];
   const int64_t fwd = ms_to_ns(speed == 1.0 ? forward_ms_[l] : forward_ms_[l] / speed);
   const int64_t bwd = ms_to_ns(speed == 1.0 ? backward_ms_[l] : backward_ms_[l] / speed);
-  return fwd * (recompute_ ? 2 : 1) + bwd + allreduce_busy_[static_cast<std::size_t>(s) * L_ + l];
+  return fwd * (r_ops_ ? 2 : 1) + bwd + allreduce_busy_[static_cast<std::size_t>(s) * L_ + l];
 }
 
 int64_t DagStageCosts::granularity() const {
@@ -107,7 +107,7 @@ int64_t DagStageCosts::memory_bytes(int s, const std::vector<uint8_t>& before, c
     stat += static_[l];
     act += activation_[l];
   }
-  const int64_t stash = recompute_ ? cut_bytes(before) : act;
+  const int64_t stash = r_ops_ ? cut_bytes(before) : act;
   int64_t peak = 0;
   for (auto [a, c] : terms_[s]) peak = std::max(peak, a * stash + c * act);
   return stat + peak;

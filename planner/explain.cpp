@@ -225,7 +225,7 @@ Json candidate_to_json(const Candidate& c, int64_t batch) {
           {"microbatch_size", c.microbatch_size(batch)},
           {"schedule", to_string(c.schedule)},
           {"chunks", c.chunks},
-          {"recompute", c.recompute},
+          {"recompute", has_r_ops(c.recompute)},
           {"step_ms", json_number(static_cast<double>(c.step_ns) / 1e6)},
           {"throughput_samples_per_s", json_number(c.throughput_samples_per_s)},
           {"bubble_fraction", json_number(c.bubble_fraction)},
@@ -275,7 +275,7 @@ std::string candidates_csv(const SearchResult& r, int64_t batch) {
          "stage_peak_memory_bytes,stage_replicas,placement\n";
   for (const Candidate& c : r.candidates) {
     out << c.index << ',' << to_string(c.schedule) << ',' << c.chunks << ',' << c.stages << ',' << c.replicas << ','
-        << c.microbatches << ',' << json_number(c.microbatch_size(batch)).dump() << ',' << (c.recompute ? 1 : 0) << ','
+        << c.microbatches << ',' << json_number(c.microbatch_size(batch)).dump() << ',' << (has_r_ops(c.recompute) ? 1 : 0) << ','
         << json_number(static_cast<double>(c.step_ns) / 1e6).dump() << ','
         << json_number(c.throughput_samples_per_s).dump() << ',' << json_number(c.bubble_fraction).dump() << ','
         << json_number(static_cast<double>(c.slowest_stage_ns) / 1e6).dump() << ',' << c.peak_bytes << ','

@@ -31,19 +31,19 @@ LayerRanges uniform_partition(int layers, int stages) {
 
 namespace {
 
-std::vector<double> layer_cost_prefix(const Profile& profile, double b, bool recompute) {
+std::vector<double> layer_cost_prefix(const Profile& profile, double b, bool r_ops) {
   const int L = profile.num_layers();
   std::vector<double> prefix(static_cast<std::size_t>(L) + 1, 0.0);
   for (int l = 0; l < L; ++l) {
     const double f = profile.forward_ms(l, b);
-    prefix[l + 1] = prefix[l] + f * (recompute ? 2.0 : 1.0) + profile.backward_ms(l, b);
+    prefix[l + 1] = prefix[l] + f * (r_ops ? 2.0 : 1.0) + profile.backward_ms(l, b);
   }
   return prefix;
 }
 
 }  // namespace
 
-LayerRanges gpipe_partition(const Profile& profile, int stages, double b, bool recompute) {
+LayerRanges gpipe_partition(const Profile& profile, int stages, double b, bool r_ops) {
   const int L = profile.num_layers();
   check_stage_count(L, stages);
   // The dynamic programme below takes about stages x L^2 / 2 steps; past a few
@@ -54,7 +54,7 @@ LayerRanges gpipe_partition(const Profile& profile, int stages, double b, bool r
                      std::to_string(stages) + " stages is beyond the gpipe partitioner's limit "
                      "(stages x layers^2 / 2 <= 4e9 steps); use --partition optimal or uniform");
   }
-  const std::vector<double> prefix = layer_cost_prefix(profile, b, recompute);
+  const std::vector<double> prefix = layer_cost_prefix(profile, b, r_ops);
   // best[k][j]: least sum of squared stage costs cutting [0, j) into k stages.
   const double inf = std::numeric_limits<double>::infinity();
   const std::size_t W = static_cast<std::size_t>(L) + 1;
@@ -85,13 +85,13 @@ LayerRanges gpipe_partition(const Profile& profile, int stages, double b, bool r
   return out;
 }
 
-LayerRanges balanced_partition(const Profile& profile, int stages, double b, bool recompute) {
+LayerRanges balanced_partition(const Profile& profile, int stages, double b, bool r_ops) {
   const int L = profile.num_layers();
   check_stage_count(L, stages);
   std::vector<int64_t> prefix(static_cast<std::size_t>(L) + 1, 0);
   for (int l = 0; l < L; ++l) {
     const double f = profile.forward_ms(l, b);
-    prefix[l + 1] = prefix[l] + ms_to_ns(f * (recompute ? 2.0 : 1.0) + profile.backward_ms(l, b));
+    prefix[l + 1] = prefix[l] + ms_to_ns(f * (r_ops ? 2.0 : 1.0) + profile.backward_ms(l, b));
   }
   auto time = [&](int, int i, int j) { return prefix[j] - prefix[i]; };
   return min_max_partition(L, stages, time, time).ranges;

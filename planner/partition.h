@@ -26,10 +26,12 @@ using LayerRanges = std::vector<std::pair<int, int>>;
 inline constexpr int64_t kInfeasible = std::numeric_limits<int64_t>::max();
 
 LayerRanges uniform_partition(int layers, int stages);
-LayerRanges gpipe_partition(const Profile& profile, int stages, double microbatch_size, bool recompute);
+// `r_ops`: the schedule's R ops (Schedule::r_ops, a plan's recompute == Recompute::Full)
+// run each forward twice.
+LayerRanges gpipe_partition(const Profile& profile, int stages, double microbatch_size, bool r_ops);
 // Time-only optimal partition with free communication and equal devices.
 LayerRanges balanced_partition(const Profile& profile, int stages, double microbatch_size,
-                               bool recompute);
+                               bool r_ops);
 
 // Throws InputError unless 1 <= stages <= layers.
 void check_stage_count(int layers, int stages);

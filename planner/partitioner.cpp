@@ -53,7 +53,7 @@ LayerRanges cut_in_order(const Profile& profile, const Hardware& hardware, const
   switch (kind) {
     case PartitionKind::Uniform: return uniform_partition(profile.num_layers(), S);
     case PartitionKind::GPipe:
-      return gpipe_partition(profile, S, spec.microbatch_size / spec.replicas, schedule.recompute);
+      return gpipe_partition(profile, S, spec.microbatch_size / spec.replicas, schedule.r_ops);
     case PartitionKind::Optimal: break;
   }
   return optimal_cut(StageModel(profile, hardware, schedule, spec));

@@ -52,7 +52,7 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
       throw InputError(c.schedule_file + ": " + std::to_string(file.stages()) + " stages on " +
                        std::to_string(file.positions()) + " devices: every device must hold as many stages");
     }
-    c.recompute = c.recompute || file.recompute;
+    if (file.r_ops) c.recompute = Recompute::Full;
   }
   if (c.stages < 1 || c.stages > kMaxDevices) {
     throw InputError("--stages: expected 1 to " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.stages));
@@ -72,6 +72,7 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
                      " take more than 1 chunk");
   }
   if (c.replicas < 1) throw InputError("--replicas: expected at least 1, got " + std::to_string(c.replicas));
+  has_r_ops(c.recompute, "--recompute");  // refuses selective by name
   Plan plan;
   plan.profile = c.profile_path;
   double b = c.microbatch_size > 0 ? c.microbatch_size : profile.batch_sizes.front();

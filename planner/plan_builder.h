@@ -26,7 +26,7 @@ struct PlanChoice {
   int chunks = 1;
   int max_inflight = 0;           // zb-auto's cap (0: K)
   int64_t activation_budget_bytes = 0;  // zb-auto's byte budget per position (0: the default)
-  bool recompute = false;
+  Recompute recompute = Recompute::None;  // None or Full (core/recompute.h)
   int replicas = 1;               // r devices per position
   PartitionKind partition = PartitionKind::Optimal;  // parsed at the edges (parse_partition_kind)
   double optimizer_state_factor = kDefaultOptimizerStateFactor;

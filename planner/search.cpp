@@ -30,11 +30,14 @@
 
 namespace pipescope {
 
-RecomputeMode parse_recompute_mode(const std::string& text) {
-  if (text == "auto") return RecomputeMode::Auto;
-  if (text == "on") return RecomputeMode::On;
-  if (text == "off") return RecomputeMode::Off;
-  throw InputError("--recompute: expected auto, on or off, got \"" + text + "\"");
+std::vector<Recompute> parse_recompute_choices(const std::string& text) {
+  if (text == "auto") return {Recompute::None, Recompute::Full};
+  if (text == "on") return {Recompute::Full};  // the names before core/recompute.h, kept for scripts
+  if (text == "off") return {Recompute::None};
+  const std::optional<Recompute> one = recompute_from_name(text);
+  if (!one) throw InputError("--recompute: expected auto, none, full (or on, off), got \"" + text + "\"");
+  has_r_ops(*one, "--recompute");  // refuses selective by name
+  return {*one};
 }
 
 Objective parse_objective(const std::string& text) {
@@ -65,7 +68,7 @@ std::string Candidate::label() const {
   if (stage_replicas.empty()) out << replicas;
   for (std::size_t p = 0; p < stage_replicas.size(); ++p) out << (p ? "," : "") << stage_replicas[p];
   out << " M=" << microbatches;
-  if (recompute) out << " recompute";
+  if (recompute == Recompute::Full) out << " recompute";
   if (offload_chosen) out << " offload=" << to_string(plan.offload.policy);
   if (!placement.empty()) out << " " << placement;
   return out.str();
@@ -81,6 +84,8 @@ void check_request(const SearchRequest& q) {
                                                        std::to_string(q.hardware.devices) + " devices of " + q.hardware.name);
   }
   if (q.schedules.empty()) throw InputError("--schedules: expected at least one schedule");
+  if (q.recomputes.empty()) throw InputError("--recompute: expected at least one of none, full");
+  for (Recompute rc : q.recomputes) has_r_ops(rc, "--recompute");  // refuses selective by name
   if (q.max_stages < 0) throw InputError("--max-stages: expected at least 1, got " + std::to_string(q.max_stages));
   if (q.stages != 0) {
     const std::string pin = "--pipeline-model-parallel-size " + std::to_string(q.stages);
@@ -120,9 +125,6 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
   const int L = q.profile.num_layers();
   const int D = q.devices;
   const int max_k = std::min({D, L, q.max_stages > 0 ? q.max_stages : D});
-  std::vector<bool> recompute_options;
-  if (q.recompute != RecomputeMode::On) recompute_options.push_back(false);
-  if (q.recompute != RecomputeMode::Off) recompute_options.push_back(true);
   std::vector<Candidate> out;
   for (int K = 1; K <= max_k; ++K) {
     if (D % K || (q.stages > 0 && K != q.stages)) continue;
@@ -149,7 +151,7 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
         }
         for (int v : chunk_options) {
           if (static_cast<int64_t>(K) * v * M * 4 > kMaxScheduleOps) continue;
-          for (bool rc : recompute_options) {
+          for (Recompute rc : q.recomputes) {
             Candidate c;
             c.index = static_cast<int>(out.size());
             c.stages = K;
@@ -194,7 +196,7 @@ int64_t any_cut_step_bound_ns(const SearchRequest& q, const Profile& profile, co
     double least = std::numeric_limits<double>::max();
     for (int r = 1; r <= q.devices; ++r) {
       const double x = b / r, f = profile.forward_ms(l, x);
-      least = std::min(least, r * (f * (c.recompute ? 2 : 1) + profile.backward_input_ms(l, x) + profile.backward_weight_ms(l, x)));
+      least = std::min(least, r * (f * (has_r_ops(c.recompute) ? 2 : 1) + profile.backward_input_ms(l, x) + profile.backward_weight_ms(l, x)));
     }
     total += least;  // may be negative where the profile extrapolates below its sizes, as in the cost model
   }

@@ -19,6 +19,7 @@
 #include "core/json_reader.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "core/recompute.h"
 #include "core/schedule.h"
 #include "planner/partitioner.h"
 #include "sim/distribution.h"
@@ -31,8 +32,9 @@ enum class Objective { Step, Mean, P50, P99 };
 Objective parse_objective(const std::string& text);  // step | mean | p50 | p99
 std::string to_string(Objective objective);
 
-enum class RecomputeMode { Auto, On, Off };
-RecomputeMode parse_recompute_mode(const std::string& text);  // auto | on | off
+// The recomputes the search tries (core/recompute.h; a profile's plans run none or full):
+// auto = none and full, none (or off), full (or on); selective is refused by name.
+std::vector<Recompute> parse_recompute_choices(const std::string& text);
 
 struct SearchRequest {
   Profile profile;               // any layer order; the search orders it topologically
@@ -43,7 +45,7 @@ struct SearchRequest {
   std::vector<ScheduleKind> schedules = default_search_schedules();  // every built-in
   int max_stages = 0;            // 0: up to min(D, L)
   int stages = 0;                // pins K (Megatron's --pipeline-model-parallel-size); 0: K searched
-  RecomputeMode recompute = RecomputeMode::Auto;
+  std::vector<Recompute> recomputes = {Recompute::None, Recompute::Full};  // tried in this order
   std::vector<int> interleaved_chunks = {2, 4};
   PartitionKind partition = PartitionKind::Optimal;  // parsed at the edges (parse_partition_kind)
   // Hardware whose `speed`s differ: each candidate with K >= 2 is placed on the listed
@@ -90,7 +92,7 @@ struct Candidate {
   int microbatches = 1;          // M
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   int chunks = 1;
-  bool recompute = false;
+  Recompute recompute = Recompute::None;  // None or Full
   // Device placement: slot k of the pipeline (position p holds slots [p r, (p + 1) r))
   // runs on hardware device device_order[k]; empty: device k.
   std::vector<int> device_order;

@@ -108,7 +108,7 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
       M_(schedule.microbatches()),
       chunks_(std::max(1, schedule.stages() / schedule.positions())),
       replicas_(spec.replicas),
-      recompute_(schedule.recompute),
+      r_ops_(schedule.r_ops),
       constrain_(spec.constrain_memory && schedule.stages() == schedule.positions()),
       limit_(hardware.memory_bytes),
       optimizer_factor_(spec.optimizer_state_factor) {
@@ -173,9 +173,9 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     if (releases) {
       // a x stash + c x act - i x freed >= (a [no recompute] + c - i) x act, as freed <= act.
       release_terms_.push_back(release_terms(schedule, s));
-      for (const auto& t : release_terms_.back()) factor = std::max(factor, (recompute_ ? 0 : t[0]) + t[1] - t[2]);
+      for (const auto& t : release_terms_.back()) factor = std::max(factor, (r_ops_ ? 0 : t[0]) + t[1] - t[2]);
     } else {
-      for (auto [a, c] : terms_.back()) factor = std::max(factor, (recompute_ ? 0 : a) + c);
+      for (auto [a, c] : terms_.back()) factor = std::max(factor, (r_ops_ ? 0 : a) + c);
     }
     bound_factor_.push_back(factor);
   }
@@ -194,7 +194,7 @@ int64_t StageModel::compute_ns(int s, int i, int j) const {
     bw /= speed_[s];
   }
   const int64_t fwd = ms_to_ns(f);
-  return fwd + ms_to_ns(bw) + (recompute_ ? fwd : 0);
+  return fwd + ms_to_ns(bw) + (r_ops_ ? fwd : 0);
 }
 
 int64_t StageModel::allreduce_ns(int s, int i, int j) const {
@@ -215,7 +215,7 @@ int64_t StageModel::time_ns(int s, int i, int j) const {
 int64_t StageModel::memory_bytes(int s, int i, int j) const {
   const int64_t stat = static_bytes(parameters_[j] - parameters_[i], optimizer_factor_);
   const int64_t act = activation_[j] - activation_[i];
-  const int64_t stash = recompute_ ? cut_[i] : act;
+  const int64_t stash = r_ops_ ? cut_[i] : act;
   int64_t peak = 0;
   if (!layer_bytes_.empty()) return stat + transient_peak(s, i, j);
   if (!release_terms_.empty()) {
@@ -229,7 +229,7 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
 
 int64_t StageModel::transient_peak(int s, int i, int j) const {
   const std::vector<LayerBytes> layers(layer_bytes_.begin() + i, layer_bytes_.begin() + j);
-  const StageMemory m = pipescope::stage_memory(layers, i == 0, j == L_, recompute_);
+  const StageMemory m = pipescope::stage_memory(layers, i == 0, j == L_, r_ops_);
   const int64_t held[3] = {m.of(OpKind::Forward).held, m.of(OpKind::Recompute).held,
                            m.of(OpKind::BackwardInput).held};
   int64_t peak = allreduce_buffer_bytes(parameters_[j] - parameters_[i], replicas_);

@@ -73,7 +73,7 @@ class StageModel {
 
  private:
   int L_, S_, K_, M_, chunks_, replicas_;
-  bool recompute_, constrain_;
+  bool r_ops_, constrain_;  // r_ops_: the schedule holds R ops (Schedule::r_ops)
   int64_t limit_;
   double optimizer_factor_;
   std::vector<double> forward_ms_, backward_ms_;  // prefix sums at the per-replica size

@@ -66,7 +66,7 @@ Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hard
   o.activation_budget_bytes = limits.budget_bytes;
   o.p2p = p2p_of(plan, hardware);
   Schedule s = search_zero_bubble(costs, hardware, limits.max_inflight, plan.microbatches, nullptr, o);
-  return plan.recompute ? with_recompute(std::move(s)) : s;
+  return has_r_ops(plan.recompute) ? with_recompute(std::move(s)) : s;
 }
 
 std::vector<int64_t> peak_stash_bytes(const Schedule& s, const CostModel& c) {

@@ -12,7 +12,7 @@ std::vector<int64_t> offload_all_bytes(const Schedule& s, const CostModel& c, co
   const int M = s.microbatches();
   std::vector<int64_t> bytes(static_cast<std::size_t>(s.stages()) * M, 0);
   for (int st = 0; st < s.stages(); ++st) {
-    const int64_t b = offload.offloaded_bytes(st, stash_bytes(c.stages[st], s.recompute));
+    const int64_t b = offload.offloaded_bytes(st, stash_bytes(c.stages[st], s.r_ops));
     for (int m = 0; m < M; ++m) bytes[static_cast<std::size_t>(st) * M + m] = b;
   }
   return bytes;

@@ -46,7 +46,7 @@ void fill_prediction(StepReport& r, const Schedule& s, const CostModel& c, const
   r.chunks = std::max(1, S / K);
   r.microbatch_size = c.microbatch_size;
   r.batch_size = c.batch_size;
-  r.recompute = s.recompute;
+  r.recompute = recompute_from_r_ops(s.r_ops);
   r.memory_limit_bytes = h.memory_bytes;
   if (h.host_link) {
     r.host_memory_limit_bytes = h.host_link->memory_bytes;

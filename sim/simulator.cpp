@@ -113,9 +113,9 @@ class PipelineSim {
         const Op op{static_cast<OpKind>(k), st, 0};
         OpRule& rule = rules_[rule_index(op)];
         const StageCost& cost = c_.stages[st];
-        const OpMemory& memory = cost.memory[s.recompute].of(op.kind);
+        const OpMemory& memory = cost.memory[s.r_ops].of(op.kind);
         rule = {op_duration_ns(op.kind, cost), op_release_bytes(op.kind, cost), 0,
-                op_charge_bytes(op.kind, cost, s.recompute), memory.peak, memory.held, op_frees(op.kind),
+                op_charge_bytes(op.kind, cost, s.r_ops), memory.peak, memory.held, op_frees(op.kind),
                 op_receives(op, S_), op_sends(op, S_)};
         if (blocking_ && rule.receives && s.stage_position[rule.receives->from_stage] != s.stage_position[st]) {
           const CutLink& l = cut_link_[rule.receives->cut()];

@@ -25,9 +25,9 @@ std::string to_string(WeightUpdate update) {
 
 namespace {
 
-Schedule async_1f1b(ScheduleKind kind, int devices, int microbatches, int steps, bool recompute) {
-  check_schedule_spec({kind, devices, microbatches, 1, recompute, 0, steps});
-  Schedule s = make_1f1b(devices, microbatches * steps, recompute);
+Schedule async_1f1b(ScheduleKind kind, int devices, int microbatches, int steps, bool r_ops) {
+  check_schedule_spec({kind, devices, microbatches, 1, r_ops, 0, steps});
+  Schedule s = make_1f1b(devices, microbatches * steps, r_ops);
   s.name = to_string(kind);
   s.steps = steps;
   s.weight_update = schedule_kind(kind).weight_update;
@@ -38,15 +38,15 @@ Schedule async_1f1b(ScheduleKind kind, int devices, int microbatches, int steps,
 
 // Position s has K - s micro-batches in flight in the steady state, each on the version
 // that was current at its F: K - s versions (one kept copy fewer, the current one).
-Schedule make_pipedream(int devices, int microbatches, int steps, bool recompute) {
-  return async_1f1b(ScheduleKind::PipeDream, devices, microbatches, steps, recompute);
+Schedule make_pipedream(int devices, int microbatches, int steps, bool r_ops) {
+  return async_1f1b(ScheduleKind::PipeDream, devices, microbatches, steps, r_ops);
 }
 
 // Step t + 2's first F on position s waits for the B of micro-batch (t + 2) M - (K - s)
 // (1F1B keeps K - s in flight), which is after step t's last B only when M >= K - s:
 // M >= K lets two versions serve every stage (the 2BW paper's m >= d).
-Schedule make_2bw(int devices, int microbatches, int steps, bool recompute) {
-  return async_1f1b(ScheduleKind::PipeDream2BW, devices, microbatches, steps, recompute);  // M >= K
+Schedule make_2bw(int devices, int microbatches, int steps, bool r_ops) {
+  return async_1f1b(ScheduleKind::PipeDream2BW, devices, microbatches, steps, r_ops);  // M >= K
 }
 
 void validate_weight_versions(const Schedule& s, const std::string& where) {

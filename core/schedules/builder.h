@@ -8,7 +8,7 @@
 namespace pipescope::schedules {
 
 Schedule empty_schedule(const ScheduleSpec& spec);
-// Inserts R(s,m) right before the first backward op of (s,m) when recompute is on.
+// Inserts R(s,m) right before the first backward op of (s,m) when s.r_ops is set.
 void add_recompute(Schedule& s);
 
 }  // namespace pipescope::schedules

@@ -14,7 +14,7 @@ namespace pipescope {
 
 namespace {
 
-Schedule finish(Schedule s, bool recompute) { return recompute ? with_recompute(std::move(s)) : s; }
+Schedule finish(Schedule s, bool r_ops) { return r_ops ? with_recompute(std::move(s)) : s; }
 
 // One device's DualPipeV order as dualpipev.py writes it: phase 0 is the device's
 // first stage (d), phase 1 its second (2K-1-d); each phase's F and backward visit
@@ -57,8 +57,8 @@ class DualPipeVDevice {
 // (4) M-2K+d+1 x F0&B1, F1&B0 (the last device's first pair not overlapped);
 // (5) K-d-1 x B1, F1&B0; (6) d+1 x B1 B0, the second half split (I); (7) K-d-1 x
 // W, I0; (8) d+1 x W. It needs M >= 2K (dualpipev.py's num_chunks >= num_ranks * 2).
-Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
-  check_schedule_spec({ScheduleKind::DualPipeV, devices, microbatches, 2, recompute});  // M >= 2K
+Schedule make_dualpipev(int devices, int microbatches, bool r_ops) {
+  check_schedule_spec({ScheduleKind::DualPipeV, devices, microbatches, 2, r_ops});  // M >= 2K
   const int K = devices, M = microbatches;
   Schedule s;
   s.name = to_string(ScheduleKind::DualPipeV);
@@ -96,7 +96,7 @@ Schedule make_dualpipev(int devices, int microbatches, bool recompute) {
   std::sort(s.overlapped_backwards.begin(), s.overlapped_backwards.end(), [](const Op& a, const Op& b) {
     return std::tie(a.stage, a.microbatch) < std::tie(b.stage, b.microbatch);
   });
-  return finish(std::move(s), recompute);
+  return finish(std::move(s), r_ops);
 }
 
 }  // namespace pipescope

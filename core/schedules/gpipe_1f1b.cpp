@@ -32,8 +32,8 @@ std::vector<Op> warmup_then_1f1b(int d, int warmup, int microbatches) {
 
 }  // namespace
 
-Schedule make_gpipe(int devices, int microbatches, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::GPipe, devices, microbatches, 1, recompute};
+Schedule make_gpipe(int devices, int microbatches, bool r_ops) {
+  ScheduleSpec spec{ScheduleKind::GPipe, devices, microbatches, 1, r_ops};
   check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
   for (int d = 0; d < devices; ++d) s.position_ops[d] = warmup_then_1f1b(d, microbatches, microbatches);
@@ -41,8 +41,8 @@ Schedule make_gpipe(int devices, int microbatches, bool recompute) {
   return s;
 }
 
-Schedule make_1f1b(int devices, int microbatches, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::OneFOneB, devices, microbatches, 1, recompute};
+Schedule make_1f1b(int devices, int microbatches, bool r_ops) {
+  ScheduleSpec spec{ScheduleKind::OneFOneB, devices, microbatches, 1, r_ops};
   check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
   for (int d = 0; d < devices; ++d) {

@@ -18,8 +18,8 @@ using schedules::empty_schedule;
 // reverse. Warm-up is 2 (K - d - 1) + (v - 1) K forwards, at most all of them: Megatron-Core
 // 0.16's get_pp_rank_microbatches and torch 2.13's ScheduleInterleaved1F1B (older
 // Megatron-LM ran every forward first when M = K; both frameworks dropped that).
-Schedule make_interleaved(int devices, int microbatches, int chunks, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::Interleaved, devices, microbatches, chunks, recompute};
+Schedule make_interleaved(int devices, int microbatches, int chunks, bool r_ops) {
+  ScheduleSpec spec{ScheduleKind::Interleaved, devices, microbatches, chunks, r_ops};
   check_schedule_spec(spec);  // M a multiple of K (Megatron-LM's rule: core/schedule_kinds.h)
   Schedule s = empty_schedule(spec);
   const int K = devices, v = chunks, total = microbatches * chunks;

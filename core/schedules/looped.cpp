@@ -18,8 +18,8 @@ using schedules::empty_schedule;
 // Breadth-first: each position runs every micro-batch's F of its first chunk, then of
 // its next, ..., then the backwards chunk by chunk from the last, micro-batches in
 // reverse (ScheduleLoopedBFS._calculate_single_rank_operations). Any M.
-Schedule make_looped_bfs(int devices, int microbatches, int chunks, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::LoopedBFS, devices, microbatches, chunks, recompute};
+Schedule make_looped_bfs(int devices, int microbatches, int chunks, bool r_ops) {
+  ScheduleSpec spec{ScheduleKind::LoopedBFS, devices, microbatches, chunks, r_ops};
   check_schedule_spec(spec);
   Schedule s = empty_schedule(spec);
   const int K = devices, M = microbatches, v = chunks;
@@ -83,8 +83,8 @@ class ZeroBubbleRank {
 
 // ScheduleInterleavedZeroBubble: rounds = max(1, M / K) of M / rounds micro-batches;
 // M must be a multiple of the rounds (PyTorch's rule, which refuses the rest).
-Schedule make_interleaved_zb(int devices, int microbatches, int chunks, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::InterleavedZeroBubble, devices, microbatches, chunks, recompute};
+Schedule make_interleaved_zb(int devices, int microbatches, int chunks, bool r_ops) {
+  ScheduleSpec spec{ScheduleKind::InterleavedZeroBubble, devices, microbatches, chunks, r_ops};
   check_schedule_spec(spec);  // M a multiple of the rounds (core/schedule_kinds.h)
   const int K = devices, M = microbatches, rounds = std::max(1, M / K);
   Schedule s = empty_schedule(spec);

@@ -72,8 +72,8 @@ std::vector<BlockRow> building_block(ScheduleKind kind, int K) {
   return rows;
 }
 
-Schedule make_v_block(ScheduleKind kind, int devices, int microbatches, bool recompute) {
-  ScheduleSpec spec{kind, devices, microbatches, 2, recompute};
+Schedule make_v_block(ScheduleKind kind, int devices, int microbatches, bool r_ops) {
+  ScheduleSpec spec{kind, devices, microbatches, 2, r_ops};
   check_schedule_spec(spec);
   Schedule s = schedules::empty_schedule(spec);
   const int K = devices, M = microbatches;
@@ -103,16 +103,16 @@ Schedule make_v_block(ScheduleKind kind, int devices, int microbatches, bool rec
 }  // namespace
 
 // v-min: about K/3 whole micro-batches' activations per position ((K+4)/3 rounded down).
-Schedule make_v_min(int devices, int microbatches, bool recompute) {
-  return make_v_block(ScheduleKind::VMin, devices, microbatches, recompute);
+Schedule make_v_min(int devices, int microbatches, bool r_ops) {
+  return make_v_block(ScheduleKind::VMin, devices, microbatches, r_ops);
 }
 // v-half: half of 1F1B's, (K+2)/2 rounded down.
-Schedule make_v_half(int devices, int microbatches, bool recompute) {
-  return make_v_block(ScheduleKind::VHalf, devices, microbatches, recompute);
+Schedule make_v_half(int devices, int microbatches, bool r_ops) {
+  return make_v_block(ScheduleKind::VHalf, devices, microbatches, r_ops);
 }
 // v-zb: 1F1B's, K on every position.
-Schedule make_v_zb(int devices, int microbatches, bool recompute) {
-  return make_v_block(ScheduleKind::VZeroBubble, devices, microbatches, recompute);
+Schedule make_v_zb(int devices, int microbatches, bool r_ops) {
+  return make_v_block(ScheduleKind::VZeroBubble, devices, microbatches, r_ops);
 }
 
 }  // namespace pipescope

@@ -17,7 +17,7 @@ namespace pipescope {
 
 namespace {
 
-Schedule finish(Schedule s, bool recompute) { return recompute ? with_recompute(std::move(s)) : s; }
+Schedule finish(Schedule s, bool r_ops) { return r_ops ? with_recompute(std::move(s)) : s; }
 
 }  // namespace
 
@@ -27,14 +27,14 @@ Schedule finish(Schedule s, bool recompute) { return recompute ? with_recompute(
 // (the tail's W passes fill the drain). With T_F = T_B = T_W each device works
 // without a gap from its first op to its last: the longest device span is
 // 3M T, the bubble (K-1)(T_F + T_B - 2T_W) = 0. Peak: 2K-1 micro-batches on stage 0.
-Schedule make_zb_h2(int devices, int microbatches, bool recompute) {
-  check_schedule_spec({ScheduleKind::ZeroBubbleH2, devices, microbatches, 1, recompute});
+Schedule make_zb_h2(int devices, int microbatches, bool r_ops) {
+  check_schedule_spec({ScheduleKind::ZeroBubbleH2, devices, microbatches, 1, r_ops});
   ListPolicy p = ListPolicy::unit(stage_position_map(ScheduleKind::ZeroBubbleH2, devices, 1), microbatches);
   for (int d = 0; d < devices; ++d) {
     p.max_alive[d] = std::min(2 * devices - 1, microbatches);
     p.max_warmup[d] = std::min(2 * (devices - d) - 1, microbatches);
   }
-  return finish(list_schedule(p, to_string(ScheduleKind::ZeroBubbleH2)), recompute);
+  return finish(list_schedule(p, to_string(ScheduleKind::ZeroBubbleH2)), r_ops);
 }
 
 // ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", section 6; PyTorch's
@@ -44,8 +44,8 @@ Schedule make_zb_h2(int devices, int microbatches, bool recompute) {
 // remaining W of chunk 1 and chunk 0. Written for max(M, 2K-1) micro-batches, the ops
 // of micro-batches >= M dropped (PyTorch's rule). 1F1B's peak activation memory: 2K
 // chunk-micro-batches = K whole micro-batches on every device.
-Schedule make_zb_v(int devices, int microbatches, bool recompute) {
-  check_schedule_spec({ScheduleKind::ZeroBubbleV, devices, microbatches, 2, recompute});
+Schedule make_zb_v(int devices, int microbatches, bool r_ops) {
+  check_schedule_spec({ScheduleKind::ZeroBubbleV, devices, microbatches, 2, r_ops});
   const int K = devices, M = microbatches, n = std::max(2 * K - 1, M);
   Schedule s;
   s.name = to_string(ScheduleKind::ZeroBubbleV);
@@ -80,14 +80,14 @@ Schedule make_zb_v(int devices, int microbatches, bool recompute) {
     while (w[0] < b[0]) add(OpKind::BackwardWeight, 0, w[0]);
     s.position_ops.push_back(std::move(ops));
   }
-  return finish(std::move(s), recompute);
+  return finish(std::move(s), r_ops);
 }
 
 // zb-auto's constructive order: the list schedule under a cap of N micro-batches
 // alive per device (the zero-bubble repository's max pending backward), warm-up as
 // deep as the cap allows (min(N, 2(K-d)-1)), W deferred to fill gaps.
-Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool recompute) {
-  check_schedule_spec({ScheduleKind::ZeroBubbleAuto, devices, microbatches, 1, recompute, max_inflight});
+Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool r_ops) {
+  check_schedule_spec({ScheduleKind::ZeroBubbleAuto, devices, microbatches, 1, r_ops, max_inflight});
   const int cap = max_inflight > 0 ? max_inflight : devices;
   ListPolicy p = ListPolicy::unit(stage_position_map(ScheduleKind::ZeroBubbleAuto, devices, 1), microbatches);
   for (int d = 0; d < devices; ++d) {
@@ -95,7 +95,7 @@ Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool
     p.max_warmup[d] = std::min({cap, 2 * (devices - d) - 1, microbatches});
   }
   Schedule s = list_schedule(p, to_string(ScheduleKind::ZeroBubbleAuto));
-  return finish(std::move(s), recompute);
+  return finish(std::move(s), r_ops);
 }
 
 // ZB-H1 order (Qi et al., ICLR 2024), found by list-scheduling the split-backward
@@ -106,8 +106,8 @@ Schedule make_zb_auto_unit(int devices, int microbatches, int max_inflight, bool
 // W therefore fills what would be bubbles: with T_F = T_B = T_W the step takes
 // (3M + K - 1) T, a bubble of (K - 1) / (3M + K - 1), about a third of 1F1B's, and no
 // stage holds more activations than 1F1B's first stage (K micro-batches).
-Schedule make_zb_h1(int devices, int microbatches, bool recompute) {
-  ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, devices, microbatches, 1, recompute};
+Schedule make_zb_h1(int devices, int microbatches, bool r_ops) {
+  ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, devices, microbatches, 1, r_ops};
   check_schedule_spec(spec);
   Schedule s = schedules::empty_schedule(spec);
   const int K = devices, M = microbatches;

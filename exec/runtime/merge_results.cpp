@@ -67,7 +67,7 @@ StepReport measurement_header(const Profile& profile, const Plan& plan, const Sc
   rep.microbatches = schedule.step_microbatches();
   rep.microbatch_size = plan.microbatch_size();
   rep.batch_size = plan.batch_size;
-  rep.recompute = schedule.recompute;
+  rep.recompute = recompute_from_r_ops(schedule.r_ops);
   rep.weight_update = schedule.weight_update;
   rep.simulated_ops = static_cast<int64_t>(schedule.num_ops());
   return rep;

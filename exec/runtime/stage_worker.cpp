@@ -362,11 +362,11 @@ Tensor StageWorker::compute(const Op& op, Tensor x, StepRecord& record) {
   switch (op.kind) {
     case OpKind::Forward: {
       // Under re-materialisation F keeps only its received input (core/op_rules.h's stash).
-      if (sched.recompute && op.stage > 0) {
+      if (sched.r_ops && op.stage > 0) {
         x.stash();
         ms.input = x;
       }
-      Tensor y = forward(std::move(x), !sched.recompute);
+      Tensor y = forward(std::move(x), !sched.r_ops);
       if (op.stage == sched.stages() - 1) loss(op.microbatch, y, ms, record);
       return y;
     }

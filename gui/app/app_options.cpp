@@ -68,7 +68,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
   o.microbatch_size = to_int(p, "microbatch-size", 0, kMaxGuiMicrobatchSize);
   o.schedule = p.value("schedule");
   o.chunks = to_int(p, "chunks", 1, kMaxGuiChunks);
-  o.recompute = p.isSet("recompute");
+  o.recompute = recompute_from_r_ops(p.isSet("recompute"));
   // Parsed once here (balanced is optimal's alias); the controls show to_string of it.
   o.partition = parse_partition_kind(p.value("partition").toStdString());
   parse_schedule_kind(o.schedule.toStdString());  // throws InputError naming the accepted kinds

@@ -10,6 +10,7 @@
 #include <QString>
 #include <QStringList>
 
+#include "core/recompute.h"
 #include "planner/partitioner.h"
 
 namespace pipescope::gui {
@@ -27,7 +28,7 @@ struct AppOptions {
   double microbatch_size = 0;
   QString schedule = "1f1b";
   int chunks = 1;
-  bool recompute = false;
+  Recompute recompute = Recompute::None;  // --recompute: Full (core/recompute.h)
   PartitionKind partition = PartitionKind::Optimal;
   int replicas = 1;
   QString screenshot_path;

@@ -206,7 +206,7 @@ void ControlsPanel::set_choice(const PlanChoice& c) {
   microbatch_size_->setValue(static_cast<int>(c.microbatch_size));
   schedule_->setCurrentIndex(schedule_->findData(QString::fromStdString(to_string(c.schedule))));
   chunks_->setValue(c.chunks);
-  recompute_->setChecked(c.recompute);
+  recompute_->setChecked(c.recompute != Recompute::None);  // a job's selective too
   replicas_->setValue(c.replicas);
   update_enabled();
   quiet_ = false;
@@ -225,7 +225,7 @@ void ControlsPanel::set_from(const AppOptions& o) {
   microbatch_size_->setValue(static_cast<int>(o.microbatch_size));
   if (const int i = schedule_->findData(o.schedule); i >= 0) schedule_->setCurrentIndex(i);
   chunks_->setValue(o.chunks);
-  recompute_->setChecked(o.recompute);
+  recompute_->setChecked(o.recompute == Recompute::Full);
   partition_->setCurrentText(QString::fromStdString(to_string(o.partition)));
   replicas_->setValue(o.replicas);
   update_enabled();
@@ -239,7 +239,7 @@ PlanChoice ControlsPanel::choice() const {
   c.microbatch_size = microbatch_size_->value();
   c.schedule = selected_schedule();
   c.chunks = required_chunks(c.schedule) == 0 ? chunks_->value() : 1;  // interleaved, looped-bfs, interleaved-zb
-  c.recompute = recompute_->isChecked();
+  c.recompute = recompute_from_r_ops(recompute_->isChecked());
   c.partition = parse_partition_kind(partition_->currentText().toStdString());
   c.replicas = replicas_->value();
   return c;

@@ -107,7 +107,7 @@ QString AbModel::describe(const StepReport& r) {
   QString s = QString::fromStdString(r.schedule);
   if (r.chunks > 1) s += QString(" v=%1").arg(r.chunks);
   s += QString(" K=%1 M=%2 (micro-batch %3)").arg(r.num_positions).arg(r.microbatches).arg(r.microbatch_size);
-  if (r.recompute) s += " recompute";
+  if (r.recompute == Recompute::Full) s += " recompute";
   return s + QString(": %1 ms").arg(static_cast<double>(r.step_ns) / 1e6, 0, 'f', 3);
 }
 

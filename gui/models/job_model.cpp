@@ -110,7 +110,7 @@ PlanChoice job_choice(const Job& job) {
   c.microbatch_size = l.micro_batch;
   c.schedule = layout_schedule(l);
   c.chunks = l.v;
-  c.recompute = l.recompute != Recompute::None;
+  c.recompute = l.recompute;
   c.replicas = l.d;
   return c;
 }

@@ -76,7 +76,7 @@ JobLayoutChoice job_layout_choice(const Job& job);
 // new t pads the vocabulary before padding (Job::vocab_size) again where the plan records it.
 JobInputs edit_job(const JobInputs& base, const JobEdit& edit);
 
-// The controls' view of a job: K = p, M, b, v, the schedule, r = d (the rest default).
+// The controls' view of a job: K = p, M, b, v, the schedule, recompute, r = d (the rest default).
 PlanChoice job_choice(const Job& job);
 // What the controls' `choice` (and the job box's `layout`, when given) change of `job`
 // (only the fields that differ; v is the schedule's own when it fixes one, as the

@@ -52,7 +52,7 @@ PlanSet plan_set_of(const SearchResult& result) {
     r.offload = c.plan.offload.active();
     r.without_offload = point_without_offload(c);
     r.values = {static_cast<int>(c.schedule), c.stages,    c.replicas, c.microbatches,
-                c.chunks,                     c.recompute, static_cast<int>(c.plan.offload.policy)};
+                c.chunks,                     has_r_ops(c.recompute), static_cast<int>(c.plan.offload.policy)};
     r.cells = {QString::number(c.throughput_samples_per_s, 'f', 1), QString::number(100 * c.bubble_fraction, 'f', 1) + " %",
                c.fits ? "yes" : "no", c.pareto ? "\u2605" : "", c.rank > 0 ? QString::number(c.rank) : "-"};
     r.tooltip = candidate_tooltip(c);

@@ -124,7 +124,7 @@ class JobModelsTest : public QObject {
       QVERIFY2(!sim.is_null(), c.name);
       QCOMPARE(sim["step_ns"], best["best"][0]["step_ns"]);  // the two front doors agree (cli_llm_job_test)
       expect_models_equal(gui_evaluation(path), sim, c.name);
-      // The panel shows the job's layout: K = p, M, b, v, the schedule, r = d.
+      // The panel shows the job's layout: K = p, M, b, v, the schedule, recompute, r = d.
       const Job job = *plan_job(load_plan(path.toStdString()));
       const PlanChoice choice = job_choice(job);
       const Json& l = sim["layout"];
@@ -133,6 +133,7 @@ class JobModelsTest : public QObject {
       QCOMPARE(static_cast<int>(choice.microbatch_size), l["micro_batch"].get<int>());
       QCOMPARE(choice.chunks, l["v"].get<int>());
       QCOMPARE(choice.replicas, l["d"].get<int>());
+      QCOMPARE(QString::fromStdString(to_string(choice.recompute)), QString::fromStdString(l["recompute"]));  // one enum
       QCOMPARE(QString::fromStdString(to_string(choice.schedule)), QString::fromStdString(sim["schedule"]));
       // Unedited, the panel's choice changes nothing: the job evaluated is the plan's.
       const JobEdit none = job_edit(job, choice);

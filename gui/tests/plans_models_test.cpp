@@ -213,8 +213,8 @@ void PlansModelsTest::plans_filters_hide_rows_but_keep_the_front() {
     const bool f = c.schedule == ScheduleKind::OneFOneB, k = c.stages == 4;
     n_1f1b += f;
     n_k4 += k;
-    n_recompute += c.recompute;
-    n_1f1b_k4_off += f && k && !c.recompute;
+    n_recompute += has_r_ops(c.recompute);
+    n_1f1b_k4_off += f && k && c.recompute == Recompute::None;
   }
   m.set_filter("schedule", static_cast<int>(ScheduleKind::OneFOneB));
   QCOMPARE(m.rowCount(), n_1f1b);
@@ -534,7 +534,7 @@ void PlansModelsTest::plans_mark_offload_and_keep_the_point_without() {
   q.devices = 2;
   q.batch = 8;
   q.schedules = {ScheduleKind::GPipe};
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   q.threads = 1;
   q.hardware.memory_bytes = 0;
   int64_t least = 0;

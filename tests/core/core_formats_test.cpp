@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/hardware.h"
 #include "core/plan.h"
+#include "core/recompute.h"
 #include "tests/support/input_error.h"
 
 using namespace pipescope;
@@ -95,6 +96,32 @@ TEST(Plan, ReadsAndWritesTheSamePlan) {
   ASSERT_TRUE(b.p2p.has_value());
   EXPECT_EQ(*b.p2p, P2p::Blocking);
   EXPECT_EQ(plan_from_json(JsonReader::from_text(plan_to_json(b).dump(), "rt")).p2p, b.p2p);
+}
+
+// One Recompute for both worlds (core/recompute.h): its names round-trip (llm/ layouts read
+// them), and a profile's plan file keeps its boolean: "recompute": true is Full, whose
+// schedule holds one R per (stage, micro-batch): 1F1B over 2 stages x 4 micro-batches runs
+// F, R and B for each of the 8 pairs, 24 ops; false (or absent) is None, 16 ops. Selective,
+// which only a transformer layout runs, is refused by name when a plan would write it.
+TEST(Recompute, NamesAndThePlanFilesBoolean) {
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) EXPECT_EQ(recompute_from_name(to_string(r)), r);
+  EXPECT_FALSE(recompute_from_name("on").has_value());  // plan --recompute's old word, not a name of the enum
+  Plan none = plan_from_json(JsonReader::from_text(kPlan, "plan.json"));
+  Plan full = plan_from_json(JsonReader::from_text(edit(kPlan, "\"recompute\": false", "\"recompute\": true"), "plan.json"));
+  EXPECT_EQ(none.recompute, Recompute::None);
+  EXPECT_EQ(full.recompute, Recompute::Full);
+  EXPECT_EQ(plan_to_json(none)["recompute"], false);
+  EXPECT_EQ(plan_to_json(full)["recompute"], true);
+  EXPECT_EQ(schedule_for(none).num_ops(), 16u);
+  const Schedule r = schedule_for(full);
+  EXPECT_TRUE(r.r_ops);
+  EXPECT_EQ(r.num_ops(), 24u);
+  full.recompute = Recompute::Selective;
+  EXPECT_EQ(error_of([&] { plan_to_json(full); }),
+            "plan.json: recompute: selective re-runs a transformer layer's attention core; a profile's plan re-runs "
+            "whole stages (none or full). Selective belongs in the profile itself (profile synth "
+            "--recompute-granularity selective)");
+  EXPECT_NE(error_of([&] { schedule_for(full); }).find("recompute: selective"), std::string::npos);
 }
 
 TEST(Plan, ValidationErrors) {

@@ -27,7 +27,7 @@ SearchRequest request() {
   q.hardware.link = {100.0, 5.0};
   q.devices = 4;
   q.batch = 16;
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   q.jitter.samples = 50;
   q.jitter.seed = 3;
   return q;

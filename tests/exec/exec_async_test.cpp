@@ -36,7 +36,7 @@ Plan async_plan(const Profile& profile, ScheduleKind kind, int K, int M, bool re
   choice.microbatches = M;
   choice.microbatch_size = replicas;  // r must divide the micro-batch
   choice.schedule = kind;
-  choice.recompute = recompute;
+  choice.recompute = recompute_from_r_ops(recompute);
   choice.replicas = replicas;
   choice.partition = PartitionKind::Uniform;
   return make_plan(profile, choice).plan;

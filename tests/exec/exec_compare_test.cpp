@@ -27,7 +27,7 @@ TEST(ExecReplay, ReplayingAPredictionReproducesItExactly) {
     const StepReport replayed = simulate(s, with_measured_op_times(costs, predicted.timeline), h, {});
     EXPECT_EQ(replayed.step_ns, predicted.step_ns)
         << "seed " << seed << ": " << to_string(choice.schedule) << " K=" << choice.stages
-        << " M=" << choice.microbatches << " recompute=" << choice.recompute;
+        << " M=" << choice.microbatches << " recompute=" << to_string(choice.recompute);
   }
 }
 

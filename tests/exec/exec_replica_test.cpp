@@ -42,7 +42,7 @@ Plan plan_for(const Profile& p, const Case& c) {
   choice.microbatch_size = c.microbatch_size;
   choice.schedule = c.kind;
   choice.chunks = c.kind == ScheduleKind::Interleaved ? 2 : 1;
-  choice.recompute = c.recompute;
+  choice.recompute = recompute_from_r_ops(c.recompute);
   choice.partition = PartitionKind::Uniform;
   return make_plan(p, choice).plan;
 }

@@ -29,7 +29,7 @@ Plan plan_for(const Profile& profile, const Schedule& s, int microbatch_size) {
   Plan plan;
   plan.microbatches = s.microbatches();
   plan.batch_size = static_cast<int64_t>(microbatch_size) * s.microbatches();
-  plan.recompute = s.recompute;
+  plan.recompute = recompute_from_r_ops(s.r_ops);
   plan.chunks = s.stages() / s.positions();
   const int per = profile.num_layers() / s.stages();
   LayerRanges ranges;
@@ -67,7 +67,7 @@ TEST(ExecSchedule, VShapeRunsWithExactGradientsAndPeaks) {
     RandomScheduleShape shape;
     shape.devices = seed % 2 ? 2 : 4;  // 4 or 8 stages over the 8 layers
     shape.microbatches = 1 + static_cast<int>(rng() % 4);
-    shape.recompute = seed % 3 == 0;
+    shape.r_ops = seed % 3 == 0;
     const Schedule s = random_schedule(rng, shape, v_shape_map(shape.devices));
     expect_exact(profile, s, "V-shape seed " + std::to_string(seed));
   }
@@ -83,7 +83,7 @@ TEST(ExecSchedule, RandomOrdersRunWithExactGradientsAndPeaks) {
     if (shape.devices == 3) shape.devices = 2;  // S must divide the 8 layers
     shape.stages = shape.devices * (8 % (2 * shape.devices) == 0 && rng() % 2 ? 2 : 1);
     shape.microbatches = 1 + static_cast<int>(rng() % 5);
-    shape.recompute = rng() % 3 == 0;
+    shape.r_ops = rng() % 3 == 0;
     std::vector<int> map;
     for (int st = 0; st < shape.stages; ++st) map.push_back(st < shape.devices ? st : static_cast<int>(rng() % shape.devices));
     // Every device holds as many stages (a plan's rule): rotate the later stages' devices.

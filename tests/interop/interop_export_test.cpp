@@ -222,7 +222,7 @@ TEST(ExportMegatron, RandomPlansRoundTripThroughMegatronsLayerRules) {
 TEST(ExportMegatron, KnownPlanGivesTheExpectedFlags) {
   // 80 layers over 8 ranks, 10 each: an even split; recompute keeps one unit of 10.
   Plan plan = plan_of(std::vector<int>(8, 10), 8, 4, 16, 2, ScheduleKind::OneFOneB);
-  plan.recompute = true;
+  plan.recompute = Recompute::Full;
   ExportResult r = export_plan(plan, llm_profile(80), Framework::Megatron);
   FlagMap f = parse_flags(r);
   EXPECT_EQ(f.at("--tensor-model-parallel-size"), "2");
@@ -350,7 +350,7 @@ TEST(ExportTorch, CsvRowsPassTorchsScheduleValidation) {
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1}) {
     const std::vector<int> cuts = kind == ScheduleKind::Interleaved ? std::vector<int>{1, 2, 2, 1, 1, 1} : std::vector<int>{2, 3, 3};
     Plan plan = plan_of(cuts, 3, 1, 6, 1, kind);
-    plan.recompute = kind == ScheduleKind::OneFOneB;  // R ops are left out of the CSV
+    plan.recompute = recompute_from_r_ops(kind == ScheduleKind::OneFOneB);  // R ops are left out of the CSV
     ExportResult r = export_plan(plan, llm_profile(8), Framework::Torch, "plan.json", true);
     EXPECT_EQ(r.json["schedule_class"], "_PipelineScheduleRuntime");
     const Json& rows = r.json["schedule_csv"];

@@ -118,6 +118,7 @@ TEST(HfProfile, DecoderFlopsAreTheClosedForm) {
 // (llm/memory.h), per layer and sample at s = 4096, h = 4096, f = 14336: selective
 // recompute keeps s b h (18 + 14) = 536,870,912 bytes; without it the attention scores
 // add 5 a s^2 b = 2,684,354,560; t = 8 with sequence parallelism splits all of it 8 ways.
+// Full (whole stages re-run) is a plan's recompute, not a profile's layers: refused.
 TEST(HfProfile, ActivationBytesAreKorthikantisTable2) {
   const HfModel m = load_hf_model(hf("llama-3-8b.json"));
   const GpuModel g = load_gpu_model(gpu("h100-sxm"));
@@ -125,11 +126,13 @@ TEST(HfProfile, ActivationBytesAreKorthikantisTable2) {
   o.sequence = 4096;
   o.batch_sizes = {1};
   EXPECT_EQ(make_hf_profile(m, g, o).activation_bytes(1, 1.0), 536870912);
-  o.selective_recompute = false;
+  o.recompute = Recompute::None;
   EXPECT_EQ(make_hf_profile(m, g, o).activation_bytes(1, 1.0), 536870912 + 2684354560);
-  o.selective_recompute = true;
+  o.recompute = Recompute::Selective;
   o.tensor_parallel = 8;
   EXPECT_EQ(make_hf_profile(m, g, o).activation_bytes(1, 1.0), 536870912 / 8);
+  o.recompute = Recompute::Full;  // whole stages re-run: a plan's recompute, not a profile's layers
+  EXPECT_THROW(make_hf_profile(m, g, o), InputError);
 }
 
 TEST(HfConfig, UnknownFamilyAndMissingFieldsAreNamed) {
@@ -398,7 +401,7 @@ TEST(HfProfile, SynthGptFlopsAreNarayanansClosedForm) {
   EXPECT_NEAR(p.forward_ms(1, 2.0) / (2 * (dense + attn) / rate), 1.0, 1e-12);
   EXPECT_NEAR(p.backward_weight_ms(1, 1.0) / (dense / rate), 1.0, 1e-12);
   EXPECT_NEAR(p.backward_input_ms(1, 1.0) / ((dense + 2 * attn) / rate), 1.0, 1e-12);
-  g.recompute_granularity = "selective";
+  g.recompute = Recompute::Selective;
   EXPECT_NEAR(make_gpt_profile(g).backward_input_ms(1, 1.0) / ((dense + 3 * attn) / rate), 1.0, 1e-12);
   // Its shape is llm/'s: Megatron's GPT (LayerNorm, GeLU 4 h, biases, learned positions).
   const TransformerShape shape = gpt_shape(GptSpec{});
@@ -485,7 +488,8 @@ TEST(HfProfile, JobOfAProfileIsTheModelGpuAndOptionsThatWroteIt) {
       for (int t : {1, 2, 8}) {
         if (model.shape.kv_heads % t != 0 || model.shape.vocabulary % t != 0) continue;
         HfProfileOptions o;
-        o.sequence = 2048, o.tensor_parallel = t, o.selective_recompute = t != 2, o.batch_sizes = {1, 4};
+        o.sequence = 2048, o.tensor_parallel = t, o.batch_sizes = {1, 4};
+        o.recompute = t != 2 ? Recompute::Selective : Recompute::None;
         Profile p = make_hf_profile(model, g, o);
         p.source = "p.json";
         std::string why = "(unset)";
@@ -496,7 +500,7 @@ TEST(HfProfile, JobOfAProfileIsTheModelGpuAndOptionsThatWroteIt) {
         EXPECT_EQ(job->model.shape.name, model.shape.name);
         EXPECT_EQ(job->model.shape.vocabulary, model.shape.vocabulary);
         EXPECT_EQ(job->options.tensor_parallel, t);
-        EXPECT_EQ(job->options.selective_recompute, t != 2);
+        EXPECT_EQ(job->options.recompute, o.recompute);
         EXPECT_EQ(job->options.sequence, 2048);
         EXPECT_EQ(profile_to_json(make_hf_profile(job->model, job->gpu_model, job->options)), profile_to_json(p));
         ++checked;

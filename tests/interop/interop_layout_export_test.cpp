@@ -47,7 +47,7 @@ std::map<std::string, std::string> flags_of(const ExportResult& r) {
 
 std::string refusal(const ParallelLayout& l, Framework target, bool plan_recompute = false) {
   Plan p = plan_with(l);
-  p.recompute = plan_recompute;
+  p.recompute = recompute_from_r_ops(plan_recompute);
   try {
     export_plan(p, llm_profile(6), target);
   } catch (const InputError& e) {

@@ -11,8 +11,6 @@ namespace {
 TEST(LlmLayout, EnumNamesRoundTrip) {
   for (Sharding s : {Sharding::None, Sharding::DistributedOptimizer, Sharding::Zero2, Sharding::Zero3})
     EXPECT_EQ(sharding_from_name(to_string(s)), s);
-  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
-    EXPECT_EQ(recompute_from_name(to_string(r)), r);
   for (PrecisionRecipe p : {PrecisionRecipe::Bf16Mixed, PrecisionRecipe::Fp32, PrecisionRecipe::Fp8Params})
     EXPECT_EQ(precision_recipe_from_name(to_string(p)), p);
   EXPECT_EQ(sharding_from_name("zero-1"), Sharding::DistributedOptimizer);

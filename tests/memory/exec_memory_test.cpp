@@ -136,7 +136,7 @@ TEST(ExactMemory, EveryBuiltInScheduleKOneToFour) {
         choice.microbatches = 2 * K;
         choice.microbatch_size = 3;  // past the profiled sizes: the extrapolation must stay exact
         choice.schedule = kind;
-        choice.recompute = rc;
+        choice.recompute = recompute_from_r_ops(rc);
         choice.partition = PartitionKind::Uniform;
         // One chunk per position, or two (interleaved, V-shapes) when the generator asks for them.
         Plan plan;
@@ -199,7 +199,7 @@ Plan plan_for(const Profile& profile, const Schedule& s) {
   Plan plan;
   plan.microbatches = s.microbatches();
   plan.batch_size = 2 * static_cast<int64_t>(s.microbatches());
-  plan.recompute = s.recompute;
+  plan.recompute = recompute_from_r_ops(s.r_ops);
   plan.chunks = s.stages() / s.positions();
   const int per = profile.num_layers() / s.stages();
   LayerRanges ranges;
@@ -217,7 +217,7 @@ TEST(ExactMemory, RandomOrdersAndVShapes) {
     shape.devices = seed % 2 ? 2 : 4;
     shape.stages = 2 * shape.devices;
     shape.microbatches = 1 + static_cast<int>(rng() % 4);
-    shape.recompute = seed % 3 == 0;
+    shape.r_ops = seed % 3 == 0;
     std::vector<int> map = testing::v_shape_map(shape.devices);
     if (seed % 4 >= 2) {  // a looped (interleaved) map instead of the V
       for (int st = 0; st < shape.stages; ++st) map[st] = st % shape.devices;
@@ -249,7 +249,7 @@ TEST(ExactMemory, RandomSplitOrdersFreeAtI) {
     shape.devices = seed % 2 ? 2 : 4;
     shape.stages = shape.devices * (seed % 3 == 0 ? 2 : 1);  // divides the 8 layers
     shape.microbatches = 1 + static_cast<int>(rng() % 4);
-    shape.recompute = seed % 5 == 0;
+    shape.r_ops = seed % 5 == 0;
     shape.split_share = seed % 4 == 0 ? 0.7 : 1.0;
     const Schedule s = testing::random_schedule(rng, shape);
     const Plan plan = plan_for(profile, s);
@@ -309,7 +309,7 @@ TEST(ExactMemory, PlannerStageModelCountsTheSameTransients) {
           Plan plan;
           plan.microbatches = s.microbatches();
           plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * s.microbatches();
-          plan.recompute = rc;
+          plan.recompute = recompute_from_r_ops(rc);
           place_stages(plan, s, ranges, r);
           const std::vector<int64_t> model = m.stage_memory(ranges);
           const StepReport p = predict(profile, plan, s);

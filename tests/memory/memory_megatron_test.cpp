@@ -51,7 +51,7 @@ Profile gpt() {
   g.batch_sizes = {1};
   g.bias_linear = false;
   g.position_embedding = "rope";
-  g.recompute_granularity = "selective";
+  g.recompute = Recompute::Selective;
   g.embedding_dropout = 0.1;
   return make_gpt_profile(g);
 }

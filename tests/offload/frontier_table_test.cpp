@@ -122,7 +122,7 @@ TEST(FrontierTable, OneFOneBRowIsThePlannersCandidate) {
   q.devices = 8;
   q.batch = 64;
   q.schedules = {ScheduleKind::OneFOneB};
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   q.threads = 1;
   const SearchResult r = search_plans(q);
   const Candidate* c = nullptr;

@@ -146,7 +146,7 @@ TEST(OffloadSim, PropertiesOverRandomPlans) {
     EXPECT_EQ(all.step_ns, base.step_ns) << at;
     for (int d = 0; d < K; ++d) {
       EXPECT_LE(all.positions[d].peak_activation_bytes, base.positions[d].peak_activation_bytes) << at << " position " << d;
-      const int64_t stash = stash_bytes(c.stages[d], s.recompute);
+      const int64_t stash = stash_bytes(c.stages[d], s.r_ops);
       EXPECT_EQ(all.positions[d].offloaded_bytes, M * std::llround(f * static_cast<double>(stash))) << at;
     }
     const Hardware slow = host_linked(K, {static_cast<double>(1 + r() % 50), static_cast<double>(r() % 3)},

@@ -46,6 +46,23 @@ if(NOT n_candidates EQUAL CMAKE_MATCH_1)
   message(FATAL_ERROR "sweep.json lists ${n_candidates} candidates, expected ${CMAKE_MATCH_1}")
 endif()
 
+# --recompute full and none are the old on and off (core/recompute.h: one enum): the same
+# bytes; selective, which only a transformer layout runs, exits 2 naming the flag.
+foreach(pair "full;on" "none;off")
+  list(GET pair 0 new)
+  list(GET pair 1 old)
+  expect_exit(0 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 8 -N 64 --schedules 1f1b --recompute ${new} --json)
+  set(by_name "${LAST_OUT}")
+  expect_exit(0 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 8 -N 64 --schedules 1f1b --recompute ${old} --json)
+  if(NOT by_name STREQUAL LAST_OUT)
+    message(FATAL_ERROR "plan --recompute ${new} differs from --recompute ${old}")
+  endif()
+endforeach()
+expect_exit(2 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 8 -N 64 --recompute selective)
+if(NOT LAST_ERR MATCHES "--recompute: selective re-runs a transformer layer's attention core")
+  message(FATAL_ERROR "plan --recompute selective does not say why:\n${LAST_ERR}")
+endif()
+
 # Impossible requests: exit 2 with the reason.
 expect_exit(2 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 0 -N 64)
 expect_exit(2 ${PIPESCOPE} plan --profile ${P} --hardware ${H} -D 16 -N 64)

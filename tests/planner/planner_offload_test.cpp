@@ -41,7 +41,7 @@ SearchRequest request(int64_t memory) {
   q.devices = 2;
   q.batch = 8;
   q.schedules = {ScheduleKind::GPipe};
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   q.threads = 1;
   return q;
 }

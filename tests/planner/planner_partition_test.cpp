@@ -149,7 +149,7 @@ TEST(OptimalPartition, PredictedStageMemoryEqualsTheSimulatorsPeakByteForByte) {
     plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * in.schedule.microbatches();
     plan.microbatches = in.schedule.microbatches();
     plan.schedule = parse_schedule_kind(in.schedule.name);
-    plan.recompute = in.schedule.recompute;
+    plan.recompute = recompute_from_r_ops(in.schedule.r_ops);
     for (int s = 0; s < m.stages(); ++s) {
       std::vector<int> devices;
       for (int k = 0; k < spec.replicas; ++k) devices.push_back(s * spec.replicas + k);

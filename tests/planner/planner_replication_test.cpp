@@ -76,7 +76,7 @@ TEST(StageReplication, NeverSlowerThanUniformAndFasterWhereTheHeavyStageGainsRep
   EXPECT_GT(faster, 0);
   // K = 4, M = 4 (10 samples a micro-batch, so r in {1, 2, 5}): the heavy stage takes 5.
   for (const Candidate& v : varied.candidates) {
-    if (v.stages == 4 && v.microbatches == 4 && !v.recompute) {
+    if (v.stages == 4 && v.microbatches == 4 && v.recompute == Recompute::None) {
       EXPECT_EQ(v.label(), "1f1b K=4 r=1,1,1,5 M=4");
       std::printf("%s: %.3f ms, uniform r = 2: %.3f ms\n", v.label().c_str(), static_cast<double>(v.step_ns) / 1e6,
                   static_cast<double>(uniform.candidates[static_cast<std::size_t>(v.index)].step_ns) / 1e6);

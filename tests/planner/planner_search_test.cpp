@@ -13,6 +13,7 @@
 #include "planner/search.h"
 #include "sim/simulator.h"
 #include "tests/planner/planner_test_util.h"
+#include "tests/support/input_error.h"
 
 namespace pipescope {
 namespace {
@@ -183,6 +184,37 @@ TEST(PlanSearch, RefusesImpossibleRequests) {
   }
 }
 
+// plan --recompute names the recomputes the search tries (core/recompute.h): auto is none
+// then full (the order candidates were enumerated in before the enum), the old on / off are
+// full / none. Each value gives the same candidates, so auto has exactly twice none's. A
+// profile's plans run none or full: selective is refused by name, from the flag and from a
+// library request alike, and so is an empty set.
+TEST(PlanSearch, RecomputeChoicesAreNoneAndFull) {
+  using Choices = std::vector<Recompute>;
+  EXPECT_EQ(parse_recompute_choices("auto"), (Choices{Recompute::None, Recompute::Full}));
+  EXPECT_EQ(parse_recompute_choices("full"), Choices{Recompute::Full});
+  EXPECT_EQ(parse_recompute_choices("on"), Choices{Recompute::Full});
+  EXPECT_EQ(parse_recompute_choices("none"), Choices{Recompute::None});
+  EXPECT_EQ(parse_recompute_choices("off"), Choices{Recompute::None});
+  const std::string selective = "--recompute: selective re-runs a transformer layer's attention core";
+  EXPECT_EQ(testing::input_error_of([] { parse_recompute_choices("selective"); }).rfind(selective, 0), 0u);
+  EXPECT_EQ(testing::input_error_of([] { parse_recompute_choices("both"); }),
+            "--recompute: expected auto, none, full (or on, off), got \"both\"");
+  SearchRequest q = request(8, 32, 0);
+  const std::size_t both = enumerate_candidates(q).size();
+  q.recomputes = {Recompute::None};
+  const std::size_t none = enumerate_candidates(q).size();
+  q.recomputes = {Recompute::Full};
+  const std::vector<Candidate> full = enumerate_candidates(q);
+  EXPECT_EQ(full.size(), none);
+  EXPECT_EQ(both, 2 * none);
+  for (const Candidate& c : full) EXPECT_EQ(c.recompute, Recompute::Full) << c.label();
+  q.recomputes = {Recompute::Selective};
+  EXPECT_EQ(testing::input_error_of([&] { enumerate_candidates(q); }).rfind(selective, 0), 0u);
+  q.recomputes = {};
+  EXPECT_EQ(testing::input_error_of([&] { enumerate_candidates(q); }), "--recompute: expected at least one of none, full");
+}
+
 TEST(PlanSearch, UniformStagesFollowTheGpipeClosedForm) {
   // toy-like uniform layers, ideal hardware, K = 4 r = 1 GPipe: step = (M + K - 1)(t_f + t_b).
   UniformSpec u;
@@ -193,7 +225,7 @@ TEST(PlanSearch, UniformStagesFollowTheGpipeClosedForm) {
   q.devices = 4;
   q.batch = 16;
   q.schedules = {ScheduleKind::GPipe};
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   for (const Candidate& c : search_plans(q).candidates) {
     if (c.stages != 4) continue;
     const double b = 16.0 / c.microbatches;  // samples per micro-batch; 2 layers a stage

@@ -250,7 +250,7 @@ TEST(AsyncPlanner, PipeDreamsSteadyStepNeverLosesTo1F1BAndCostsMemory) {
   q.devices = 4;
   q.batch = 16;
   q.schedules = {ScheduleKind::OneFOneB, ScheduleKind::PipeDream};
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   q.threads = 1;
   const SearchResult r = search_plans(q);
   int compared = 0;

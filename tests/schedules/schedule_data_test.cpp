@@ -53,7 +53,7 @@ PlannedSchedule setup_for(const Schedule& s, std::mt19937_64& rng) {
   }
   u.plan.microbatches = s.microbatches();
   u.plan.batch_size = s.microbatches();
-  u.plan.recompute = s.recompute;
+  u.plan.recompute = recompute_from_r_ops(s.r_ops);
   u.plan.chunks = s.stages() / s.positions();
   LayerRanges ranges;
   for (int st = 0; st < s.stages(); ++st) ranges.emplace_back(2 * st, 2 * st + 2);
@@ -73,7 +73,7 @@ TEST(ScheduleData, RandomOrdersAndMapsSimulateToTheLongestPath) {
     shape.devices = 1 + static_cast<int>(rng() % 4);
     shape.stages = shape.devices * (1 + static_cast<int>(rng() % 3)) + static_cast<int>(rng() % 2);
     shape.microbatches = 1 + static_cast<int>(rng() % 6);
-    shape.recompute = rng() % 3 == 0;
+    shape.r_ops = rng() % 3 == 0;
     const Schedule s = random_schedule(rng, shape);
     ASSERT_NO_THROW(validate_schedule(s)) << "seed " << seed;
     if (s.stages() % s.positions() != 0) continue;  // a plan needs as many stages per device
@@ -116,7 +116,7 @@ TEST(ScheduleData, PeakActivationsFollowTheOpRules) {
     shape.devices = 1 + static_cast<int>(rng() % 4);
     shape.stages = shape.devices * (1 + static_cast<int>(rng() % 2));
     shape.microbatches = 1 + static_cast<int>(rng() % 6);
-    shape.recompute = rng() % 2;
+    shape.r_ops = rng() % 2;
     const Schedule s = random_schedule(rng, shape);
     const PlannedSchedule u = setup_for(s, rng);
     const StepReport r = simulate(s, u.costs, u.hardware, {});
@@ -127,7 +127,7 @@ TEST(ScheduleData, PeakActivationsFollowTheOpRules) {
         const StageCost& c = u.costs.stages[op.stage];
         // Written out here rather than through op_charge_bytes: F stashes activations (or
         // the input under re-materialisation), R re-creates the activations.
-        int64_t add = op.kind == OpKind::Forward ? (s.recompute ? c.input_bytes : c.activation_bytes)
+        int64_t add = op.kind == OpKind::Forward ? (s.r_ops ? c.input_bytes : c.activation_bytes)
                                                  : op.kind == OpKind::Recompute ? c.activation_bytes : 0;
         int64_t& mine = held[op.stage * s.microbatches() + op.microbatch];
         mine += add, now += add;
@@ -142,7 +142,7 @@ TEST(ScheduleData, PeakActivationsFollowTheOpRules) {
 TEST(ScheduleData, RoundTripThroughWithRecomputeAddsOneRBeforeEachFirstBackward) {
   Schedule s = make_zb_h1(3, 5);
   Schedule r = with_recompute(s);
-  EXPECT_TRUE(r.recompute);
+  EXPECT_TRUE(r.r_ops);
   EXPECT_EQ(r.num_ops(), s.num_ops() + 3u * 5u);  // one R per (stage, micro-batch)
   EXPECT_NO_THROW(validate_schedule(r));
   EXPECT_EQ(with_recompute(r).num_ops(), r.num_ops());  // already there: unchanged

@@ -42,13 +42,13 @@ ScheduleSpec random_spec(std::mt19937_64& rng, bool allow_recompute) {
   if (spec.kind == ScheduleKind::DualPipeV) spec.microbatches = std::max(spec.microbatches, 2 * spec.positions);
   if (spec.kind == ScheduleKind::PipeDream2BW) spec.microbatches = std::max(spec.microbatches, spec.positions);
   if (is_asynchronous(spec.kind)) spec.steps = 1 + static_cast<int>(rng() % 3);
-  spec.recompute = allow_recompute && rng() % 2 == 1;
+  spec.r_ops = allow_recompute && rng() % 2 == 1;
   return spec;
 }
 
 std::string describe(const ScheduleSpec& s) {
   return to_string(s.kind) + " K=" + std::to_string(s.positions) + " M=" + std::to_string(s.microbatches) +
-         " v=" + std::to_string(s.chunks) + (s.recompute ? " recompute" : "");
+         " v=" + std::to_string(s.chunks) + (s.r_ops ? " recompute" : "");
 }
 
 // The message of the InputError `read` throws ("" and a test failure when none).
@@ -85,7 +85,7 @@ TEST(ScheduleJson, EveryBuiltInScheduleRoundTripsOpForOp) {
       Schedule s = make_schedule(spec);
       Schedule back = schedule_from_json(JsonReader::from_text(schedule_to_json(s).dump(), "rt.json"));
       expect_same_ops(s, back);
-      EXPECT_EQ(back.recompute, s.recompute);
+      EXPECT_EQ(back.r_ops, s.r_ops);
       EXPECT_EQ(back.weight_update, s.weight_update);
       EXPECT_EQ(back.steps, s.steps);
       EXPECT_EQ(back.name, s.name);
@@ -107,7 +107,7 @@ TEST(ScheduleCsv, EveryBuiltInScheduleRoundTripsOpForOp) {
       }
       Schedule back = schedule_from_csv(schedule_to_csv(s), "runs/rt.csv");
       expect_same_ops(s, back);
-      EXPECT_FALSE(back.recompute);
+      EXPECT_FALSE(back.r_ops);
       EXPECT_EQ(back.name, "rt");
     }
   }
@@ -355,7 +355,7 @@ TEST(ScheduleJson, Version1FilesReadToTheSameSchedule) {
     Schedule s = make_schedule(spec);
     Schedule v1 = schedule_from_json(JsonReader::from_text(as_version_1(schedule_to_json(s)).dump(), "v1.json"));
     expect_same_ops(v1, s);
-    EXPECT_EQ(v1.recompute, s.recompute);
+    EXPECT_EQ(v1.r_ops, s.r_ops);
     EXPECT_EQ(v1.weight_update, s.weight_update);
     EXPECT_EQ(v1.steps, s.steps);
   }

@@ -26,6 +26,6 @@ TEST(SimLongestPath, EqualsBoostGraphLongestPathForRandomPlans) {
     StepReport r = simulate(s, c, h, {});
     EXPECT_EQ(r.step_ns, longest_path(s, c, h))
         << "seed " << seed << ": " << to_string(choice.schedule) << " K=" << choice.stages
-        << " M=" << choice.microbatches << " recompute=" << choice.recompute;
+        << " M=" << choice.microbatches << " recompute=" << to_string(choice.recompute);
   }
 }

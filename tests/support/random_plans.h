@@ -52,7 +52,7 @@ inline RandomPlan random_plan(uint64_t seed) {
   choice.microbatches = choice.schedule == ScheduleKind::Interleaved ? choice.stages * (1 + rng() % 3)
                                                                       : 1 + rng() % 9;
   choice.microbatch_size = 1 + rng() % 6;
-  choice.recompute = rng() % 2;
+  choice.recompute = recompute_from_r_ops(rng() % 2 == 1);
   choice.partition = rng() % 2 ? PartitionKind::Uniform : PartitionKind::Optimal;
   r.plan = make_plan(p, choice).plan;
   r.hardware = Hardware::ideal(choice.stages);

@@ -20,7 +20,7 @@ struct RandomScheduleShape {
   int devices = 2;
   int stages = 2;
   int microbatches = 2;
-  bool recompute = false;
+  bool r_ops = false;  // R ops present (Schedule::r_ops)
   double split_share = 0.5;  // chance that a (stage, micro-batch) splits its backward
 };
 
@@ -36,7 +36,7 @@ inline Schedule random_schedule(std::mt19937_64& rng, const RandomScheduleShape&
   Schedule s;
   s.name = "random";
   s.num_microbatches = shape.microbatches;
-  s.recompute = shape.recompute;
+  s.r_ops = shape.r_ops;
   const int K = shape.devices, S = map.empty() ? shape.stages : static_cast<int>(map.size()), M = shape.microbatches;
   if (map.empty()) {
     for (int st = 0; st < S; ++st) map.push_back(st < K ? st : static_cast<int>(rng() % K));
@@ -49,7 +49,7 @@ inline Schedule random_schedule(std::mt19937_64& rng, const RandomScheduleShape&
   for (int st = 0; st < S; ++st) {
     for (int m = 0; m < M; ++m) {
       todo.push_back({OpKind::Forward, st, m});
-      if (shape.recompute) todo.push_back({OpKind::Recompute, st, m});
+      if (shape.r_ops) todo.push_back({OpKind::Recompute, st, m});
       if (unit(rng) < shape.split_share) {
         todo.push_back({OpKind::BackwardInput, st, m});
         todo.push_back({OpKind::BackwardWeight, st, m});
@@ -62,7 +62,7 @@ inline Schedule random_schedule(std::mt19937_64& rng, const RandomScheduleShape&
   while (!todo.empty()) {
     std::vector<std::size_t> ready;
     for (std::size_t i = 0; i < todo.size(); ++i) {
-      if (done.ready(todo[i], shape.recompute)) ready.push_back(i);
+      if (done.ready(todo[i], shape.r_ops)) ready.push_back(i);
     }
     const std::size_t pick = ready[rng() % ready.size()];
     const Op op = todo[pick];

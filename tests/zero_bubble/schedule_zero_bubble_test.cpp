@@ -381,7 +381,7 @@ TEST(ZeroBubble, PlanGivesZbAutoTheMemorysByteBudget) {
   q.devices = 4;
   q.batch = 16;
   q.schedules = {ScheduleKind::ZeroBubbleAuto};
-  q.recompute = RecomputeMode::Off;
+  q.recomputes = {Recompute::None};
   q.threads = 1;
   auto find = [](const SearchResult& r, int K, int M) {
     for (const Candidate& c : r.candidates) {
