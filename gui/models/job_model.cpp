@@ -53,18 +53,13 @@ JobInputs edit_job(const JobInputs& base, const JobEdit& edit) {
   if (edit.empty()) return base;  // the plan's job as read
   JobInputs out{base.job, base.gpu, base.source, {}};
   ParallelLayout& l = out.job.layout;
-  if (edit.p) l.p = *edit.p;
-  if (edit.v) l.v = *edit.v;
-  if (edit.microbatches) l.microbatches = *edit.microbatches;
-  if (edit.micro_batch) l.micro_batch = *edit.micro_batch;
-  if (edit.d) l.d = *edit.d;
-  if (edit.schedule) l.schedule = *edit.schedule;
-  if (edit.t) l.t = *edit.t;
-  if (edit.cp) l.cp = *edit.cp;
-  if (edit.ep) l.ep = *edit.ep;
-  if (edit.sequence_parallel) l.sequence_parallel = *edit.sequence_parallel;
-  if (edit.recompute) l.recompute = *edit.recompute;
-  if (edit.sharding) l.sharding = *edit.sharding;
+  const auto take = [](auto& field, const auto& value) {
+    if (value) field = *value;
+  };
+  take(l.p, edit.p), take(l.v, edit.v), take(l.microbatches, edit.microbatches), take(l.micro_batch, edit.micro_batch);
+  take(l.d, edit.d), take(l.t, edit.t), take(l.cp, edit.cp), take(l.ep, edit.ep);
+  take(l.sequence_parallel, edit.sequence_parallel), take(l.recompute, edit.recompute), take(l.sharding, edit.sharding);
+  if (edit.schedule) l.schedule = *edit.schedule;  // an optional field of the layout: set, not taken
   if (edit.t && out.job.vocab_size > 0) {
     out.job.shape.vocabulary = padded_vocabulary(out.job.vocab_size, l.t, out.job.vocab_divisible_by);
   }

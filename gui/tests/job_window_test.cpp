@@ -61,6 +61,19 @@ GuiRun run_gui(const QStringList& args) {
   return {p.exitCode(), QString::fromUtf8(p.readAllStandardError())};
 }
 
+// File > Export plan of the job shown, then `simulate --plan` of that file alone: its JSON,
+// whose step must be the window's (checked here).
+Json saved_job_simulated(MainWindow& w, const QString& path) {
+  w.save_plan(path);
+  const Json sim = cli_json({"simulate", "--plan", path, "--json"});
+  if (sim.is_null() || !w.evaluation() || !w.evaluation()->job ||
+      sim["step_ns"].get<int64_t>() != w.evaluation()->job->report.time.step_ns) {
+    qWarning() << "simulate --plan" << path << "does not give the window's step";
+    return Json{{"layout", Json::object({{"t", -1}, {"microbatches", -1}})}};
+  }
+  return sim;
+}
+
 }  // namespace
 
 class JobWindowTest : public QObject {
@@ -127,13 +140,8 @@ class JobWindowTest : public QObject {
     QCOMPARE(w.evaluation()->job->inputs.job.layout.microbatches, 128);
     QVERIFY(w.evaluation()->job->report.time.step_ns < step_ns);  // half the micro-batches
     // File > Export plan writes the edited job as a version 3 plan: simulate --plan gives its step.
-    const QString saved = dir.filePath("saved.json");
-    w.save_plan(saved);
+    QCOMPARE(saved_job_simulated(w, dir.filePath("saved.json"))["layout"]["microbatches"].get<int>(), 128);
     QVERIFY(QFile::exists(dir.filePath("saved.profile.json")));
-    const Json resim = cli_json({"simulate", "--plan", saved, "--json"});
-    QVERIFY(!resim.is_null());
-    QCOMPARE(resim["step_ns"].get<int64_t>(), w.evaluation()->job->report.time.step_ns);
-    QCOMPARE(resim["layout"]["microbatches"].get<int>(), 128);
     w.controls()->microbatches_box()->setValue(255);
     w.wait_for_plan();
     QCoreApplication::processEvents();
@@ -155,12 +163,7 @@ class JobWindowTest : public QObject {
     QCOMPARE(t8.layout.t, 8);
     QCOMPARE(t8.layout.gpus(), 128);
     QCOMPARE(t8.shape.vocabulary, 129024);
-    const QString wide = dir.filePath("t8.json");
-    w.save_plan(wide);
-    const Json t8_sim = cli_json({"simulate", "--plan", wide, "--json"});
-    QVERIFY(!t8_sim.is_null());
-    QCOMPARE(t8_sim["step_ns"].get<int64_t>(), w.evaluation()->job->report.time.step_ns);
-    QCOMPARE(t8_sim["layout"]["t"].get<int>(), 8);
+    QCOMPARE(saved_job_simulated(w, dir.filePath("t8.json"))["layout"]["t"].get<int>(), 8);
     w.controls()->expert_parallel_box()->setValue(2);
     w.wait_for_plan();
     QCoreApplication::processEvents();
