@@ -109,9 +109,7 @@ std::vector<std::string> split(const std::string& text) {
 // --framework keeps the schedules the framework runs; one named in --schedules that it
 // does not run is refused.
 void restrict_to_framework(const SearchArgs& a, std::vector<ScheduleKind>& schedules) {
-  const std::optional<Framework> framework = framework_from_name(a.framework);
-  if (!framework) throw InputError("--framework: expected megatron, torch or deepspeed, got \"" + a.framework + "\"");
-  const FrameworkOffer& offer = framework_offer(*framework);
+  const FrameworkOffer& offer = framework_offer(framework_flag(a.framework));
   const bool explicit_list = a.schedules != SearchArgs{}.schedules;
   std::vector<ScheduleKind> kept;
   for (ScheduleKind kind : schedules) {
@@ -137,9 +135,10 @@ std::optional<PrecisionRecipe> framework_recipe(const std::string& dtype) {
   return std::nullopt;
 }
 
-SearchRequest make_request(const SearchArgs& a) {
+// `profile`: the file --profile names, read (load_profile).
+SearchRequest make_request(const SearchArgs& a, Profile profile) {
   SearchRequest q;
-  q.profile = load_profile(a.profile_path);
+  q.profile = std::move(profile);
   q.profile_path = a.profile_path;
   q.devices = a.devices;
   if (q.devices < 1) throw InputError("--devices: expected at least 1, got " + std::to_string(a.devices));
@@ -398,11 +397,11 @@ void plan_profile_as_job(PlanArgs& a, const CLI::App& cmd, const PlanFlagSets& s
   ModelPlanArgs m = a.model;  // --pipeline-model-parallel-size, --framework, --top, --json, --out
   m.gpu = job.gpu;
   m.request.gpus = static_cast<int>(gpus);
-  m.request.global_batch = static_cast<int>(search.batch);
   if (search.batch < 1 || search.batch > std::numeric_limits<int>::max()) {
     throw InputError("--batch: expected 1 to " + std::to_string(std::numeric_limits<int>::max()) + " sequences, got " +
                      std::to_string(search.batch));
   }
+  m.request.global_batch = static_cast<int>(search.batch);
   TransformerShape shape = job.model.shape;
   shape.sequence = static_cast<int>(job.options.sequence);
   run_model_plan_on(m, cmd.get_name(), shape,
@@ -420,13 +419,13 @@ void run_profile_plan(PlanArgs& a, const CLI::App& cmd, const PlanFlagSets& sets
     throw InputError("--batch (or --global-batch-size): required with --profile");
   }
   search.stages = a.model.request.p;
+  std::optional<Profile> profile;  // read here with --framework, else by the search below
   if (cmd.count("--framework") > 0) {
     search.framework = a.model.flags.framework;
-    if (!framework_from_name(search.framework)) {
-      throw InputError("--framework: expected megatron, torch or deepspeed, got \"" + search.framework + "\"");
-    }
+    (void)framework_flag(search.framework);  // a name it does not know exits 2 before any file is read
+    profile = load_profile(search.profile_path);
     std::string why;
-    if (const std::optional<HfProfileJob> job = hf_profile_job(load_profile(search.profile_path), &why)) {
+    if (const std::optional<HfProfileJob> job = hf_profile_job(*profile, &why)) {
       plan_profile_as_job(a, cmd, sets, *job);
       return;
     }
@@ -437,7 +436,7 @@ void run_profile_plan(PlanArgs& a, const CLI::App& cmd, const PlanFlagSets& sets
   const std::string& output = a.model.out;
   if (top_n < 1) throw InputError("--top: expected at least 1, got " + std::to_string(top_n));
   a.gates.check(as_json, !search.hardware_path.empty(), {{"--output", output}});
-  SearchRequest q = make_request(search);
+  SearchRequest q = make_request(search, profile ? std::move(*profile) : load_profile(search.profile_path));
   // zb-auto orders searched only where they can rank that high (bounds on a step from
   // time 0: under post-validation every order is searched).
   q.exact_top = q.optimizer_step == OptimizerStep::PostValidation ? 0 : std::max(10, top_n);
@@ -534,7 +533,7 @@ void add_sweep_command(CLI::App& app) {
   add_search_options(cmd, a->search, /*sweep=*/true);
   cmd->add_option("-o,--output", a->prefix, "Output prefix: writes PREFIX.csv and PREFIX.json")->capture_default_str();
   cmd->callback([a] {
-    SearchRequest q = make_request(a->search);
+    SearchRequest q = make_request(a->search, load_profile(a->search.profile_path));
     SearchResult r = search_plans(q, progress_bar());
     // Both files or neither.
     write_outputs({{a->prefix + ".csv", candidates_csv(r, q.batch)}, {a->prefix + ".json", search_to_json(r, q).dump(1) + "\n"}});

@@ -170,9 +170,11 @@ TransformerShape shape_from_flags(const LlmFlags& f) {
   return s;
 }
 
-Framework framework_from_flags(const LlmFlags& f) {
-  const std::optional<Framework> framework = framework_from_name(f.framework);
-  if (!framework) throw InputError("--framework: expected megatron, torch or deepspeed, got \"" + f.framework + "\"");
+Framework framework_from_flags(const LlmFlags& f) { return framework_flag(f.framework); }
+
+Framework framework_flag(const std::string& name) {
+  const std::optional<Framework> framework = framework_from_name(name);
+  if (!framework) throw InputError("--framework: expected megatron, torch or deepspeed, got \"" + name + "\"");
   return *framework;
 }
 

@@ -65,6 +65,8 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use);
 // The shape of the config and the model flags, vocabulary not yet padded.
 TransformerShape shape_from_flags(const LlmFlags& f);
 Framework framework_from_flags(const LlmFlags& f);
+// --framework's value, or InputError naming the flag and the three names.
+Framework framework_flag(const std::string& name);
 // --schedule by pipescope's name (nullopt when not given); throws InputError naming it.
 std::optional<ScheduleKind> schedule_from_flags(const std::string& name);
 
