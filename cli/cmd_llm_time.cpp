@@ -103,7 +103,7 @@ void add_llm_time_command(CLI::App& app) {
       if (!refused.empty()) throw InputError("--overlap-param-gather: " + refused);
     }
     set_framework_overlap(job.framework, args->options.overlap_grad_reduce, args->options.overlap_param_gather,
-                          job.layout);
+                          job.layout, !args->flags.no_overlap_p2p);
     const GpuModel gpu = load_gpu(args->gpu);
     const StepTime st = evaluate_job(job_of(job, args->flags, args->gpu, gpu), gpu).time;
     std::cout << (args->json ? step_json(*args, job, st).dump(2) + "\n" : step_table(*args, job, st));

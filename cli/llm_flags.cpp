@@ -124,7 +124,8 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   cmd->add_option("--recompute-num-layers", f.recompute_layers, "with full and uniform: 1");
   cmd->add_flag("--bf16", f.bf16, "bf16 mixed precision (= --precision bf16-mixed, the default)");
   cmd->add_flag("--no-overlap-p2p-communication", f.no_overlap_p2p,
-                "Megatron's blocking p2p: llm/ times p2p blocking already; accepted so an export reads back");
+                "Megatron-LM's interleaved schedule with blocking p2p (default: each p2p posted ahead and waited on "
+                "before the op that needs it; 1f1b, torch and DeepSpeed always block)");
   cmd->add_flag("--use-distributed-optimizer", f.distributed_optimizer, "shard the optimizer state over d cp");
   cmd->add_option("--sharding", f.sharding, "none | distributed-optimizer | zero-1 | zero-2 | zero-3 | fsdp");
   cmd->add_option("--framework", f.framework, "megatron | torch | deepspeed (the shardings it offers)")

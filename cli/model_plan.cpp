@@ -70,6 +70,7 @@ void run(ModelPlanArgs& a, const std::string& name, const TransformerShape& shap
   q.vocab_divisible_by = a.flags.vocab_divisible_by;
   q.framework = framework_from_flags(a.flags);
   q.schedule = schedule_from_flags(a.schedule);
+  q.options.overlap_p2p = !a.flags.no_overlap_p2p;
   const auto precision = precision_recipe_from_name(a.precision);
   if (!precision) throw InputError("--precision: expected bf16-mixed, fp32 or fp8-params, got \"" + a.precision + "\"");
   q.precision = *precision;

@@ -15,6 +15,7 @@
 #include "core/json_reader.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "llm/job.h"
 #include "llm/layout.h"
 #include "llm/layout_check.h"
 
@@ -65,6 +66,13 @@ struct PlanShape {
   // precision and the rank order of every export.
   std::optional<ParallelLayout> layout;
   int gpus_per_node = 8;  // for the rank groups an export states (export --gpus-per-node)
+  // A version 3 plan's job (llm/job.h: the model's shape and source, the cluster, the
+  // framework it was planned for) and pipescope's prediction of it (evaluate_job on the
+  // job's GPU file): the model flags an export writes, and the prediction its header states
+  // so that a launch can be compared with it. nullopt for a plan without a job (v1, v2).
+  std::optional<Job> job;
+  std::optional<JobReport> predicted;
+  std::string plan_dir;  // the plan file's folder: a relative model source or GPU file is found beside it
 
   int stages() const { return static_cast<int>(ranges.size()); }
   int decoder_total() const;
@@ -85,6 +93,12 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
 Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node);
 // What a layout field says that `framework` cannot: throws InputError("", "layout.<field>", why).
 [[noreturn]] void refuse_layout(const std::string& field, const std::string& why);
+
+// What pipescope predicted for the plan's job, as comment lines (each starting with
+// `comment`): the step, throughput and each pipeline rank's peak per GPU by kind; and the
+// same as JSON ({"step_ns", "gpu", "ranks": [rank_memory_to_json...]}); "" / null without a job.
+std::string predicted_lines(const PlanShape& shape, const std::string& comment);
+Json predicted_json(const PlanShape& shape);
 
 ExportResult export_megatron(const PlanShape& shape);
 // `csv`: the file loads torch_csv into a _PipelineScheduleRuntime (pipescope's exact op

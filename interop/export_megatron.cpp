@@ -11,6 +11,8 @@
 // derives from the emitted flags equal the plan's, stage by stage
 // (tests/interop/interop_export_test.cpp recomputes them with Megatron's rules).
 #include <cctype>
+#include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -110,6 +112,112 @@ std::string shell_word(const std::string& value) {
   return value;
 }
 
+// The Hugging Face config.json a job was planned from, when it can still be read: as
+// named (from where the plan was made), else beside the plan. nullopt: a job of Megatron's
+// model flags, or a config no longer there (the header says which flags that leaves out).
+std::optional<JsonReader> model_config(const Job& job, const std::string& plan_dir) {
+  if (job.model_source.empty()) return std::nullopt;
+  for (const std::filesystem::path& path : {std::filesystem::path(job.model_source),
+                                            std::filesystem::path(plan_dir) / job.model_source}) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return JsonReader::from_file(path.string());
+  }
+  return std::nullopt;
+}
+
+std::string number(double value) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.10g", value);
+  return out;
+}
+
+// The model as Megatron-LM flags (core_v0.15.0 arguments.py), from the job's shape: what
+// pipescope counted, so that Megatron builds the same layers. From the Hugging Face config
+// besides, the numerics Megatron-Bridge's conversion sets (model_bridge.py CONFIG_MAPPING:
+// rope_theta -> rotary_base, rms_norm_eps -> layernorm_epsilon, initializer_range ->
+// init_method_std; llama3 rope scaling -> --use-rope-scaling). Dropout stays at Megatron's
+// defaults, whose masks llm/memory.h counts. Throws InputError for a shape Megatron's flags
+// cannot build (an attention output or MLP bias without the others).
+void model_flags(const PlanShape& s, Flags& f, std::vector<std::string>& notes) {
+  const Job& job = *s.job;
+  const TransformerShape& m = job.shape;
+  const std::string field = "job.model.shape.";
+  if (!m.bias_linear && (m.output_bias || m.mlp_bias)) {
+    throw InputError("", field + (m.output_bias ? "output_bias" : "mlp_bias"),
+                     "Megatron-LM biases every linear layer (the default) or none (--disable-bias-linear), with "
+                     "--add-qkv-bias for q, k and v alone; it has no flag for a bias on the " +
+                         std::string(m.output_bias ? "attention output projection" : "MLP") + " alone");
+  }
+  f.emplace_back("--num-layers", std::to_string(m.layers));
+  f.emplace_back("--hidden-size", std::to_string(m.hidden));
+  if (m.ffn_hidden > 0) f.emplace_back("--ffn-hidden-size", std::to_string(m.ffn_hidden));
+  f.emplace_back("--num-attention-heads", std::to_string(m.heads));
+  if (m.kv_heads > 0 && m.kv_heads != m.heads) {
+    f.emplace_back("--group-query-attention", "");
+    f.emplace_back("--num-query-groups", std::to_string(m.kv_heads));
+  }
+  if (m.kv_channels > 0) f.emplace_back("--kv-channels", std::to_string(m.kv_channels));
+  f.emplace_back("--seq-length", std::to_string(m.sequence));
+  std::optional<JsonReader> hf = model_config(job, s.plan_dir);
+  int positions = m.sequence;
+  if (hf && hf->has("max_position_embeddings")) {
+    positions = std::max(positions, static_cast<int>((*hf)["max_position_embeddings"].as_int(1, 1 << 30)));
+  }
+  f.emplace_back("--max-position-embeddings", std::to_string(positions));
+  f.emplace_back("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
+  if (m.rms_norm) f.emplace_back("--normalization", "RMSNorm");
+  if (m.swiglu) f.emplace_back("--swiglu", "");
+  if (!m.bias_linear) f.emplace_back("--disable-bias-linear", "");
+  if (!m.bias_linear && m.qkv_bias) f.emplace_back("--add-qkv-bias", "");
+  if (!m.tied_embeddings) f.emplace_back("--untie-embeddings-and-output-weights", "");
+  f.emplace_back("--vocab-size", std::to_string(job.vocab_size > 0 ? job.vocab_size : m.vocabulary));
+  f.emplace_back("--make-vocab-size-divisible-by", std::to_string(job.vocab_divisible_by));
+  if (m.experts > 0) {
+    f.emplace_back("--num-experts", std::to_string(m.experts));
+    f.emplace_back("--moe-router-topk", std::to_string(m.moe_topk));
+    if (m.moe_ffn_hidden > 0) f.emplace_back("--moe-ffn-hidden-size", std::to_string(m.moe_ffn_hidden));
+    if (m.moe_layer_frequency > 1) f.emplace_back("--moe-layer-freq", std::to_string(m.moe_layer_frequency));
+    if (m.shared_expert_ffn_hidden > 0) {
+      f.emplace_back("--moe-shared-expert-intermediate-size", std::to_string(m.shared_expert_ffn_hidden));
+    }
+    f.emplace_back("--moe-token-dispatcher-type", "alltoall");  // the all-to-alls llm/layer_time.h times
+  }
+  if (!hf) {
+    notes.push_back(job.model_source.empty()
+                        ? "model from Megatron's flags: numerics (--rotary-base, --norm-epsilon, --init-method-std) "
+                          "at Megatron's defaults"
+                        : "model source " + job.model_source + " not found (as named, or beside the plan): "
+                          "--rotary-base, --norm-epsilon and --init-method-std left at Megatron's defaults");
+    return;
+  }
+  if (!m.learned_positions && hf->has("rope_theta")) f.emplace_back("--rotary-base", number((*hf)["rope_theta"].as_double(0)));
+  for (const char* eps : {"rms_norm_eps", "layer_norm_eps"}) {
+    if (hf->has(eps)) {
+      f.emplace_back("--norm-epsilon", number((*hf)[eps].as_double(0)));
+      break;
+    }
+  }
+  if (hf->has("initializer_range")) f.emplace_back("--init-method-std", number((*hf)["initializer_range"].as_double(0)));
+  if (hf->has("rope_scaling") && (*hf)["rope_scaling"].json().is_object()) {
+    const JsonReader scaling = (*hf)["rope_scaling"];
+    const std::string type = scaling.has("rope_type") ? scaling["rope_type"].as_string()
+                             : scaling.has("type")    ? scaling["type"].as_string()
+                                                      : "";
+    if (type != "llama3") {
+      throw InputError(hf->source(), "rope_scaling", "\"" + type + "\": Megatron-LM's flags scale RoPE as Llama 3.1 does "
+                                                     "(--use-rope-scaling, rope_type llama3) only");
+    }
+    f.emplace_back("--use-rope-scaling", "");
+    if (scaling.has("factor")) f.emplace_back("--rope-scaling-factor", number(scaling["factor"].as_double(0)));
+  }
+  std::string act;
+  if (hf->has("hidden_act") && (*hf)["hidden_act"].json().is_string()) act = (*hf)["hidden_act"].as_string();
+  if (m.swiglu && !act.empty() && act != "silu") {
+    notes.push_back("the config's gated " + act + " MLP: Megatron-LM's flags gate only SiLU (--swiglu); the same "
+                    "shape and cost, another activation (Megatron-Bridge sets activation_func in Python)");
+  }
+}
+
 void check_schedule(const PlanShape& s) {
   if (s.positions == 1) return;  // no pipeline: the schedule does not matter
   if (s.schedule == ScheduleKind::OneFOneB && s.chunks == 1) return;
@@ -197,8 +305,13 @@ ExportResult export_megatron(const PlanShape& s) {
     f.emplace_back("--sequence-parallel", "");
   }
   f.emplace_back("--pipeline-model-parallel-size", std::to_string(s.positions));
-  f.emplace_back("--num-layers", std::to_string(s.decoder_total()));
-  if (s.sequence > 0) f.emplace_back("--seq-length", std::to_string(s.sequence));
+  std::vector<std::string> notes;
+  if (s.job) {
+    model_flags(s, f, notes);
+  } else {
+    f.emplace_back("--num-layers", std::to_string(s.decoder_total()));
+    if (s.sequence > 0) f.emplace_back("--seq-length", std::to_string(s.sequence));
+  }
   f.emplace_back("--micro-batch-size", std::to_string(s.microbatch_size));
   f.emplace_back("--global-batch-size", std::to_string(s.global_batch));
   if (s.layout) {
@@ -258,6 +371,12 @@ ExportResult export_megatron(const PlanShape& s) {
     text << "\n";
   }
   text << "# schedule " << s.schedule_name << ", " << s.microbatches << " micro-batches per step; cut: " << cut << "\n";
+  if (s.job) {
+    text << "# data and tokenizer are the run's: add --tokenizer-type / --tokenizer-model (a tokenizer of --vocab-size "
+            "tokens) and --data-path, or --mock-data with --tokenizer-type NullTokenizer\n";
+  }
+  for (const std::string& note : notes) text << "# note: " << note << "\n";
+  text << predicted_lines(s, "# ");
   if (s.positions > 1 && !interleaved && s.p2p == P2p::Overlapped) {
     text << "# p2p: Megatron-LM overlaps p2p with compute only in the interleaved schedule; its 1f1b sends and "
             "receives block (predict that with --p2p blocking)\n";
@@ -270,6 +389,8 @@ ExportResult export_megatron(const PlanShape& s) {
   Json json = {{"target", "megatron"}, {"version", kMegatronVersion}, {"flags", flags},
                {"world_size", s.world_size()}, {"data_parallel_size", s.replicas}, {"cut", cut},
                {"p2p", to_string(interleaved ? s.p2p : P2p::Blocking)}};
+  json["notes"] = notes;
+  if (s.job) json["predicted"] = predicted_json(s);
   if (s.layout) {
     json["order"] = s.layout->order;
     json["gpus_per_node"] = s.gpus_per_node;

@@ -2,6 +2,8 @@
 // roles, per-stage cuts, ranks, batch arithmetic), and the dispatch by target.
 // Invariant: every check that more than one framework needs is made here, once.
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 
 #include "core/error.h"
 #include "interop/export.h"
@@ -92,6 +94,32 @@ void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profil
 
 }  // namespace
 
+std::string predicted_lines(const PlanShape& s, const std::string& comment) {
+  if (!s.job || !s.predicted) return "";
+  const Job& job = *s.job;
+  const double step_s = s.predicted->time.step_ns * 1e-9;
+  char line[256];
+  std::snprintf(line, sizeof line, "pipescope predicts (%s, %d GPUs on %s): step %.3f s, %.1f sequences/s, MFU %.1f%%, bubble %.3f",
+                job.shape.name.c_str(), job.layout.gpus(), job.cluster.gpu.c_str(), step_s,
+                job.layout.global_batch() / step_s, 100 * s.predicted->time.mfu, s.predicted->time.bubble);
+  std::string out = comment + line + "\n";
+  out += comment + "peak per GPU by pipeline rank (GB = 1e9 bytes: weights + gradients + optimizer + activations):\n";
+  for (const RankMemory& m : s.predicted->memory.stages) {
+    std::snprintf(line, sizeof line, "  rank %d: %.2f GB = %.2f + %.2f + %.2f + %.2f", m.rank, m.total() / 1e9,
+                  m.parameter_bytes / 1e9, m.gradient_bytes / 1e9, m.optimizer_bytes / 1e9, m.activation_bytes / 1e9);
+    out += comment + line + "\n";
+  }
+  return out;
+}
+
+Json predicted_json(const PlanShape& s) {
+  if (!s.job || !s.predicted) return nullptr;
+  Json ranks = Json::array();
+  for (const RankMemory& m : s.predicted->memory.stages) ranks.push_back(rank_memory_to_json(m));
+  return {{"step_ns", s.predicted->time.step_ns}, {"gpu", s.job->cluster.gpu}, {"gpus", s.job->layout.gpus()},
+          {"global_batch", s.job->layout.global_batch()}, {"ranks", ranks}};
+}
+
 void refuse_layout(const std::string& field, const std::string& why) { throw InputError("", "layout." + field, why); }
 
 Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node) {
@@ -171,6 +199,8 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
     }
   }
   s.layout = plan_layout(plan);
+  s.job = plan_job(plan);
+  s.plan_dir = std::filesystem::path(plan.source).parent_path().string();
   if (s.layout) {
     const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;
     check_layout_against_plan(s, plan, profile_states_t, one_pipeline);
@@ -196,6 +226,11 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, Framework tar
                                         "; plan without --offload to export it, or run it with `pipescope run`");
   }
   PlanShape shape = analyse_plan(plan, profile, framework, gpus_per_node);
+  if (shape.job) {  // the header states what pipescope predicted, as `simulate --plan` prints it
+    const GpuModel gpu = load_gpu(shape.job->cluster.gpu, shape.plan_dir);
+    check_job_gpu(*shape.job, gpu, plan.source);
+    shape.predicted = evaluate_job(*shape.job, gpu);
+  }
   switch (target) {
     case Framework::Megatron: return export_megatron(shape);
     case Framework::Torch: return export_torch(shape, plan_name, torch_csv);

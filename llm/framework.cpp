@@ -146,8 +146,11 @@ std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l
   return experts.empty() ? "" : "--expert-model-parallel-size: " + experts;
 }
 
-void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout) {
+void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout,
+                           bool p2p) {
   const Sharding s = layout.sharding;
+  layout.overlap_p2p = framework == Framework::Megatron && p2p && layout.p > 1 && layout.v > 1 &&
+                       layout_schedule(layout) == ScheduleKind::Interleaved;
   switch (framework) {
     case Framework::Megatron:
       layout.overlap_grad_reduce = grad_reduce;

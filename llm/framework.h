@@ -52,7 +52,11 @@ const FrameworkOffer& framework_offer(Framework framework);
 //                ZeRO-3 both, asked or not (overlap_comm defaults to true there, DeepSpeedZeroConfig's
 //                overlap_comm_valid, and parameters are prefetched); ZeRO-1 / 2 gather the
 //                updated parameters after the step, so never the gather
-void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout);
+// and layout.overlap_p2p: Megatron-LM's --overlap-p2p-communication as asked (`p2p`; on by
+// default) when its interleaved schedule runs (v > 1), else off: Megatron's 1f1b, torch's
+// pipelining (its _batch_p2p waits at once) and DeepSpeed's pipe engine send and receive blocking.
+void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout,
+                           bool p2p = true);
 // Why --overlap-param-gather cannot apply to a layout of `sharding` under `framework` ("" when
 // it can; the reason without the flag's name): no sharded parameters to gather (sharding none; Megatron-LM's arguments.py asserts
 // --use-distributed-optimizer), or DeepSpeed's ZeRO-1 / 2, which gather after the step.

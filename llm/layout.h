@@ -107,6 +107,11 @@ struct ParallelLayout {
   // FSDP2 overlap by design). llm/framework.h's framework_overlap sets what the framework does.
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  // Megatron-LM's --overlap-p2p-communication (on by default; --no-overlap-p2p-communication
+  // turns it off), which only its interleaved schedule uses: each p2p is posted ahead and
+  // waited on before the op that needs it (the simulator's overlapped p2p, core/p2p.h).
+  // Off, and always for 1f1b and the other frameworks' runtimes: blocking p2p.
+  bool overlap_p2p = false;
 
   int gpus() const { return t * cp * d * p; }
   int global_batch() const { return micro_batch * microbatches * d; }

@@ -185,7 +185,8 @@ class Search {
             if (runtime_refused_.empty()) runtime_refused_ = std::move(why);
             continue;
           }
-          set_framework_overlap(q_.framework, q_.options.overlap_grad_reduce, q_.options.overlap_param_gather, l);
+          set_framework_overlap(q_.framework, q_.options.overlap_grad_reduce, q_.options.overlap_param_gather, l,
+                                q_.options.overlap_p2p);
           consider(shape, l, refused);
         }
       }

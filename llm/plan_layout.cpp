@@ -40,7 +40,8 @@ Json layout_to_json(const ParallelLayout& l) {
               {"order", l.order},
               {"schedule", to_string(layout_schedule(l))},
               {"overlap_grad_reduce", l.overlap_grad_reduce},
-              {"overlap_param_gather", l.overlap_param_gather}};
+              {"overlap_param_gather", l.overlap_param_gather},
+              {"overlap_p2p", l.overlap_p2p}};
   if (!l.layers_per_chunk.empty()) out["layers_per_chunk"] = l.layers_per_chunk;
   return out;
 }
@@ -76,6 +77,7 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   }
   if (r.has("overlap_grad_reduce")) l.overlap_grad_reduce = r["overlap_grad_reduce"].as_bool();  // absent: off
   if (r.has("overlap_param_gather")) l.overlap_param_gather = r["overlap_param_gather"].as_bool();
+  if (r.has("overlap_p2p")) l.overlap_p2p = r["overlap_p2p"].as_bool();  // absent (files before it): blocking
   if (r.has("layers_per_chunk")) {
     const JsonReader chunks = r["layers_per_chunk"];
     for (const JsonReader& n : chunks.items()) l.layers_per_chunk.push_back(static_cast<int>(n.as_int(1, 1 << 20)));

@@ -102,7 +102,7 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   plan.batch_size = static_cast<int64_t>(l.micro_batch) * l.microbatches;
   plan.schedule = layout_schedule(l);
   plan.chunks = l.v;
-  plan.p2p = P2p::Blocking;
+  plan.p2p = l.overlap_p2p ? P2p::Overlapped : P2p::Blocking;  // llm/layout.h: Megatron's interleaved default
   int first = 0;
   for (std::size_t c = 0; c < per_chunk.size(); ++c) {
     const int end = first + per_chunk[c] + (c == 0 ? 1 : 0) + (c + 1 == per_chunk.size() ? 1 : 0);
@@ -160,7 +160,7 @@ LlmPipelineRun run_llm_pipeline(const TransformerShape& shape, const ParallelLay
   run.schedule = schedule_for(run.pipeline.plan);
   SimOptions so;
   so.record_timeline = record_timeline;
-  so.p2p = P2p::Blocking;
+  so.p2p = *run.pipeline.plan.p2p;
   run.report = simulate(run.schedule, run.costs, run.hardware, so);
   return run;
 }

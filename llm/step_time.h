@@ -7,7 +7,8 @@
 // chunks, by default; gpipe, looped-bfs, interleaved-zb, zb-v, dualpipev on request, the
 // zero-bubble kinds with I and W as separate ops at layer_time's I / W times; a V puts
 // chunk c >= p on rank 2p-1-c; dualpipev's F&B pairs run back to back, layer_time states
-// no overlap), with p2p on the pp group's link. Each layer states its stash
+// no overlap), with p2p on the pp group's link, blocking, or overlapped where the layout says
+// so (layout.overlap_p2p: Megatron's interleaved default). Each layer states its stash
 // (llm/memory.h's activation bytes, and the weight-gradient bytes W keeps after I), so
 // that `pipescope simulate` on an `llm-plan --out` profile shows the activation memory of
 // llm_memory's non-Megatron walk; the simulated time does not read them (the hardware's
@@ -44,10 +45,11 @@ namespace pipescope {
 struct StepOptions {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  bool overlap_p2p = true;  // Megatron-LM's default; --no-overlap-p2p-communication: false
 };
 // The overlap a layout says it runs with (layout.overlap_*).
 inline StepOptions step_options(const ParallelLayout& layout) {
-  return {layout.overlap_grad_reduce, layout.overlap_param_gather};
+  return {layout.overlap_grad_reduce, layout.overlap_param_gather, layout.overlap_p2p};
 }
 
 struct StepTime {
@@ -79,7 +81,7 @@ struct LlmPipeline {
 };
 LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
 // The one simulation step_time runs of that pipeline: its cost model on the pp group's link
-// (pipeline_hardware), blocking p2p; report.step_ns is StepTime::pipeline_ns. With
+// (pipeline_hardware), the plan's p2p; report.step_ns is StepTime::pipeline_ns. With
 // `record_timeline` the report keeps the timeline (the GUI draws a job's pipeline from it);
 // no time changes.
 struct LlmPipelineRun {

@@ -85,6 +85,7 @@ LlmSearchRequest job_search_request(const Job& job, int top) {
   q.order = l.order;
   q.options.overlap_grad_reduce = l.overlap_grad_reduce;
   q.options.overlap_param_gather = l.overlap_param_gather;
+  q.options.overlap_p2p = l.overlap_p2p || layout_schedule(l) != ScheduleKind::Interleaved;  // off only where it was turned off
   q.top = top;
   return q;
 }
