@@ -96,7 +96,9 @@ int64_t bottleneck_ns(const std::vector<int>& chunks, const ParallelLayout& l, c
 
 std::vector<int> rank_layer_counts(const std::vector<int>& chunks, const ParallelLayout& l) {
   std::vector<int> out(static_cast<std::size_t>(l.p), 0);
-  for (std::size_t c = 0; c < chunks.size(); ++c) out[static_cast<std::size_t>(chunk_rank(l, static_cast<int>(c)))] += chunks[c];
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    out[static_cast<std::size_t>(chunk_rank(l, static_cast<int>(c)))] += chunks[c];
+  }
   return out;
 }
 

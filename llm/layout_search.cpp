@@ -76,6 +76,10 @@ class Search {
     std::vector<LlmCandidate> splits;
     int64_t bound_ns = 0;  // the least of theirs
   };
+  struct BalancedTry {
+    std::vector<int> chunks;  // empty: none, or the same as the even split
+    double peak = 0;
+  };
 
   void check_request() const {
     if (q_.gpus < 1) throw InputError("--gpus: expected a positive integer, got " + str(q_.gpus));
@@ -218,16 +222,16 @@ class Search {
     Entry e;
     const LlmMemory even_memory = llm_memory(shape, l, walked(l));
     double peak = add_split(shape, l, even_memory.peak(), false, e);
-    if (l.p > 1 && q_.balanced_split) {
+    const BalancedTry balanced = l.p > 1 && q_.balanced_split ? balanced_split(shape, l, even_memory) : BalancedTry{};
+    if (!balanced.chunks.empty()) {
       ParallelLayout b = l;
-      b.layers_per_chunk = balanced_split(shape, l, even_memory);
-      balanced_tried_ = b.layers_per_chunk;
-      if (!b.layers_per_chunk.empty()) peak = std::min(peak, add_split(shape, b, balanced_peak_, true, e));
+      b.layers_per_chunk = balanced.chunks;
+      peak = std::min(peak, add_split(shape, b, balanced.peak, true, e));
     }
     const bool fits = !e.splits.empty();
-    if (fits && e.splits.size() == 1 && l.p > 1 && q_.balanced_split) {  // the other split exists only if it did not fit
+    if (fits && e.splits.size() == 1 && !balanced.chunks.empty()) {  // one of the two splits does not fit
       LlmCandidate& only = e.splits.front();
-      only.other_split = only.balanced ? chunk_layers(shape, l) : balanced_tried_;
+      only.other_split = only.balanced ? chunk_layers(shape, l) : balanced.chunks;
       only.other_fits = false;
     }
     if (fits) {
@@ -257,11 +261,11 @@ class Search {
     return peak;
   }
 
-  // The balanced split of l's layers (empty: the same as l's even one), its peak left in
-  // balanced_peak_. Where it does not fit, the ranks that overflow keep at most their even
-  // count of layers and the split is balanced again under those caps: a rank that cannot
-  // hold more layers gets none, so the fit is never worse than the even split's for them.
-  std::vector<int> balanced_split(const TransformerShape& shape, const ParallelLayout& l, const LlmMemory& even) {
+  // The balanced split of l's layers and its peak (chunks empty: the same as l's even one).
+  // Where it does not fit, the ranks that overflow keep at most their even count of layers
+  // and the split is balanced again under those caps: a rank that cannot hold more layers
+  // gets none, so the fit is never worse than the even split's for them.
+  BalancedTry balanced_split(const TransformerShape& shape, const ParallelLayout& l, const LlmMemory& even) {
     const LayerTimes& lt = cached_times(shape, l);
     const SplitCosts costs = split_costs(shape, lt.dense, lt.moe, lt.embedding, lt.head);
     const std::vector<int> mine = chunk_layers(shape, l);
@@ -272,14 +276,14 @@ class Search {
     if (m.peak() > r_.capacity) {
       std::vector<int> caps(static_cast<std::size_t>(l.p), shape.layers);
       for (const RankMemory& rank : m.stages) {
-        if (rank.total() > r_.capacity) caps[static_cast<std::size_t>(rank.rank)] = even.stages[static_cast<std::size_t>(rank.rank)].layers;
+        const auto r = static_cast<std::size_t>(rank.rank);
+        if (rank.total() > r_.capacity) caps[r] = even.stages[r].layers;
       }
       b.layers_per_chunk = balanced_chunks(shape.layers, l, costs, caps);
       if (b.layers_per_chunk.empty() || b.layers_per_chunk == mine) return {};
       m = llm_memory(shape, b, walked(b));
     }
-    balanced_peak_ = m.peak();
-    return b.layers_per_chunk;
+    return {b.layers_per_chunk, m.peak()};
   }
 
   // The in-flight peaks of the layout's schedule, walked once per (kind, p, v, M).
@@ -376,8 +380,6 @@ class Search {
   LlmSearchResult r_;
   std::string runtime_refused_;  // the first runtime_refusal met, for refuse_nothing_fits
   std::vector<Entry> fitting_;
-  double balanced_peak_ = 0;          // balanced_split's last peak
-  std::vector<int> balanced_tried_;   // and its split (empty: none)
   std::array<std::map<int, DimensionValue>, kDimensions> dimensions_;  // r_.dimensions by kDimensionNames' index
   std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;
   std::map<std::tuple<int, int, int, int>, InFlight> in_flight_;

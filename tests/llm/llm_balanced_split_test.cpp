@@ -32,7 +32,8 @@ ParallelLayout pipeline(int p, int v, ScheduleKind kind) {
 
 // The reference: every composition of L into p * v chunks of >= 1 layer (each rank at most
 // its cap), the least bottleneck.
-int64_t brute_force_bottleneck(int layers, const ParallelLayout& l, const SplitCosts& costs, const std::vector<int>& caps) {
+int64_t brute_force_bottleneck(int layers, const ParallelLayout& l, const SplitCosts& costs,
+                               const std::vector<int>& caps) {
   const int chunks = l.p * l.v;
   std::vector<int> split(static_cast<std::size_t>(chunks), 1);
   int64_t best = -1;
@@ -85,7 +86,9 @@ TEST(BalancedSplit, RandomSplitsAreExactAgainstBruteForce) {
   int checked = 0;
   for (int trial = 0; trial < 400; ++trial) {
     const int p = 2 + static_cast<int>(rng() % 3);
-    const ScheduleKind kind = rng() % 3 == 0 ? ScheduleKind::ZeroBubbleV : rng() % 2 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+    const ScheduleKind kind = rng() % 3 == 0 ? ScheduleKind::ZeroBubbleV
+                              : rng() % 2  ? ScheduleKind::Interleaved
+                                           : ScheduleKind::OneFOneB;
     const int v = kind == ScheduleKind::ZeroBubbleV ? 2 : kind == ScheduleKind::Interleaved ? 2 : 1;
     const int layers = p * v + static_cast<int>(rng() % (p * v == 2 ? 10 : 6));
     const ParallelLayout l = pipeline(p, v, kind);
