@@ -270,7 +270,12 @@ class Search {
     const SplitCosts costs = split_costs(shape, lt.dense, lt.moe, lt.embedding, lt.head);
     const std::vector<int> mine = chunk_layers(shape, l);
     ParallelLayout b = l;
-    b.layers_per_chunk = balanced_chunks(shape.layers, l, costs);
+    // Uncapped, the split depends on the layer times and (p, v, V) alone: once per those.
+    const auto k = std::make_tuple(l.t, l.sequence_parallel, l.cp, l.ep, static_cast<int>(l.recompute), l.micro_batch,
+                                   l.p, l.v, v_shaped(layout_schedule(l)));
+    auto it = balanced_.find(k);
+    if (it == balanced_.end()) it = balanced_.emplace(k, balanced_chunks(shape.layers, l, costs)).first;
+    b.layers_per_chunk = it->second;
     if (b.layers_per_chunk.empty() || b.layers_per_chunk == mine) return {};
     LlmMemory m = llm_memory(shape, b, walked(b));
     if (m.peak() > r_.capacity) {
@@ -383,6 +388,7 @@ class Search {
   std::array<std::map<int, DimensionValue>, kDimensions> dimensions_;  // r_.dimensions by kDimensionNames' index
   std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;
   std::map<std::tuple<int, int, int, int>, InFlight> in_flight_;
+  std::map<std::tuple<int, bool, int, int, int, int, int, int, bool>, std::vector<int>> balanced_;  // balanced_split's
 };
 
 }  // namespace
