@@ -563,3 +563,20 @@ def test_balanced_llm_plan_rebuilds_megatrons_stages(tmp_path):
     if config.pipeline_model_parallel_layout is not None:
         stages = config.pipeline_model_parallel_layout.layout  # [pp rank][vp stage] -> layer types
         assert LayerType.embedding in stages[0][0] and LayerType.loss in stages[K - 1][v - 1]
+
+
+def test_balanced_405b_split_is_megatrons_accounted_split(tmp_path):
+    # Llama-3-405B on 16,384 H100s (docs/llm-scale.md): the balanced split of the best layout
+    # (p 16, v 4) gives the head's chunk one layer and the embedding's one, 2 to every other
+    # chunk: (126 + 2) / 64 = 2, Megatron-LM's own --account-for-embedding-in-pipeline-split
+    # --account-for-loss-in-pipeline-split, which the export writes and Megatron-Core rebuilds.
+    plan = tmp_path / "plan.json"
+    run("llm-plan", *LLAMA3_405B, "--top", 1, "--out", plan)
+    layout = json.loads(plan.read_text())["layout"]
+    chunks, K, v = layout["layers_per_chunk"], layout["p"], layout["v"]
+    assert (K, v) == (16, 4) and chunks == [1] + [2] * 62 + [1], chunks
+    flags = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))["flags"]
+    split = [f for f in flags if f[0] in SPLIT_FLAGS]
+    assert ["--account-for-embedding-in-pipeline-split"] in split and ["--account-for-loss-in-pipeline-split"] in split
+    config = megatron_config(split)
+    assert megatron_stages(config, K, v) == {s: (n, sum(chunks[:s])) for s, n in enumerate(chunks)}
