@@ -497,42 +497,6 @@ def test_layout_megatron_lacks_exits_two(field, value, names, tmp_path):
     assert r.returncode == 2 and names in r.stderr, r.stderr
 
 
-# ------------------------------------------------------------------ 4. the planner's own 405B answer
-
-LLAMA3_405B = ["--gpu", "h100-sxm", "--num-layers", 126, "--hidden-size", 16384, "--num-attention-heads", 128,
-               "--num-query-groups", 8, "--ffn-hidden-size", 53248, "--swiglu", "--normalization", "RMSNorm",
-               "--vocab-size", 128256, "--seq-length", 8192, "--untie-embeddings-and-output-weights",
-               "--disable-bias-linear", "--gpus", 16384, "--global-batch-size", 2048]
-
-
-def test_llm_plan_405b_exports_what_megatron_core_accepts(tmp_path):
-    # `llm-plan` on Llama-3-405B / 16,384 H100s (docs/llm-scale.md), its best layout
-    # written with --out and exported: Megatron-Core's TransformerConfig accepts the flags
-    # with the model's own shape (GQA 8 groups, SwiGLU FFN 53248, RMSNorm, no biases), the
-    # sizes are the planned layout's, its micro-batch calculator derives the planned d and
-    # M from WORLD_SIZE 16,384, and RankGenerator's groups are the export's.
-    out = tmp_path / "best.json"
-    best = json.loads(run("llm-plan", *LLAMA3_405B, "--top", 1, "--json", "--out", out))["best"][0]["layout"]
-    exported = json.loads(run("export", "--plan", out, "--to", "megatron", "--json", "--gpus-per-node", 8))
-    flags = exported["flags"]
-    config = megatron_config(flags, hidden_size=16384, num_attention_heads=128, num_query_groups=8,
-                             ffn_hidden_size=53248, gated_linear_unit=True, normalization="RMSNorm",
-                             add_bias_linear=False)
-    assert (config.tensor_model_parallel_size, config.context_parallel_size, config.pipeline_model_parallel_size,
-            config.virtual_pipeline_model_parallel_size or 1) == (best["t"], best["cp"], best["p"], best["v"])
-    assert config.sequence_parallel == (best["sequence_parallel"] and best["t"] > 1)
-    assert config.num_layers == 126
-    assert exported["world_size"] == 16384
-    dp = 16384 // (best["t"] * best["cp"] * best["p"])
-    calc = ConstantNumMicroBatchesCalculator(int(flag_value(flags, "--global-batch-size")),
-                                             int(flag_value(flags, "--micro-batch-size")), dp, None, 0)
-    assert (dp, calc.get(), int(flag_value(flags, "--global-batch-size"))) == (best["d"], best["microbatches"], 2048)
-    _, groups = megatron_rank_groups(flags, exported["world_size"])
-    for g, ranks in groups.items():
-        assert ranks[0] == exported["groups"][g]["first_group"], g
-        assert all(len(group) == exported["groups"][g]["size"] for group in ranks), g
-
-
 # ------------------------------------------------------------------ issue 38: a balanced split
 
 SPLIT_FLAGS = {"--pipeline-model-parallel-size", "--num-layers", "--num-virtual-stages-per-pipeline-rank",
@@ -580,3 +544,40 @@ def test_balanced_405b_split_is_megatrons_accounted_split(tmp_path):
     assert ["--account-for-embedding-in-pipeline-split"] in split and ["--account-for-loss-in-pipeline-split"] in split
     config = megatron_config(split)
     assert megatron_stages(config, K, v) == {s: (n, sum(chunks[:s])) for s, n in enumerate(chunks)}
+
+
+# ------------------------------------------------------------------ 4. the planner's own 405B answer
+
+LLAMA3_405B = ["--gpu", "h100-sxm", "--num-layers", 126, "--hidden-size", 16384, "--num-attention-heads", 128,
+               "--num-query-groups", 8, "--ffn-hidden-size", 53248, "--swiglu", "--normalization", "RMSNorm",
+               "--vocab-size", 128256, "--seq-length", 8192, "--untie-embeddings-and-output-weights",
+               "--disable-bias-linear", "--gpus", 16384, "--global-batch-size", 2048]
+
+
+def test_llm_plan_405b_exports_what_megatron_core_accepts(tmp_path):
+    # `llm-plan` on Llama-3-405B / 16,384 H100s (docs/llm-scale.md), its best layout
+    # written with --out and exported: Megatron-Core's TransformerConfig accepts the flags
+    # with the model's own shape (GQA 8 groups, SwiGLU FFN 53248, RMSNorm, no biases), the
+    # sizes are the planned layout's, its micro-batch calculator derives the planned d and
+    # M from WORLD_SIZE 16,384, and RankGenerator's groups are the export's.
+    out = tmp_path / "best.json"
+    best = json.loads(run("llm-plan", *LLAMA3_405B, "--top", 1, "--json", "--out", out))["best"][0]["layout"]
+    exported = json.loads(run("export", "--plan", out, "--to", "megatron", "--json", "--gpus-per-node", 8))
+    flags = exported["flags"]
+    config = megatron_config(flags, hidden_size=16384, num_attention_heads=128, num_query_groups=8,
+                             ffn_hidden_size=53248, gated_linear_unit=True, normalization="RMSNorm",
+                             add_bias_linear=False)
+    assert (config.tensor_model_parallel_size, config.context_parallel_size, config.pipeline_model_parallel_size,
+            config.virtual_pipeline_model_parallel_size or 1) == (best["t"], best["cp"], best["p"], best["v"])
+    assert config.sequence_parallel == (best["sequence_parallel"] and best["t"] > 1)
+    assert config.num_layers == 126
+    assert exported["world_size"] == 16384
+    dp = 16384 // (best["t"] * best["cp"] * best["p"])
+    calc = ConstantNumMicroBatchesCalculator(int(flag_value(flags, "--global-batch-size")),
+                                             int(flag_value(flags, "--micro-batch-size")), dp, None, 0)
+    assert (dp, calc.get(), int(flag_value(flags, "--global-batch-size"))) == (best["d"], best["microbatches"], 2048)
+    _, groups = megatron_rank_groups(flags, exported["world_size"])
+    for g, ranks in groups.items():
+        assert ranks[0] == exported["groups"][g]["first_group"], g
+        assert all(len(group) == exported["groups"][g]["size"] for group in ranks), g
+
