@@ -580,4 +580,3 @@ def test_llm_plan_405b_exports_what_megatron_core_accepts(tmp_path):
     for g, ranks in groups.items():
         assert ranks[0] == exported["groups"][g]["first_group"], g
         assert all(len(group) == exported["groups"][g]["size"] for group in ranks), g
-
