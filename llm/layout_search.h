@@ -3,7 +3,10 @@
 // (llm/framework.h) and validate_layout accepts, pruned by memory (llm/memory.h's peak
 // per GPU against the GPU's capacity), ranked by a lower bound on the step, and timed
 // exactly (llm/step_time.h: the pipeline simulated) only while a candidate's bound can
-// still beat the K-th best exact step (branch and bound). Invariants: the bound never
+// still beat the K-th best exact step (branch and bound). Each layout with p > 1 is one
+// candidate tried with two splits of its layers, the even one and llm/balanced_split.h's,
+// and keeps the faster (a tie: the even one), so the answer is never slower than the
+// even-only search's (balanced_split = false). Invariants: the bound never
 // exceeds the exact step (tests/llm/llm_layout_search_test.cpp holds it, and holds
 // branch and bound to the exhaustive search); candidates, ties and explanations come out
 // in the same order on every run (ties broken by the layout's key, t first).
