@@ -191,9 +191,20 @@ int padded_vocabulary(int vocabulary, int t, int divisible_by) {
   return static_cast<int>((vocabulary + multiple - 1) / multiple * multiple);
 }
 
-std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& layout) {
-  if (!layout.layers_per_chunk.empty()) return layout.layers_per_chunk;
-  const int chunks = layout.p * layout.v;
+std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& l) {
+  const int chunks = l.p * l.v;
+  if (!l.layers_per_chunk.empty()) {
+    const int64_t sum = std::accumulate(l.layers_per_chunk.begin(), l.layers_per_chunk.end(), int64_t{0});
+    if (static_cast<int>(l.layers_per_chunk.size()) != chunks || sum != shape.layers) {
+      throw InputError("layers_per_chunk: expected " + str(chunks) + " entries adding up to --num-layers " +
+                       str(shape.layers));
+    }
+    return l.layers_per_chunk;
+  }
+  if (chunks < 1 || shape.layers % chunks != 0) {
+    throw InputError("--num-layers " + str(shape.layers) + " is not a multiple of p x v = " + str(chunks) +
+                     " (--pipeline-model-parallel-size x virtual stages)");
+  }
   return std::vector<int>(static_cast<std::size_t>(chunks), shape.layers / chunks);
 }
 

@@ -28,6 +28,8 @@ int padded_vocabulary(int vocabulary, int t, int divisible_by = 128);
 
 // Layers of each of the p * v chunks, in model order (chunk c runs on rank chunk_rank(layout,
 // c) of llm/pipeline_schedule.h: c % p, or the V's c < p ? c : 2p-1-c).
+// Throws InputError when they do not cut the layers into p * v chunks (a layout that
+// skipped validate_layout: llm/step_time.h's callers).
 std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& layout);
 
 // Throws InputError naming the flag and the numbers. `notes` (optional) receives what

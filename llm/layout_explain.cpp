@@ -4,8 +4,10 @@
 // by how much, slower and by how much, or its bound already above the best); per
 // runner-up what differs from the best and what that cost. Only the search's own numbers.
 #include <cstdio>
+#include <numeric>
 #include <string>
 
+#include "llm/balanced_split.h"
 #include "llm/collectives.h"
 #include "llm/layout_search_internal.h"
 #include "llm/pipeline_schedule.h"
@@ -100,6 +102,26 @@ std::string runner_up_reason(const LlmCandidate& best, const LlmCandidate& c) {
   return out;
 }
 
+// The best's split of layers and what the other split (balanced or even) would have taken.
+std::string split_reason(const LlmCandidate& best) {
+  const ParallelLayout& l = best.layout;
+  if (best.other_split.empty()) return "";  // p = 1, or the balanced split is the even one
+  const int layers = std::accumulate(best.other_split.begin(), best.other_split.end(), 0);
+  const int chunks = l.p * l.v;
+  const std::vector<int> mine = l.layers_per_chunk.empty() ? std::vector<int>(static_cast<std::size_t>(chunks), layers / chunks)
+                                                           : l.layers_per_chunk;
+  const int head_rank = chunk_rank(l, l.p * l.v - 1);
+  std::string out = std::string("split = ") + (best.balanced ? "balanced" : "even") + ": layers per rank " +
+                    split_text(mine, l) + " (embedding on rank 0, head on rank " + std::to_string(head_rank) + ")";
+  const char* other = best.balanced ? "the even split " : "the balanced split ";
+  out += "; " + std::string(other) + split_text(best.other_split, l);
+  if (!best.other_fits) return out + " does not fit";
+  if (best.other_step_ns < 0) return out + " cannot win on its lower bound";
+  const double change = 100.0 * static_cast<double>(best.step_ns - best.other_step_ns) / static_cast<double>(best.other_step_ns);
+  if (best.balanced) return out + " takes " + seconds(best.other_step_ns) + fmt(": %.2f%% faster balanced", -change);
+  return out + " takes " + seconds(best.other_step_ns) + fmt(" (%+.2f%%)", -change);
+}
+
 }  // namespace
 
 void explain_search(LlmSearchResult& r, const GpuModel& gpu) {
@@ -129,6 +151,7 @@ void explain_search(LlmSearchResult& r, const GpuModel& gpu) {
     }
     r.why.push_back(line);
   }
+  if (const std::string split = split_reason(best); !split.empty()) r.why.push_back(split);
   for (std::size_t i = 1; i < r.best.size(); ++i) r.lost.push_back(runner_up_reason(best, r.best[i]));
 }
 

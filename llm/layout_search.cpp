@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "llm/balanced_split.h"
 #include "llm/framework.h"
 #include "llm/layout_search_internal.h"
 #include "llm/memory.h"
@@ -70,6 +71,16 @@ class Search {
   }
 
  private:
+  // A layout's splits that fit: the even one first (where it fits), then the balanced one.
+  struct Entry {
+    std::vector<LlmCandidate> splits;
+    int64_t bound_ns = 0;  // the least of theirs
+  };
+  struct BalancedTry {
+    std::vector<int> chunks;  // empty: none, or the same as the even split
+    double peak = 0;
+  };
+
   void check_request() const {
     if (q_.gpus < 1) throw InputError("--gpus: expected a positive integer, got " + str(q_.gpus));
     if (q_.global_batch < 1) {
@@ -126,7 +137,7 @@ class Search {
           for (ScheduleKind kind : schedule_options(p, v)) {
             ParallelLayout l = base;
             l.ep = ep, l.sequence_parallel = sp, l.v = v, l.schedule = kind;
-            if (shape.layers % (p * v) != 0) l.layers_per_chunk = layout_chunks(shape.layers, p, v, v_shaped(kind));
+            l.layers_per_chunk = even_chunks(shape.layers, l);
             enumerate_batches(shape, l, refusal(shape, l));
           }
         }
@@ -193,6 +204,9 @@ class Search {
     }
   }
 
+  // One layout, tried with the even split (l's) and, for p > 1, the balanced one beside it
+  // (llm/balanced_split.h): one entry of the search, fitting when either split fits, its
+  // bound the smaller of theirs; the branch and bound times both and keeps the faster.
   void consider(const TransformerShape& shape, const ParallelLayout& l, const std::string& refused) {
     ++r_.enumerated;
     if (q_.progress && r_.enumerated % 4096 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, 0, true});
@@ -205,14 +219,24 @@ class Search {
       return;
     }
     ++r_.valid;
-    const double peak = llm_memory(shape, l, walked(l)).peak();
-    if (r_.smallest_need == 0 || peak < r_.smallest_need) r_.smallest_need = peak, r_.smallest_layout = l;
-    const bool fits = peak <= r_.capacity;
-    LlmCandidate c;
+    Entry e;
+    const LlmMemory even_memory = llm_memory(shape, l, walked(l));
+    double peak = add_split(shape, l, even_memory.peak(), false, e);
+    const BalancedTry balanced = l.p > 1 && q_.balanced_split ? balanced_split(shape, l, even_memory) : BalancedTry{};
+    if (!balanced.chunks.empty()) {
+      ParallelLayout b = l;
+      b.layers_per_chunk = balanced.chunks;
+      peak = std::min(peak, add_split(shape, b, balanced.peak, true, e));
+    }
+    const bool fits = !e.splits.empty();
+    if (fits && e.splits.size() == 1 && !balanced.chunks.empty()) {  // one of the two splits does not fit
+      LlmCandidate& only = e.splits.front();
+      only.other_split = only.balanced ? chunk_layers(shape, l) : balanced.chunks;
+      only.other_fits = false;
+    }
     if (fits) {
-      c.layout = l, c.vocabulary = shape.vocabulary, c.peak_bytes = peak;
-      const LayerTimes& lt = cached_times(shape, l);
-      c.bound_ns = bound_from_costs(shape, l, gpu_, step_options(l), rank_costs(shape, l, gpu_, lt));
+      e.bound_ns = e.splits.front().bound_ns;
+      for (const LlmCandidate& c : e.splits) e.bound_ns = std::min(e.bound_ns, c.bound_ns);
       ++r_.fitting;
     }
     for (std::size_t i = 0; i < kDimensions; ++i) {
@@ -221,9 +245,50 @@ class Search {
       if (dv.min_need == 0 || peak < dv.min_need) dv.min_need = peak;
       if (!fits) continue;
       ++dv.fitting;
-      if (dv.best_bound < 0 || c.bound_ns < dv.best_bound) dv.best_bound = c.bound_ns;
+      if (dv.best_bound < 0 || e.bound_ns < dv.best_bound) dv.best_bound = e.bound_ns;
     }
-    if (fits) fitting_.push_back(std::move(c));
+    if (fits) fitting_.push_back(std::move(e));
+  }
+
+  // Adds the split l (its peak known) to the entry when it fits; returns the peak.
+  double add_split(const TransformerShape& shape, const ParallelLayout& l, double peak, bool balanced, Entry& e) {
+    if (r_.smallest_need == 0 || peak < r_.smallest_need) r_.smallest_need = peak, r_.smallest_layout = l;
+    if (peak > r_.capacity) return peak;
+    LlmCandidate c;
+    c.layout = l, c.vocabulary = shape.vocabulary, c.peak_bytes = peak, c.balanced = balanced;
+    c.bound_ns = bound_from_costs(shape, l, gpu_, step_options(l), rank_costs(shape, l, gpu_, cached_times(shape, l)));
+    e.splits.push_back(std::move(c));
+    return peak;
+  }
+
+  // The balanced split of l's layers and its peak (chunks empty: the same as l's even one).
+  // Where it does not fit, the ranks that overflow keep at most their even count of layers
+  // and the split is balanced again under those caps: a rank that cannot hold more layers
+  // gets none, so the fit is never worse than the even split's for them.
+  BalancedTry balanced_split(const TransformerShape& shape, const ParallelLayout& l, const LlmMemory& even) {
+    const LayerTimes& lt = cached_times(shape, l);
+    const SplitCosts costs = split_costs(shape, lt.dense, lt.moe, lt.embedding, lt.head);
+    const std::vector<int> mine = chunk_layers(shape, l);
+    ParallelLayout b = l;
+    // Uncapped, the split depends on the layer times and (p, v, V) alone: once per those.
+    const auto k = std::make_tuple(l.t, l.sequence_parallel, l.cp, l.ep, static_cast<int>(l.recompute), l.micro_batch,
+                                   l.p, l.v, v_shaped(layout_schedule(l)));
+    auto it = balanced_.find(k);
+    if (it == balanced_.end()) it = balanced_.emplace(k, balanced_chunks(shape.layers, l, costs)).first;
+    b.layers_per_chunk = it->second;
+    if (b.layers_per_chunk.empty() || b.layers_per_chunk == mine) return {};
+    LlmMemory m = llm_memory(shape, b, walked(b));
+    if (m.peak() > r_.capacity) {
+      std::vector<int> caps(static_cast<std::size_t>(l.p), shape.layers);
+      for (const RankMemory& rank : m.stages) {
+        const auto r = static_cast<std::size_t>(rank.rank);
+        if (rank.total() > r_.capacity) caps[r] = even.stages[r].layers;
+      }
+      b.layers_per_chunk = balanced_chunks(shape.layers, l, costs, caps);
+      if (b.layers_per_chunk.empty() || b.layers_per_chunk == mine) return {};
+      m = llm_memory(shape, b, walked(b));
+    }
+    return {b.layers_per_chunk, m.peak()};
   }
 
   // The in-flight peaks of the layout's schedule, walked once per (kind, p, v, M).
@@ -260,16 +325,14 @@ class Search {
   }
 
   void branch_and_bound() {
-    std::sort(fitting_.begin(), fitting_.end(), [](const LlmCandidate& a, const LlmCandidate& b) {
+    std::sort(fitting_.begin(), fitting_.end(), [](const Entry& a, const Entry& b) {
       if (a.bound_ns != b.bound_ns) return a.bound_ns < b.bound_ns;
-      return key(a.layout) < key(b.layout);
+      return key(a.splits.front().layout) < key(b.splits.front().layout);
     });
     const std::size_t top = static_cast<std::size_t>(q_.top);
-    for (const LlmCandidate& next : fitting_) {
+    for (const Entry& next : fitting_) {
       if (!q_.exhaustive && r_.best.size() >= top && r_.best.back().step_ns < next.bound_ns) break;
-      TransformerShape shape = q_.shape;
-      shape.vocabulary = next.vocabulary;
-      LlmCandidate c = time_layout(shape, next.layout, gpu_, step_options(next.layout), walked(next.layout));
+      LlmCandidate c = time_entry(next);
       ++r_.simulated;
       if (q_.progress && r_.simulated % 16 == 0) q_.progress({r_.enumerated, r_.valid, r_.fitting, r_.simulated, false});
       const std::array<int, kDimensions> values = dimension_values(c.layout);
@@ -280,6 +343,40 @@ class Search {
       r_.best.insert(std::upper_bound(r_.best.begin(), r_.best.end(), c, faster), std::move(c));
       if (r_.best.size() > top) r_.best.pop_back();
     }
+    if (!r_.best.empty()) time_other_split(r_.best.front());
+  }
+
+  LlmCandidate time_split(const LlmCandidate& split) {
+    TransformerShape shape = q_.shape;
+    shape.vocabulary = split.vocabulary;
+    LlmCandidate c = time_layout(shape, split.layout, gpu_, step_options(split.layout), walked(split.layout));
+    c.balanced = split.balanced, c.other_split = split.other_split, c.other_fits = split.other_fits;
+    return c;
+  }
+
+  // The faster of the entry's splits (a tie: the even one, as the search chose before). The
+  // second is timed only while its bound can still beat the first's step.
+  LlmCandidate time_entry(const Entry& e) {
+    LlmCandidate first = time_split(e.splits.front());
+    if (e.splits.size() == 1) return first;
+    const LlmCandidate& other = e.splits.back();
+    first.other_split = chunk_layers(q_.shape, other.layout);
+    if (other.bound_ns > first.step_ns) return first;
+    LlmCandidate second = time_split(other);
+    second.other_split = chunk_layers(q_.shape, first.layout);
+    first.other_step_ns = second.step_ns, second.other_step_ns = first.step_ns;
+    return second.step_ns < first.step_ns ? second : first;
+  }
+
+  // The best's other split, timed where the bound spared it, so that the explanation
+  // says by how much the chosen split won.
+  void time_other_split(LlmCandidate& best) {
+    if (best.other_split.empty() || !best.other_fits || best.other_step_ns >= 0) return;
+    ParallelLayout l = best.layout;
+    l.layers_per_chunk = best.balanced ? even_chunks(q_.shape.layers, l) : best.other_split;
+    TransformerShape shape = q_.shape;
+    shape.vocabulary = best.vocabulary;
+    best.other_step_ns = time_layout(shape, l, gpu_, step_options(l), walked(l)).step_ns;
   }
 
   const LlmSearchRequest& q_;
@@ -287,10 +384,11 @@ class Search {
   const FrameworkOffer& offer_;
   LlmSearchResult r_;
   std::string runtime_refused_;  // the first runtime_refusal met, for refuse_nothing_fits
-  std::vector<LlmCandidate> fitting_;
+  std::vector<Entry> fitting_;
   std::array<std::map<int, DimensionValue>, kDimensions> dimensions_;  // r_.dimensions by kDimensionNames' index
   std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;
   std::map<std::tuple<int, int, int, int>, InFlight> in_flight_;
+  std::map<std::tuple<int, bool, int, int, int, int, int, int, bool>, std::vector<int>> balanced_;  // balanced_split's
 };
 
 }  // namespace
@@ -316,6 +414,11 @@ std::vector<int> rank_layers(int layers, int p) {
     --out[static_cast<std::size_t>(rank)];
   }
   return out;
+}
+
+std::vector<int> even_chunks(int layers, const ParallelLayout& l) {
+  if (l.p * l.v > 0 && layers % (l.p * l.v) == 0) return {};
+  return layout_chunks(layers, l.p, l.v, v_shaped(layout_schedule(l)));
 }
 
 std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape) {

@@ -3,7 +3,10 @@
 // (llm/framework.h) and validate_layout accepts, pruned by memory (llm/memory.h's peak
 // per GPU against the GPU's capacity), ranked by a lower bound on the step, and timed
 // exactly (llm/step_time.h: the pipeline simulated) only while a candidate's bound can
-// still beat the K-th best exact step (branch and bound). Invariants: the bound never
+// still beat the K-th best exact step (branch and bound). Each layout with p > 1 is one
+// candidate tried with two splits of its layers, the even one and llm/balanced_split.h's,
+// and keeps the faster (a tie: the even one), so the answer is never slower than the
+// even-only search's (balanced_split = false). Invariants: the bound never
 // exceeds the exact step (tests/llm/llm_layout_search_test.cpp holds it, and holds
 // branch and bound to the exhaustive search); candidates, ties and explanations come out
 // in the same order on every run (ties broken by the layout's key, t first).
@@ -50,6 +53,7 @@ struct LlmSearchRequest {
   int top = 5;                   // how many exact best layouts to return
   double memory_bytes = 0;       // per GPU; 0: the GPU file's memory_bytes
   bool exhaustive = false;       // simulate every fitting layout (the tests' oracle)
+  bool balanced_split = true;    // also try llm/balanced_split.h's split of the layers; false: the even split only (the tests' baseline)
   std::function<void(const LlmSearchProgress&)> progress;  // called now and then; may be empty
 };
 
@@ -63,6 +67,13 @@ struct LlmCandidate {
   int64_t pipeline_ns = 0, dp_exposed_ns = 0, sharding_ns = 0;
   double bubble = 0, mfu = 0;
   std::string schedule;          // the layout's: "1f1b", "interleaved", "zb-v", ...
+  // The split of layers the search timed this layout against (llm/balanced_split.h): the
+  // even one where layout.layers_per_chunk is the balanced split (`balanced`), else the
+  // balanced one; empty where there was none (p = 1, or both splits are the same).
+  bool balanced = false;
+  std::vector<int> other_split;
+  bool other_fits = true;        // false: other_split does not fit the GPU
+  int64_t other_step_ns = -1;    // its exact step; -1: not timed (it does not fit, or its bound could not win)
 };
 
 // What the search saw of one value of one dimension (t = 4, recompute = full, ...).
@@ -99,6 +110,10 @@ std::vector<int> rank_layers(int layers, int p);
 // rank r's chunks r and 2p-1-r), rank r's layers split into v chunks as evenly as
 // possible, the larger ones last. Empty when a rank has < v layers.
 std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape = false);
+// The even split the search has always tried: L / (p v) each where p v divides L (empty:
+// ParallelLayout's own "even"), else layout_chunks for the layout's schedule (a V for zb-v,
+// dualpipev). balanced_chunks (llm/balanced_split.h) is tried beside it.
+std::vector<int> even_chunks(int layers, const ParallelLayout& layout);
 
 // Throws InputError naming the flag: pins that do not divide --gpus, a bad global batch,
 // or no layout that fits (naming the smallest need found and its layout).

@@ -12,6 +12,7 @@
 #include "core/op_rules.h"
 #include "core/schedule.h"
 #include "llm/collectives.h"
+#include "llm/layout_check.h"
 #include "llm/memory.h"
 #include "llm/pipeline_schedule.h"
 #include "llm/profile_layers.h"
@@ -32,25 +33,6 @@ LayerProfile layer_profile(const std::string& name, const LayerTime& t, int64_t 
   l.parameter_bytes = t.parameters * 2;
   l.optimizer_ms = ms(optimizer_ns);
   return l;
-}
-
-// Transformer layers per chunk, in model order (chunk c runs on rank chunk_rank(c)).
-std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& l) {
-  const int chunks = l.p * l.v;
-  if (!l.layers_per_chunk.empty()) {
-    int sum = 0;
-    for (int n : l.layers_per_chunk) sum += n;
-    if (static_cast<int>(l.layers_per_chunk.size()) != chunks || sum != shape.layers) {
-      throw InputError("layers_per_chunk: expected " + std::to_string(chunks) + " entries adding up to --num-layers " +
-                       std::to_string(shape.layers));
-    }
-    return l.layers_per_chunk;
-  }
-  if (shape.layers % chunks != 0) {
-    throw InputError("--num-layers " + std::to_string(shape.layers) + " is not a multiple of p x v = " +
-                     std::to_string(chunks) + " (--pipeline-model-parallel-size x virtual stages)");
-  }
-  return std::vector<int>(static_cast<std::size_t>(chunks), shape.layers / chunks);
 }
 
 int64_t sharded(int64_t parameters, const ParallelLayout& l) {

@@ -225,6 +225,36 @@ def test_planned_plan_exports_deepspeeds_parts(tmp_path, monkeypatch):
         assert module.parts == cuts
 
 
+def test_balanced_llm_plan_exports_deepspeeds_parts(tmp_path, monkeypatch):
+    # Issue 38: Llama-3-8B on 8 H100s, p = 4, DeepSpeed. Its 128,256-word head costs about two
+    # decoder layers, so the search's balanced split takes layers off the last stage
+    # (llm/balanced_split.h; 8, 8, 9, 7 when this was written). The export's PARTS count the
+    # embedding and the head as DeepSpeed layers of their own, on the end stages, and
+    # DeepSpeed's own _partition_layers, run on every rank, builds exactly those stages.
+    plan = tmp_path / "plan.json"
+    run("plan", "--hf-config", os.path.join(REPO, "profiles", "hf", "llama-3-8b.json"), "--gpu", "h100-sxm",
+        "--gpus", 8, "--global-batch-size", 64, "--seq-length", 4096, "--framework", "deepspeed",
+        "--pipeline-model-parallel-size", 4, "--top", 1, "--out", plan)
+    decoders = json.loads(plan.read_text())["layout"]["layers_per_chunk"]
+    assert len(decoders) == 4 and sum(decoders) == 32 and decoders != [8] * 4, decoders
+    assert decoders[-1] < 8  # the head's stage holds fewer decoder layers than the even split's 8
+    # Stage s holds its decoder layers, plus the embedding on stage 0 and the head on stage 3.
+    sizes = [n + (s == 0) + (s == 3) for s, n in enumerate(decoders)]
+    cuts = [sum(sizes[:s]) for s in range(5)]
+    facts = json.loads(run("export", "--plan", plan, "--to", "deepspeed", "--json"))
+    assert facts["parts"] == cuts and facts["partition_method"] == "pipescope", facts
+    exported = load_exported(run("export", "--plan", plan, "--to", "deepspeed"), tmp_path)
+    assert exported.LAYER_NAMES[0] == "embedding" and exported.LAYER_NAMES[-1] == "head"
+    assert exported.PARTS == cuts and exported.PARTS[-1] == 34
+    for rank in range(exported.NUM_STAGES * exported.DATA_PARALLEL_SIZE * exported.MODEL_PARALLEL_SIZE):
+        module = partition_as_deepspeed(monkeypatch, exported, rank)
+        stage = module.stage_id
+        assert module.parts == cuts, (rank, module.parts)
+        names = exported.LAYER_NAMES[module._local_start:module._local_stop]
+        assert sum(name.startswith("layers.") for name in names) == decoders[stage], (rank, names)
+        assert ("embedding" in names) == (stage == 0) and ("head" in names) == (stage == 3), (rank, names)
+
+
 # ------------------------------------------------------------------ a plan's layout
 
 def write_layout_plan(path, K, replicas, microbatches, layout):

@@ -497,6 +497,55 @@ def test_layout_megatron_lacks_exits_two(field, value, names, tmp_path):
     assert r.returncode == 2 and names in r.stderr, r.stderr
 
 
+# ------------------------------------------------------------------ issue 38: a balanced split
+
+SPLIT_FLAGS = {"--pipeline-model-parallel-size", "--num-layers", "--num-virtual-stages-per-pipeline-rank",
+               "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+               "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+               "--pipeline-model-parallel-layout"}
+
+
+def test_balanced_llm_plan_rebuilds_megatrons_stages(tmp_path):
+    # Llama-3-8B on 64 H100s with p = 4 pinned: the search's best splits the 32 layers
+    # unevenly (llm/balanced_split.h: its 128,256-word head costs about two decoder layers,
+    # so the head's chunk holds fewer; 8, 8, 9, 7 per rank over v = 4 chunks when this was
+    # written). Megatron-Core, given the export's split flags, builds each (rank, virtual
+    # stage) with the plan's decoder layers, starting at the plan's offset, and puts the
+    # embedding on the first stage and the loss on the last.
+    plan = tmp_path / "plan.json"
+    run("plan", "--hf-config", os.path.join(REPO, "profiles", "hf", "llama-3-8b.json"), "--gpu", "h100-sxm",
+        "--gpus", 64, "--global-batch-size", 512, "--seq-length", 4096, "--pipeline-model-parallel-size", 4,
+        "--top", 1, "--out", plan)
+    layout = json.loads(plan.read_text())["layout"]
+    chunks, K, v = layout["layers_per_chunk"], layout["p"], layout["v"]
+    assert len(chunks) == K * v and sum(chunks) == 32 and len(set(chunks)) > 1, chunks
+    flags = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))["flags"]
+    config = megatron_config([f for f in flags if f[0] in SPLIT_FLAGS])
+    assert config.num_layers == 32
+    expected = {s: (n, sum(chunks[:s])) for s, n in enumerate(chunks)}  # model order: stage c K + p
+    assert megatron_stages(config, K, v) == expected
+    if config.pipeline_model_parallel_layout is not None:
+        stages = config.pipeline_model_parallel_layout.layout  # [pp rank][vp stage] -> layer types
+        assert LayerType.embedding in stages[0][0] and LayerType.loss in stages[K - 1][v - 1]
+
+
+def test_balanced_405b_split_is_megatrons_accounted_split(tmp_path):
+    # Llama-3-405B on 16,384 H100s (docs/llm-scale.md): the balanced split of the best layout
+    # (p 16, v 4) gives the head's chunk one layer and the embedding's one, 2 to every other
+    # chunk: (126 + 2) / 64 = 2, Megatron-LM's own --account-for-embedding-in-pipeline-split
+    # --account-for-loss-in-pipeline-split, which the export writes and Megatron-Core rebuilds.
+    plan = tmp_path / "plan.json"
+    run("llm-plan", *LLAMA3_405B, "--top", 1, "--out", plan)
+    layout = json.loads(plan.read_text())["layout"]
+    chunks, K, v = layout["layers_per_chunk"], layout["p"], layout["v"]
+    assert (K, v) == (16, 4) and chunks == [1] + [2] * 62 + [1], chunks
+    flags = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))["flags"]
+    split = [f for f in flags if f[0] in SPLIT_FLAGS]
+    assert ["--account-for-embedding-in-pipeline-split"] in split and ["--account-for-loss-in-pipeline-split"] in split
+    config = megatron_config(split)
+    assert megatron_stages(config, K, v) == {s: (n, sum(chunks[:s])) for s, n in enumerate(chunks)}
+
+
 # ------------------------------------------------------------------ 4. the planner's own 405B answer
 
 LLAMA3_405B = ["--gpu", "h100-sxm", "--num-layers", 126, "--hidden-size", 16384, "--num-attention-heads", 128,
