@@ -3,6 +3,7 @@
 // one JSON object and one --out; the flags map onto LlmSearchRequest's fields and the
 // search refuses what it cannot run (llm/layout_search.h), naming the flag.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -42,6 +43,7 @@ std::string result_table(const ModelPlanArgs& a, const TransformerShape& s, cons
                   c.dp_exposed_ns / 1e9, c.peak_bytes / 1e9, 100 * c.mfu);
     o << line;
   }
+  if (!r.best.empty()) o << binding_rank_line(r.best.front().ranks, r.capacity, r.headroom) << "\n";
   o << "why:\n";
   for (const std::string& w : r.why) o << "  " << w << "\n";
   if (!r.lost.empty()) o << "runner-ups:\n";
@@ -58,7 +60,7 @@ void write_plan(const ModelPlanArgs& a, TransformerShape shape, const LlmCandida
   shape.vocabulary = best.vocabulary;
   job.shape = shape;
   job.model_source = a.flags.hf_config;
-  job.cluster = {a.gpu, gpu.gpus_per_node()};
+  job.cluster = {a.gpu, gpu.gpus_per_node(), a.request.headroom_bytes};
   job.layout = best.layout;
   job.framework = a.request.framework;
   write_job_plan(job, gpu, a.gpu, a.out);
@@ -76,6 +78,12 @@ void run(ModelPlanArgs& a, const std::string& name, const TransformerShape& shap
   q.precision = *precision;
   if (a.memory_gb < 0) throw InputError("--memory-gb: expected a positive number");
   q.memory_bytes = a.memory_gb * 1e9;
+  if (a.memory_headroom_gb) {
+    if (!std::isfinite(*a.memory_headroom_gb) || *a.memory_headroom_gb < 0) {
+      throw InputError("--memory-headroom: expected a number of GB >= 0, got " + std::to_string(*a.memory_headroom_gb));
+    }
+    q.headroom_bytes = *a.memory_headroom_gb * 1e9;
+  }
   const GpuModel gpu = load_gpu(a.gpu);
   ParallelLayout order;
   order.order = q.order;
@@ -121,6 +129,9 @@ void add_model_form_flags(CLI::App* cmd, ModelPlanArgs& a) {
   cmd->add_option("--max-micro-batch-size", q.max_micro_batch, "largest b searched")->capture_default_str();
   cmd->add_option("--max-virtual-stages", q.max_v, "largest v searched")->capture_default_str();
   cmd->add_option("--memory-gb", a.memory_gb, "memory per GPU in GB (default: the GPU file's)");
+  cmd->add_option("--memory-headroom", a.memory_headroom_gb,
+                  "GB per GPU kept free for what a launch adds (CUDA context, NCCL buffers, allocator "
+                  "fragmentation; default: the framework's, 6.0 GB of 80 for Megatron-LM and torch, docs/memory.md)");
   cmd->add_flag("--overlap-grad-reduce", q.options.overlap_grad_reduce,
                 "overlap the gradient reduce with backward (Megatron, DeepSpeed overlap_comm; torch always does)");
   cmd->add_flag("--overlap-param-gather", q.options.overlap_param_gather,

@@ -13,6 +13,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include <optional>
+
 #include "cli/llm_flags.h"
 #include "llm/layout_search.h"
 
@@ -23,6 +25,7 @@ struct ModelPlanArgs {
   LlmFlags flags;            // the model (add_model_flags) and --framework
   LlmSearchRequest request;  // --gpus, --global-batch-size, the pins, --top
   double memory_gb = 0;
+  std::optional<double> memory_headroom_gb;  // --memory-headroom (absent: the framework's reserve)
   bool json = false;
 };
 
@@ -31,7 +34,7 @@ enum class PlanForms { Model, Both };
 
 // The flags only the model form takes, beside the model's own (add_model_flags: --hf-config,
 // --num-layers, ...): --gpu, --precision, --order, the pins of t, cp, ep, v, b and the schedule,
-// --max-micro-batch-size, --max-virtual-stages, --memory-gb, --overlap-grad-reduce,
+// --max-micro-batch-size, --max-virtual-stages, --memory-gb, --memory-headroom, --overlap-grad-reduce,
 // --overlap-param-gather, --exhaustive.
 void add_model_form_flags(CLI::App* cmd, ModelPlanArgs& a);
 // The flags both forms of `plan` take, in Megatron's names where the concept is one:

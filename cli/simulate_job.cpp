@@ -18,7 +18,7 @@ namespace pipescope::cli {
 
 namespace {
 
-std::string job_table(const Job& job, const JobReport& r) {
+std::string job_table(const Job& job, const JobReport& r, double capacity) {
   const StepTime& st = r.time;
   const TransformerShape& s = job.shape;
   std::ostringstream o;
@@ -39,6 +39,7 @@ std::string job_table(const Job& job, const JobReport& r) {
                   m.gradient_bytes, m.optimizer_bytes, m.activation_bytes, m.total() / (1024.0 * 1024 * 1024));
     o << line;
   }
+  o << binding_rank_line(r.memory.stages, capacity, job_headroom_bytes(job, capacity)) << "\n";
   return o.str();
 }
 
@@ -74,14 +75,16 @@ void simulate_job(const Plan& plan, const JobSimulation& run, const GateOptions&
   facts.throughput_samples_per_s = job.layout.global_batch() / (r.time.step_ns * 1e-9);
   facts.bubble_fraction = r.time.bubble;
   for (const RankMemory& m : r.memory.stages) facts.stage_peak_bytes.push_back(static_cast<int64_t>(m.total()));
-  facts.memory_limit_bytes = gpu.node.memory_bytes;
+  // fits as the search fits: under the GPU's memory less the job's headroom
+  const double capacity = static_cast<double>(gpu.node.memory_bytes);
+  facts.memory_limit_bytes = static_cast<int64_t>(capacity - job_headroom_bytes(job, capacity));
   const std::vector<GateResult> results = gates.evaluate(facts);
   const std::string json = with_gates(job_prediction_json(job, r), results).dump(2) + "\n";
   std::vector<std::pair<std::string, std::string>> files;
   if (!run.output_path.empty()) files.emplace_back(run.output_path, json);
   for (auto& f : gates.junit_file("simulate", results)) files.push_back(std::move(f));
   write_outputs(files);
-  std::cout << result_text(gates, run.json, json, job_table(job, r), step_markdown("simulate", facts),
+  std::cout << result_text(gates, run.json, json, job_table(job, r, capacity), step_markdown("simulate", facts),
                            results);
   enforce(results);
 }

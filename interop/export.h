@@ -72,6 +72,7 @@ struct PlanShape {
   // so that a launch can be compared with it. nullopt for a plan without a job (v1, v2).
   std::optional<Job> job;
   std::optional<JobReport> predicted;
+  double gpu_memory_bytes = 0;  // the job's GPU file's memory per GPU (with predicted)
   std::string plan_dir;  // the plan file's folder: a relative model source or GPU file is found beside it
 
   int stages() const { return static_cast<int>(ranges.size()); }
@@ -95,8 +96,10 @@ Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node);
 [[noreturn]] void refuse_layout(const std::string& field, const std::string& why);
 
 // What pipescope predicted for the plan's job, as comment lines (each starting with
-// `comment`): the step, throughput and each pipeline rank's peak per GPU by kind; and the
-// same as JSON ({"step_ns", "gpu", "ranks": [rank_memory_to_json...]}); "" / null without a job.
+// `comment`): the step, throughput, each pipeline rank's peak per GPU by kind, and the rank
+// that binds memory first with its margin under the job's headroom; and the same as JSON
+// ({"step_ns", "gpu", "gpus", "global_batch", "ranks": [rank_memory_to_json...],
+// "binding_rank", "headroom_bytes", "margin_bytes"}); "" / null without a job.
 std::string predicted_lines(const PlanShape& shape, const std::string& comment);
 Json predicted_json(const PlanShape& shape);
 

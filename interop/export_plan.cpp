@@ -9,6 +9,7 @@
 #include "interop/export.h"
 #include "llm/collectives.h"
 #include "llm/framework.h"
+#include "llm/layout_search.h"
 #include "llm/plan_layout.h"
 
 namespace pipescope {
@@ -109,6 +110,8 @@ std::string predicted_lines(const PlanShape& s, const std::string& comment) {
                   m.parameter_bytes / 1e9, m.gradient_bytes / 1e9, m.optimizer_bytes / 1e9, m.activation_bytes / 1e9);
     out += comment + line + "\n";
   }
+  const double headroom = job_headroom_bytes(job, s.gpu_memory_bytes);
+  out += comment + binding_rank_line(s.predicted->memory.stages, s.gpu_memory_bytes, headroom) + "\n";
   return out;
 }
 
@@ -116,8 +119,13 @@ Json predicted_json(const PlanShape& s) {
   if (!s.job || !s.predicted) return nullptr;
   Json ranks = Json::array();
   for (const RankMemory& m : s.predicted->memory.stages) ranks.push_back(rank_memory_to_json(m));
+  const std::vector<RankMemory>& stages = s.predicted->memory.stages;
+  const int binding = binding_rank(stages);
+  const double headroom = job_headroom_bytes(*s.job, s.gpu_memory_bytes);
+  const double margin = s.gpu_memory_bytes - headroom - stages[static_cast<std::size_t>(binding)].total();
   return {{"step_ns", s.predicted->time.step_ns}, {"gpu", s.job->cluster.gpu}, {"gpus", s.job->layout.gpus()},
-          {"global_batch", s.job->layout.global_batch()}, {"ranks", ranks}};
+          {"global_batch", s.job->layout.global_batch()}, {"ranks", ranks}, {"binding_rank", binding},
+          {"headroom_bytes", json_number(headroom)}, {"margin_bytes", json_number(margin)}};
 }
 
 void refuse_layout(const std::string& field, const std::string& why) { throw InputError("", "layout." + field, why); }
@@ -230,6 +238,7 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, Framework tar
     const GpuModel gpu = load_gpu(shape.job->cluster.gpu, shape.plan_dir);
     check_job_gpu(*shape.job, gpu, plan.source);
     shape.predicted = evaluate_job(*shape.job, gpu);
+    shape.gpu_memory_bytes = static_cast<double>(gpu.node.memory_bytes);
   }
   switch (target) {
     case Framework::Megatron: return export_megatron(shape);

@@ -12,6 +12,19 @@ using K = ScheduleKind;
 using S = Sharding;
 using R = Recompute;
 
+// What every CUDA launch keeps beside the model: the CUDA context with cuBLAS / cuDNN handles
+// and workspaces, 0.5 GB (PyTorch issue #34323 measured 781 MB before any tensor, before
+// CUDA 11.7's lazy module loading shrank it); NCCL's buffers, 1.5 GB (NCCL_BUFFSIZE, 4 MiB
+// by default, per channel, per peer and direction, up to 32 channels on NVLink, over the
+// tensor-, context-, data- and pipeline-parallel communicators a rank joins); the caching
+// allocator's fragmentation, 5 % of the GPU (an assumption, not a measured constant:
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which Megatron-LM's and torchtitan's
+// examples set, keeps it low). At 80 GB: 6.0 GB, 74.0 GB usable.
+constexpr MemoryReserve kLaunchReserve{0.5e9, 1.5e9, 0, 0.05};
+// DeepSpeed's too, and its gradient-reduction bucket beside the model: reduce_bucket_size,
+// 5e8 elements by default (deepspeed/runtime/zero/config.py), in bf16 = 1.0 GB.
+constexpr MemoryReserve kDeepSpeedReserve{0.5e9, 1.5e9, 1.0e9, 0.05};
+
 std::vector<FrameworkOffer> make_table() {
   std::vector<FrameworkOffer> out;
   // Megatron-LM (megatron/core/pipeline_parallel/schedules.py get_forward_backward_func:
@@ -25,7 +38,8 @@ std::vector<FrameworkOffer> make_table() {
                  {K::OneFOneB, K::Interleaved}, {K::OneFOneB, K::Interleaved},
                  {S::None, S::DistributedOptimizer}, {S::None, S::DistributedOptimizer},
                  {R::None, R::Selective, R::Full},
-                 "megatron/core/pipeline_parallel/schedules.py, megatron/training/arguments.py"});
+                 "megatron/core/pipeline_parallel/schedules.py, megatron/training/arguments.py",
+                 kLaunchReserve});  // its DDP gradient buffers are llm/memory.h's gradients
   // torch / torchtitan: torch.distributed.pipelining.schedules (ScheduleGPipe,
   // Schedule1F1B, ScheduleInterleaved1F1B, ScheduleLoopedBFS, ScheduleInterleavedZeroBubble,
   // ScheduleZBVZeroBubble, ScheduleDualPipeV); TP through parallelize_module, whose norms
@@ -48,7 +62,8 @@ std::vector<FrameworkOffer> make_table() {
                  {S::None, S::Zero2, S::Zero3}, {S::None, S::Zero2, S::Zero3},
                  {R::None, R::Full},
                  "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py, "
-                 "torchtitan/distributed/activation_checkpoint.py, torchtitan/distributed/parallel_dims.py"});
+                 "torchtitan/distributed/activation_checkpoint.py, torchtitan/distributed/parallel_dims.py",
+                 kLaunchReserve});
   // DeepSpeed: deepspeed/runtime/pipe/schedule.py TrainSchedule (1F1B-style, one chunk
   // per stage: no interleaving); deepspeed/runtime/pipe/engine.py refuses ZeRO-2 / 3 with
   // a pipeline; ZeRO stages 1..3 without one (deepspeed/runtime/zero); tensor parallel as
@@ -61,7 +76,8 @@ std::vector<FrameworkOffer> make_table() {
                  {K::OneFOneB}, {K::OneFOneB},
                  {S::None, S::DistributedOptimizer, S::Zero2, S::Zero3}, {S::None, S::DistributedOptimizer},
                  {R::None, R::Full},
-                 "deepspeed/runtime/pipe/schedule.py, deepspeed/runtime/pipe/engine.py, deepspeed/runtime/zero"});
+                 "deepspeed/runtime/pipe/schedule.py, deepspeed/runtime/pipe/engine.py, deepspeed/runtime/zero",
+                 kDeepSpeedReserve});
   return out;
 }
 

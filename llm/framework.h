@@ -20,6 +20,22 @@
 
 namespace pipescope {
 
+// What a launch holds on each GPU beside the model's own bytes (llm/memory.h's weights,
+// gradients, optimizer state and activations), which the layout search keeps free: the
+// CUDA context with its library handles and workspaces, NCCL's buffers over the job's
+// communicators, buffers the framework keeps outside that count, and the caching
+// allocator's fragmentation as a share of the GPU's memory. framework.cpp gives each
+// default's source; `--memory-headroom GB` replaces the total.
+struct MemoryReserve {
+  double context_bytes = 0;
+  double nccl_bytes = 0;
+  double framework_bytes = 0;
+  double fragmentation = 0;  // of the GPU's memory
+  double bytes(double capacity) const {
+    return context_bytes + nccl_bytes + framework_bytes + fragmentation * capacity;
+  }
+};
+
 struct FrameworkOffer {
   Framework framework = Framework::Megatron;
   std::string name;                      // "Megatron-LM", "torch (torchtitan)", "DeepSpeed"
@@ -33,6 +49,7 @@ struct FrameworkOffer {
   std::vector<Sharding> pipeline_shardings;  // with p > 1
   std::vector<Recompute> recomputes;
   std::string source;                    // where these facts come from
+  MemoryReserve reserve;                 // kept free on each GPU (the layout search's headroom)
 
   bool runs(ScheduleKind kind) const;
   const std::vector<Sharding>& shardings_for(int p) const { return p > 1 ? pipeline_shardings : shardings; }

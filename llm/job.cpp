@@ -97,9 +97,14 @@ Json job_to_json(const Job& job) {
     model["vocab_size"] = job.vocab_size;
     model["make_vocab_size_divisible_by"] = job.vocab_divisible_by;
   }
-  return {{"model", model},
-          {"cluster", {{"gpu", job.cluster.gpu}, {"gpus_per_node", job.cluster.gpus_per_node}}},
-          {"framework", to_string(job.framework)}};
+  Json cluster = {{"gpu", job.cluster.gpu}, {"gpus_per_node", job.cluster.gpus_per_node}};
+  if (job.cluster.memory_headroom_bytes >= 0) cluster["memory_headroom_bytes"] = json_number(job.cluster.memory_headroom_bytes);
+  return {{"model", model}, {"cluster", cluster}, {"framework", to_string(job.framework)}};
+}
+
+double job_headroom_bytes(const Job& job, double capacity) {
+  return job.cluster.memory_headroom_bytes >= 0 ? job.cluster.memory_headroom_bytes
+                                                : framework_offer(job.framework).reserve.bytes(capacity);
 }
 
 Job job_from_json(const JsonReader& r, const JsonReader& layout) {
@@ -112,6 +117,7 @@ Job job_from_json(const JsonReader& r, const JsonReader& layout) {
   job.cluster.gpu = cluster["gpu"].as_string();
   if (job.cluster.gpu.empty()) cluster["gpu"].fail("expected a GPU file's name or path");
   job.cluster.gpus_per_node = static_cast<int>(cluster["gpus_per_node"].as_int(1, INT_MAX));
+  if (cluster.has("memory_headroom_bytes")) job.cluster.memory_headroom_bytes = cluster["memory_headroom_bytes"].as_double(0);
   const std::string framework = r["framework"].as_string();
   const std::optional<Framework> known = framework_from_name(framework);
   if (!known) r["framework"].fail("expected megatron, torch or deepspeed, got \"" + framework + "\"");

@@ -30,6 +30,7 @@ namespace pipescope {
 struct JobCluster {
   std::string gpu;
   int gpus_per_node = 0;
+  double memory_headroom_bytes = -1;  // kept free per GPU (--memory-headroom); < 0: the framework's reserve
 };
 
 struct Job {
@@ -44,6 +45,10 @@ struct Job {
   ParallelLayout layout;     // validated for its GPUs and framework, the framework's overlap set
   Framework framework = Framework::Megatron;
 };
+
+// The bytes per GPU the job keeps free of `capacity` (its cluster's, else its framework's
+// llm/framework.h reserve).
+double job_headroom_bytes(const Job& job, double capacity);
 
 struct JobReport {
   StepTime time;             // time.step_ns: pipeline + data-parallel tail + embedding sync + ZeRO traffic

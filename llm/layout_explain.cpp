@@ -66,7 +66,7 @@ std::string chosen_reason(const std::string& dim, const LlmCandidate& c, const G
   }
   if (dim == "d") return "exposed data-parallel tail " + seconds(c.dp_exposed_ns);
   if (dim == "recompute" || dim == "b" || dim == "sharding") {
-    return fmt("peak %.1f GB of %.1f GB per GPU", c.peak_bytes / kGB, capacity / kGB);
+    return fmt("peak %.1f GB of %.1f GB usable per GPU", c.peak_bytes / kGB, capacity / kGB);
   }
   return "";
 }
@@ -134,7 +134,7 @@ void explain_search(LlmSearchResult& r, const GpuModel& gpu) {
     if (it == r.dimensions.end() || it->second.size() < 2) continue;
     const int chosen = value_of(dim, best.layout);
     std::string line = std::string(dim) + " = " + value_name(dim, chosen);
-    const std::string because = chosen_reason(dim, best, gpu, r.capacity);
+    const std::string because = chosen_reason(dim, best, gpu, r.usable());
     if (!because.empty()) line += ": " + because;
     std::string invalid_values, invalid_reason;  // refused values in one clause: "t = 256, 512 not valid (...)"
     for (const auto& [value, dv] : it->second) {
@@ -144,7 +144,7 @@ void explain_search(LlmSearchResult& r, const GpuModel& gpu) {
         if (invalid_reason.empty()) invalid_reason = dv.invalid;
         continue;
       }
-      line += "; " + std::string(dim) + " = " + value_name(dim, value) + " " + other_reason(dv, best.step_ns, r.capacity);
+      line += "; " + std::string(dim) + " = " + value_name(dim, value) + " " + other_reason(dv, best.step_ns, r.usable());
     }
     if (!invalid_values.empty()) {
       line += "; " + std::string(dim) + " = " + invalid_values + " not valid (" + invalid_reason + ")";

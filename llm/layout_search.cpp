@@ -4,6 +4,8 @@
 #include "llm/layout_search.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -56,6 +58,7 @@ class Search {
  public:
   Search(const LlmSearchRequest& q, const GpuModel& gpu) : q_(q), gpu_(gpu), offer_(framework_offer(q.framework)) {
     r_.capacity = q.memory_bytes > 0 ? q.memory_bytes : static_cast<double>(gpu.node.memory_bytes);
+    r_.headroom = q.headroom_bytes >= 0 ? q.headroom_bytes : offer_.reserve.bytes(r_.capacity);
   }
 
   LlmSearchResult run() {
@@ -96,6 +99,15 @@ class Search {
     if (q_.schedule) check_schedule_pin(*q_.schedule);
     if (r_.capacity <= 0) {
       throw InputError("", "--gpu", "the GPU file gives no memory_bytes to search against: pass --memory-gb");
+    }
+    // a headroom asked for must leave memory to search; the framework's default may not (a
+    // tiny --memory-gb), which the search then reports as nothing fitting
+    if (!std::isfinite(q_.headroom_bytes) || (q_.headroom_bytes >= 0 && r_.headroom >= r_.capacity)) {
+      std::ostringstream o;
+      o.precision(2);
+      o << std::fixed << "expected less than the " << r_.capacity / 1e9 << " GB per GPU, got " << r_.headroom / 1e9
+        << " GB";
+      throw InputError("--memory-headroom: " + o.str());
     }
     validate_layout(q_.shape, ParallelLayout{}, 1, q_.framework);  // the shape's own flags (--hidden-size, ...)
   }
@@ -253,7 +265,7 @@ class Search {
   // Adds the split l (its peak known) to the entry when it fits; returns the peak.
   double add_split(const TransformerShape& shape, const ParallelLayout& l, double peak, bool balanced, Entry& e) {
     if (r_.smallest_need == 0 || peak < r_.smallest_need) r_.smallest_need = peak, r_.smallest_layout = l;
-    if (peak > r_.capacity) return peak;
+    if (peak > r_.usable()) return peak;
     LlmCandidate c;
     c.layout = l, c.vocabulary = shape.vocabulary, c.peak_bytes = peak, c.balanced = balanced;
     c.bound_ns = bound_from_costs(shape, l, gpu_, step_options(l), rank_costs(shape, l, gpu_, cached_times(shape, l)));
@@ -278,11 +290,11 @@ class Search {
     b.layers_per_chunk = it->second;
     if (b.layers_per_chunk.empty() || b.layers_per_chunk == mine) return {};
     LlmMemory m = llm_memory(shape, b, walked(b));
-    if (m.peak() > r_.capacity) {
+    if (m.peak() > r_.usable()) {
       std::vector<int> caps(static_cast<std::size_t>(l.p), shape.layers);
       for (const RankMemory& rank : m.stages) {
         const auto r = static_cast<std::size_t>(rank.rank);
-        if (rank.total() > r_.capacity) caps[r] = even.stages[r].layers;
+        if (rank.total() > r_.usable()) caps[r] = even.stages[r].layers;
       }
       b.layers_per_chunk = balanced_chunks(shape.layers, l, costs, caps);
       if (b.layers_per_chunk.empty() || b.layers_per_chunk == mine) return {};
@@ -318,7 +330,8 @@ class Search {
       if (!runtime_refused_.empty()) o << "; the framework's runtime refuses the others, e.g. " << runtime_refused_;
       throw InputError("", "--gpus", o.str());
     }
-    o << std::fixed << "no layout fits " << r_.capacity / kGB << " GB per GPU: the smallest need found is "
+    o << std::fixed << "no layout fits " << std::max(r_.usable(), 0.0) / kGB << " GB per GPU (" << r_.capacity / kGB << " GB less "
+      << r_.headroom / kGB << " GB headroom, --memory-headroom): the smallest need found is "
       << r_.smallest_need / kGB << " GB (" << layout_summary(r_.smallest_layout) << "; " << r_.valid
       << " valid layouts)";
     throw InputError("", "--gpu", o.str());
@@ -433,6 +446,28 @@ std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape) {
     }
   }
   return out;
+}
+
+int binding_rank(const std::vector<RankMemory>& ranks) {
+  int out = -1;
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    if (out < 0 || ranks[k].total() > ranks[static_cast<std::size_t>(out)].total()) out = static_cast<int>(k);
+  }
+  return out;
+}
+
+std::string binding_rank_line(const std::vector<RankMemory>& ranks, double capacity, double headroom) {
+  const int k = binding_rank(ranks);
+  if (k < 0) return "";
+  const RankMemory& m = ranks[static_cast<std::size_t>(k)];
+  char line[384];
+  std::snprintf(line, sizeof line,
+                "memory: rank %d binds first at %.2f GB (%.2f weights + %.2f gradients + %.2f optimizer + %.2f "
+                "activations), %.2f GB left of %.2f GB usable (%.2f GB less %.2f GB headroom)",
+                m.rank, m.total() / 1e9, m.parameter_bytes / 1e9, m.gradient_bytes / 1e9, m.optimizer_bytes / 1e9,
+                m.activation_bytes / 1e9, (capacity - headroom - m.total()) / 1e9, (capacity - headroom) / 1e9,
+                capacity / 1e9, headroom / 1e9);
+  return line;
 }
 
 LlmSearchResult search_layouts(const LlmSearchRequest& request, const GpuModel& gpu) {

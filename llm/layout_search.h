@@ -52,6 +52,9 @@ struct LlmSearchRequest {
   int max_v = 8;                 // v runs over divisors of a rank's layers up to this
   int top = 5;                   // how many exact best layouts to return
   double memory_bytes = 0;       // per GPU; 0: the GPU file's memory_bytes
+  // Kept free of memory_bytes (--memory-headroom): what a launch adds beside the model's
+  // bytes. < 0: the framework's reserve (llm/framework.h's MemoryReserve).
+  double headroom_bytes = -1;
   bool exhaustive = false;       // simulate every fitting layout (the tests' oracle)
   bool balanced_split = true;    // also try llm/balanced_split.h's split of the layers; false: the even split only (the tests' baseline)
   std::function<void(const LlmSearchProgress&)> progress;  // called now and then; may be empty
@@ -89,7 +92,9 @@ struct LlmSearchResult {
   std::vector<LlmCandidate> best;  // exact, fastest first, at most top
   int64_t factorizations = 0;      // (t, cp, d, p) with t cp d p = gpus (pins applied)
   int64_t enumerated = 0, valid = 0, fitting = 0, simulated = 0;
-  double capacity = 0;             // bytes per GPU searched against
+  double capacity = 0;             // the GPU's bytes
+  double headroom = 0;             // kept free of them; a layout fits when its peak <= usable()
+  double usable() const { return capacity - headroom; }
   double smallest_need = 0;        // the smallest peak of any valid layout
   ParallelLayout smallest_layout;  // ... and that layout
   // dimension name ("t", "cp", "ep", "p", "d", "v", "schedule", "b", "sp", "recompute", "sharding")
@@ -114,6 +119,15 @@ std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape = false);
 // ParallelLayout's own "even"), else layout_chunks for the layout's schedule (a V for zb-v,
 // dualpipev). balanced_chunks (llm/balanced_split.h) is tried beside it.
 std::vector<int> even_chunks(int layers, const ParallelLayout& layout);
+
+// Which pipeline rank binds memory first (the first with the highest total), its bytes by
+// kind, and the margin to `usable` bytes per GPU, as one line:
+//   "memory: rank 0 binds first at 68.69 GB (9.08 weights + 18.17 gradients + 13.63
+//    optimizer + 27.82 activations), 5.31 GB left of 74.00 GB usable (80.00 GB less 6.00 GB
+//    headroom)"
+// "" for no ranks.
+std::string binding_rank_line(const std::vector<RankMemory>& ranks, double capacity, double headroom);
+int binding_rank(const std::vector<RankMemory>& ranks);  // -1 for none
 
 // Throws InputError naming the flag: pins that do not divide --gpus, a bad global batch,
 // or no layout that fits (naming the smallest need found and its layout).

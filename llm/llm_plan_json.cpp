@@ -31,7 +31,8 @@ std::string num(double v) {
   return text;
 }
 
-Json candidate_json(const LlmCandidate& c) {
+// `usable`: the bytes per GPU it was searched against (capacity less headroom).
+Json candidate_json(const LlmCandidate& c, double usable) {
   Json out = {{"layout", layout_to_json(c.layout)}, {"step_ms", c.step_ns / 1e6}, {"bound_ms", c.bound_ns / 1e6},
           {"pipeline_ms", c.pipeline_ns / 1e6}, {"dp_exposed_ms", c.dp_exposed_ns / 1e6},
           {"sharding_ms", c.sharding_ns / 1e6}, {"bubble_fraction", c.bubble}, {"mfu", c.mfu},
@@ -40,6 +41,10 @@ Json candidate_json(const LlmCandidate& c) {
     out["step_ns"] = c.step_ns;
     out["ranks"] = Json::array();
     for (const RankMemory& m : c.ranks) out["ranks"].push_back(rank_memory_to_json(m));
+    // the rank that binds memory first, and what it leaves of the usable bytes
+    const int k = binding_rank(c.ranks);
+    out["binding_rank"] = k;
+    out["margin_bytes"] = json_number(usable - c.ranks[static_cast<std::size_t>(k)].total());
   }
   return out;
 }
@@ -83,9 +88,9 @@ LlmCandidate read_candidate(const JsonReader& r, const LlmPlanFile& f) {
   c.bubble = r["bubble_fraction"].as_double(-1, 1);
   c.mfu = r["mfu"].as_double(0, 1);
   c.peak_bytes = r["peak_bytes"].as_double(0);
-  if (c.peak_bytes > f.result.capacity) {
-    r["peak_bytes"].fail("expected at most capacity_bytes = " + num(f.result.capacity) + " (a layout that fits), got " +
-                         num(c.peak_bytes));
+  if (c.peak_bytes > f.result.usable()) {
+    r["peak_bytes"].fail("expected at most capacity_bytes - headroom_bytes = " + num(f.result.usable()) +
+                         " (a layout that fits), got " + num(c.peak_bytes));
   }
   c.schedule = r["schedule"].as_string();
   const std::string schedule = to_string(layout_schedule(c.layout));
@@ -108,13 +113,15 @@ std::vector<std::string> read_strings(const JsonReader& r) {
 Json llm_plan_result_to_json(const LlmPlanFile& f) {
   const LlmSearchResult& r = f.result;
   Json best = Json::array();
-  for (const LlmCandidate& c : r.best) best.push_back(candidate_json(c));
-  return {{"format", "pipescope.llm_plan"}, {"version", 1}, {"model", f.model}, {"gpu", f.gpu},
-          {"gpus", f.gpus}, {"global_batch", f.global_batch}, {"framework", to_string(f.framework)},
-          {"capacity_bytes", json_number(r.capacity)},
-          {"search", {{"factorizations", r.factorizations}, {"enumerated", r.enumerated}, {"valid", r.valid},
-                      {"fitting", r.fitting}, {"simulated", r.simulated}}},
-          {"best", best}, {"why", r.why}, {"runner_ups", r.lost}};
+  for (const LlmCandidate& c : r.best) best.push_back(candidate_json(c, r.usable()));
+  Json out = {{"format", "pipescope.llm_plan"}, {"version", 1}, {"model", f.model}, {"gpu", f.gpu},
+              {"gpus", f.gpus}, {"global_batch", f.global_batch}, {"framework", to_string(f.framework)},
+              {"capacity_bytes", json_number(r.capacity)},
+              {"search", {{"factorizations", r.factorizations}, {"enumerated", r.enumerated}, {"valid", r.valid},
+                          {"fitting", r.fitting}, {"simulated", r.simulated}}},
+              {"best", best}, {"why", r.why}, {"runner_ups", r.lost}};
+  if (r.headroom > 0) out["headroom_bytes"] = json_number(r.headroom);  // absent: none kept free
+  return out;
 }
 
 LlmPlanFile llm_plan_result_from_json(const JsonReader& r) {
@@ -130,6 +137,8 @@ LlmPlanFile llm_plan_result_from_json(const JsonReader& r) {
   f.framework = *known;
   LlmSearchResult& s = f.result;
   s.capacity = r["capacity_bytes"].as_double(0);
+  // absent (files before it): nothing was kept free
+  if (r.has("headroom_bytes")) s.headroom = r["headroom_bytes"].as_double(0, s.capacity);
   const JsonReader search = r["search"];
   s.factorizations = search["factorizations"].as_int(0);
   s.enumerated = search["enumerated"].as_int(0);

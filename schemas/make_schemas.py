@@ -277,7 +277,10 @@ def llm_plan():
                      "schedule": {"enum": ["gpipe", "1f1b", "interleaved", "looped-bfs", "interleaved-zb", "zb-v",
                                            "dualpipev"]}, "padded_vocabulary": integer(1),
                      "step_ns": integer(0, None, "exact step in nanoseconds (with ranks: files before them have neither)"),
-                     "ranks": array(rank_memory(), "per pipeline rank: memory per GPU by kind (llm/job.h's evaluate_job)")},
+                     "ranks": array(rank_memory(), "per pipeline rank: memory per GPU by kind (llm/job.h's evaluate_job)"),
+                     "binding_rank": integer(0, None, "with ranks: the pipeline rank that binds memory first"),
+                     "margin_bytes": number(None, None, "with ranks: what the binding rank leaves of capacity_bytes "
+                                                        "- headroom_bytes")},
                     ["layout", "step_ms", "bound_ms", "pipeline_ms", "dp_exposed_ms", "sharding_ms", "bubble_fraction",
                      "mfu", "peak_bytes", "schedule", "padded_vocabulary"])
     s = head("llm_plan", "pipescope llm_plan v1",
@@ -285,7 +288,10 @@ def llm_plan():
              "(docs/llm-scale.md).")
     s["properties"] = dict(fmt_props("llm_plan"), model=string(), gpu=string("the --gpu given"), gpus=integer(1),
                            global_batch=integer(1), framework={"enum": ["megatron", "torch", "deepspeed"]},
-                           capacity_bytes=number(0, desc="memory per GPU searched against"),
+                           capacity_bytes=number(0, desc="the GPU's memory"),
+                           headroom_bytes=number(0, desc="kept free of it (--memory-headroom, else the framework's "
+                                                         "reserve); a layout fits under capacity - headroom. Absent in "
+                                                         "files before it: 0"),
                            search=obj({k: count for k in ("factorizations", "enumerated", "valid", "fitting",
                                                           "simulated")},
                                       ["factorizations", "enumerated", "valid", "fitting", "simulated"]),

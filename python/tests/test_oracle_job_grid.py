@@ -40,7 +40,7 @@ import pytest
 from helpers import PIPESCOPE, REPO, run_pipescope as run
 # Each import loads its framework once for the whole module (Megatron-Core, DeepSpeed, torch).
 from test_oracle_megatron import (FLAG_TO_DDP_CONFIG, ConstantNumMicroBatchesCalculator, DistributedDataParallelConfig,
-                                  flag_value, megatron_config, megatron_rank_groups, megatron_stages)
+                                  config_from_flags, flag_value, megatron_rank_groups, megatron_stages)
 from test_oracle_deepspeed import ds_config, load_exported, partition_as_deepspeed
 from test_oracle_torch_schedules import EXPORT_ROWS, FakeStage, compute_cells, flat_compute, single_case
 from test_oracle_torch_schedules import S as torch_schedules
@@ -226,7 +226,11 @@ def check_megatron(job, folder, best, plan):
     layout, shape = best["layout"], SHAPES[job.model]
     exported = json.loads(export(job.label, folder, "megatron", "--json", "--gpus-per-node", 8))
     flags = exported["flags"]
-    config = megatron_config(flags, **megatron_model(shape))  # Megatron-Core validates the flags with the real shape
+    # Megatron-Core validates the flags, which carry the model's own: its shape, as planned
+    config = config_from_flags(flags)
+    for field, value in megatron_model(shape).items():
+        if field != "activation_func":
+            assert getattr(config, field) == value, f"{job.label}: {field}"
     got = (config.tensor_model_parallel_size, config.sequence_parallel, config.context_parallel_size,
            config.expert_model_parallel_size, config.pipeline_model_parallel_size,
            config.virtual_pipeline_model_parallel_size or 1)

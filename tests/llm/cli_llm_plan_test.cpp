@@ -142,7 +142,11 @@ TEST(CliLlmPlan, SimulateOnTheOutProfileShowsLlmMemorysActivations) {
 TEST(CliLlmPlan, BadInputExitsTwoNamingTheFlag) {
   const std::pair<std::string, std::string> cases[] = {
       {" --tensor-model-parallel-size 3", "--gpus: the pinned t * cp * p = 3 * 1 * 1 = 3 does not divide 16 GPUs"},
-      {" --memory-gb 0.001", "--gpu: no layout fits 0.0 GB per GPU: the smallest need found is"},
+      {" --memory-gb 0.001", "--gpu: no layout fits 0.0 GB per GPU (0.0 GB less 2.0 GB headroom, --memory-headroom): "
+                             "the smallest need found is"},
+      {" --memory-headroom 90", "--memory-headroom: expected less than the 80.00 GB per GPU, got 90.00 GB"},
+      {" --memory-headroom -1", "--memory-headroom: expected a number of GB >= 0, got -1.000000"},
+      {" --memory-headroom nan", "--memory-headroom: expected a number of GB >= 0, got nan"},
       {" --framework jax", "--framework: expected megatron, torch or deepspeed, got \"jax\""},
       {" --order tp-dp-pp", "order: \"tp-dp-pp\""},
       {" --precision fp7", "--precision: expected bf16-mixed, fp32 or fp8-params"},

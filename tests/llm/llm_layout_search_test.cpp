@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -107,13 +108,14 @@ TEST(LlmLayoutSearch, BoundNeverExceedsTheStepAndBranchAndBoundIsExact) {
     LlmSearchRequest q = request(s, gpu_counts[rng() % 4], 32, f);
     q.options.overlap_grad_reduce = trial % 2 == 1;
     q.memory_bytes = 2e9 + 1e9 * static_cast<double>(rng() % 4);
+    q.headroom_bytes = trial % 2 == 1 ? 0.25e9 : 0;  // kept free: the fit is against memory less it
     LlmSearchRequest all = q;
     all.exhaustive = true, all.top = 1 << 20;
     const LlmSearchResult every = search_layouts(all, gpu);
     ASSERT_EQ(static_cast<int64_t>(every.best.size()), every.fitting) << trial;
     for (const LlmCandidate& c : every.best) {
       ASSERT_LE(c.bound_ns, c.step_ns) << trial << ": " << layout_summary(c.layout);
-      EXPECT_LE(c.peak_bytes, q.memory_bytes);
+      EXPECT_LE(c.peak_bytes, q.memory_bytes - q.headroom_bytes);
     }
     const LlmSearchResult bb = search_layouts(q, gpu);
     ASSERT_EQ(bb.best.size(), std::min<std::size_t>(5, every.best.size())) << trial;
@@ -266,7 +268,9 @@ TEST(LlmLayoutSearch, ReasonsQuoteTheSearchsNumbers) {
   const DimensionValue& t1 = r.dimensions.at("t").at(1);
   ASSERT_EQ(t1.fitting, 0);
   char need[64];
-  std::snprintf(need, sizeof need, "t = 1 does not fit: %.1f GB > 40.0 GB", t1.min_need / 1e9);
+  // against the usable 36.0 GB: 40 GB less Megatron-LM's reserve, 0.5 + 1.5 GB and 5 % (llm/framework.cpp)
+  EXPECT_DOUBLE_EQ(r.usable(), 36e9);
+  std::snprintf(need, sizeof need, "t = 1 does not fit: %.1f GB > 36.0 GB", t1.min_need / 1e9);
   EXPECT_NE(t_line.find(need), std::string::npos) << t_line;
   ASSERT_EQ(r.lost.size(), r.best.size() - 1);
   for (std::size_t i = 0; i < r.lost.size(); ++i) {
@@ -290,7 +294,13 @@ TEST(LlmLayoutSearch, BadRequestsNameTheFlag) {
   q = request(small_dense(), 16, 64);
   q.memory_bytes = 1e6;
   const std::string none = message(q);
-  EXPECT_EQ(none.rfind("--gpu: no layout fits 0.0 GB per GPU: the smallest need found is ", 0), 0U) << none;
+  EXPECT_EQ(none.rfind("--gpu: no layout fits 0.0 GB per GPU (0.0 GB less 2.0 GB headroom, --memory-headroom): the "
+                       "smallest need found is ", 0), 0U) << none;
+  q = request(small_dense(), 16, 64);
+  q.headroom_bytes = 100e9;  // asked for: it must leave memory to search
+  EXPECT_EQ(message(q), "--memory-headroom: expected less than the 80.00 GB per GPU, got 100.00 GB");
+  q.headroom_bytes = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(message(q).rfind("--memory-headroom: expected less than the 80.00 GB per GPU, got ", 0), 0U);
   q = request(small_dense(), 16, 0);
   EXPECT_EQ(message(q), "--global-batch-size: expected a positive integer, got 0");
 }

@@ -167,8 +167,14 @@ TEST(LlmPlanJson, BadFilesNameTheFileAndTheField) {
   EXPECT_EQ(refusal([](Json& j) { j["best"][0]["bound_ms"] = 1e6; }),
             "r.json: best[0].bound_ms: expected at most step_ms (a lower bound on it)");
   EXPECT_EQ(refusal([](Json& j) { j["best"][0]["peak_bytes"] = 9e10; }),
-            "r.json: best[0].peak_bytes: expected at most capacity_bytes = 80000000000 (a layout that fits), got "
-            "90000000000");
+            "r.json: best[0].peak_bytes: expected at most capacity_bytes - headroom_bytes = 80000000000 (a layout "
+            "that fits), got 90000000000");
+  // headroom_bytes (absent in the fixture: 0) takes from what fits
+  EXPECT_EQ(refusal([](Json& j) { j["headroom_bytes"] = 2e10; }),
+            "r.json: best[0].peak_bytes: expected at most capacity_bytes - headroom_bytes = 60000000000 (a layout "
+            "that fits), got 61993690624");
+  EXPECT_EQ(refusal([](Json& j) { j["headroom_bytes"] = 9e10; }),
+            "r.json: headroom_bytes: expected a number <= 80000000000, got 90000000000");
   EXPECT_EQ(refusal([](Json& j) { j["best"][0]["schedule"] = "interleaved"; }),
             "r.json: best[0].schedule: expected \"1f1b\", the layout's (layout.schedule, else 1f1b or interleaved by v), "
             "got \"interleaved\"");
