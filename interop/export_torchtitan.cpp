@@ -234,13 +234,13 @@ ExportResult export_torchtitan(const PlanShape& s, const std::string& plan_name,
       {"--parallelism.pipeline_parallel_degree", str(s.positions)},
   };
   if (s.positions > 1) {
-    args.emplace_back("--training.disable_cuda_graphs", "");  // Trainer.Config refuses CUDA graphs with a pipeline
+    // A list of lists takes every word up to the next flag (tyro nargs "*"): followed by a
+    // flag, never by the activation_checkpoint subcommand, which it would swallow as a stage.
+    args.emplace_back("--parallelism.module_fqns_per_model_part", "");
     args.emplace_back("--parallelism.pipeline_parallel_schedule", schedule_name);
     if (row == nullptr) args.emplace_back("--parallelism.pipeline_parallel_schedule_csv", kCsvFile);
     args.emplace_back("--parallelism.pipeline_parallel_microbatch_size", str(s.microbatch_size));
-    std::vector<std::string> parts;
-    for (const std::vector<std::string>& stage : fqns) parts.push_back(join(stage, ","));
-    args.emplace_back("--parallelism.module_fqns_per_model_part", join(parts, " "));
+    args.emplace_back("--training.disable_cuda_graphs", "");  // Trainer.Config refuses CUDA graphs with a pipeline
   }
   const std::string ac = l.recompute == Recompute::Full ? "full" : "none";
   args.emplace_back("activation_checkpoint:" + ac, "");
