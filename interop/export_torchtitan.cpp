@@ -28,11 +28,15 @@ struct TitanConfig {
   const char* config;  // --config
   const char* flavor;  // model_registry's key
   int layers, hidden, heads, kv_heads, ffn, vocabulary;
+  const char* runs_otherwise = nullptr;  // why the config does not run a pipescope plan as planned
 };
 constexpr TitanConfig kTitanConfigs[] = {
     {"llama3_8b", "8B", 32, 4096, 32, 8, 14336, 128256},
     {"llama3_70b", "70B", 80, 8192, 64, 8, 28672, 128256},
-    {"llama3_405b", "405B", 126, 16384, 128, 8, 53248, 128256},
+    {"llama3_405b", "405B", 126, 16384, 128, 8, 53248, 128256,
+     "torchtitan's llama3_405b converts every linear layer but lm_head to float8 (Float8LinearConverter, torchao) "
+     "and compiles with async tensor parallelism, in its model config, which the command line cannot change; "
+     "pipescope's plan is bf16 mixed precision"},
 };
 
 constexpr const char* kCsvFile = "pipescope_schedule.csv";
@@ -82,6 +86,7 @@ const TitanConfig& titan_config(const Job& job) {
     same("kv_channels", head_dim, c.hidden / c.heads);
     same("ffn_hidden", m.ffn_hidden, c.ffn);
     same("vocabulary", vocabulary, c.vocabulary);
+    if (c.runs_otherwise != nullptr) refuse_model("hidden", str(m.hidden) + " (llama3 flavor " + c.flavor + "): " + c.runs_otherwise);
     return c;
   }
   refuse_model("hidden", str(m.hidden) + ": torchtitan 0.3.0's llama3 configs are llama3_8b (hidden 4096), llama3_70b "

@@ -15,7 +15,8 @@ positions, splits even (32 / 2, 80 / 8, ...) and uneven (32 / 3, 80 / 3, 80 / 6)
    pipeline it is M), activation checkpointing none / full, sequence parallelism on with t > 1;
    ParallelDims.from_config accepts the degrees for the plan's GPU count.
 3. The model torchtitan builds from that config is the Hugging Face config's: layers, hidden
-   size, heads, KV heads, FFN width, vocabulary, untied head.
+   size, heads, KV heads, FFN width, vocabulary, untied head (export_torchtitan.cpp's table
+   of llama3 configs is torchtitan's; its 405B row, checked apart, is refused).
 4. torchtitan's own split gives exactly pipescope's stages: the Llama3Model built on the meta
    device, cut by pipeline_parallel.py's _split_module with the config's
    module_fqns_per_model_part, keeps in stage s exactly the plan's layers of stage s (the
@@ -24,8 +25,11 @@ positions, splits even (32 / 2, 80 / 8, ...) and uneven (32 / 3, 80 / 3, 80 / 6)
    _get_pipeline_metadata (which pipeline_llm runs whatever the split) accepts the schedule;
    and for even splits torchtitan's own helper, _generate_llm_fqn_per_model_part(stages, L,
    input_weight=0, output_weight=0), gives the same lists.
-5. What torchtitan's llama3 cannot build exits 2 naming the field: Qwen2-7B
-   (job.model.shape.qkv_bias: its q, k, v biases) and Mixtral-8x7B (job.model.shape.experts).
+5. What torchtitan's llama3 cannot run as planned exits 2 naming the field: Qwen2-7B
+   (job.model.shape.qkv_bias: its q, k, v biases), Mixtral-8x7B (job.model.shape.experts) and
+   Llama-3.1-405B's shape (from Megatron's model flags): torchtitan's llama3_405b config is
+   float8 (torchao's converters) with compile and async TP in its model config, which the
+   command line cannot undo; the test reads that from the config itself.
 
 torchtitan is installed with --no-deps (scripts/install-deps.sh) with the small pure-Python
 packages its config and pipeline modules import (tyro, docstring-parser, typeguard,
@@ -90,6 +94,29 @@ def titan():
 
 
 HF = os.path.join(REPO, "profiles", "hf")
+# Llama-3.1-405B (Meta's config.json values), given to `plan` as Megatron's model flags: a
+# shape torchtitan has a config of, refused because that config is float8.
+LLAMA_405B = {"num_hidden_layers": 126, "hidden_size": 16384, "num_attention_heads": 128,
+              "num_key_value_heads": 8, "intermediate_size": 53248, "vocab_size": 128256,
+              "tie_word_embeddings": False}
+CONFIGS = {"llama-3-8b": "llama3_8b", "llama-3-70b": "llama3_70b", "llama-3-405b": "llama3_405b"}
+
+
+def _hf(config):
+    if config == "llama-3-405b":
+        return LLAMA_405B
+    with open(os.path.join(HF, config + ".json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _model_flags(config):
+    if config != "llama-3-405b":
+        return ["--hf-config", os.path.join(HF, config + ".json")]
+    m = LLAMA_405B
+    return ["--num-layers", m["num_hidden_layers"], "--hidden-size", m["hidden_size"],
+            "--num-attention-heads", m["num_attention_heads"], "--num-query-groups", m["num_key_value_heads"],
+            "--ffn-hidden-size", m["intermediate_size"], "--vocab-size", m["vocab_size"], "--swiglu",
+            "--disable-bias-linear", "--normalization", "RMSNorm", "--untie-embeddings-and-output-weights"]
 
 # (name, config, GPUs, global batch, pins): the planner chooses the rest (t, cp, d, v,
 # schedule, b, M, sharding, recompute) among what torch / torchtitan runs.
@@ -132,7 +159,7 @@ def _run(*args, ok=True):
 
 def _plan(tmp, config, gpus, batch, pins, full_recompute=False):
     out = os.path.join(tmp, "plan.json")
-    _run("plan", "--hf-config", os.path.join(HF, config + ".json"), "--gpu", "h100-sxm", "--gpus", gpus,
+    _run("plan", *_model_flags(config), "--gpu", "h100-sxm", "--gpus", gpus,
          "--global-batch-size", batch, "--seq-length", 4096, "--framework", "torch", "--top", 1, "-o", out, *pins)
     with open(out, encoding="utf-8") as f:
         plan = json.load(f)
@@ -191,7 +218,7 @@ def test_torchtitan_parses_the_export_and_splits_the_model_into_pipescopes_stage
     # 1. The script's arguments are the JSON's, and torchtitan's config code accepts them.
     args = _command_args(script)
     assert args == exported["args"]
-    assert args[:4] == ["--module", "llama3", "--config", {"llama-3-8b": "llama3_8b", "llama-3-70b": "llama3_70b"}[config]]
+    assert args[:4] == ["--module", "llama3", "--config", CONFIGS[config]]
     cfg = ConfigManager().parse_args(args)
 
     # 2. The layout, as torchtitan holds it.
@@ -219,8 +246,7 @@ def test_torchtitan_parses_the_export_and_splits_the_model_into_pipescopes_stage
     ParallelDims.from_config(par, gpus)  # its _validate: the degrees multiply to the GPUs
 
     # 3. The model is the Hugging Face config's.
-    with open(os.path.join(HF, config + ".json"), encoding="utf-8") as f:
-        hf = json.load(f)
+    hf = _hf(config)
     model_cfg = cfg.model_spec.model
     block = model_cfg.layers[0]
     assert len(model_cfg.layers) == hf["num_hidden_layers"]
@@ -259,11 +285,31 @@ def test_torchtitan_parses_the_export_and_splits_the_model_into_pipescopes_stage
     assert sum(seen.values()) == sum(whole.values())
 
 
-@pytest.mark.parametrize("config,field", [("qwen2-7b", "job.model.shape.qkv_bias"),
-                                          ("mixtral-8x7b", "job.model.shape.experts")])
-def test_models_torchtitans_llama3_cannot_build_exit_two_naming_the_field(config, field):
+@pytest.mark.parametrize("config,gpus,field", [("qwen2-7b", 16, "job.model.shape.qkv_bias"),
+                                               ("mixtral-8x7b", 64, "job.model.shape.experts"),
+                                               ("llama-3-405b", 1024, "job.model.shape.hidden")])
+def test_models_torchtitans_llama3_cannot_run_as_planned_exit_two_naming_the_field(config, gpus, field):
     with tempfile.TemporaryDirectory() as tmp:
-        plan_path, _ = _plan(tmp, config, 16, 64, ["--pipeline-model-parallel-size", "2"])
+        plan_path, _ = _plan(tmp, config, gpus, 4 * gpus, ["--pipeline-model-parallel-size", "2" if gpus < 1024 else "16"])
         r = _run("export", "--plan", plan_path, "--to", "torchtitan", ok=False)
     assert r.returncode == 2, r.stderr
     assert field in r.stderr, r.stderr
+
+
+def test_llama3_405b_config_is_float8_as_the_export_says(titan):
+    """Why 405B is refused: torchtitan's own llama3_405b config converts its linears to
+    float8 (torchao), so building it fails here without torchao, or, with torchao, holds
+    Float8 converters; either way not the bf16 model pipescope planned. Its shape is the one
+    export_torchtitan.cpp's table states (126 layers, 16384, 128 heads, 8 KV heads, 53248)."""
+    from torchtitan.models.llama3 import llama3_configs
+    m = llama3_configs["405B"](attn_backend="flex")
+    block = m.layers[0]
+    assert (len(m.layers), m.dim, block.attention.n_heads, block.attention.n_kv_heads,
+            block.feed_forward.w1.out_features, m.vocab_size) == (126, 16384, 128, 8, 53248, 128256)
+    import torchtitan.models.llama3.config_registry as registry
+    try:
+        cfg = registry.llama3_405b()
+    except ImportError as e:
+        assert "torchao" in str(e)
+    else:
+        assert cfg.compile.enable and cfg.compile.enable_async_tensor_parallel
