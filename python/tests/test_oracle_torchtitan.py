@@ -25,6 +25,10 @@ positions, splits even (32 / 2, 80 / 8, ...) and uneven (32 / 3, 80 / 3, 80 / 6)
    _get_pipeline_metadata (which pipeline_llm runs whatever the split) accepts the schedule;
    and for even splits torchtitan's own helper, _generate_llm_fqn_per_model_part(stages, L,
    input_weight=0, output_weight=0), gives the same lists.
+   torchtitan's _build_pipeline_schedule, given each rank's stages (stand-ins with what
+   torch's constructors read), builds the named class with M micro-batches, or, for an
+   export with --torch-csv, loads the script's CSV into a _PipelineScheduleRuntime that
+   places every stage on the plan's rank.
 5. What torchtitan's llama3 cannot run as planned exits 2 naming the field: Qwen2-7B
    (job.model.shape.qkv_bias: its q, k, v biases), Mixtral-8x7B (job.model.shape.experts) and
    Llama-3.1-405B's shape (from Megatron's model flags): torchtitan's llama3_405b config is
@@ -128,6 +132,10 @@ PLANS = [
     ("8b-48gpu-p6-v2-uneven", "llama-3-8b", 48, 192, ["--pipeline-model-parallel-size", "6"]),
     ("8b-64gpu-p4-1f1b", "llama-3-8b", 64, 256,
      ["--pipeline-model-parallel-size", "4", "--schedule", "1f1b", "--tensor-model-parallel-size", "2"]),
+    # --torch-csv: pipescope's op order in the script's here-document, loaded by torchtitan.
+    ("8b-16gpu-p4-interleaved-csv", "llama-3-8b", 16, 128,
+     ["--pipeline-model-parallel-size", "4", "--schedule", "interleaved", "--virtual-pipeline-size", "2",
+      "--context-parallel-size", "1"], ["--torch-csv"]),
     ("70b-64gpu-p4", "llama-3-70b", 64, 256,
      ["--pipeline-model-parallel-size", "4", "--tensor-model-parallel-size", "8"]),
     ("70b-96gpu-p3-uneven", "llama-3-70b", 96, 384,
@@ -200,16 +208,28 @@ def _plan_stages(plan):
     return names, ranks
 
 
+class FakeStage:
+    """What torch's schedule constructors read from a stage (no process group)."""
+
+    def __init__(self, stage_index, num_stages, group_size, group_rank):
+        self.stage_index, self.num_stages = stage_index, num_stages
+        self.group_size, self.group_rank = group_size, group_rank
+        self.is_first, self.is_last = stage_index == 0, stage_index == num_stages - 1
+        self.submod = None
+        self.has_backward = True
+
+
 @pytest.mark.parametrize("case", PLANS, ids=[p[0] for p in PLANS])
-def test_torchtitan_parses_the_export_and_splits_the_model_into_pipescopes_stages(titan, case):
+def test_torchtitan_parses_the_export_and_splits_the_model_into_pipescopes_stages(titan, case, tmp_path,
+                                                                                   monkeypatch):
     ConfigManager, ParallelDims, pp = titan
     import torch
 
-    _, config, gpus, batch, pins = case
-    with tempfile.TemporaryDirectory() as tmp:
-        plan_path, plan = _plan(tmp, config, gpus, batch, pins, full_recompute="full-recompute" in case[0])
-        script = _run("export", "--plan", plan_path, "--to", "torchtitan").stdout
-        exported = json.loads(_run("export", "--plan", plan_path, "--to", "torchtitan", "--json").stdout)
+    _, config, gpus, batch, pins = case[:5]
+    export_flags = case[5] if len(case) > 5 else []
+    plan_path, plan = _plan(str(tmp_path), config, gpus, batch, pins, full_recompute="full-recompute" in case[0])
+    script = _run("export", "--plan", plan_path, "--to", "torchtitan", *export_flags).stdout
+    exported = json.loads(_run("export", "--plan", plan_path, "--to", "torchtitan", "--json", *export_flags).stdout)
     layout = plan["layout"]
     p, t, cp, d, v = layout["p"], layout["t"], layout["cp"], layout["d"], layout["v"]
     b, M = layout["micro_batch"], layout["microbatches"]
@@ -268,6 +288,26 @@ def test_torchtitan_parses_the_export_and_splits_the_model_into_pipescopes_stage
         mine = pp._get_pp_rank_to_stage_indices_mapping(rank, p, par.pipeline_parallel_schedule, len(fqns))
         assert list(mine) == [s for s in range(len(fqns)) if ranks[s] == rank]
     pp._get_pipeline_metadata(ParallelDims.from_config(par, gpus), par, model_cfg)
+    # torchtitan's own schedule builder, on every rank's stages: M micro-batches of b, the
+    # class get_schedule_class names (its constructor's checks of M), or the script's CSV
+    # loaded by _PipelineScheduleRuntime (the here-document written where the script runs).
+    if "<<'CSV'\n" in script:
+        csv_text = script.split("<<'CSV'\n", 1)[1].split("\nCSV\n", 1)[0] + "\n"
+        (tmp_path / par.pipeline_parallel_schedule_csv).write_text(csv_text)
+        assert [row.split(",") for row in csv_text.split()] == exported["schedule_csv"]
+    monkeypatch.chdir(tmp_path)
+    from torch.distributed.pipelining import schedules as S
+    for rank in range(p):
+        mine = pp._get_pp_rank_to_stage_indices_mapping(rank, p, par.pipeline_parallel_schedule, len(fqns))
+        stages = [FakeStage(s, len(fqns), p, rank) for s in mine]
+        schedule = pp._build_pipeline_schedule(parallelism=par, local_batch_size=tr.local_batch_size,
+                                               stages=stages, loss_fn=lambda *a, **k: (None, None))
+        assert schedule._n_microbatches == M
+        if par.pipeline_parallel_schedule_csv:
+            assert type(schedule) is S._PipelineScheduleRuntime
+            assert [schedule.stage_index_to_group_rank[s] for s in range(len(fqns))] == ranks
+        else:
+            assert type(schedule) is S.get_schedule_class(par.pipeline_parallel_schedule)
     layers = hf["num_hidden_layers"]
     if layers % len(fqns) == 0:
         assert pp._generate_llm_fqn_per_model_part(len(fqns), layers, 0, 0) == fqns
