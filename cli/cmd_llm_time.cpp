@@ -51,7 +51,8 @@ Json step_json(const LlmTimeArgs& a, const LlmJob& job, const StepTime& st) {
                       {"p", l.p}, {"v", l.v}, {"micro_batch", l.micro_batch}, {"microbatches", l.microbatches},
                       {"global_batch", job.global_batch}, {"recompute", to_string(l.recompute)},
                       {"sharding", to_string(l.sharding)}, {"order", l.order}, {"gpus", l.gpus()},
-                      {"overlap_grad_reduce", l.overlap_grad_reduce}, {"overlap_param_gather", l.overlap_param_gather}}},
+                      {"overlap_grad_reduce", l.overlap_grad_reduce}, {"overlap_param_gather", l.overlap_param_gather},
+                      {"overlap_p2p", l.overlap_p2p}}},
           {"schedule", st.schedule}, {"layer", layer_json(st.layer)}, {"embedding", layer_json(st.embedding)},
           {"head", layer_json(st.head)}, {"pipeline_ms", st.pipeline_ns / 1e6}, {"optimizer_ms", st.optimizer_ns / 1e6},
           {"dp_exposed_ms", st.dp_exposed_ns / 1e6}, {"embedding_sync_ms", st.embedding_sync_ns / 1e6},
@@ -72,7 +73,8 @@ std::string step_table(const LlmTimeArgs& a, const LlmJob& job, const StepTime& 
   o << "| part | F ms | I ms | W ms |\n|---|---:|---:|---:|\n";
   for (auto [name, t] : {std::pair{"transformer layer", &st.layer}, {"embedding", &st.embedding}, {"head + loss", &st.head}})
     o << "| " << name << " | " << t->forward_ns / 1e6 << " | " << t->input_grad_ns / 1e6 << " | " << t->weight_grad_ns / 1e6 << " |\n";
-  o << "pipeline (simulated, optimizer included) " << st.pipeline_ns / 1e6 << " ms, bubble " << st.bubble << "\n"
+  o << "pipeline (simulated, optimizer included, p2p " << (l.overlap_p2p ? "overlapped" : "blocking") << ") "
+    << st.pipeline_ns / 1e6 << " ms, bubble " << st.bubble << "\n"
     << "data-parallel exposed " << st.dp_exposed_ns / 1e6 << " ms (gradient reduce "
     << (l.overlap_grad_reduce ? "overlapped" : "after the flush") << ", parameter gather "
     << (l.overlap_param_gather ? "overlapped" : "after the step") << "), tied-embedding all-reduce "

@@ -4,6 +4,7 @@
 #include "cli/llm_flags.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "core/error.h"
@@ -102,6 +103,21 @@ void add_model_flags(CLI::App* cmd, LlmFlags& f) {
   cmd->add_option("--moe-router-topk", f.shape.moe_topk, "experts per token");
   cmd->add_option("--moe-ffn-hidden-size", f.shape.moe_ffn_hidden, "an expert's FFN width (default f)");
   cmd->add_option("--moe-layer-freq", f.shape.moe_layer_frequency, "every k-th layer is MoE")->capture_default_str();
+  cmd->add_option("--moe-shared-expert-intermediate-size", f.shape.shared_expert_ffn_hidden,
+                  "a shared expert's FFN width (0: none)");
+  cmd->add_flag("--add-qkv-bias", f.add_qkv_bias, "q, k and v carry biases under --disable-bias-linear (Qwen2)");
+  cmd->add_option("--position-embedding-type", f.position_embedding,
+                  "rope | learned_absolute (an s x h position table); default: the config's, else rope");
+  // Read so that an export reads back; pipescope's counts do not depend on them.
+  cmd->add_flag("--group-query-attention", f.group_query_attention, "Megatron's GQA switch (--num-query-groups counts)");
+  cmd->add_option("--max-position-embeddings", f.max_position_embeddings, "Megatron's RoPE / position table length");
+  cmd->add_option("--rotary-base", f.rotary_base, "RoPE base (numerics only)");
+  cmd->add_option("--norm-epsilon", f.norm_epsilon, "norm epsilon (numerics only)");
+  cmd->add_option("--init-method-std", f.init_method_std, "initialisation std (numerics only)");
+  cmd->add_flag("--use-rope-scaling", f.use_rope_scaling, "Llama 3.1 RoPE scaling (numerics only)");
+  cmd->add_option("--rope-scaling-factor", f.rope_scaling_factor, "with --use-rope-scaling (numerics only)");
+  cmd->add_option("--moe-token-dispatcher-type", f.moe_token_dispatcher,
+                  "alltoall (the all-to-alls pipescope times; others refused)");
 }
 
 void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
@@ -141,6 +157,34 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   }
 }
 
+// The flags pipescope reads only so that an export reads back: in range, and not
+// contradicting the model (a dispatcher other than the all-to-all timed; a position table
+// shorter than the sequence).
+namespace {
+
+void check_megatron_numerics(const LlmFlags& f, const TransformerShape& s) {
+  for (auto [name, value] : {std::pair{"--rotary-base", f.rotary_base}, {"--norm-epsilon", f.norm_epsilon},
+                             {"--init-method-std", f.init_method_std}, {"--rope-scaling-factor", f.rope_scaling_factor}}) {
+    if (!std::isfinite(value) || value < 0) {
+      throw InputError(std::string(name) + ": expected a positive number, got " + std::to_string(value));
+    }
+  }
+  if (f.rope_scaling_factor > 0 && !f.use_rope_scaling) {
+    throw InputError("--rope-scaling-factor: given without --use-rope-scaling, which it applies to");
+  }
+  if (f.max_position_embeddings < 0) positive("--max-position-embeddings", f.max_position_embeddings);
+  if (f.max_position_embeddings > 0 && s.sequence > f.max_position_embeddings) {
+    throw InputError("--max-position-embeddings: " + std::to_string(f.max_position_embeddings) +
+                     " is shorter than --seq-length " + std::to_string(s.sequence));
+  }
+  if (!f.moe_token_dispatcher.empty() && f.moe_token_dispatcher != "alltoall") {
+    throw InputError("--moe-token-dispatcher-type: pipescope times the all-to-all dispatcher (alltoall), got \"" +
+                     f.moe_token_dispatcher + "\"");
+  }
+}
+
+}  // namespace
+
 // The config's fields, then any model flag given on the command line over them.
 TransformerShape shape_from_flags(const LlmFlags& f) {
   if (f.hf_config.empty() && f.shape.layers == 0) throw InputError("--hf-config or --num-layers: one is required");
@@ -154,13 +198,21 @@ TransformerShape shape_from_flags(const LlmFlags& f) {
   for (auto [to, from] : {std::pair{&s.layers, g.layers}, {&s.hidden, g.hidden}, {&s.heads, g.heads},
                           {&s.kv_heads, g.kv_heads}, {&s.kv_channels, g.kv_channels}, {&s.ffn_hidden, g.ffn_hidden},
                           {&s.sequence, g.sequence}, {&s.vocabulary, g.vocabulary}, {&s.experts, g.experts},
-                          {&s.moe_topk, g.moe_topk}, {&s.moe_ffn_hidden, g.moe_ffn_hidden}}) {
+                          {&s.moe_topk, g.moe_topk}, {&s.moe_ffn_hidden, g.moe_ffn_hidden},
+                          {&s.shared_expert_ffn_hidden, g.shared_expert_ffn_hidden}}) {
     if (from != 0) *to = from;
   }
   s.moe_layer_frequency = g.moe_layer_frequency;
   if (f.swiglu) s.swiglu = true;
   if (f.disable_bias) s.bias_linear = false, s.qkv_bias = false, s.output_bias = false, s.mlp_bias = false;
+  if (f.add_qkv_bias) s.qkv_bias = true;
   if (f.untie) s.tied_embeddings = false;
+  if (f.position_embedding == "rope" || f.position_embedding == "learned_absolute") {
+    s.learned_positions = f.position_embedding == "learned_absolute";
+  } else if (!f.position_embedding.empty()) {
+    throw InputError("--position-embedding-type: expected rope or learned_absolute, got \"" + f.position_embedding + "\"");
+  }
+  check_megatron_numerics(f, s);
   if (f.normalization == "RMSNorm" || f.normalization == "LayerNorm") {
     s.rms_norm = f.normalization == "RMSNorm";
   } else if (!f.normalization.empty()) {

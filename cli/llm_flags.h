@@ -26,8 +26,15 @@ struct LlmFlags {
   std::string hf_config;
   TransformerShape shape;          // the flags as given (0: unset)
   std::string normalization;       // LayerNorm | RMSNorm
-  bool untie = false, disable_bias = false, swiglu = false;
+  bool untie = false, disable_bias = false, swiglu = false, add_qkv_bias = false;
+  std::string position_embedding;  // --position-embedding-type: rope | learned_absolute ("": the config's, else rope)
   int vocab_divisible_by = 128;
+  // What `export --to megatron` writes that no count of pipescope's reads (the numerics and
+  // switches Megatron needs to build the same model): checked, then kept out of the job.
+  bool group_query_attention = false, use_rope_scaling = false;
+  int max_position_embeddings = 0;
+  double rotary_base = 0, norm_epsilon = 0, init_method_std = 0, rope_scaling_factor = 0;
+  std::string moe_token_dispatcher;
   // Layout.
   ParallelLayout layout;
   int gpus = 0;                    // world size; 0 (where allowed): t cp p, so d = 1

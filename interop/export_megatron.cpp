@@ -150,7 +150,9 @@ void model_flags(const PlanShape& s, Flags& f, std::vector<std::string>& notes) 
   }
   f.emplace_back("--num-layers", std::to_string(m.layers));
   f.emplace_back("--hidden-size", std::to_string(m.hidden));
-  if (m.ffn_hidden > 0) f.emplace_back("--ffn-hidden-size", std::to_string(m.ffn_hidden));
+  // the FFN width pipescope counted (Megatron's own default where the job gave none)
+  const int ffn = m.ffn_hidden > 0 ? m.ffn_hidden : default_ffn_hidden(m.hidden, m.swiglu);
+  f.emplace_back("--ffn-hidden-size", std::to_string(ffn));
   f.emplace_back("--num-attention-heads", std::to_string(m.heads));
   if (m.kv_heads > 0 && m.kv_heads != m.heads) {
     f.emplace_back("--group-query-attention", "");
@@ -175,7 +177,8 @@ void model_flags(const PlanShape& s, Flags& f, std::vector<std::string>& notes) 
   if (m.experts > 0) {
     f.emplace_back("--num-experts", std::to_string(m.experts));
     f.emplace_back("--moe-router-topk", std::to_string(m.moe_topk));
-    if (m.moe_ffn_hidden > 0) f.emplace_back("--moe-ffn-hidden-size", std::to_string(m.moe_ffn_hidden));
+    // Megatron falls back to --ffn-hidden-size as pipescope does; said, as Megatron-Bridge sets it
+    f.emplace_back("--moe-ffn-hidden-size", std::to_string(m.moe_ffn_hidden > 0 ? m.moe_ffn_hidden : ffn));
     if (m.moe_layer_frequency > 1) f.emplace_back("--moe-layer-freq", std::to_string(m.moe_layer_frequency));
     if (m.shared_expert_ffn_hidden > 0) {
       f.emplace_back("--moe-shared-expert-intermediate-size", std::to_string(m.shared_expert_ffn_hidden));

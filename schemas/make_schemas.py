@@ -132,7 +132,8 @@ def _define_llm_time():
                   "d": integer(1), "p": integer(1), "v": integer(1), "micro_batch": integer(1), "microbatches": integer(1),
                   "global_batch": integer(1), "recompute": {"enum": ["none", "selective", "full"]},
                   "sharding": string(), "order": string(), "gpus": integer(1),
-                  "overlap_grad_reduce": {"type": "boolean"}, "overlap_param_gather": {"type": "boolean"}},
+                  "overlap_grad_reduce": {"type": "boolean"}, "overlap_param_gather": {"type": "boolean"},
+                  "overlap_p2p": {"type": "boolean"}},
                  ["t", "sequence_parallel", "cp", "ep", "d", "p", "v", "micro_batch", "microbatches", "global_batch",
                   "recompute", "gpus"])
     s = head("llm_time", "pipescope llm_time v1",
@@ -182,7 +183,10 @@ def llm_layout():
                 "overlap_grad_reduce": {"type": "boolean", "description": "the gradient reduce overlaps the last "
                                         "micro-batch's backward (--overlap-grad-reduce; torch always; default false)"},
                 "overlap_param_gather": {"type": "boolean", "description": "the parameter gather overlaps the next "
-                                         "forward (--overlap-param-gather; FSDP2 and ZeRO-3 always; default false)"}}}
+                                         "forward (--overlap-param-gather; FSDP2 and ZeRO-3 always; default false)"},
+                "overlap_p2p": {"type": "boolean", "description": "p2p posted ahead and waited on before the op "
+                                "that needs it: Megatron-LM's interleaved schedule by default "
+                                "(--overlap-p2p-communication); default false: blocking p2p"}}}
 
 
 def llm_memory():

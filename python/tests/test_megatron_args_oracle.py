@@ -34,7 +34,8 @@ import warnings
 import pytest
 
 from helpers import run_pipescope as run
-from test_oracle_megatron import LAYOUTS, OVERLAPS, PIPESCOPE, flag_value, write_layout_plan
+from test_oracle_megatron import (HF_JOBS, LAYOUTS, OVERLAPS, PIPESCOPE, flag_value, hf_transformer_config,
+                                  layout_stages, plan_hf_job, write_layout_plan)
 
 MIRROR = os.environ.get("PIPESCOPE_MEGATRON_MIRROR", "/work/.mirror/NVIDIA+Megatron-LM/repo")
 TAG = "core_v0.15.0"
@@ -119,3 +120,35 @@ def test_megatron_lm_parses_and_validates_the_layout_export(name, arguments, tmp
     assert args.num_layers == decoders == config.num_layers
     assert config.tensor_model_parallel_size == t and config.pipeline_model_parallel_size == p
     assert flag_value(exported["flags"], "--pipeline-model-parallel-size") == str(p)
+
+
+# What the export's header asks the user to add: the data and the tokenizer are the run's.
+RUN_FLAGS = ["--tokenizer-type", "NullTokenizer", "--train-iters", "1", "--lr", "1e-4", "--mock-data", "--no-rope-fusion"]
+
+
+@pytest.mark.parametrize("name", list(HF_JOBS))
+def test_megatron_lm_launches_the_hf_job_export_with_only_data_and_tokenizer_added(name, arguments, tmp_path, capsys):
+    # A job planned from an HF config exports every model flag: Megatron-LM's parser and
+    # validate_args take the export plus the run's data and tokenizer flags alone, and the
+    # TransformerConfig it builds has the fields Megatron-Bridge would set from the config,
+    # the planned sizes, M, and Megatron's default overlapped p2p.
+    hf, layout, plan = plan_hf_job(tmp_path, name)
+    exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
+    flags = [x for f in exported["flags"] for x in f]
+    parser = arguments.add_megatron_arguments(argparse.ArgumentParser(allow_abbrev=False))
+    args = parser.parse_args(flags + RUN_FLAGS)
+    args.rank, args.world_size = 0, exported["world_size"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        arguments.validate_args(args)
+        config = arguments.core_transformer_config_from_args(args)
+    capsys.readouterr()
+    for field, value in hf_transformer_config(hf).items():
+        assert getattr(config, field) == value, field
+    assert (args.tensor_model_parallel_size, args.context_parallel_size, args.pipeline_model_parallel_size,
+            args.data_parallel_size) == (layout["t"], layout["cp"], layout["p"], layout["d"])
+    assert (args.virtual_pipeline_model_parallel_size or 1) == layout["v"]
+    assert args.global_batch_size // (args.micro_batch_size * args.data_parallel_size) == layout["microbatches"]
+    assert args.overlap_p2p_comm == (layout["v"] > 1)  # validate_args turns it off without virtual stages
+    assert args.rotary_base == hf.get("rope_theta", 10000)
+    assert sum(n for n, _ in layout_stages(layout, hf["num_hidden_layers"]).values()) == config.num_layers

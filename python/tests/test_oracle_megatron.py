@@ -515,9 +515,10 @@ def test_llm_plan_405b_exports_what_megatron_core_accepts(tmp_path):
     best = json.loads(run("llm-plan", *LLAMA3_405B, "--top", 1, "--json", "--out", out))["best"][0]["layout"]
     exported = json.loads(run("export", "--plan", out, "--to", "megatron", "--json", "--gpus-per-node", 8))
     flags = exported["flags"]
-    config = megatron_config(flags, hidden_size=16384, num_attention_heads=128, num_query_groups=8,
-                             ffn_hidden_size=53248, gated_linear_unit=True, normalization="RMSNorm",
-                             add_bias_linear=False)
+    config = config_from_flags(flags)  # the export carries the model's own flags
+    assert (config.hidden_size, config.num_attention_heads, config.num_query_groups, config.ffn_hidden_size,
+            config.gated_linear_unit, config.normalization, config.add_bias_linear) == \
+        (16384, 128, 8, 53248, True, "RMSNorm", False)
     assert (config.tensor_model_parallel_size, config.context_parallel_size, config.pipeline_model_parallel_size,
             config.virtual_pipeline_model_parallel_size or 1) == (best["t"], best["cp"], best["p"], best["v"])
     assert config.sequence_parallel == (best["sequence_parallel"] and best["t"] > 1)
@@ -531,3 +532,143 @@ def test_llm_plan_405b_exports_what_megatron_core_accepts(tmp_path):
     for g, ranks in groups.items():
         assert ranks[0] == exported["groups"][g]["first_group"], g
         assert all(len(group) == exported["groups"][g]["size"] for group in ranks), g
+
+
+# ------------------------------------------------- 4. a job planned from a Hugging Face config
+
+# Model flags that are not TransformerConfig fields: GPTModel's constructor arguments and
+# the tokenizer's (pretrain_gpt.py's model_provider passes them), checked against the
+# Hugging Face config in hf_model_args below.
+GPT_MODEL_FLAGS = {"--max-position-embeddings", "--position-embedding-type", "--untie-embeddings-and-output-weights",
+                   "--vocab-size", "--make-vocab-size-divisible-by", "--rotary-base", "--use-rope-scaling",
+                   "--rope-scaling-factor", "--group-query-attention"}
+# Model flags whose dest is a TransformerConfig field (core_transformer_config_from_args
+# copies each arg of a field's name; --swiglu sets gated_linear_unit, --disable-bias-linear
+# is add_bias_linear's store_false, --norm-epsilon's dest is layernorm_epsilon, --num-experts'
+# num_moe_experts).
+MODEL_FLAG_TO_CONFIG = {
+    "--hidden-size": ("hidden_size", int),
+    "--ffn-hidden-size": ("ffn_hidden_size", int),
+    "--num-attention-heads": ("num_attention_heads", int),
+    "--num-query-groups": ("num_query_groups", int),
+    "--kv-channels": ("kv_channels", int),
+    "--normalization": ("normalization", str),
+    "--swiglu": ("gated_linear_unit", None),
+    "--disable-bias-linear": ("add_bias_linear", False),
+    "--add-qkv-bias": ("add_qkv_bias", None),
+    "--norm-epsilon": ("layernorm_epsilon", float),
+    "--init-method-std": ("init_method_std", float),
+    "--num-experts": ("num_moe_experts", int),
+    "--moe-router-topk": ("moe_router_topk", int),
+    "--moe-ffn-hidden-size": ("moe_ffn_hidden_size", int),
+    "--moe-token-dispatcher-type": ("moe_token_dispatcher_type", str),
+}
+
+
+def hf_transformer_config(hf):
+    """The TransformerConfig fields Megatron-Bridge's conversion of an HF config sets
+    (megatron/bridge/models/*/..._bridge.py: hidden_size, intermediate_size -> ffn_hidden_size,
+    num_key_value_heads -> num_query_groups, head_dim -> kv_channels, rms_norm_eps ->
+    layernorm_epsilon, initializer_range -> init_method_std, RMSNorm and SwiGLU for the Llama
+    family, no linear biases, Qwen2's q/k/v bias; num_local_experts / num_experts_per_tok for
+    Mixtral, whose expert FFN is intermediate_size). megatron-bridge itself cannot install on
+    this machine (it needs transformer-engine's CUDA build), so the mapping is restated here."""
+    heads = hf["num_attention_heads"]
+    out = {"num_layers": hf["num_hidden_layers"], "hidden_size": hf["hidden_size"], "num_attention_heads": heads,
+           "num_query_groups": hf.get("num_key_value_heads", heads),
+           "kv_channels": hf.get("head_dim", hf["hidden_size"] // heads),
+           "ffn_hidden_size": hf["intermediate_size"], "normalization": "RMSNorm", "gated_linear_unit": True,
+           "add_bias_linear": False, "add_qkv_bias": hf["model_type"] == "qwen2",
+           "layernorm_epsilon": hf["rms_norm_eps"]}
+    if "initializer_range" in hf:
+        out["init_method_std"] = hf["initializer_range"]
+    if "num_local_experts" in hf:
+        out.update(num_moe_experts=hf["num_local_experts"], moe_router_topk=hf["num_experts_per_tok"],
+                   moe_ffn_hidden_size=hf["intermediate_size"])
+    return out
+
+
+def hf_model_args(hf):
+    """GPTModel's arguments from the HF config: the vocabulary (padded by Megatron to a
+    multiple of --make-vocab-size-divisible-by x t), RoPE's base (HF's default 10,000 where
+    the config has none), untied embeddings."""
+    return {"--vocab-size": str(hf["vocab_size"]), "--position-embedding-type": "rope",
+            "--rotary-base": "%.10g" % hf.get("rope_theta", 10000.0),
+            "--untie-embeddings-and-output-weights": True if not hf.get("tie_word_embeddings", True) else None}
+
+
+def config_from_flags(flags):
+    """Megatron-Core's TransformerConfig from an export's flags alone (model flags included)."""
+    kwargs = {}
+    for flag in flags:
+        name = flag[0]
+        if name in OTHER_FLAGS or name in GPT_MODEL_FLAGS:
+            continue
+        table = MODEL_FLAG_TO_CONFIG if name in MODEL_FLAG_TO_CONFIG else FLAG_TO_CONFIG
+        assert name in table, f"exporter wrote {name}, which this oracle does not map"
+        field, kind = table[name]
+        kwargs[field] = True if kind is None else kind if isinstance(kind, bool) else kind(flag[1])
+    if kwargs.get("pipeline_model_parallel_size", 1) > 1:
+        kwargs["pipeline_dtype"] = torch.bfloat16
+    return TransformerConfig(use_cpu_initialization=True, **kwargs)
+
+
+# (HF config, GPUs, global batch, pins): the issue's models on 8 to 1024 GPUs; the pins force
+# an uneven split (Qwen2-7B's 28 layers on 8 ranks) and an interleaved one.
+HF_JOBS = {
+    "llama-3-8b-8": ("llama-3-8b", 8, 64, []),
+    "llama-3-70b-64": ("llama-3-70b", 64, 512, []),
+    "llama-3-70b-1024": ("llama-3-70b", 1024, 2048, []),
+    "mixtral-8x7b-64": ("mixtral-8x7b", 64, 256, []),
+    "qwen2-7b-uneven": ("qwen2-7b", 16, 128, ["--pipeline-model-parallel-size", 8]),
+    "llama-3-8b-interleaved": ("llama-3-8b", 32, 256, ["--pipeline-model-parallel-size", 4,
+                                                       "--virtual-pipeline-size", 2]),
+}
+
+
+def plan_hf_job(tmp_path, name):
+    model, gpus, batch, pins = HF_JOBS[name]
+    hf_path = os.path.join(REPO, "profiles", "hf", model + ".json")
+    out = tmp_path / "plan.json"
+    run("plan", "--hf-config", hf_path, "--gpu", "h100-sxm", "--gpus", gpus, "--global-batch-size", batch,
+        "--seq-length", 4096, *pins, "--out", out)
+    with open(hf_path, encoding="utf-8") as f:
+        hf = json.load(f)
+    with open(out, encoding="utf-8") as f:
+        layout = json.load(f)["layout"]
+    return hf, layout, out
+
+
+def layout_stages(layout, layers):
+    """{model-order stage: (decoder layers, first decoder index)} of a plan's layout."""
+    S = layout["p"] * layout["v"]
+    per = layout.get("layers_per_chunk") or [layers // S] * S
+    return {s: (per[s], sum(per[:s])) for s in range(S)}
+
+
+@pytest.mark.parametrize("name", list(HF_JOBS))
+def test_hf_job_exports_the_model_megatron_builds(name, tmp_path):
+    # The export of a job planned from an HF config carries the model's own flags: Megatron-
+    # Core's TransformerConfig built from the flags alone has every field Megatron-Bridge's
+    # conversion would set from that config, Megatron builds the plan's decoder layers on each
+    # (rank, virtual stage), and the header states pipescope's prediction.
+    hf, layout, plan = plan_hf_job(tmp_path, name)
+    exported = json.loads(run("export", "--plan", plan, "--to", "megatron", "--json"))
+    flags = exported["flags"]
+    config = config_from_flags(flags)
+    for field, value in hf_transformer_config(hf).items():
+        assert getattr(config, field) == value, field
+    for flag, value in hf_model_args(hf).items():
+        assert flag_value(flags, flag) == value, flag
+    assert (config.tensor_model_parallel_size, config.pipeline_model_parallel_size,
+            config.virtual_pipeline_model_parallel_size or 1) == (layout["t"], layout["p"], layout["v"])
+    assert megatron_stages(config, layout["p"], layout["v"]) == layout_stages(layout, hf["num_hidden_layers"])
+    # Megatron-LM overlaps p2p in its interleaved schedule unless told not to: the plan
+    # predicts the same, and the export leaves Megatron's default alone.
+    assert flag_value(flags, "--no-overlap-p2p-communication") is None
+    assert layout.get("overlap_p2p", False) == (layout["p"] > 1 and layout["v"] > 1)
+    predicted = exported["predicted"]
+    assert predicted["gpus"] == HF_JOBS[name][1] and len(predicted["ranks"]) == layout["p"]
+    assert predicted["step_ns"] > 0
+    text = run("export", "--plan", plan, "--to", "megatron")
+    assert "# pipescope predicts (" in text and "rank 0: " in text

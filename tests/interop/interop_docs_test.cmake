@@ -1,4 +1,4 @@
-# docs/interop.md's worked example is real output: run its three commands (profile synth
+# docs/interop.md's worked examples are real output: run its three commands (profile synth
 # -> plan -> export --to megatron) in a scratch folder and find the plan's table and the
 # whole export, verbatim, in docs/interop.md; likewise the torchtitan section's plan -> export.
 # Run by ctest: cmake -DPIPESCOPE=... -DSOURCE=... -DWORK=... -P interop_docs_test.cmake
@@ -34,6 +34,11 @@ string(SUBSTRING "${step_out}" 0 ${cut} table)
 expect_in_doc("plan (table)" "${table}")
 run_step("export" ${PIPESCOPE} export --plan plan.json --to megatron)
 expect_in_doc("export --to megatron" "${step_out}")
+# A job planned from its model: the whole launch-ready export, header (the prediction) included.
+run_step("plan --hf-config" ${PIPESCOPE} plan --gpu h100-sxm --hf-config ${SOURCE}/profiles/hf/llama-3-70b.json
+         --seq-length 4096 --gpus 64 --global-batch-size 512 --top 1 --out job.json)
+run_step("export of the job" ${PIPESCOPE} export --plan job.json --to megatron)
+expect_in_doc("export --to megatron of a job" "${step_out}")
 
 # The torchtitan section's launch command: a pinned Llama-3-8B plan and its export, verbatim.
 run_step("plan (torchtitan)" ${PIPESCOPE} plan --hf-config ${SOURCE}/profiles/hf/llama-3-8b.json --gpu h100-sxm

@@ -4,12 +4,14 @@
 // llm-plan's step_ns and per-rank bytes by kind; `export --to megatron` of it writes the
 // memory-relevant flags, which llm-memory and llm-time read back to llm-plan's peak and
 // step. The expected numbers are llm-plan's own (the other front door they must equal);
-// today the Megatron winner is t 4 sp cp 4 p 4 v 2 b 2 M 256, distributed optimizer:
-// 33.416 s, 69.04 GiB (docs/llm-scale.md).
+// today the Megatron winner is t 4 sp cp 4 p 4 v 5 b 2 M 256, distributed optimizer, with
+// Megatron's default overlapped p2p: 33.038 s, 68.69 GB (docs/llm-scale.md).
 #include <algorithm>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/json_reader.h"
@@ -132,6 +134,91 @@ TEST(CliLlmJob, FlagsBesideAJobPlanNameTheFlagAndTheFile) {
   const auto r = run_cli("simulate --plan " + p.plan + " --microbatches 8");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--microbatches: " + p.plan + " holds the whole job"), std::string::npos) << r.out;
+}
+
+
+// Issue #38: the export of a job planned from an HF config is the whole job in Megatron-LM's
+// words. Its flags alone (no --hf-config) read back to the planned peak and step, and the
+// header states pipescope's prediction: the step of llm-plan's best, each rank's peak.
+TEST(CliLlmJob, MegatronExportAloneIsTheJobAndStatesThePrediction) {
+  const Planned p = plan("--framework megatron", "export_alone");
+  const std::string flags = megatron_flags(p.plan);
+  // The model as Megatron-Bridge's conversion of profiles/hf/llama-3-70b.json sets it:
+  // GQA 8, SwiGLU 28672, RMSNorm 1e-5, RoPE base 500000, no biases, untied, V 128256.
+  EXPECT_NE(flags.find(" --num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64 "
+                       "--group-query-attention --num-query-groups 8 --seq-length 4096 --max-position-embeddings 8192 "
+                       "--position-embedding-type rope --normalization RMSNorm --swiglu --disable-bias-linear "
+                       "--untie-embeddings-and-output-weights --vocab-size 128256 --make-vocab-size-divisible-by 128 "
+                       "--rotary-base 500000 --norm-epsilon 1e-05 "),
+            std::string::npos) << flags;
+  // Megatron's interleaved default (overlapped p2p) is what was predicted: left as it is.
+  EXPECT_EQ(flags.find("--no-overlap-p2p-communication"), std::string::npos) << flags;
+  const Json mem = run_json("llm-memory --gpus 64" + flags);
+  EXPECT_EQ(mem["peak_bytes"], p.best["peak_bytes"]);
+  expect_same_ranks(mem["stages"], p.best["ranks"]);
+  const Json time = run_json("llm-time --gpu h100-sxm --gpus 64" + flags);
+  EXPECT_EQ(time["step_ns"], p.best["step_ns"]);
+
+  const Json exported = run_json("export --plan " + p.plan + " --to megatron");
+  EXPECT_EQ(exported["predicted"]["step_ns"], p.best["step_ns"]);
+  EXPECT_EQ(exported["predicted"]["gpus"], 64);
+  ASSERT_EQ(exported["predicted"]["ranks"].size(), p.best["ranks"].size());
+  for (std::size_t k = 0; k < p.best["ranks"].size(); ++k) {
+    EXPECT_EQ(exported["predicted"]["ranks"][k]["total_bytes"], p.best["ranks"][k]["total_bytes"]) << k;
+  }
+  const auto text = run_cli("export --plan " + p.plan + " --to megatron");
+  char step[64];
+  std::snprintf(step, sizeof step, "step %.3f s", p.best["step_ns"].get<double>() * 1e-9);
+  EXPECT_NE(text.out.find("# pipescope predicts (llama-3-70b-shaped, 64 GPUs on h100-sxm): " + std::string(step)),
+            std::string::npos) << text.out;
+  char rank0[64];
+  std::snprintf(rank0, sizeof rank0, "#   rank 0: %.2f GB = ", p.best["ranks"][0]["total_bytes"].get<double>() / 1e9);
+  EXPECT_NE(text.out.find(rank0), std::string::npos) << text.out;
+}
+
+// A model Megatron's flags cannot build as planned is refused at export, naming the field:
+// Llama's attention_bias puts a bias on the output projection, which Megatron has no flag
+// for without biasing the MLP too; a RoPE scaling other than Llama 3.1's.
+TEST(CliLlmJob, MegatronExportRefusesAModelItsFlagsCannotBuild) {
+  const std::string dir = ::testing::TempDir() + "llm_job_refused";
+  std::filesystem::create_directories(dir);
+  const std::string source = std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/hf/llama-3-8b.json";
+  Json hf = Json::parse(std::ifstream(source));
+  struct Case {
+    const char* name;
+    Json change;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"attention_bias", {{"attention_bias", true}}, "job.model.shape.output_bias: Megatron-LM biases every linear"},
+      {"yarn", {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}},
+       "rope_scaling: \"yarn\": Megatron-LM's flags scale RoPE as Llama 3.1 does"},
+  };
+  for (const Case& c : cases) {
+    Json changed = hf;
+    changed.update(c.change);
+    const std::string config = dir + "/" + c.name + ".json", out = dir + "/" + c.name + "-plan.json";
+    std::ofstream(config) << changed.dump();
+    const auto planned = run_cli("llm-plan --gpu h100-sxm --gpus 8 --global-batch-size 64 --seq-length 4096 --hf-config " +
+                                 config + " --top 1 --out " + out);
+    ASSERT_EQ(planned.code, 0) << planned.out;
+    testing::expect_refused("export --plan " + out + " --to megatron", c.message);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The flags pipescope reads only so that an export reads back are still checked: exit 2,
+// naming the flag.
+TEST(CliLlmJob, MegatronNumericsFlagsAreChecked) {
+  const std::string job = "llm-memory --gpus 8 --global-batch-size 64 --seq-length 4096 " + kHf;
+  testing::expect_refused(job + " --rope-scaling-factor 8", "--rope-scaling-factor: given without --use-rope-scaling");
+  testing::expect_refused(job + " --moe-token-dispatcher-type allgather",
+                          "--moe-token-dispatcher-type: pipescope times the all-to-all dispatcher (alltoall), got \"allgather\"");
+  testing::expect_refused(job + " --position-embedding-type alibi",
+                          "--position-embedding-type: expected rope or learned_absolute, got \"alibi\"");
+  testing::expect_refused(job + " --max-position-embeddings 1024",
+                          "--max-position-embeddings: 1024 is shorter than --seq-length 4096");
+  testing::expect_refused(job + " --rotary-base nan", "--rotary-base: expected a positive number");
 }
 
 }  // namespace

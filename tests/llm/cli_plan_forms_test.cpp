@@ -110,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(Jobs, PlanWithAModel, ::testing::ValuesIn(kJobs),
 // simulates to the best's step and peak. Each profile device is a tensor-parallel group
 // of the profile's t GPUs (--devices 8 of t 8 = 64 GPUs). Issue #37's 70B job: the
 // profile search gave 1f1b K=32 r=2 M=256 with recompute, 52.18 s, where the model form
-// gives 33.42 s (t 4 SP, cp 4, p 4, v 2, distributed optimizer).
+// gives 33.04 s (t 4 SP, cp 4, p 4, v 5, distributed optimizer; v 2 and 33.42 s before the
+// interleaved schedule's p2p was timed overlapped, as Megatron-LM runs it by default).
 struct ProfileJob {
   const char* name;
   std::string synth;  // profile synth flags (--hf-config, --gpu, ...), less -o and --hardware-output
@@ -179,7 +180,9 @@ TEST(PlanProfileJob, Llama70BOnSixtyFourH100sIsTheModelFormsThirtyThreeSeconds) 
   const auto r = run_cli("plan --profile " + dir + "/p.json --gpus 64 --global-batch-size 512 --framework megatron --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const Json best = Json::parse(stdout_of(r.out))["best"][0];
-  EXPECT_EQ(best["step_ns"], 33415863412) << best;  // simulate --plan of plan --hf-config's --out prints the same
+  // simulate --plan of plan --hf-config's --out prints the same: t 4 SP cp 4 p 4 v 5, Megatron's
+  // interleaved schedule with its default overlapped p2p
+  EXPECT_EQ(best["step_ns"], 33038036828) << best;
   EXPECT_EQ(best["layout"]["t"], 4);
   EXPECT_EQ(best["layout"]["sharding"], "distributed-optimizer");
   std::filesystem::remove_all(dir);
