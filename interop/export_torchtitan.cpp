@@ -207,8 +207,8 @@ ExportResult export_torchtitan(const PlanShape& s, const std::string& plan_name,
       for (int st = 0; st < s.stages(); ++st) {
         if (s.stage_position[st] != st % s.positions) {
           throw InputError("", "stages[" + str(st) + "].devices",
-                           "schedule " + s.schedule_name + " has no torch class; its CSV runs under torchtitan's "
-                           "looped stage placement (stage s on rank s % p = " + str(st % s.positions) +
+                           "schedule " + s.schedule_name + (csv ? " as a CSV (--torch-csv)" : " has no torch class; its CSV") +
+                           " runs under torchtitan's looped stage placement (stage s on rank s % p = " + str(st % s.positions) +
                            "), the plan places it on rank " + str(s.stage_position[st]));
         }
       }

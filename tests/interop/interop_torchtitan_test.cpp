@@ -200,6 +200,14 @@ TEST(ExportTorchtitan, RefusesWhatTorchtitanRunsOtherwise) {
   edited["layout"]["order"] = "tp-cp-ep-pp-dp";
   std::ofstream(d / "order.json") << edited.dump();
   EXPECT_NE(refusal((d / "order.json").string()).find("layout.order: \"tp-cp-ep-pp-dp\""), std::string::npos);
+  // A V-shaped plan as a CSV: torchtitan places a CSV's stages in a loop (PipelineScheduleMulti),
+  // stage 4 of 8 on rank 4 % 4 = 0, the V on rank 3.
+  const Result v_csv = run("export --plan " + p + " --to torchtitan --torch-csv");
+  EXPECT_EQ(v_csv.code, 2);
+  EXPECT_NE(v_csv.out.find("stages[4].devices: schedule zb-v as a CSV (--torch-csv) runs under torchtitan's looped stage "
+                           "placement (stage s on rank s % p = 0), the plan places it on rank 3"),
+            std::string::npos)
+      << v_csv.out;
   // A plan without a job (version 1): no model to name.
   ASSERT_EQ(run("profile synth --hf-config " + src("profiles/hf/llama-3-8b.json") + " --gpu h200 -o " +
                 (d / "prof.json").string()).code,
