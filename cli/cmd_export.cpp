@@ -1,4 +1,4 @@
-// `pipescope export --plan plan.json --to megatron|torch|deepspeed [-o FILE] [--json]`:
+// `pipescope export --plan plan.json --to megatron|torch|deepspeed|torchtitan [-o FILE] [--json]`:
 // writes what the framework needs to run the plan (interop/export.h). Exits 2, naming
 // the reason, when the framework cannot express the plan.
 #include <filesystem>
@@ -21,24 +21,26 @@ void add_export_command(CLI::App& app) {
     int gpus_per_node = 8;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("export", "Write a plan as Megatron-LM flags, a torch.distributed.pipelining setup "
-                                               "or a DeepSpeed PipelineModule");
+  CLI::App* cmd = app.add_subcommand("export", "Write a plan as Megatron-LM flags, a torch.distributed.pipelining setup, "
+                                               "a DeepSpeed PipelineModule or a torchtitan launch command");
   cmd->add_option("--plan", a->plan_path, "Plan file (pipescope.plan), e.g. from `plan -o`")->required();
   cmd->add_option("--profile", a->profile_path, "Profile file; default: the plan's profile");
   cmd->add_option("--to", a->target, std::string("megatron (") + kMegatronVersion + " flags) | torch (" + kTorchVersion +
-                                         ", a Python file) | deepspeed (" + kDeepSpeedVersion + ", a Python file)")
+                                         ", a Python file) | deepspeed (" + kDeepSpeedVersion +
+                                         ", a Python file) | torchtitan (" + kTorchtitanVersion +
+                                         ", a torchrun command; a version 3 plan searched with --framework torch)")
       ->required();
   cmd->add_option("-o,--output", a->output, "Output file ('-' = stdout)")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object with the same facts instead");
   cmd->add_flag("--torch-csv", a->torch_csv,
-                "torch: run pipescope's exact op order from a CSV (_PipelineScheduleRuntime) even where a schedule class "
+                "torch, torchtitan: run pipescope's exact op order from a CSV (_PipelineScheduleRuntime) even where a schedule class "
                 "exists (always so for a schedule without one)");
   cmd->add_option("--gpus-per-node", a->gpus_per_node,
                   "GPUs per node, for the rank groups a plan with a layout states (which share a node)")
       ->capture_default_str();
   add_p2p_option(cmd, a->p2p);
   cmd->callback([a] {
-    const Framework target = parse_export_target(a->target);
+    const ExportTarget target = parse_export_target(a->target);
     Plan plan = load_plan(a->plan_path);
     if (!a->p2p.empty()) plan.p2p = parse_p2p(a->p2p);
     std::string profile_path = a->profile_path;

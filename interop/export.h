@@ -1,6 +1,6 @@
 // Turns a plan into what a training framework needs to run it: Megatron-LM command-line
-// flags, a torch.distributed.pipelining setup, or a DeepSpeed PipelineModule and
-// config. Invariant: an export either says exactly the plan (the same cuts, schedule,
+// flags, a torch.distributed.pipelining setup, a DeepSpeed PipelineModule and config, or
+// a torchtitan launch command. Invariant: an export either says exactly the plan (the same cuts, schedule,
 // micro-batches, replication and re-materialisation) or throws InputError naming what
 // the framework cannot express; it never approximates silently.
 //   ExportResult r = export_plan(plan, profile, Framework::Megatron);
@@ -21,14 +21,27 @@
 
 namespace pipescope {
 
-// The target is the framework (llm/layout_check.h's Framework, the one enum for it); --to
-// names it as --framework does, and a bad name throws InputError naming --to.
-Framework parse_export_target(const std::string& name);  // megatron | torch | deepspeed
+// What `export --to` writes. Each target runs the plans of one of llm/layout_check.h's
+// Framework (the search's enum): torchtitan is torch's pipelining and FSDP2 launched by
+// torchtitan's trainer, so it exports plans searched with --framework torch.
+enum class ExportTarget : uint8_t { Megatron, Torch, DeepSpeed, Torchtitan };
+struct ExportTargetInfo {
+  ExportTarget target;
+  const char* name;       // as --to spells it
+  Framework framework;    // the framework whose plans it runs
+  const char* label;      // in messages: "Megatron-LM", "torchtitan", ...
+};
+const ExportTargetInfo& export_target_info(ExportTarget target);
+// The export target of a framework (Megatron, Torch, DeepSpeed: the same names).
+ExportTarget export_target_of(Framework framework);
+// A bad name throws InputError naming --to and the names it takes.
+ExportTarget parse_export_target(const std::string& name);  // megatron | torch | deepspeed | torchtitan
 
 // The framework versions whose argument definitions the exporters were checked against.
 inline constexpr const char* kMegatronVersion = "Megatron-LM core_v0.15.0";
 inline constexpr const char* kTorchVersion = "PyTorch 2.13 (torch.distributed.pipelining)";
 inline constexpr const char* kDeepSpeedVersion = "DeepSpeed 0.18.9 - 0.19.x";
+inline constexpr const char* kTorchtitanVersion = "torchtitan 0.3.0";
 
 struct ExportResult {
   std::string text;  // what the user pastes or runs (flags, or a Python file)
@@ -108,7 +121,13 @@ ExportResult export_megatron(const PlanShape& shape);
 // order) even where a schedule class exists; without a class it always does.
 ExportResult export_torch(const PlanShape& shape, const std::string& plan_name, bool csv = false);
 ExportResult export_deepspeed(const PlanShape& shape, const std::string& plan_name);
-ExportResult export_plan(const Plan& plan, const Profile& profile, Framework target,
+// `csv`: as export_torch's; the CSV is written beside the command (a here-document).
+ExportResult export_torchtitan(const PlanShape& shape, const std::string& plan_name, bool csv = false);
+ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target,
                          const std::string& plan_name = "plan.json", bool torch_csv = false, int gpus_per_node = 8);
+inline ExportResult export_plan(const Plan& plan, const Profile& profile, Framework framework,
+                                const std::string& plan_name = "plan.json", bool torch_csv = false, int gpus_per_node = 8) {
+  return export_plan(plan, profile, export_target_of(framework), plan_name, torch_csv, gpus_per_node);
+}
 
 }  // namespace pipescope

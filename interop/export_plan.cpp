@@ -14,9 +14,39 @@
 
 namespace pipescope {
 
-Framework parse_export_target(const std::string& name) {
-  if (const std::optional<Framework> framework = framework_from_name(name)) return *framework;
-  throw InputError("--to: expected megatron, torch or deepspeed, got \"" + name + "\"");
+namespace {
+
+constexpr ExportTargetInfo kExportTargets[] = {
+    {ExportTarget::Megatron, "megatron", Framework::Megatron, "Megatron-LM"},
+    {ExportTarget::Torch, "torch", Framework::Torch, "torch.distributed.pipelining"},
+    {ExportTarget::DeepSpeed, "deepspeed", Framework::DeepSpeed, "DeepSpeed"},
+    {ExportTarget::Torchtitan, "torchtitan", Framework::Torch, "torchtitan"},
+};
+
+}  // namespace
+
+const ExportTargetInfo& export_target_info(ExportTarget target) {
+  for (const ExportTargetInfo& info : kExportTargets) {
+    if (info.target == target) return info;
+  }
+  throw InputError("--to: unknown target");
+}
+
+ExportTarget export_target_of(Framework framework) {
+  for (const ExportTargetInfo& info : kExportTargets) {
+    if (info.framework == framework) return info.target;  // the first: the framework's own name
+  }
+  throw InputError("--to: unknown framework");
+}
+
+ExportTarget parse_export_target(const std::string& name) {
+  std::string names;
+  for (const ExportTargetInfo& info : kExportTargets) {
+    if (info.name == name) return info.target;
+    names += names.empty() ? "" : ", ";
+    names += info.name;
+  }
+  throw InputError("--to: expected one of " + names + ", got \"" + name + "\"");
 }
 
 int PlanShape::decoder_total() const {
@@ -221,16 +251,15 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   return s;
 }
 
-ExportResult export_plan(const Plan& plan, const Profile& profile, Framework target, const std::string& plan_name,
+ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target, const std::string& plan_name,
                          bool torch_csv, int gpus_per_node) {
-  const std::string framework = target == Framework::Megatron ? "Megatron-LM"
-                                : target == Framework::Torch  ? "torch.distributed.pipelining"
-                                                                 : "DeepSpeed";
+  const ExportTargetInfo& info = export_target_info(target);
+  const std::string framework = info.label;
   if (gpus_per_node < 1) throw InputError("--gpus-per-node: expected a positive integer, got " + str(gpus_per_node));
   if (plan.offload.active()) {  // the plan's memory rests on it: dropping it would run out of memory at launch
     throw InputError("", "offload", "the plan sends activations to host memory (" + to_string(plan.offload.policy) +
                                         "), which " + framework + " cannot run as planned: " +
-                                        activation_offload_refusal(target) +
+                                        activation_offload_refusal(info.framework) +
                                         "; plan without --offload to export it, or run it with `pipescope run`");
   }
   PlanShape shape = analyse_plan(plan, profile, framework, gpus_per_node);
@@ -241,9 +270,10 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, Framework tar
     shape.gpu_memory_bytes = static_cast<double>(gpu.node.memory_bytes);
   }
   switch (target) {
-    case Framework::Megatron: return export_megatron(shape);
-    case Framework::Torch: return export_torch(shape, plan_name, torch_csv);
-    case Framework::DeepSpeed: return export_deepspeed(shape, plan_name);
+    case ExportTarget::Megatron: return export_megatron(shape);
+    case ExportTarget::Torch: return export_torch(shape, plan_name, torch_csv);
+    case ExportTarget::DeepSpeed: return export_deepspeed(shape, plan_name);
+    case ExportTarget::Torchtitan: return export_torchtitan(shape, plan_name, torch_csv);
   }
   throw InputError("--to: unknown target");
 }

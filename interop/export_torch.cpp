@@ -14,61 +14,47 @@
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "interop/torch_schedule.h"
 #include "llm/framework.h"
 
 namespace pipescope {
 
 namespace {
 
-// One row per pipescope schedule. Extend here when pipescope builds a new
-// schedule: its torch class, whether the class takes one stage (PipelineScheduleSingle)
-// or a list (PipelineScheduleMulti), and the stage placement the class assumes.
-struct TorchSchedule {
-  ScheduleKind kind;  // the pipescope schedule the class runs
-  const char* torch_class;
-  bool single_stage;
-  const char* placement;  // "loop" (stage s on rank s % K) or "v"
-  bool needs_m_ge_stages;  // the constructor refuses fewer micro-batches than stages
-  bool needs_rounds = true;  // a "loop" class that refuses M not a multiple of max(1, M / K)
-};
+// One row per pipescope schedule a torch class runs. Extend here when pipescope builds a
+// new schedule PyTorch has a class for.
 constexpr TorchSchedule kTorchSchedules[] = {
-    {ScheduleKind::GPipe, "ScheduleGPipe", true, "loop", false},
-    {ScheduleKind::OneFOneB, "Schedule1F1B", true, "loop", true},
-    {ScheduleKind::Interleaved, "ScheduleInterleaved1F1B", false, "loop", false},
-    {ScheduleKind::ZeroBubbleH1, "ScheduleInterleavedZeroBubble", false, "loop", false},  // ZB1P; one stage per rank = ZB-H1
-    {ScheduleKind::ZeroBubbleV, "ScheduleZBVZeroBubble", false, "v", false},              // exactly two stages per rank
-    {ScheduleKind::DualPipeV, "ScheduleDualPipeV", false, "v", true},
-    {ScheduleKind::LoopedBFS, "ScheduleLoopedBFS", false, "loop", false, false},  // any M
-    {ScheduleKind::InterleavedZeroBubble, "ScheduleInterleavedZeroBubble", false, "loop", false},
+    {ScheduleKind::GPipe, "ScheduleGPipe", "GPipe", true, "loop", false},
+    {ScheduleKind::OneFOneB, "Schedule1F1B", "1F1B", true, "loop", true},
+    {ScheduleKind::Interleaved, "ScheduleInterleaved1F1B", "Interleaved1F1B", false, "loop", false},
+    // ZB1P; one stage per rank = ZB-H1
+    {ScheduleKind::ZeroBubbleH1, "ScheduleInterleavedZeroBubble", "InterleavedZeroBubble", false, "loop", false},
+    {ScheduleKind::ZeroBubbleV, "ScheduleZBVZeroBubble", "ZBVZeroBubble", false, "v", false},  // exactly two stages per rank
+    {ScheduleKind::DualPipeV, "ScheduleDualPipeV", "DualPipeV", false, "v", true},
+    {ScheduleKind::LoopedBFS, "ScheduleLoopedBFS", "LoopedBFS", false, "loop", false, false},  // any M
+    {ScheduleKind::InterleavedZeroBubble, "ScheduleInterleavedZeroBubble", "InterleavedZeroBubble", false, "loop", false},
 };
 
-int expected_rank(const char* placement, int stage, int K) {
+}  // namespace
+
+const TorchSchedule* torch_schedule(ScheduleKind kind) {
+  for (const TorchSchedule& r : kTorchSchedules) {
+    if (r.kind == kind) return &r;
+  }
+  return nullptr;
+}
+
+int torch_stage_rank(const char* placement, int stage, int K) {
   if (std::string(placement) == "v") return stage < K ? stage : 2 * K - 1 - stage;
   return stage % K;
 }
 
-std::string py_list(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + Json(items[i]).dump();
-  return out + "]";
-}
-
-std::string py_ints(const std::vector<int>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + std::to_string(items[i]);
-  return out + "]";
-}
-
-}  // namespace
-
-namespace {
-
 // PyTorch 2.13's constructors: Schedule1F1B and ScheduleDualPipeV refuse fewer micro-batches
 // than stages (ScheduleGPipe takes them: 2.9's PipelineScheduleSingle refused them too); the interleaved and zero-bubble classes run max(1, M / K) rounds and refuse M
 // that is not a multiple of them. The stage -> rank map must be the class's.
-void check_class(const TorchSchedule& row, const PlanShape& s) {
+void check_torch_class(const TorchSchedule& row, const PlanShape& s) {
   for (int st = 0; st < s.stages(); ++st) {
-    const int rank = expected_rank(row.placement, st, s.positions);
+    const int rank = torch_stage_rank(row.placement, st, s.positions);
     if (s.stage_position[st] != rank) {
       throw InputError("", "stages[" + std::to_string(st) + "].devices", std::string(row.torch_class) + " places stage " +
                            std::to_string(st) + " on rank " + std::to_string(rank) + " (" + row.placement +
@@ -85,6 +71,20 @@ void check_class(const TorchSchedule& row, const PlanShape& s) {
                                              std::to_string(s.microbatches) + ") to be a multiple of its rounds max(1, M / K) = " +
                                              std::to_string(rounds));
   }
+}
+
+namespace {
+
+std::string py_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + Json(items[i]).dump();
+  return out + "]";
+}
+
+std::string py_ints(const std::vector<int>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + std::to_string(items[i]);
+  return out + "]";
 }
 
 std::string csv_text(const PlanShape& s) {
@@ -205,11 +205,8 @@ std::string layout_constants(const PlanShape& s, Json& json) {
 }  // namespace
 
 ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool csv) {
-  const TorchSchedule* row = nullptr;
-  for (const TorchSchedule& r : kTorchSchedules) {
-    if (s.schedule == r.kind) row = &r;
-  }
-  if (row != nullptr && !csv) check_class(*row, s);
+  const TorchSchedule* row = s.schedule ? torch_schedule(*s.schedule) : nullptr;
+  if (row != nullptr && !csv) check_torch_class(*row, s);
   if (csv) row = nullptr;  // replay pipescope's op order
   const std::string runtime = row ? row->torch_class : "_PipelineScheduleRuntime";
   std::vector<std::string> splits;

@@ -5,7 +5,8 @@
 #   2. cuBLAS and NCCL beside the CUDA Toolkit in /usr/local/cuda when nvcc is there but
 #      they are not (NVIDIA's PyPI wheels, linked into the toolkit's include/ and lib64/);
 #   3. the Python environment .venv (Python 3.11, torch 2.13.0 CPU and the pinned
-#      packages of python/requirements.txt + python/constraints.txt; DeepSpeed after them).
+#      packages of python/requirements.txt + python/constraints.txt; DeepSpeed and torchtitan
+#      after them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -83,7 +84,12 @@ if ! usable "$target"; then
   # without its C++/CUDA ops (only its pure-Python schedules and partitioners are used).
   DS_BUILD_OPS=0 pip_quiet "$target/bin/python" -m pip install -q --no-build-isolation \
     -c python/constraints.txt deepspeed==0.19.8
-  "$target/bin/python" -c "import torch, transformers, deepspeed, megatron.core" 2>/dev/null
+  # torchtitan (its version and these in constraints.txt) without its dependencies: the
+  # oracle runs only its config parsing and pipeline split, whose imports are these
+  # pure-Python packages (tyro for the CLI, spmd_types, torchdata's StatefulDataLoader).
+  pip_quiet "$target/bin/python" -m pip install -q --no-deps -c python/constraints.txt \
+    torchtitan tyro docstring-parser typeguard spmd_types torchdata
+  "$target/bin/python" -c "import torch, transformers, deepspeed, megatron.core, torchtitan.config" 2>/dev/null
   echo "$want" > "$target/.pipescope-requirements"
 fi
 rm -rf "$venv"

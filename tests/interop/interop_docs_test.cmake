@@ -1,6 +1,6 @@
 # docs/interop.md's worked examples are real output: run its three commands (profile synth
 # -> plan -> export --to megatron) in a scratch folder and find the plan's table and the
-# whole export, verbatim, in docs/interop.md.
+# whole export, verbatim, in docs/interop.md; likewise the torchtitan section's plan -> export.
 # Run by ctest: cmake -DPIPESCOPE=... -DSOURCE=... -DWORK=... -P interop_docs_test.cmake
 file(READ ${SOURCE}/docs/interop.md doc)
 file(REMOVE_RECURSE ${WORK})
@@ -39,3 +39,11 @@ run_step("plan --hf-config" ${PIPESCOPE} plan --gpu h100-sxm --hf-config ${SOURC
          --seq-length 4096 --gpus 64 --global-batch-size 512 --top 1 --out job.json)
 run_step("export of the job" ${PIPESCOPE} export --plan job.json --to megatron)
 expect_in_doc("export --to megatron of a job" "${step_out}")
+
+# The torchtitan section's launch command: a pinned Llama-3-8B plan and its export, verbatim.
+run_step("plan (torchtitan)" ${PIPESCOPE} plan --hf-config ${SOURCE}/profiles/hf/llama-3-8b.json --gpu h100-sxm
+         --seq-length 4096 --framework torch --gpus 16 --global-batch-size 128 --pipeline-model-parallel-size 4
+         --virtual-pipeline-size 2 --schedule zb-v --tensor-model-parallel-size 1 --context-parallel-size 2
+         --micro-batch-size 2 --top 1 -o llama-3-8b-titan.json)
+run_step("export --to torchtitan" ${PIPESCOPE} export --plan llama-3-8b-titan.json --to torchtitan)
+expect_in_doc("export --to torchtitan" "${step_out}")
