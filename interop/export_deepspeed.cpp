@@ -154,6 +154,7 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
                             "DeepSpeed's PipelineEngine refuses ZeRO-2 / 3.\n"
                           : "")
      << "\"\"\"\n"
+     << predicted_lines(s, "# ")  // a job's plan: what pipescope predicted, to hold the launch to
      << "import json\n\n"
      << "NUM_STAGES = " << s.positions << "\n"
      << "DATA_PARALLEL_SIZE = " << s.replicas << "\n"
@@ -191,6 +192,7 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
     json["zero_stage"] = config["zero_optimization"]["stage"];
     json["groups"] = rank_groups_json(*s.layout, s.gpus_per_node);
   }
+  if (s.job) json["predicted"] = predicted_json(s);
   return {py.str(), json};
 }
 

@@ -220,6 +220,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
      << "pp_group the pipeline dimension of your DeviceMesh,\n"
      << "with your nn.Module: its submodules must carry the names in SPLIT_POINTS.\n"
      << "`python3 this_file.py` prints the plan without importing torch.\n\"\"\"\n"
+     << predicted_lines(s, "# ")  // a job's plan: what pipescope predicted, to hold the launch to
      << "import json\n\n"
      << "PIPELINE_SIZE = " << s.positions << "  # pipeline ranks K\n"
      << "DATA_PARALLEL_SIZE = " << s.replicas << "  # replicas of the whole pipeline\n"
@@ -259,6 +260,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
                {"split_points", splits},     {"stage_ranks", s.stage_position}, {"n_microbatches", s.microbatches},
                {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute == Recompute::Full}};
   if (row == nullptr) json["schedule_csv"] = s.torch_csv;
+  if (s.job) json["predicted"] = predicted_json(s);
   if (s.layout) {
     json.update(layout_json);
     json["tensor_parallel_size"] = s.layout->t;

@@ -309,7 +309,11 @@ def test_torchtitan_parses_the_export_and_splits_the_model_into_pipescopes_stage
         else:
             assert type(schedule) is S.get_schedule_class(par.pipeline_parallel_schedule)
     layers = hf["num_hidden_layers"]
-    if layers % len(fqns) == 0:
+    # An even split is torchtitan's own default (its layer-split helper, no stage with fewer
+    # layers); a balanced one (llm/balanced_split.h: the head's rank gives up layers) is
+    # installed through module_fqns_per_model_part, checked above.
+    chunks = layout.get("layers_per_chunk")
+    if layers % len(fqns) == 0 and (not chunks or len(set(chunks)) == 1):
         assert pp._generate_llm_fqn_per_model_part(len(fqns), layers, 0, 0) == fqns
     with torch.device("meta"):
         model = model_cfg.build()
