@@ -151,19 +151,27 @@ def write_plan(path, K, v, cuts, microbatches, recompute=False, p2p=None):
     path.write_text(json.dumps(plan))
 
 
-def megatron_config(flags, **model):
+def config_kwargs(flags, tables, skip=()):
+    """TransformerConfig's keyword arguments from the exported flags, each mapped by the
+    first table that has it; a flag in `skip` or OTHER_FLAGS is not a config field."""
     kwargs = {}
     for flag in flags:
         name = flag[0]
-        if name in OTHER_FLAGS:
+        if name in OTHER_FLAGS or name in skip:
             continue
-        assert name in FLAG_TO_CONFIG, f"exporter wrote {name}, which this oracle does not map"
-        field, kind = FLAG_TO_CONFIG[name]
+        table = next((t for t in tables if name in t), None)
+        assert table is not None, f"exporter wrote {name}, which this oracle does not map"
+        field, kind = table[name]
         kwargs[field] = True if kind is None else kind if isinstance(kind, bool) else kind(flag[1])
     if kwargs.get("pipeline_model_parallel_size", 1) > 1:
         kwargs["pipeline_dtype"] = torch.bfloat16
+    return kwargs
+
+
+def megatron_config(flags, **model):
+    """A profile plan's export (no model flags) with a model's shape given here."""
     shape = {"hidden_size": 64, "num_attention_heads": 4, **model}
-    return TransformerConfig(use_cpu_initialization=True, **shape, **kwargs)
+    return TransformerConfig(use_cpu_initialization=True, **shape, **config_kwargs(flags, [FLAG_TO_CONFIG]))
 
 
 def megatron_stages(config, K, v):
@@ -648,17 +656,7 @@ def hf_model_args(hf):
 
 def config_from_flags(flags):
     """Megatron-Core's TransformerConfig from an export's flags alone (model flags included)."""
-    kwargs = {}
-    for flag in flags:
-        name = flag[0]
-        if name in OTHER_FLAGS or name in GPT_MODEL_FLAGS:
-            continue
-        table = MODEL_FLAG_TO_CONFIG if name in MODEL_FLAG_TO_CONFIG else FLAG_TO_CONFIG
-        assert name in table, f"exporter wrote {name}, which this oracle does not map"
-        field, kind = table[name]
-        kwargs[field] = True if kind is None else kind if isinstance(kind, bool) else kind(flag[1])
-    if kwargs.get("pipeline_model_parallel_size", 1) > 1:
-        kwargs["pipeline_dtype"] = torch.bfloat16
+    kwargs = config_kwargs(flags, [MODEL_FLAG_TO_CONFIG, FLAG_TO_CONFIG], skip=GPT_MODEL_FLAGS)
     return TransformerConfig(use_cpu_initialization=True, **kwargs)
 
 
