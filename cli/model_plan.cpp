@@ -137,6 +137,9 @@ void add_model_form_flags(CLI::App* cmd, ModelPlanArgs& a) {
   cmd->add_flag("--overlap-param-gather", q.options.overlap_param_gather,
                 "overlap the parameter gather with forward, under the distributed optimizer (torch FSDP2 and DeepSpeed "
                 "ZeRO-3 always do)");
+  cmd->add_flag("--no-overlap-p2p-communication", a.flags.no_overlap_p2p,
+                "time Megatron-LM's interleaved schedule with blocking p2p (default: overlapped, its "
+                "--overlap-p2p-communication default); the export then writes the flag");
   cmd->add_flag("--exhaustive", q.exhaustive, "simulate every layout that fits (no branch and bound)");
 }
 
