@@ -124,11 +124,7 @@ struct DataParallel {
 // never / always (export --to torch's fully_shard(reshard_after_forward=False / True)).
 DataParallel data_parallel(const ParallelLayout& l) {
   switch (l.sharding) {
-    case Sharding::None:
-      if (l.cp > 1) {
-        refuse_layout("sharding", "none with cp = " + str(l.cp) + ": torchtitan shards the weights over dp_shard x cp "
-                                  "(FSDP2's mesh includes the context-parallel ranks); say zero-2 or zero-3");
-      }
+    case Sharding::None:  // cp = 1: torch's offer refuses none with cp > 1 (llm/framework.cpp runtime_refusal)
       return {l.d, 1, "default"};
     case Sharding::DistributedOptimizer:
       refuse_layout("sharding", "distributed-optimizer (ZeRO-1): torchtitan shards with FSDP2 only (gradients and "

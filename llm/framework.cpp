@@ -158,6 +158,13 @@ std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l
     return "--global-batch-size: torch's Schedule1F1B needs at least p = " + std::to_string(l.p) +
            " micro-batches per pipeline (one per stage), got " + std::to_string(l.microbatches);
   }
+  if (offer.framework == Framework::Torch && l.cp > 1 && l.sharding == Sharding::None) {
+    // torchtitan/distributed/parallel_dims.py: with cp > 1 its fsdp mesh is dp_shard x cp and
+    // fully_shard always applies (the cp ranks hold the same weights), so nothing is replicated
+    return "--sharding: none with --context-parallel-size " + std::to_string(l.cp) +
+           ": torchtitan shards the weights over the context-parallel ranks (FSDP2 on its dp_shard x cp mesh), so "
+           "cp > 1 runs as zero-2 or zero-3";
+  }
   const std::string experts = expert_parallel_refusal(offer, l);
   return experts.empty() ? "" : "--expert-model-parallel-size: " + experts;
 }

@@ -97,7 +97,8 @@ std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kin
 // torch 2.13's Schedule1F1B raises for fewer micro-batches than stages (M < p); torch
 // (torchtitan) and DeepSpeed (AutoEP) keep experts whole, so ep > 1 needs t = 1 there, and
 // torchtitan's ep must divide dp_shard * cp (dp_shard = d under zero-2 / zero-3, 1 under
-// none). Depends on M and the sharding, so the search asks it per candidate.
+// none); torchtitan shards over the context-parallel ranks, so cp > 1 needs zero-2 / zero-3
+// there. Depends on M and the sharding, so the search asks it per candidate.
 std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
 // Of those, the expert-parallel part, without the flag ("ep = 2 with t = 2: ..."), which the
 // torch and DeepSpeed exports refuse as layout.ep.

@@ -140,19 +140,16 @@ PLANS = [
      ["--pipeline-model-parallel-size", "4", "--tensor-model-parallel-size", "8"]),
     ("70b-96gpu-p3-uneven", "llama-3-70b", 96, 384,
      ["--pipeline-model-parallel-size", "3", "--tensor-model-parallel-size", "8"]),
-    # cp pinned to 1: the planner's torch offer also takes sharding none with cp > 1, which
-    # torchtitan cannot run (it shards over dp_shard x cp); the export refuses that
-    # (ExportTorchtitan.RefusesWhatTorchtitanRunsOtherwise).
+    # cp searched: torch's offer takes cp > 1 only sharded (torchtitan shards over dp_shard x
+    # cp; llm/framework.cpp runtime_refusal), so whatever the planner picks torchtitan runs.
     ("70b-192gpu-p6-uneven", "llama-3-70b", 192, 768,
-     ["--pipeline-model-parallel-size", "6", "--tensor-model-parallel-size", "8", "--virtual-pipeline-size", "1",
-      "--context-parallel-size", "1"]),
+     ["--pipeline-model-parallel-size", "6", "--tensor-model-parallel-size", "8", "--virtual-pipeline-size", "1"]),
     ("70b-256gpu-p8-zbv", "llama-3-70b", 256, 1024,
-     ["--pipeline-model-parallel-size", "8", "--tensor-model-parallel-size", "8", "--schedule", "zb-v",
-      "--context-parallel-size", "1"]),
+     ["--pipeline-model-parallel-size", "8", "--tensor-model-parallel-size", "8", "--schedule", "zb-v"]),
     # Full recompute: the model form's search has no pin for it, so the planned layout is
     # edited (layout.recompute "full", the plan's "recompute" true; the export re-predicts).
     ("70b-128gpu-p4-full-recompute", "llama-3-70b", 128, 256,
-     ["--pipeline-model-parallel-size", "4", "--tensor-model-parallel-size", "8", "--context-parallel-size", "1"]),
+     ["--pipeline-model-parallel-size", "4", "--tensor-model-parallel-size", "8"]),
     ("70b-1024gpu-p16", "llama-3-70b", 1024, 2048,
      ["--pipeline-model-parallel-size", "16", "--tensor-model-parallel-size", "8"]),
 ]

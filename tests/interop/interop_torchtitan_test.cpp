@@ -189,13 +189,17 @@ TEST(ExportTorchtitan, RefusesWhatTorchtitanRunsOtherwise) {
   EXPECT_NE(refusal(plan(d, "llama-3-8b", "--gpus 16 --global-batch-size 64 --pipeline-model-parallel-size 2"))
                 .find("job.framework: \"megatron\""),
             std::string::npos);
-  // Layouts torch's offer holds but torchtitan runs otherwise: no DDP over context-parallel
-  // ranks (FSDP2 shards over dp_shard x cp), no pp-inside-dp rank order.
+  // Layouts torchtitan runs otherwise: no DDP over context-parallel ranks (FSDP2 shards over
+  // dp_shard x cp; torch's offer refuses it, so the plan's job does not read), no
+  // pp-inside-dp rank order.
   const std::string p = plan(d, "llama-3-8b", kZbv8b);
   nlohmann::json edited = read_json(p);
   edited["layout"]["sharding"] = "none";
   std::ofstream(d / "none.json") << edited.dump();
-  EXPECT_NE(refusal((d / "none.json").string()).find("layout.sharding: none with cp = 2"), std::string::npos);
+  EXPECT_NE(refusal((d / "none.json").string())
+                .find("--sharding: none with --context-parallel-size 2: torchtitan shards the weights over the "
+                      "context-parallel ranks"),
+            std::string::npos);
   edited = read_json(p);
   edited["layout"]["order"] = "tp-cp-ep-pp-dp";
   std::ofstream(d / "order.json") << edited.dump();
