@@ -163,7 +163,8 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   cmd->add_flag("--use-distributed-optimizer", f.distributed_optimizer, "shard the optimizer state over d cp");
   cmd->add_option("--sharding", f.sharding, "none | distributed-optimizer | zero-1 | zero-2 | zero-3 | fsdp");
   cmd->add_option("--framework", f.framework, "megatron | torch | deepspeed (the shardings it offers)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&f](const std::string&) { f.framework_given = true; });
   cmd->add_option("--precision", f.precision, "bf16-mixed | fp32 | fp8-params")->capture_default_str();
   cmd->add_option("--order", f.layout.order, "rank order of the groups (the first share a node)")->capture_default_str();
   cmd->add_option("--schedule", f.schedule,
@@ -275,6 +276,10 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
       if (f.gpus != 0 && f.gpus != whole->layout.gpus()) {
         throw InputError("--gpus " + std::to_string(f.gpus) + ": " + f.plan + " holds a job of " +
                          std::to_string(whole->layout.gpus()) + " GPUs");
+      }
+      if (f.framework_given && framework_flag(f.framework) != whole->framework) {
+        throw InputError("--framework " + f.framework + ": " + f.plan + " holds a job for " +
+                         to_string(whole->framework));
       }
       job.shape = whole->shape, job.layout = whole->layout, job.framework = whole->framework;
       job.gpus = whole->layout.gpus(), job.global_batch = whole->layout.global_batch();

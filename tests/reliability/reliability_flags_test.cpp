@@ -102,6 +102,9 @@ TEST(ReliabilityFlags, ContradictionsAreRefusedNamingBothFlags) {
                  "--tensor-model-parallel-size excludes --plan");
   expect_refused("llm-memory" + plan + " --sharding zero-1", "--sharding excludes --plan");
   EXPECT_EQ(run_pipescope(dir, "llm-memory" + plan + " --gpus 8").exit_code, 0);  // checked against the plan's job
+  EXPECT_EQ(run_pipescope(dir, "llm-memory" + plan + " --framework megatron").exit_code, 0);  // the plan's own
+  expect_refused("llm-memory" + plan + " --framework torch",
+                 "pipescope: error: --framework torch: " + dir.file("plan.json") + " holds a job for megatron");
   expect_refused(kTime + " --gpus 4 --use-distributed-optimizer --sharding none",
                  "pipescope: error: --use-distributed-optimizer and --sharding none: give one "
                  "(--use-distributed-optimizer is --sharding distributed-optimizer)");
