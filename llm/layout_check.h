@@ -22,8 +22,9 @@ std::string to_string(Framework framework);  // "megatron", "torch", "deepspeed"
 std::optional<Framework> framework_from_name(const std::string& name);
 
 // The limits of a job (docs/reliability.md, Limits), checked where a job or a search
-// request is validated and nowhere else: every count below them keeps every product the
-// cost model and the search form (t cp d p, b M d, s b h at 2^20 GPUs) inside int64.
+// request is validated and nowhere else. Within them the degree and batch products (t cp d p,
+// b d, b M d) fit int64; byte counts are doubles (llm/memory.h) and a pipeline's tensor
+// or total beyond 2^62 bytes is refused where it becomes an integer (build_cost_model).
 constexpr int kMaxGpus = 1 << 20;          // GPUs in a job, and each of t, cp, ep, d, p (hardware files' limit)
 constexpr int kMaxBatch = 1 << 30;         // sequences per step, b and M (plan files' M limit)
 constexpr int kMaxVirtualStages = 64;      // v, chunks per pipeline rank (make_plan's limit)
