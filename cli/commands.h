@@ -20,4 +20,10 @@ void add_llm_time_command(CLI::App& app);  // cli/cmd_llm_time.cpp (llm/)
 void add_llm_memory_command(CLI::App& app);  // cli/cmd_llm_memory.cpp (llm/)
 void add_llm_plan_command(CLI::App& app);    // cli/cmd_plan.cpp: plan with a model, its old name
 
+// Every option that takes a value, in every subcommand, refuses an empty one
+// (`--offload-fraction ""`): "--flag: expected a value, got an empty string". Without it
+// an empty string reads as "not given" (a string's default) or as 0. Call after the
+// commands are added (main() and fuzz_cli).
+void refuse_empty_values(CLI::App& app);
+
 }  // namespace pipescope::cli

@@ -37,9 +37,21 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
   positive("--pipeline-model-parallel-size", l.p);
   positive("--micro-batch-size", l.micro_batch);
   if (f.gpus < 0 || (use.gpus_required && f.gpus == 0)) positive("--gpus", f.gpus);
-  const int model = l.t * l.cp * l.p;
-  gpus = f.gpus > 0 ? f.gpus : model;
-  l.d = std::max(1, gpus / model);
+  // validate_layout's ranges, before the products below are formed (each <= 2^20 x 2^20 x 2^20)
+  for (auto [flag, value] : {std::pair{"--tensor-model-parallel-size", l.t}, {"--context-parallel-size", l.cp},
+                             {"--pipeline-model-parallel-size", l.p}, {"--gpus", std::max(f.gpus, 1)}}) {
+    check_range(flag, value, 1, kMaxGpus);
+  }
+  check_range("--micro-batch-size", l.micro_batch, 1, kMaxBatch);
+  // 0 is "not given" for these two; a negative value is an error, never "not given"
+  check_range("--num-layers-per-virtual-pipeline-stage", f.layers_per_virtual, 0, kMaxLayers);
+  check_range("--num-virtual-stages-per-pipeline-rank", f.virtual_stages, 0, kMaxVirtualStages);
+  const int64_t model = static_cast<int64_t>(l.t) * l.cp * l.p;
+  if (f.gpus == 0 && model > kMaxGpus) {
+    throw InputError("--gpus: t * cp * p = " + std::to_string(model) + " GPUs, beyond " + std::to_string(kMaxGpus));
+  }
+  gpus = f.gpus > 0 ? f.gpus : static_cast<int>(model);
+  l.d = static_cast<int>(std::max<int64_t>(1, gpus / model));
   if (f.virtual_stages > 0 && f.layers_per_virtual > 0) {
     throw InputError("--num-virtual-stages-per-pipeline-rank and --num-layers-per-virtual-pipeline-stage: give one");
   }
@@ -50,6 +62,11 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
                        " does not divide the " + std::to_string(s.layers) + " / p layers of a pipeline rank");
     }
     l.v = s.layers / l.p / f.layers_per_virtual;
+  }
+  // --use-distributed-optimizer is --sharding distributed-optimizer: beside another sharding it contradicts it
+  if (f.distributed_optimizer && !f.sharding.empty() && f.sharding != "distributed-optimizer") {
+    throw InputError("--use-distributed-optimizer and --sharding " + f.sharding +
+                     ": give one (--use-distributed-optimizer is --sharding distributed-optimizer)");
   }
   const std::string sharding =
       f.sharding.empty() ? (f.distributed_optimizer ? "distributed-optimizer" : "none") : f.sharding;
@@ -70,8 +87,9 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
   l.precision = parse("--precision", f.precision, precision_recipe_from_name(f.precision), "bf16-mixed, fp32, fp8-params");
   l.schedule = schedule_from_flags(f.schedule);
   const int64_t per_step = static_cast<int64_t>(l.micro_batch) * l.d;
-  global_batch = f.global_batch;
-  if (global_batch == 0 && !use.global_batch_required) global_batch = static_cast<int>(per_step * l.p);
+  const int64_t batch = f.global_batch == 0 && !use.global_batch_required ? per_step * l.p : f.global_batch;
+  if (batch > kMaxBatch) check_range("--global-batch-size", batch, 1, kMaxBatch);  // below 1: the message below
+  global_batch = static_cast<int>(batch);
   if (global_batch < 1 || global_batch % per_step != 0) {
     throw InputError("--global-batch-size: expected a positive multiple of --micro-batch-size x d = " +
                      std::to_string(l.micro_batch) + " x " + std::to_string(l.d) + ", got " +
@@ -145,15 +163,26 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   cmd->add_flag("--use-distributed-optimizer", f.distributed_optimizer, "shard the optimizer state over d cp");
   cmd->add_option("--sharding", f.sharding, "none | distributed-optimizer | zero-1 | zero-2 | zero-3 | fsdp");
   cmd->add_option("--framework", f.framework, "megatron | torch | deepspeed (the shardings it offers)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&f](const std::string&) { f.framework_given = true; });
   cmd->add_option("--precision", f.precision, "bf16-mixed | fp32 | fp8-params")->capture_default_str();
   cmd->add_option("--order", f.layout.order, "rank order of the groups (the first share a node)")->capture_default_str();
   cmd->add_option("--schedule", f.schedule,
                   "pipeline schedule: gpipe | 1f1b | interleaved | looped-bfs | interleaved-zb | zb-v | dualpipev "
                   "(default: 1f1b, interleaved with virtual stages)");
   if (use.plan_file) {
-    cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags); "
+    CLI::Option* plan = cmd->add_option("--plan", f.plan, "a v2 plan file: take the layout from its \"layout\" (then no layout flags); "
                     "a v3 plan without model flags: take its whole job (model, layout, framework)");
+    // The plan's layout is the layout: a layout flag beside it would be silently dropped (--gpus is
+    // checked against a v3 plan's job; a v2 plan's framework is --framework's).
+    for (const char* name : {"--tensor-model-parallel-size", "--sequence-parallel", "--context-parallel-size",
+                             "--expert-model-parallel-size", "--pipeline-model-parallel-size",
+                             "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                             "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
+                             "--recompute-method", "--recompute-num-layers", "--bf16", "--no-overlap-p2p-communication",
+                             "--use-distributed-optimizer", "--sharding", "--precision", "--order", "--schedule"}) {
+      plan->excludes(cmd->get_option(name));
+    }
   }
 }
 
@@ -247,6 +276,10 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
       if (f.gpus != 0 && f.gpus != whole->layout.gpus()) {
         throw InputError("--gpus " + std::to_string(f.gpus) + ": " + f.plan + " holds a job of " +
                          std::to_string(whole->layout.gpus()) + " GPUs");
+      }
+      if (f.framework_given && framework_flag(f.framework) != whole->framework) {
+        throw InputError("--framework " + f.framework + ": " + f.plan + " holds a job for " +
+                         to_string(whole->framework));
       }
       job.shape = whole->shape, job.layout = whole->layout, job.framework = whole->framework;
       job.gpus = whole->layout.gpus(), job.global_batch = whole->layout.global_batch();

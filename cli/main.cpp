@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   pipescope::cli::add_llm_time_command(app);
   pipescope::cli::add_llm_memory_command(app);
   pipescope::cli::add_llm_plan_command(app);
+  pipescope::cli::refuse_empty_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -76,7 +76,6 @@ void run(ModelPlanArgs& a, const std::string& name, const TransformerShape& shap
   const auto precision = precision_recipe_from_name(a.precision);
   if (!precision) throw InputError("--precision: expected bf16-mixed, fp32 or fp8-params, got \"" + a.precision + "\"");
   q.precision = *precision;
-  if (a.memory_gb < 0) throw InputError("--memory-gb: expected a positive number");
   q.memory_bytes = a.memory_gb * 1e9;
   if (a.memory_headroom_gb) {
     if (!std::isfinite(*a.memory_headroom_gb) || *a.memory_headroom_gb < 0) {
@@ -85,9 +84,6 @@ void run(ModelPlanArgs& a, const std::string& name, const TransformerShape& shap
     q.headroom_bytes = *a.memory_headroom_gb * 1e9;
   }
   const GpuModel gpu = load_gpu(a.gpu);
-  ParallelLayout order;
-  order.order = q.order;
-  group_link(gpu, order, Group::Tp);  // throws InputError naming "order" before the search
   const auto start = std::chrono::steady_clock::now();
   bool shown = false;
   q.progress = [&](const LlmSearchProgress& p) {

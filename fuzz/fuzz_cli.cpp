@@ -130,6 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   pipescope::cli::add_validate_command(app);
   pipescope::cli::add_plan_command(app);
   pipescope::cli::add_llm_plan_command(app);
+  pipescope::cli::refuse_empty_values(app);
   std::streambuf* out = std::cout.rdbuf(sink.rdbuf());
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());

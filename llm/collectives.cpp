@@ -62,6 +62,12 @@ int stride_of(const ParallelLayout& l, Group group) {
   return found;
 }
 
+}  // namespace
+
+void check_rank_order(const ParallelLayout& layout) { stride_of(layout, Group::Tp); }
+
+namespace {
+
 // NCCL's tuning model gives a tree 0.9 of the bus bandwidth of a ring on the same channels.
 constexpr double kTreeBandwidthShare = 0.9;
 

@@ -55,6 +55,10 @@ struct GroupLink {
   Link p2p;                // what one send between neighbours runs at (pp)
 };
 
+// Throws InputError naming "order" when it is not a permutation of tp, cp, ep, dp, pp
+// (validate_layout's check of every layout's order).
+void check_rank_order(const ParallelLayout& layout);
+
 // Throws InputError naming "order" when it is not a permutation of tp, cp, ep, dp, pp.
 GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group);
 

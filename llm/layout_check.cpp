@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "llm/collectives.h"
 #include "llm/pipeline_schedule.h"
 
 namespace pipescope {
@@ -27,6 +28,22 @@ void check_shape(const TransformerShape& s) {
   require_positive("--seq-length", s.sequence);
   require_positive("--vocab-size", s.vocabulary);
   if (s.ffn_hidden < 0) refuse("--ffn-hidden-size", "expected a positive integer, got " + str(s.ffn_hidden));
+  // 0 where a field has a default (4 h, h / a, a, dense); a negative value is never "unset"
+  for (auto [flag, value, lo, hi] : {std::tuple{"--num-layers", s.layers, 1, kMaxLayers},
+                                     {"--hidden-size", s.hidden, 1, kMaxWidth},
+                                     {"--num-attention-heads", s.heads, 1, kMaxHeads},
+                                     {"--seq-length", s.sequence, 1, kMaxSequence},
+                                     {"--vocab-size", s.vocabulary, 1, kMaxVocabulary},
+                                     {"--ffn-hidden-size", s.ffn_hidden, 0, kMaxWidth},
+                                     {"--num-query-groups", s.kv_heads, 0, kMaxHeads},
+                                     {"--kv-channels", s.kv_channels, 0, kMaxWidth},
+                                     {"--num-experts", s.experts, 0, kMaxHeads},
+                                     {"--moe-router-topk", s.moe_topk, 0, kMaxHeads},
+                                     {"--moe-ffn-hidden-size", s.moe_ffn_hidden, 0, kMaxWidth},
+                                     {"--moe-layer-freq", s.moe_layer_frequency, 0, kMaxLayers},
+                                     {"--moe-shared-expert-intermediate-size", s.shared_expert_ffn_hidden, 0, kMaxWidth}}) {
+    check_range(flag, value, lo, hi);
+  }
   if (s.kv_channels == 0 && s.hidden % s.heads != 0) {
     refuse("--hidden-size", str(s.hidden) + " is not a multiple of --num-attention-heads " + str(s.heads) +
                                 " (Megatron's kv_channels default is h / a)");
@@ -52,6 +69,15 @@ void check_degrees(const ParallelLayout& l, int gpus) {
   require_positive("virtual pipeline size", l.v);
   require_positive("--micro-batch-size", l.micro_batch);
   require_positive("micro-batches", l.microbatches);
+  check_range("--gpus", gpus, 1, kMaxGpus);
+  for (auto [flag, value] : {std::pair{"--tensor-model-parallel-size", l.t}, {"--context-parallel-size", l.cp},
+                             {"--expert-model-parallel-size", l.ep}, {"data-parallel size", l.d},
+                             {"--pipeline-model-parallel-size", l.p}}) {
+    check_range(flag, value, 1, kMaxGpus);
+  }
+  check_range("virtual pipeline size", l.v, 1, kMaxVirtualStages);
+  check_range("--micro-batch-size", l.micro_batch, 1, kMaxBatch);
+  check_range("micro-batches", l.microbatches, 1, kMaxBatch);
   if (static_cast<int64_t>(l.t) * l.cp * l.d * l.p != gpus) {
     refuse("--gpus", "t * cp * d * p = " + str(l.t) + " * " + str(l.cp) + " * " + str(l.d) + " * " + str(l.p) +
                          " = " + str(static_cast<int64_t>(l.t) * l.cp * l.d * l.p) + ", but the cluster has " +
@@ -161,6 +187,10 @@ void check_order(const ParallelLayout& l, Framework framework) {
 
 }  // namespace
 
+void check_range(const std::string& flag, int64_t value, int64_t lo, int64_t hi) {
+  if (value < lo || value > hi) refuse(flag, "expected " + str(lo) + " to " + str(hi) + ", got " + str(value));
+}
+
 std::string to_string(Framework framework) {
   switch (framework) {
     case Framework::Megatron: return "megatron";
@@ -187,8 +217,16 @@ int default_ffn_hidden(int hidden, bool swiglu) {
 }
 
 int padded_vocabulary(int vocabulary, int t, int divisible_by) {
+  check_range("--make-vocab-size-divisible-by", divisible_by, 1, 1 << 16);
+  check_range("--tensor-model-parallel-size", t, 1, kMaxGpus);
   const int64_t multiple = static_cast<int64_t>(divisible_by) * t;
-  return static_cast<int>((vocabulary + multiple - 1) / multiple * multiple);
+  const int64_t padded = (vocabulary + multiple - 1) / multiple * multiple;
+  if (padded > kMaxVocabulary) {
+    refuse("--make-vocab-size-divisible-by", "the vocabulary " + str(vocabulary) + " padded to a multiple of " +
+                                                 str(divisible_by) + " x t = " + str(multiple) + " is " + str(padded) +
+                                                 ", beyond " + str(kMaxVocabulary));
+  }
+  return static_cast<int>(padded);
 }
 
 std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayout& l) {
@@ -217,6 +255,7 @@ ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayo
   check_chunks(shape, layout);
   if (const std::string why = schedule_refusal(layout); !why.empty()) throw InputError(why);
   check_sharding(layout, framework, notes);
+  check_rank_order(layout);  // a permutation of tp, cp, ep, dp, pp, whichever command built the layout
   check_order(layout, framework);
   ParallelLayout out = layout;
   if (out.t == 1 && out.sequence_parallel) {

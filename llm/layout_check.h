@@ -7,6 +7,7 @@
 //   ParallelLayout ok = validate_layout(shape, layout, 64, Framework::Megatron, &notes);
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,22 @@ namespace pipescope {
 enum class Framework : uint8_t { Megatron, Torch, DeepSpeed };
 std::string to_string(Framework framework);  // "megatron", "torch", "deepspeed"
 std::optional<Framework> framework_from_name(const std::string& name);
+
+// The limits of a job (docs/reliability.md, Limits), checked where a job or a search
+// request is validated and nowhere else. Within them the degree and batch products (t cp d p,
+// b d, b M d) fit int64; byte counts are doubles (llm/memory.h) and a pipeline's tensor
+// or total beyond 2^62 bytes is refused where it becomes an integer (build_cost_model).
+constexpr int kMaxGpus = 1 << 20;          // GPUs in a job, and each of t, cp, ep, d, p (hardware files' limit)
+constexpr int kMaxBatch = 1 << 30;         // sequences per step, b and M (plan files' M limit)
+constexpr int kMaxVirtualStages = 64;      // v, chunks per pipeline rank (make_plan's limit)
+constexpr int kMaxLayers = 1000000;        // L (profiles' layer limit)
+constexpr int kMaxWidth = 1 << 24;         // h, f, head dimension, expert widths
+constexpr int kMaxHeads = 1 << 16;         // a, KV heads, experts, top-k
+constexpr int kMaxSequence = 1 << 24;      // s
+constexpr int kMaxVocabulary = 1 << 30;    // V before and after padding; --make-vocab-size-divisible-by <= 2^16
+
+// Throws InputError "flag: expected lo to hi, got value" unless lo <= value <= hi.
+void check_range(const std::string& flag, int64_t value, int64_t lo, int64_t hi);
 
 // Megatron's --ffn-hidden-size default: 4 h, or int(8 h / 3 / 64) * 64 with --swiglu.
 int default_ffn_hidden(int hidden, bool swiglu);

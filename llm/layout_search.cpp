@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "llm/balanced_split.h"
+#include "llm/collectives.h"
 #include "llm/framework.h"
 #include "llm/layout_search_internal.h"
 #include "llm/memory.h"
@@ -34,12 +35,16 @@ bool faster(const LlmCandidate& a, const LlmCandidate& b) {
   return key(a.layout) < key(b.layout);
 }
 
+// In increasing order; k * k <= n in int64, so no k overflows whatever n is (2^31 - 1 included).
 std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int k = 1; k <= n; ++k) {
-    if (n % k == 0) out.push_back(k);
+  std::vector<int> low, high;
+  for (int64_t k = 1; k * k <= n; ++k) {
+    if (n % k != 0) continue;
+    low.push_back(static_cast<int>(k));
+    if (k * k != n) high.push_back(static_cast<int>(n / k));
   }
-  return out;
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 // The dimensions of result.dimensions, by index while the search runs (every candidate
@@ -84,10 +89,28 @@ class Search {
     double peak = 0;
   };
 
+  // Every number of the request in its range (llm/layout_check.h's limits) before a loop
+  // or a product uses it; a pin is 0 (search) or a value, never negative.
   void check_request() const {
     if (q_.gpus < 1) throw InputError("--gpus: expected a positive integer, got " + str(q_.gpus));
+    check_range("--gpus", q_.gpus, 1, kMaxGpus);
     if (q_.global_batch < 1) {
       throw InputError("--global-batch-size: expected a positive integer, got " + str(q_.global_batch));
+    }
+    check_range("--global-batch-size", q_.global_batch, 1, kMaxBatch);
+    for (auto [flag, pin, most] : {std::tuple{"--tensor-model-parallel-size", q_.t, kMaxGpus},
+                                   {"--context-parallel-size", q_.cp, kMaxGpus},
+                                   {"--expert-model-parallel-size", q_.ep, kMaxGpus},
+                                   {"--pipeline-model-parallel-size", q_.p, kMaxGpus},
+                                   {"--virtual-pipeline-size", q_.v, kMaxVirtualStages},
+                                   {"--micro-batch-size", q_.micro_batch, kMaxBatch}}) {
+      check_range(flag, pin, 0, most);
+    }
+    check_range("--max-micro-batch-size", q_.max_micro_batch, 1, kMaxBatch);
+    check_range("--max-virtual-stages", q_.max_v, 1, kMaxVirtualStages);
+    if (!std::isfinite(q_.memory_bytes) || q_.memory_bytes < 0) {
+      throw InputError("--memory-gb: expected a finite number of GB >= 0 (0: the GPU file's), got " +
+                       std::to_string(q_.memory_bytes / 1e9));
     }
     const int64_t pinned = static_cast<int64_t>(std::max(q_.t, 1)) * std::max(q_.cp, 1) * std::max(q_.p, 1);
     if (q_.gpus % pinned != 0) {
@@ -95,6 +118,9 @@ class Search {
                        " * " + str(std::max(q_.p, 1)) + " = " + str(pinned) + " does not divide " + str(q_.gpus) +
                        " GPUs");
     }
+    ParallelLayout order;
+    order.order = q_.order;
+    check_rank_order(order);  // before the search, not once per layout
     if (q_.top < 1) throw InputError("--top: expected a positive integer, got " + str(q_.top));
     if (q_.schedule) check_schedule_pin(*q_.schedule);
     if (r_.capacity <= 0) {
@@ -193,8 +219,12 @@ class Search {
   }
 
   void enumerate_batches(const TransformerShape& shape, const ParallelLayout& l0, const std::string& refused) {
-    for (int b = 1; b <= std::max(q_.max_micro_batch, q_.micro_batch); b *= 2) {
-      if (pinned_out(q_.micro_batch, b) || q_.global_batch % (static_cast<int64_t>(b) * l0.d) != 0) continue;
+    // A pinned b alone, else the powers of two up to --max-micro-batch-size (int64: no doubling overflows).
+    std::vector<int> batches;
+    if (q_.micro_batch > 0) batches.push_back(q_.micro_batch);
+    for (int64_t b = 1; q_.micro_batch == 0 && b <= q_.max_micro_batch; b *= 2) batches.push_back(static_cast<int>(b));
+    for (int b : batches) {
+      if (q_.global_batch % (static_cast<int64_t>(b) * l0.d) != 0) continue;
       // One layout, its fields set in place for each candidate (no copy per candidate).
       ParallelLayout l = l0;
       l.micro_batch = b, l.microbatches = static_cast<int>(q_.global_batch / (static_cast<int64_t>(b) * l0.d));

@@ -40,6 +40,25 @@ TEST(LlmLayoutCheck, DegreesMustMultiplyToTheGpus) {
             "--gpus: t * cp * d * p = 8 * 1 * 2 * 4 = 64, but the cluster has 128 GPUs");
 }
 
+// The limits of llm/layout_check.h, checked for every job whatever built it (flags, a
+// plan file, the GUI): 2^20 GPUs, v <= 64, no negative width, the rank order a permutation.
+TEST(LlmLayoutCheck, EveryCountIsInItsRangeAndTheOrderIsAPermutation) {
+  const TransformerShape s = testing::llama3_8b();
+  EXPECT_EQ(refusal(s, layout(1, 1, 2097152, 1), 2097152), "--gpus: expected 1 to 1048576, got 2097152");
+  ParallelLayout l = layout(1, 1, 1, 2);
+  l.v = 128;
+  EXPECT_EQ(refusal(s, l, 2), "virtual pipeline size: expected 1 to 64, got 128");
+  TransformerShape negative = s;
+  negative.kv_channels = -1;  // before: taken as given, 0 alone is Megatron's h / a
+  EXPECT_EQ(refusal(negative, layout(1, 1, 1, 1), 1), "--kv-channels: expected 0 to 16777216, got -1");
+  l = layout(1, 1, 1, 1);
+  l.order = "tp-cp-ep-dp-pq";  // before: llm-memory never placed a group, so took it
+  EXPECT_EQ(refusal(s, l, 1), "order: \"tp-cp-ep-dp-pq\": unknown group \"pq\" (expected a permutation of tp, cp, ep, dp, pp)");
+  // V = 128256 padded to a multiple of 2^16 x 2^15 = 2^31: beyond 2^30, refused before an int overflows.
+  EXPECT_THROW(padded_vocabulary(128256, 1 << 15, 1 << 16), InputError);
+  EXPECT_EQ(padded_vocabulary(128256, 8, 128), 129024);  // the next multiple of 128 x 8: 126 x 1024
+}
+
 TEST(LlmLayoutCheck, TensorParallelMustSplitHeadsGroupsAndFfn) {
   TransformerShape s = testing::llama3_8b();  // 32 heads, 8 query groups, ffn 14336
   EXPECT_EQ(refusal(s, layout(3, 1, 1, 1), 3),

@@ -64,6 +64,10 @@ TEST(LlmLayoutSearch, DegreeTuplesAreExactlyTheOrderedFactorizations) {
     }
   }
   EXPECT_EQ(degree_tuples(16384).size(), 680U);  // 2^14: C(17, 3)
+  EXPECT_EQ(degree_tuples(1 << 20).size(), 1771U);  // 2^20, the GPU limit: C(23, 3)
+  // 2^31 - 1 is prime: the 4 places of the one factor. Before, the divisor loop's int k
+  // overflowed past it and the process died dividing by zero.
+  EXPECT_EQ(degree_tuples(2147483647).size(), 4U);
 }
 
 TEST(LlmLayoutSearch, SearchCountsTheFactorizationsAndHonoursPins) {
@@ -303,6 +307,48 @@ TEST(LlmLayoutSearch, BadRequestsNameTheFlag) {
   EXPECT_EQ(message(q).rfind("--memory-headroom: expected less than the 80.00 GB per GPU, got ", 0), 0U);
   q = request(small_dense(), 16, 0);
   EXPECT_EQ(message(q), "--global-batch-size: expected a positive integer, got 0");
+}
+
+// The request checks every number itself (every front end's refusal is this one): a
+// pin is 0 (search) or in range, never negative; counts stop at llm/layout_check.h's
+// limits before a loop or a product uses them; memory is finite.
+TEST(LlmLayoutSearch, EveryNumberOfTheRequestIsInItsRange) {
+  auto message = [](const LlmSearchRequest& q) {
+    try {
+      search_layouts(q, h100());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  LlmSearchRequest q = request(small_dense(), 16, 64);
+  q.t = -4;
+  EXPECT_EQ(message(q), "--tensor-model-parallel-size: expected 0 to 1048576, got -4");
+  q = request(small_dense(), 16, 64);
+  q.v = 65;
+  EXPECT_EQ(message(q), "--virtual-pipeline-size: expected 0 to 64, got 65");
+  q = request(small_dense(), 2147483647, 64);
+  EXPECT_EQ(message(q), "--gpus: expected 1 to 1048576, got 2147483647");
+  q = request(small_dense(), 16, 64);
+  q.micro_batch = 2147483647;  // before: b doubled past 2^31 and the search never ended
+  EXPECT_EQ(message(q), "--micro-batch-size: expected 0 to 1073741824, got 2147483647");
+  q = request(small_dense(), 16, 64);
+  q.max_micro_batch = 0;
+  EXPECT_EQ(message(q), "--max-micro-batch-size: expected 1 to 1073741824, got 0");
+  q = request(small_dense(), 16, 64);
+  q.memory_bytes = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(message(q), "--memory-gb: expected a finite number of GB >= 0 (0: the GPU file's), got nan");
+  q.memory_bytes = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(message(q), "--memory-gb: expected a finite number of GB >= 0 (0: the GPU file's), got inf");
+  q = request(small_dense(), 16, 64);
+  q.order = "tp-dp";
+  EXPECT_EQ(message(q), "order: \"tp-dp\": expected a permutation of tp, cp, ep, dp, pp");
+  // A pinned b need not be a power of two: 48 = 3 x 16 runs with b = 3 alone.
+  q = request(small_dense(), 16, 48);
+  q.micro_batch = 3;
+  const LlmSearchResult r = search_layouts(q, h100());
+  ASSERT_FALSE(r.best.empty());
+  for (const LlmCandidate& c : r.best) EXPECT_EQ(c.layout.micro_batch, 3);
 }
 
 TEST(LlmLayoutSearch, Llama405bOn16kH100sIsSane) {
