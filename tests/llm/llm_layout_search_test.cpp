@@ -283,66 +283,60 @@ TEST(LlmLayoutSearch, ReasonsQuoteTheSearchsNumbers) {
   }
 }
 
+// What the search throws for q ("no error" when it plans).
+std::string search_error(const LlmSearchRequest& q) {
+  try {
+    search_layouts(q, h100());
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 TEST(LlmLayoutSearch, BadRequestsNameTheFlag) {
-  auto message = [](const LlmSearchRequest& q) {
-    try {
-      search_layouts(q, h100());
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   LlmSearchRequest q = request(small_dense(), 16, 64);
   q.t = 3;
-  EXPECT_EQ(message(q), "--gpus: the pinned t * cp * p = 3 * 1 * 1 = 3 does not divide 16 GPUs");
+  EXPECT_EQ(search_error(q), "--gpus: the pinned t * cp * p = 3 * 1 * 1 = 3 does not divide 16 GPUs");
   q = request(small_dense(), 16, 64);
   q.memory_bytes = 1e6;
-  const std::string none = message(q);
+  const std::string none = search_error(q);
   EXPECT_EQ(none.rfind("--gpu: no layout fits 0.0 GB per GPU (0.0 GB less 2.0 GB headroom, --memory-headroom): the "
                        "smallest need found is ", 0), 0U) << none;
   q = request(small_dense(), 16, 64);
   q.headroom_bytes = 100e9;  // asked for: it must leave memory to search
-  EXPECT_EQ(message(q), "--memory-headroom: expected less than the 80.00 GB per GPU, got 100.00 GB");
+  EXPECT_EQ(search_error(q), "--memory-headroom: expected less than the 80.00 GB per GPU, got 100.00 GB");
   q.headroom_bytes = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(message(q).rfind("--memory-headroom: expected less than the 80.00 GB per GPU, got ", 0), 0U);
+  EXPECT_EQ(search_error(q).rfind("--memory-headroom: expected less than the 80.00 GB per GPU, got ", 0), 0U);
   q = request(small_dense(), 16, 0);
-  EXPECT_EQ(message(q), "--global-batch-size: expected a positive integer, got 0");
+  EXPECT_EQ(search_error(q), "--global-batch-size: expected a positive integer, got 0");
 }
 
 // The request checks every number itself (every front end's refusal is this one): a
 // pin is 0 (search) or in range, never negative; counts stop at llm/layout_check.h's
 // limits before a loop or a product uses them; memory is finite.
 TEST(LlmLayoutSearch, EveryNumberOfTheRequestIsInItsRange) {
-  auto message = [](const LlmSearchRequest& q) {
-    try {
-      search_layouts(q, h100());
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   LlmSearchRequest q = request(small_dense(), 16, 64);
   q.t = -4;
-  EXPECT_EQ(message(q), "--tensor-model-parallel-size: expected 0 to 1048576, got -4");
+  EXPECT_EQ(search_error(q), "--tensor-model-parallel-size: expected 0 to 1048576, got -4");
   q = request(small_dense(), 16, 64);
   q.v = 65;
-  EXPECT_EQ(message(q), "--virtual-pipeline-size: expected 0 to 64, got 65");
+  EXPECT_EQ(search_error(q), "--virtual-pipeline-size: expected 0 to 64, got 65");
   q = request(small_dense(), 2147483647, 64);
-  EXPECT_EQ(message(q), "--gpus: expected 1 to 1048576, got 2147483647");
+  EXPECT_EQ(search_error(q), "--gpus: expected 1 to 1048576, got 2147483647");
   q = request(small_dense(), 16, 64);
   q.micro_batch = 2147483647;  // before: b doubled past 2^31 and the search never ended
-  EXPECT_EQ(message(q), "--micro-batch-size: expected 0 to 1073741824, got 2147483647");
+  EXPECT_EQ(search_error(q), "--micro-batch-size: expected 0 to 1073741824, got 2147483647");
   q = request(small_dense(), 16, 64);
   q.max_micro_batch = 0;
-  EXPECT_EQ(message(q), "--max-micro-batch-size: expected 1 to 1073741824, got 0");
+  EXPECT_EQ(search_error(q), "--max-micro-batch-size: expected 1 to 1073741824, got 0");
   q = request(small_dense(), 16, 64);
   q.memory_bytes = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(message(q), "--memory-gb: expected a finite number of GB >= 0 (0: the GPU file's), got nan");
+  EXPECT_EQ(search_error(q), "--memory-gb: expected a finite number of GB >= 0 (0: the GPU file's), got nan");
   q.memory_bytes = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(message(q), "--memory-gb: expected a finite number of GB >= 0 (0: the GPU file's), got inf");
+  EXPECT_EQ(search_error(q), "--memory-gb: expected a finite number of GB >= 0 (0: the GPU file's), got inf");
   q = request(small_dense(), 16, 64);
   q.order = "tp-dp";
-  EXPECT_EQ(message(q), "order: \"tp-dp\": expected a permutation of tp, cp, ep, dp, pp");
+  EXPECT_EQ(search_error(q), "order: \"tp-dp\": expected a permutation of tp, cp, ep, dp, pp");
   // A pinned b need not be a power of two: 48 = 3 x 16 runs with b = 3 alone.
   q = request(small_dense(), 16, 48);
   q.micro_batch = 3;
