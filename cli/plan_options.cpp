@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "exec/backends/backend.h"
+#include "llm/plan_layout.h"
 #include "core/cost_model.h"
 #include "planner/plan_builder.h"
 #include "planner/zero_bubble_search.h"
@@ -107,6 +108,7 @@ void read_plan(const PlanOptions& o, ResolvedPlan& r) {
     throw InputError("--schedule-file: a plan names its schedule (\"schedule\": {\"file\": ...}); give --profile instead of --plan");
   }
   r.plan = load_plan(o.plan_path);
+  (void)plan_layout(r.plan);  // a v2 plan's layout, held to the plan as `validate` holds it
   std::string profile_path = o.profile_path;
   if (profile_path.empty()) {
     std::filesystem::path p(r.plan.profile);

@@ -11,6 +11,7 @@
 #include "llm/framework.h"
 #include "llm/layout_search.h"
 #include "llm/plan_layout.h"
+#include "llm/profile_layers.h"
 
 namespace pipescope {
 
@@ -75,28 +76,16 @@ int64_t spec_int(const Profile& profile, const char* key, int64_t fallback) {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// The plan says p, v, d, M, b and the cuts itself; its layout must say the same.
-// `one_pipeline`: the plan holds one of the d data-parallel pipelines (one replica per
-// stage, batch_size = b M), as `llm-plan --out` writes it.
-void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profile_states_t, bool one_pipeline) {
+// What the layout says that only the profile can check: t (when the profile states it)
+// and the decoder layers of each chunk. The rest of the layout against the plan (p, v,
+// schedule, d, M, b, recompute) plan_layout checks for every reader (llm/plan_layout.h).
+void check_layout_against_profile(const PlanShape& s, bool profile_states_t) {
   const ParallelLayout& l = *s.layout;
   auto same = [](const std::string& field, int64_t layout_value, const std::string& plan_what, int64_t plan_value) {
     if (layout_value != plan_value) {
       refuse_layout(field, str(layout_value) + ", but the plan has " + plan_what + " " + str(plan_value));
     }
   };
-  same("p", l.p, "pipeline positions", s.positions);
-  same("v", l.v, "chunks per position", s.chunks);
-  if (l.schedule && plan.schedule_file.empty() && *l.schedule != plan.schedule) {
-    std::string why = to_string(*l.schedule);
-    why += ", but the plan's schedule is ";
-    why += to_string(plan.schedule);
-    refuse_layout("schedule", why);
-  }
-  if (!one_pipeline) same("d", l.d, "replicas per stage", s.replicas);
-  same("microbatches", l.microbatches, "micro-batches", s.microbatches);
-  same("micro_batch", l.micro_batch, "samples per micro-batch per replica (batch_size / (microbatches x replicas))",
-       s.microbatch_size);
   if (profile_states_t) same("t", l.t, "a profile of tensor-parallel size", s.tensor_parallel);
   if (!l.layers_per_chunk.empty() && l.layers_per_chunk != s.decoder_layers) {
     auto list = [](const std::vector<int>& v) {
@@ -114,13 +103,24 @@ void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profil
     why += " decoder layers";
     refuse_layout("layers_per_chunk", why);
   }
-  if (plan.recompute == Recompute::Full && l.recompute != Recompute::Full) {
-    std::string why = "\"";
-    why += to_string(l.recompute);
-    why += "\", but the plan re-materialises every stage (\"recompute\": true); say \"full\"";
-    refuse_layout("recompute", why);
-  }
   (void)rank_groups_json(l, s.gpus_per_node);  // the order must parse
+}
+
+// What the framework checks at launch (Megatron's arguments.py and TransformerConfig,
+// DeepSpeed's engine, torch's FSDP): validate_layout for the target's framework, on the
+// job's shape, else on the shape the profile's decoder layers state (a v2 plan; its
+// vocabulary padded for t, as Megatron pads it). A profile that states no shape (measured
+// layers) has no heads to divide: only the degrees are checked then, by the exporter.
+void check_layout_for_framework(const PlanShape& s, const Profile& profile, Framework framework) {
+  const ParallelLayout& l = *s.layout;
+  std::optional<TransformerShape> shape;
+  if (s.job) {
+    shape = s.job->shape;
+  } else {
+    shape = transformer_shape_of(profile, l.t);
+  }
+  if (!shape) return;
+  (void)validate_layout(*shape, l, l.gpus(), framework);
 }
 
 }  // namespace
@@ -177,7 +177,9 @@ Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node) {
   return out;
 }
 
-PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework, int gpus_per_node) {
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target, int gpus_per_node) {
+  const ExportTargetInfo& info = export_target_info(target);
+  const std::string framework = info.label;
   const std::string where;  // the caller names the plan file
   if (!profile.is_chain()) throw InputError(where, "", framework + " pipelines a chain of layers; the profile has branches (edges)");
   check_plan_layers(plan, profile.num_layers(), profile.source);
@@ -230,6 +232,12 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   }
   s.microbatch_size = s.global_batch / per_step;
   const Schedule schedule = schedule_for(plan);
+  if (schedule.asynchronous()) {  // pipedream, 2bw, or a schedule file of theirs
+    throw InputError(where, "schedule", "\"" + s.schedule_name + "\" runs steps without a flush and updates weights "
+                                            "asynchronously; " + framework + " flushes every step and updates the "
+                                            "weights once after it, so it would train a different model; plan without "
+                                            "--allow-async to export, or run it with `pipescope run`");
+  }
   for (const std::vector<Op>& ops : schedule.position_ops) {
     std::vector<std::string>& row = s.torch_csv.emplace_back();
     for (const Op& op : ops) {  // PyTorch has no recompute action: its stages re-run forwards themselves
@@ -240,8 +248,9 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   s.job = plan_job(plan);
   s.plan_dir = std::filesystem::path(plan.source).parent_path().string();
   if (s.layout) {
-    const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;
-    check_layout_against_plan(s, plan, profile_states_t, one_pipeline);
+    const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;  // as plan_layout reads it
+    check_layout_against_profile(s, profile_states_t);
+    check_layout_for_framework(s, profile, info.framework);
     s.tensor_parallel = s.layout->t;
     if (one_pipeline) {  // the step's batch is every pipeline's
       s.replicas = s.layout->d;
@@ -262,7 +271,7 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget 
                                         activation_offload_refusal(info.framework) +
                                         "; plan without --offload to export it, or run it with `pipescope run`");
   }
-  PlanShape shape = analyse_plan(plan, profile, framework, gpus_per_node);
+  PlanShape shape = analyse_plan(plan, profile, target, gpus_per_node);
   if (shape.job) {  // the header states what pipescope predicted, as `simulate --plan` prints it
     const GpuModel gpu = load_gpu(shape.job->cluster.gpu, shape.plan_dir);
     check_job_gpu(*shape.job, gpu, plan.source);
