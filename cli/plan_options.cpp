@@ -108,7 +108,6 @@ void read_plan(const PlanOptions& o, ResolvedPlan& r) {
     throw InputError("--schedule-file: a plan names its schedule (\"schedule\": {\"file\": ...}); give --profile instead of --plan");
   }
   r.plan = load_plan(o.plan_path);
-  (void)plan_layout(r.plan);  // a v2 plan's layout, held to the plan as `validate` holds it
   std::string profile_path = o.profile_path;
   if (profile_path.empty()) {
     std::filesystem::path p(r.plan.profile);
@@ -117,6 +116,9 @@ void read_plan(const PlanOptions& o, ResolvedPlan& r) {
   }
   r.profile = load_profile(profile_path);
   check_plan_layers(r.plan, r.profile.num_layers(), r.profile.source);
+  if (const std::optional<ParallelLayout> layout = plan_layout(r.plan)) {  // as `validate` reads it
+    check_layout_against_profile(*layout, r.plan, r.profile);
+  }
 }
 
 // --profile FILE with --stages, --microbatches, ...: the plan make_plan builds from the flags.

@@ -11,7 +11,6 @@
 #include "llm/framework.h"
 #include "llm/layout_search.h"
 #include "llm/plan_layout.h"
-#include "llm/profile_layers.h"
 
 namespace pipescope {
 
@@ -106,23 +105,6 @@ void check_layout_against_profile(const PlanShape& s, bool profile_states_t) {
   (void)rank_groups_json(l, s.gpus_per_node);  // the order must parse
 }
 
-// What the framework checks at launch (Megatron's arguments.py and TransformerConfig,
-// DeepSpeed's engine, torch's FSDP): validate_layout for the target's framework, on the
-// job's shape, else on the shape the profile's decoder layers state (a v2 plan; its
-// vocabulary padded for t, as Megatron pads it). A profile that states no shape (measured
-// layers) has no heads to divide: only the degrees are checked then, by the exporter.
-void check_layout_for_framework(const PlanShape& s, const Profile& profile, Framework framework) {
-  const ParallelLayout& l = *s.layout;
-  std::optional<TransformerShape> shape;
-  if (s.job) {
-    shape = s.job->shape;
-  } else {
-    shape = transformer_shape_of(profile, l.t);
-  }
-  if (!shape) return;
-  (void)validate_layout(*shape, l, l.gpus(), framework);
-}
-
 }  // namespace
 
 std::string predicted_lines(const PlanShape& s, const std::string& comment) {
@@ -178,8 +160,7 @@ Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node) {
 }
 
 PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target, int gpus_per_node) {
-  const ExportTargetInfo& info = export_target_info(target);
-  const std::string framework = info.label;
+  const std::string framework = export_target_info(target).label;
   const std::string where;  // the caller names the plan file
   if (!profile.is_chain()) throw InputError(where, "", framework + " pipelines a chain of layers; the profile has branches (edges)");
   check_plan_layers(plan, profile.num_layers(), profile.source);
@@ -250,7 +231,9 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget ta
   if (s.layout) {
     const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;  // as plan_layout reads it
     check_layout_against_profile(s, profile_states_t);
-    check_layout_for_framework(s, profile, info.framework);
+    // the model's checks every framework makes at launch (t | heads, ep | experts, cp | sequence):
+    // a job's were made when it was read, under its framework; a v2 plan's model is its profile's
+    if (!s.job) check_layout_against_profile(*s.layout, plan, profile);
     s.tensor_parallel = s.layout->t;
     if (one_pipeline) {  // the step's batch is every pipeline's
       s.replicas = s.layout->d;

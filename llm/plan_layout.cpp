@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "core/error.h"
+#include "llm/layout_check.h"
 #include "llm/pipeline_schedule.h"
+#include "llm/profile_layers.h"
 
 namespace pipescope {
 
@@ -136,6 +138,18 @@ void check_layout_against_plan(const ParallelLayout& l, const Plan& plan) {
     why += to_string(l.recompute);
     why += "\", but the plan re-materialises every stage (\"recompute\": true); say \"full\"";
     refuse("recompute", why);
+  }
+}
+
+void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan, const Profile& profile) {
+  const std::optional<TransformerShape> shape = transformer_shape_of(profile, layout.t);
+  if (!shape) return;
+  try {
+    // Torch: validate_layout's framework-specific checks are Megatron's rank order and
+    // DeepSpeed's pipelined ZeRO; torch adds none, so this is the set every framework makes.
+    (void)validate_layout(*shape, layout, layout.gpus(), Framework::Torch);
+  } catch (const InputError& e) {
+    throw InputError(plan.source + ": layout (against " + profile.source + "): " + e.what());
   }
 }
 
