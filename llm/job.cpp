@@ -215,6 +215,8 @@ std::optional<Job> plan_job(const Plan& plan) {
   auto job = std::make_shared<const Json>(*plan.job);
   auto layout = std::make_shared<const Json>(*plan.layout);
   try {
+    // the layout against the plan first, so every reader names the same first disagreement
+    (void)plan_layout(plan);
     Job read = job_from_json(JsonReader(job, job.get(), plan.source, "job"),
                              JsonReader(layout, layout.get(), plan.source, "layout"));
     check_job_against_plan(read, plan);

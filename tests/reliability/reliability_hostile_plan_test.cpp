@@ -109,8 +109,12 @@ TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader
        "bad.json: --expert-model-parallel-size: ep = 2 needs --num-experts (the model is dense)"},
       {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 4; },
        "bad.json: layers_per_chunk: the entries sum to 33, but --num-layers is 32"},
-      {"a schedule Megatron-LM does not run", [](json& p) { p["layout"]["schedule"] = "zb-v"; },
-       "bad.json: --schedule: zb-v is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"},
+      {"a schedule Megatron-LM does not run", [](json& p) {
+         p["layout"]["schedule"] = "looped-bfs", p["schedule"]["kind"] = "looped-bfs";
+       },
+       "bad.json: --schedule: looped-bfs is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"},
+      {"a layout schedule that is not the plan's", [](json& p) { p["layout"]["schedule"] = "zb-v"; },
+       "bad.json: layout.schedule: zb-v, but the plan's schedule is interleaved"},
       // the layout against the plan's own stages (these used to validate and simulate, exit 0)
       {"layout.p 4 (no layers_per_chunk)", [](json& p) { p["layout"].erase("layers_per_chunk"), p["layout"]["p"] = 4; },
        "bad.json: layout.p: 4, but the plan has pipeline positions 2"},
@@ -135,7 +139,7 @@ TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsPro
   // sequence 4096): validate, simulate and every export refuse what Megatron-LM would.
   TempDir dir;
   const json base = as_v2(real_plan(dir));
-  const std::string against = "bad.json: layout (against " + dir.file("p.profile.json") + "): ";
+  const std::string against = "bad.json: layout (against p.profile.json): ";
   const Edit edits[] = {
       {"t 3", [](json& p) { p["layout"]["t"] = 3; },
        "--tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32"},

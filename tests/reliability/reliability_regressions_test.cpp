@@ -73,8 +73,8 @@ TEST(ReliabilityRegressions, LayoutProductsBeyondAnIntAreRefusedByTheReader) {
   auto layout = [](const char* name) {
     return outcome([](const JsonReader& r) { (void)layout_from_json(r); }, kRegressions / "layout" / name);
   };
-  EXPECT_NE(layout("gpus-overflow-int.json").find("gpus-overflow-int.json: layout: t x cp x d x p = 8796093022208 GPUs; "
-                                                 "at most 2^20 = 1048576"), std::string::npos);
+  EXPECT_NE(layout("gpus-overflow-int.json").find("t x cp x d x p = 8796093022208 GPUs; at most 2^20 = 1048576"),
+            std::string::npos);
   EXPECT_NE(layout("global-batch-overflow-int.json").find("micro_batch x microbatches x d = 4398046511104 samples per step; "
                                                           "at most 2^31 - 1"), std::string::npos);
   EXPECT_NE(layout("chunks-overflow-int.json").find("p x v = 1099511627776 chunks; at most 2^20"), std::string::npos);
