@@ -145,9 +145,7 @@ void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan
   const std::optional<TransformerShape> shape = transformer_shape_of(profile, layout.t);
   if (!shape) return;
   try {
-    // Torch: validate_layout's framework-specific checks are Megatron's rank order and
-    // DeepSpeed's pipelined ZeRO; torch adds none, so this is the set every framework makes.
-    (void)validate_layout(*shape, layout, layout.gpus(), Framework::Torch);
+    check_model_against_layout(*shape, layout);  // the cut is the plan's stages (interop checks them)
   } catch (const InputError& e) {
     throw InputError(plan.source + ": layout (against " + profile.source + "): " + e.what());
   }

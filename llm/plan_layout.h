@@ -32,10 +32,10 @@ std::optional<ParallelLayout> plan_layout(const Plan& plan);
 // The checks that need the profile (t, layers_per_chunk) are interop/export_plan.cpp's.
 void check_layout_against_plan(const ParallelLayout& layout, const Plan& plan);
 // The layout against the model the plan's profile states (a version 2 plan has no job):
-// validate_layout's checks that every framework makes (t dividing the heads, KV groups and
-// FFN; ep the experts, and no ep on a dense model; cp the sequence; the chunks the
-// layers), on transformer_shape_of(profile, t) (the vocabulary padded for t, as Megatron
-// pads it). A profile that states no shape (measured layers) is not checked. `validate`,
+// check_model_against_layout (llm/layout_check.h), what every framework checks at launch
+// (t dividing the heads, KV groups and FFN; ep the experts, and no ep on a dense model; cp
+// the sequence), on transformer_shape_of(profile, t) (the vocabulary padded for t, as
+// Megatron pads it); the cut is the plan's stages. A profile that states no shape (measured layers) is not checked. `validate`,
 // `simulate --plan` and `run --plan` call it; an export adds its framework's own checks.
 // Throws InputError naming the plan file and the Megatron flag.
 void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan, const Profile& profile);
