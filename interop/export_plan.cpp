@@ -11,6 +11,7 @@
 #include "llm/framework.h"
 #include "llm/layout_search.h"
 #include "llm/plan_layout.h"
+#include "llm/profile_layers.h"
 
 namespace pipescope {
 
@@ -228,6 +229,17 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget ta
   s.layout = plan_layout(plan);
   s.job = plan_job(plan);
   s.plan_dir = std::filesystem::path(plan.source).parent_path().string();
+  if (!s.layout && profile_states_t) {  // a v1 plan: the export's t is the profile's
+    if (const std::optional<TransformerShape> shape = transformer_shape_of(profile, s.tensor_parallel)) {
+      ParallelLayout implied;
+      implied.t = s.tensor_parallel;
+      try {
+        check_model_against_layout(*shape, implied);
+      } catch (const InputError& e) {
+        throw InputError(profile.source, "spec.tensor_parallel", e.what());
+      }
+    }
+  }
   if (s.layout) {
     const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;  // as plan_layout reads it
     check_layout_against_profile(s, profile_states_t);

@@ -170,6 +170,33 @@ TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsPro
   }
 }
 
+TEST(ReliabilityHostilePlan, AVersionOnePlansProfileWithATensorParallelSizeNotDividingTheHeadsIsNotExported) {
+  // `profile synth --tensor-parallel 2` states t in every layer's spec; edited to 3 (32
+  // heads), the exports wrote --tensor-model-parallel-size 3, which Megatron-LM's
+  // TransformerConfig refuses at launch. The export refuses it, naming the profile's field.
+  TempDir dir;
+  const CommandResult synth = run_pipescope(dir, "profile synth --hf-config " + kSource +
+                                                     "/profiles/hf/llama-3-8b.json --gpu h100-sxm --seq 4096 "
+                                                     "--tensor-parallel 2 --gpus 16 -o p.profile.json");
+  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  json profile = json::parse(testing::read_text(dir.file("p.profile.json")));
+  for (json& layer : profile["layers"]) {
+    if (layer["spec"].contains("tensor_parallel")) layer["spec"]["tensor_parallel"] = 3;
+  }
+  std::ofstream(dir.file("p.profile.json")) << profile.dump();
+  std::ofstream(dir.file("p.json")) << "{}";
+  const int layers = static_cast<int>(profile["layers"].size());  // 34: embedding, 32 decoders, head
+  const json plan = {{"format", "pipescope.plan"}, {"version", 1}, {"profile", "p.profile.json"},
+                     {"batch_size", 8}, {"microbatches", 8}, {"schedule", {{"kind", "1f1b"}}},
+                     {"stages", {{{"layers", {0, layers / 2}}, {"devices", {0}}},
+                                 {{"layers", {layers / 2, layers}}, {"devices", {1}}}}}};
+  expect_refused_everywhere(dir, plan,
+                            "p.profile.json: spec.tensor_parallel: --tensor-model-parallel-size: t = 3 does not divide "
+                            "--num-attention-heads 32",
+                            {"export --plan {} --to megatron -o out.txt", "export --plan {} --to torch -o out.py",
+                             "export --plan {} --to deepspeed -o out.py"});
+}
+
 TEST(ReliabilityHostilePlan, AnAsynchronousPlanIsNotExportedAsAFlushedSchedule) {
   // PipeDream (and 2BW) run steps without a flush and update weights asynchronously; torch's
   // _PipelineScheduleRuntime (the CSV the torch export wrote for it, exit 0) flushes every
