@@ -79,7 +79,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 // What the layout says that only the profile can check: t (when the profile states it)
 // and the decoder layers of each chunk. The rest of the layout against the plan (p, v,
 // schedule, d, M, b, recompute) plan_layout checks for every reader (llm/plan_layout.h).
-void check_layout_against_profile(const PlanShape& s, bool profile_states_t) {
+void check_t_and_cut(const PlanShape& s, bool profile_states_t) {
   const ParallelLayout& l = *s.layout;
   auto same = [](const std::string& field, int64_t layout_value, const std::string& plan_what, int64_t plan_value) {
     if (layout_value != plan_value) {
@@ -242,10 +242,11 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget ta
   }
   if (s.layout) {
     const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;  // as plan_layout reads it
-    check_layout_against_profile(s, profile_states_t);
-    // the model's checks every framework makes at launch (t | heads, ep | experts, cp | sequence):
-    // a job's were made when it was read, under its framework; a v2 plan's model is its profile's
+    // the model's checks every framework makes at launch (t | heads, ep | experts, cp | sequence)
+    // and a transformer profile's cut, as validate and simulate make them: a job's were made
+    // when it was read, under its framework; a v2 plan's model is its profile's
     if (!s.job) check_layout_against_profile(*s.layout, plan, profile);
+    check_t_and_cut(s, profile_states_t);  // also for profiles that state no shape
     s.tensor_parallel = s.layout->t;
     if (one_pipeline) {  // the step's batch is every pipeline's
       s.replicas = s.layout->d;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "llm/collectives.h"
 #include "llm/layout_check.h"
 #include "llm/pipeline_schedule.h"
 #include "llm/profile_layers.h"
@@ -68,7 +69,14 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   if (r.has("precision")) {
     l.precision = read_name(r["precision"], &precision_recipe_from_name, "bf16-mixed, fp32 or fp8-params");
   }
-  if (r.has("order")) l.order = r["order"].as_string();
+  if (r.has("order")) {
+    l.order = r["order"].as_string();
+    try {
+      (void)group_placement(l, Group::Tp, 8);  // the order must name each of tp, cp, ep, dp, pp once
+    } catch (const InputError& e) {
+      r["order"].fail(std::string(e.what()).substr(std::string("order: ").size()));
+    }
+  }
   if (r.has("schedule")) {  // absent (files before it): Megatron's, 1f1b or interleaved by v
     const JsonReader kind = r["schedule"];
     const std::string name = kind.as_string();
@@ -144,6 +152,28 @@ void check_layout_against_plan(const ParallelLayout& l, const Plan& plan) {
 void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan, const Profile& profile) {
   const std::optional<TransformerShape> shape = transformer_shape_of(profile, layout.t);
   if (!shape) return;
+  if (!layout.layers_per_chunk.empty()) {  // each stage's decoder layers, in model order
+    std::vector<int> held;
+    std::string said = "[", holds = "[";
+    for (const auto& [first, end] : plan.layer_ranges()) {
+      int decoders = 0;
+      for (int i = first; i < end && i < profile.num_layers(); ++i) decoders += is_decoder_layer(profile.layers[i]) ? 1 : 0;
+      if (!held.empty()) holds += ", ";
+      holds += std::to_string(decoders);
+      held.push_back(decoders);
+    }
+    for (std::size_t c = 0; c < layout.layers_per_chunk.size(); ++c) {
+      if (c > 0) said += ", ";
+      said += std::to_string(layout.layers_per_chunk[c]);
+    }
+    if (held != layout.layers_per_chunk) {
+      said += "], but the plan's stages hold ";
+      said += holds;
+      said += "] decoder layers of ";
+      said += profile.source;
+      throw InputError(plan.source, "layout.layers_per_chunk", said);
+    }
+  }
   try {
     check_model_against_layout(*shape, layout);  // the cut is the plan's stages (interop checks them)
   } catch (const InputError& e) {

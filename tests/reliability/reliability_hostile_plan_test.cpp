@@ -161,6 +161,12 @@ TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsPro
       {"layout.v 2", [](json& p) { p["layout"].erase("layers_per_chunk"), p["layout"]["v"] = 2; },
        "bad.json: layout.v: 2, but the plan has chunks per position 4"},
       {"layout.t a string", [](json& p) { p["layout"]["t"] = "4"; }, "bad.json: layout.t: expected an integer, got string"},
+      {"layout.order not a permutation", [](json& p) { p["layout"]["order"] = "tp-cp-ep-dp-dp"; },
+       "bad.json: layout.order: \"tp-cp-ep-dp-dp\": group \"dp\" named twice"},
+      // the stages hold [4, 4, 4, 4, 4, 4, 5, 3] decoder layers (p.json's cut); the edit says 4 in the last
+      {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 4; },
+       "bad.json: layout.layers_per_chunk: [4, 4, 4, 4, 4, 4, 5, 4], but the plan's stages hold [4, 4, 4, 4, 4, 4, 5, "
+       "3] decoder layers of p.profile.json"},
   };
   for (const Edit& e : plan_facts) {
     SCOPED_TRACE(e.what);
