@@ -1,8 +1,9 @@
 // `pipescope validate FILE...`: reads each file with the reader its "format" names (the
 // same reader simulate, run and compare use; a v2 plan's layout and a v3 plan's job too; llm-plan --json's
-// result as pipescope-gui reads it): "FILE: ok (FORMAT vN)" on stdout for a good file,
+// result as pipescope-gui reads it; a v2 plan's layout against the profile beside it, when there is one): "FILE: ok (FORMAT vN)" on stdout for a good file,
 // the reader's message (file, JSON path, expectation) on stderr for a bad one; exit 2
 // when any file was bad. A CI job runs it on hand-written inputs first.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -32,8 +33,13 @@ std::string read_any(const std::string& path) {
     hardware_from_json(r);
   } else if (format == "pipescope.plan") {
     const Plan plan = plan_from_json(r);
-    (void)plan_layout(plan);  // a v2 plan's "layout" and a v3 plan's "job" are read by llm/
-    (void)plan_job(plan);
+    // a v2 plan's "layout" and a v3 plan's "job" are read by llm/, as simulate, run and export read them
+    const std::optional<ParallelLayout> layout = plan_layout(plan);
+    if (!plan_job(plan) && layout) {  // a v2 plan: its layout against the model its profile states
+      const std::filesystem::path profile = std::filesystem::path(path).parent_path() / plan.profile;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(profile, ec)) check_layout_against_profile(*layout, plan, load_profile(profile.string()));
+    }
   } else if (format == "pipescope.prediction" || format == "pipescope.measurement") {
     report_from_json(r);
   } else if (format == "pipescope.model") {

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "exec/backends/backend.h"
+#include "llm/plan_layout.h"
 #include "core/cost_model.h"
 #include "planner/plan_builder.h"
 #include "planner/zero_bubble_search.h"
@@ -115,6 +116,9 @@ void read_plan(const PlanOptions& o, ResolvedPlan& r) {
   }
   r.profile = load_profile(profile_path);
   check_plan_layers(r.plan, r.profile.num_layers(), r.profile.source);
+  if (const std::optional<ParallelLayout> layout = plan_layout(r.plan)) {  // as `validate` reads it
+    check_layout_against_profile(*layout, r.plan, r.profile);
+  }
 }
 
 // --profile FILE with --stages, --microbatches, ...: the plan make_plan builds from the flags.

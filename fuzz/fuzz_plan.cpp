@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
           if (job_to_json(again) != once || layout_to_json(again.layout) != *layout) __builtin_trap();
         }
         ScheduleSpec spec = p.schedule_spec();
-        if (static_cast<int64_t>(spec.devices) * spec.chunks * spec.microbatches <= 4096) {
+        if (static_cast<int64_t>(spec.positions) * spec.chunks * spec.microbatches <= 4096) {
           validate_schedule(make_schedule(spec));
         }
         return p;

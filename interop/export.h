@@ -95,10 +95,13 @@ struct PlanShape {
   int world_size() const { return layout ? layout->gpus() : positions * replicas * tensor_parallel; }
 };
 
-// Throws InputError (naming `framework`) for what no exporter can say: replication that
-// differs between stages, a micro-batch that is not a whole number of samples, a
-// non-chain model.
-PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework, int gpus_per_node = 8);
+// Throws InputError (naming the target's framework) for what no exporter can say:
+// replication that differs between stages, a micro-batch that is not a whole number of
+// samples, a non-chain model, an asynchronous schedule (no framework runs a step without
+// a flush); for a v2 plan's layout, the model's checks every framework makes at launch
+// (llm/plan_layout.h's check_layout_against_profile: t dividing the heads and KV groups,
+// ep the experts, cp the sequence); a v3 plan's job made them when it was read.
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target, int gpus_per_node = 8);
 
 // The rank groups of a layout as Megatron-Core's RankGenerator numbers them (order
 // layout.order, ep from the expert generator): per group tp, cp, ep, dp, pp its size,

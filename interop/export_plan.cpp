@@ -11,6 +11,7 @@
 #include "llm/framework.h"
 #include "llm/layout_search.h"
 #include "llm/plan_layout.h"
+#include "llm/profile_layers.h"
 
 namespace pipescope {
 
@@ -75,28 +76,16 @@ int64_t spec_int(const Profile& profile, const char* key, int64_t fallback) {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// The plan says p, v, d, M, b and the cuts itself; its layout must say the same.
-// `one_pipeline`: the plan holds one of the d data-parallel pipelines (one replica per
-// stage, batch_size = b M), as `llm-plan --out` writes it.
-void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profile_states_t, bool one_pipeline) {
+// What the layout says that only the profile can check: t (when the profile states it)
+// and the decoder layers of each chunk. The rest of the layout against the plan (p, v,
+// schedule, d, M, b, recompute) plan_layout checks for every reader (llm/plan_layout.h).
+void check_t_and_cut(const PlanShape& s, bool profile_states_t) {
   const ParallelLayout& l = *s.layout;
   auto same = [](const std::string& field, int64_t layout_value, const std::string& plan_what, int64_t plan_value) {
     if (layout_value != plan_value) {
       refuse_layout(field, str(layout_value) + ", but the plan has " + plan_what + " " + str(plan_value));
     }
   };
-  same("p", l.p, "pipeline positions", s.positions);
-  same("v", l.v, "chunks per position", s.chunks);
-  if (l.schedule && plan.schedule_file.empty() && *l.schedule != plan.schedule) {
-    std::string why = to_string(*l.schedule);
-    why += ", but the plan's schedule is ";
-    why += to_string(plan.schedule);
-    refuse_layout("schedule", why);
-  }
-  if (!one_pipeline) same("d", l.d, "replicas per stage", s.replicas);
-  same("microbatches", l.microbatches, "micro-batches", s.microbatches);
-  same("micro_batch", l.micro_batch, "samples per micro-batch per replica (batch_size / (microbatches x replicas))",
-       s.microbatch_size);
   if (profile_states_t) same("t", l.t, "a profile of tensor-parallel size", s.tensor_parallel);
   if (!l.layers_per_chunk.empty() && l.layers_per_chunk != s.decoder_layers) {
     auto list = [](const std::vector<int>& v) {
@@ -113,12 +102,6 @@ void check_layout_against_plan(const PlanShape& s, const Plan& plan, bool profil
     why += list(s.decoder_layers);
     why += " decoder layers";
     refuse_layout("layers_per_chunk", why);
-  }
-  if (plan.recompute == Recompute::Full && l.recompute != Recompute::Full) {
-    std::string why = "\"";
-    why += to_string(l.recompute);
-    why += "\", but the plan re-materialises every stage (\"recompute\": true); say \"full\"";
-    refuse_layout("recompute", why);
   }
   (void)rank_groups_json(l, s.gpus_per_node);  // the order must parse
 }
@@ -177,7 +160,8 @@ Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node) {
   return out;
 }
 
-PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::string& framework, int gpus_per_node) {
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target, int gpus_per_node) {
+  const std::string framework = export_target_info(target).label;
   const std::string where;  // the caller names the plan file
   if (!profile.is_chain()) throw InputError(where, "", framework + " pipelines a chain of layers; the profile has branches (edges)");
   check_plan_layers(plan, profile.num_layers(), profile.source);
@@ -230,6 +214,12 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   }
   s.microbatch_size = s.global_batch / per_step;
   const Schedule schedule = schedule_for(plan);
+  if (schedule.asynchronous()) {  // pipedream, 2bw, or a schedule file of theirs
+    throw InputError(where, "schedule", "\"" + s.schedule_name + "\" runs steps without a flush and updates weights "
+                                            "asynchronously; " + framework + " flushes every step and updates the "
+                                            "weights once after it, so it would train a different model; plan without "
+                                            "--allow-async to export, or run it with `pipescope run`");
+  }
   for (const std::vector<Op>& ops : schedule.position_ops) {
     std::vector<std::string>& row = s.torch_csv.emplace_back();
     for (const Op& op : ops) {  // PyTorch has no recompute action: its stages re-run forwards themselves
@@ -239,9 +229,24 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, const std::stri
   s.layout = plan_layout(plan);
   s.job = plan_job(plan);
   s.plan_dir = std::filesystem::path(plan.source).parent_path().string();
+  if (!s.layout && profile_states_t) {  // a v1 plan: the export's t is the profile's
+    if (const std::optional<TransformerShape> shape = transformer_shape_of(profile, s.tensor_parallel)) {
+      ParallelLayout implied;
+      implied.t = s.tensor_parallel;
+      try {
+        check_model_against_layout(*shape, implied);
+      } catch (const InputError& e) {
+        throw InputError(profile.source, "spec.tensor_parallel", e.what());
+      }
+    }
+  }
   if (s.layout) {
-    const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;
-    check_layout_against_plan(s, plan, profile_states_t, one_pipeline);
+    const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;  // as plan_layout reads it
+    // the model's checks every framework makes at launch (t | heads, ep | experts, cp | sequence)
+    // and a transformer profile's cut, as validate and simulate make them: a job's were made
+    // when it was read, under its framework; a v2 plan's model is its profile's
+    if (!s.job) check_layout_against_profile(*s.layout, plan, profile);
+    check_t_and_cut(s, profile_states_t);  // also for profiles that state no shape
     s.tensor_parallel = s.layout->t;
     if (one_pipeline) {  // the step's batch is every pipeline's
       s.replicas = s.layout->d;
@@ -262,7 +267,7 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget 
                                         activation_offload_refusal(info.framework) +
                                         "; plan without --offload to export it, or run it with `pipescope run`");
   }
-  PlanShape shape = analyse_plan(plan, profile, framework, gpus_per_node);
+  PlanShape shape = analyse_plan(plan, profile, target, gpus_per_node);
   if (shape.job) {  // the header states what pipescope predicted, as `simulate --plan` prints it
     const GpuModel gpu = load_gpu(shape.job->cluster.gpu, shape.plan_dir);
     check_job_gpu(*shape.job, gpu, plan.source);

@@ -171,14 +171,56 @@ void write_job_plan(Job job, const GpuModel& gpu, const std::string& gpu_as_give
                           {out, plan_to_json(pipe.plan).dump(2) + "\n"}});
 }
 
+namespace {
+
+// The plan beside a job is the job's pipeline (job_plan wrote it): the layout's facts
+// (plan_layout's check) and each stage's layers and position, as llm_stages cuts them.
+void check_job_against_plan(const Job& job, const Plan& plan) {
+  check_layout_against_plan(job.layout, plan);
+  const std::vector<PlanStage> expected = llm_stages(job.shape, job.layout);
+  if (plan.stages.size() != expected.size()) {
+    throw InputError(plan.source, "stages", "expected p x v = " + std::to_string(expected.size()) +
+                                                " stages (the job's layout), got " + std::to_string(plan.stages.size()));
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const PlanStage& got = plan.stages[i];
+    const PlanStage& want = expected[i];
+    if (got.first_layer != want.first_layer || got.end_layer != want.end_layer || got.devices != want.devices) {
+      std::string why = "layers [";
+      why += std::to_string(got.first_layer);
+      why += ", ";
+      why += std::to_string(got.end_layer);
+      why += ") on device(s)";
+      for (int d : got.devices) {
+        why += " ";
+        why += std::to_string(d);
+      }
+      why += ", but the job's layout (layers_per_chunk, else L / (p v) each; the embedding in the first chunk, the "
+             "head in the last) puts layers [";
+      why += std::to_string(want.first_layer);
+      why += ", ";
+      why += std::to_string(want.end_layer);
+      why += ") on position ";
+      why += std::to_string(want.devices.front());
+      throw InputError(plan.source, "stages[" + std::to_string(i) + "]", why);
+    }
+  }
+}
+
+}  // namespace
+
 std::optional<Job> plan_job(const Plan& plan) {
   if (!plan.job) return std::nullopt;
   if (!plan.layout) throw InputError(plan.source, "layout", "missing (a version 3 plan's job needs its layout)");
   auto job = std::make_shared<const Json>(*plan.job);
   auto layout = std::make_shared<const Json>(*plan.layout);
   try {
-    return job_from_json(JsonReader(job, job.get(), plan.source, "job"),
-                         JsonReader(layout, layout.get(), plan.source, "layout"));
+    // the layout against the plan first, so every reader names the same first disagreement
+    (void)plan_layout(plan);
+    Job read = job_from_json(JsonReader(job, job.get(), plan.source, "job"),
+                             JsonReader(layout, layout.get(), plan.source, "layout"));
+    check_job_against_plan(read, plan);
+    return read;
   } catch (const InputError& e) {
     const std::string what = e.what();
     if (what.rfind(plan.source, 0) == 0) throw;

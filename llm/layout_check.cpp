@@ -246,6 +246,13 @@ std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayou
   return std::vector<int>(static_cast<std::size_t>(chunks), shape.layers / chunks);
 }
 
+void check_model_against_layout(const TransformerShape& shape, const ParallelLayout& layout) {
+  check_shape(shape);
+  check_degrees(layout, layout.gpus());
+  check_tensor_parallel(shape, layout);
+  check_experts_and_context(shape, layout);
+}
+
 ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayout& layout, int gpus,
                                Framework framework, std::vector<std::string>* notes) {
   check_shape(shape);

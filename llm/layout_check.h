@@ -53,6 +53,12 @@ std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayou
 // was changed the way Megatron changes it: --sequence-parallel with t = 1 is turned off
 // (arguments.py warns "Disabling sequence parallelism because tensor model parallelism
 // is disabled" and carries on).
+// validate_layout's checks of the model against the layout's degrees, the part that needs
+// no cut and no framework: the shape's own fields, t dividing the heads, KV groups, FFN
+// width and vocabulary, ep the experts (and no ep on a dense model) and d cp, cp the
+// sequence (2 cp). Throws InputError naming the flag and the numbers.
+void check_model_against_layout(const TransformerShape& shape, const ParallelLayout& layout);
+
 ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayout& layout, int gpus,
                                Framework framework = Framework::Megatron, std::vector<std::string>* notes = nullptr);
 

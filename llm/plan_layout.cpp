@@ -1,10 +1,14 @@
 // Field by field, the names of llm/layout.h; optional fields take ParallelLayout's defaults.
 #include "llm/plan_layout.h"
 
+#include <climits>
 #include <memory>
 
 #include "core/error.h"
+#include "llm/collectives.h"
+#include "llm/layout_check.h"
 #include "llm/pipeline_schedule.h"
+#include "llm/profile_layers.h"
 
 namespace pipescope {
 
@@ -65,7 +69,14 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   if (r.has("precision")) {
     l.precision = read_name(r["precision"], &precision_recipe_from_name, "bf16-mixed, fp32 or fp8-params");
   }
-  if (r.has("order")) l.order = r["order"].as_string();
+  if (r.has("order")) {
+    l.order = r["order"].as_string();
+    try {
+      (void)group_placement(l, Group::Tp, 8);  // the order must name each of tp, cp, ep, dp, pp once
+    } catch (const InputError& e) {
+      r["order"].fail(std::string(e.what()).substr(std::string("order: ").size()));
+    }
+  }
   if (r.has("schedule")) {  // absent (files before it): Megatron's, 1f1b or interleaved by v
     const JsonReader kind = r["schedule"];
     const std::string name = kind.as_string();
@@ -78,6 +89,19 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   if (r.has("overlap_grad_reduce")) l.overlap_grad_reduce = r["overlap_grad_reduce"].as_bool();  // absent: off
   if (r.has("overlap_param_gather")) l.overlap_param_gather = r["overlap_param_gather"].as_bool();
   if (r.has("overlap_p2p")) l.overlap_p2p = r["overlap_p2p"].as_bool();  // absent (files before it): blocking
+  // Bounds on the products every consumer forms in int (ParallelLayout::gpus(),
+  // global_batch(), p x v chunks): the hardware limit of 2^20 GPUs, 2^31 - 1 samples.
+  const int64_t gpus = int64_t{l.t} * l.cp * l.d * l.p;
+  if (gpus > (int64_t{1} << 20)) {
+    r.fail("t x cp x d x p = " + std::to_string(gpus) + " GPUs; at most 2^20 = 1048576");
+  }
+  const int64_t samples = int64_t{l.micro_batch} * l.microbatches * l.d;
+  if (samples > INT_MAX) {
+    r.fail("micro_batch x microbatches x d = " + std::to_string(samples) + " samples per step; at most 2^31 - 1");
+  }
+  if (int64_t{l.p} * l.v > (int64_t{1} << 20)) {
+    r.fail("p x v = " + std::to_string(int64_t{l.p} * l.v) + " chunks; at most 2^20");
+  }
   if (r.has("layers_per_chunk")) {
     const JsonReader chunks = r["layers_per_chunk"];
     for (const JsonReader& n : chunks.items()) l.layers_per_chunk.push_back(static_cast<int>(n.as_int(1, 1 << 20)));
@@ -89,10 +113,80 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   return l;
 }
 
+void check_layout_against_plan(const ParallelLayout& l, const Plan& plan) {
+  auto refuse = [&](const std::string& field, const std::string& why) {
+    throw InputError(plan.source, "layout." + field, why);
+  };
+  auto same = [&](const std::string& field, int64_t layout_value, const std::string& plan_what, int64_t plan_value) {
+    if (layout_value != plan_value) {
+      refuse(field, std::to_string(layout_value) + ", but the plan has " + plan_what + " " + std::to_string(plan_value));
+    }
+  };
+  if (plan.stages.empty() || plan.chunks < 1) return;  // plan_from_json refuses these; nothing to compare
+  same("p", l.p, "pipeline positions", plan.pipeline_devices());
+  same("v", l.v, "chunks per position", plan.chunks);
+  if (l.schedule && plan.schedule_file.empty() && *l.schedule != plan.schedule) {
+    std::string why = to_string(*l.schedule);
+    why += ", but the plan's schedule is ";
+    why += to_string(plan.schedule);
+    refuse("schedule", why);
+  }
+  const int64_t replicas = static_cast<int64_t>(plan.stages.front().devices.size());
+  const bool one_pipeline = replicas == 1 && l.d > 1;  // one of the d pipelines (llm-plan --out)
+  if (!one_pipeline) same("d", l.d, "replicas per stage", replicas);
+  same("microbatches", l.microbatches, "micro-batches", plan.microbatches);
+  const int64_t per_step = static_cast<int64_t>(plan.microbatches) * replicas;
+  if (static_cast<int64_t>(l.micro_batch) * per_step != plan.batch_size) {
+    refuse("micro_batch", std::to_string(l.micro_batch) + ", but the plan has samples per micro-batch per replica "
+                              "(batch_size / (microbatches x replicas)) " + std::to_string(plan.batch_size) + " / (" +
+                              std::to_string(plan.microbatches) + " x " + std::to_string(replicas) + ")");
+  }
+  if (plan.recompute == Recompute::Full && l.recompute != Recompute::Full) {
+    std::string why = "\"";  // built by += : g++ 12 warns (-Wrestrict) on "literal" + std::string here
+    why += to_string(l.recompute);
+    why += "\", but the plan re-materialises every stage (\"recompute\": true); say \"full\"";
+    refuse("recompute", why);
+  }
+}
+
+void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan, const Profile& profile) {
+  const std::optional<TransformerShape> shape = transformer_shape_of(profile, layout.t);
+  if (!shape) return;
+  if (!layout.layers_per_chunk.empty()) {  // each stage's decoder layers, in model order
+    std::vector<int> held;
+    std::string said = "[", holds = "[";
+    for (const auto& [first, end] : plan.layer_ranges()) {
+      int decoders = 0;
+      for (int i = first; i < end && i < profile.num_layers(); ++i) decoders += is_decoder_layer(profile.layers[i]) ? 1 : 0;
+      if (!held.empty()) holds += ", ";
+      holds += std::to_string(decoders);
+      held.push_back(decoders);
+    }
+    for (std::size_t c = 0; c < layout.layers_per_chunk.size(); ++c) {
+      if (c > 0) said += ", ";
+      said += std::to_string(layout.layers_per_chunk[c]);
+    }
+    if (held != layout.layers_per_chunk) {
+      said += "], but the plan's stages hold ";
+      said += holds;
+      said += "] decoder layers of ";
+      said += profile.source;
+      throw InputError(plan.source, "layout.layers_per_chunk", said);
+    }
+  }
+  try {
+    check_model_against_layout(*shape, layout);  // the cut is the plan's stages (interop checks them)
+  } catch (const InputError& e) {
+    throw InputError(plan.source + ": layout (against " + profile.source + "): " + e.what());
+  }
+}
+
 std::optional<ParallelLayout> plan_layout(const Plan& plan) {
   if (!plan.layout) return std::nullopt;
   auto root = std::make_shared<const Json>(*plan.layout);
-  return layout_from_json(JsonReader(root, root.get(), plan.source, "layout"));
+  const ParallelLayout layout = layout_from_json(JsonReader(root, root.get(), plan.source, "layout"));
+  check_layout_against_plan(layout, plan);
+  return layout;
 }
 
 }  // namespace pipescope

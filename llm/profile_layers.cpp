@@ -60,6 +60,11 @@ Json decoder_layer_spec(const TransformerShape& s, const std::string& type) {
   return j;
 }
 
+bool is_decoder_layer(const LayerProfile& layer) {
+  const std::string type = type_of(layer);
+  return type == "transformer_block" || type == "hf_decoder_layer";
+}
+
 std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int t, std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<TransformerShape> {
     if (why) *why = profile.source + ": " + reason;
@@ -77,7 +82,7 @@ std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int
       if (type == "hf_lm_head" || type == "lm_head") tied = spec_bool(l.spec, "tied", tied);
       continue;
     }
-    if (type != "transformer_block" && type != "hf_decoder_layer") {
+    if (!is_decoder_layer(l)) {
       return fail("layer \"" + l.name + "\" is not a decoder layer of `profile synth` (spec.type \"" + type + "\")");
     }
     if (block == nullptr) block = &l.spec;

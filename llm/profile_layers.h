@@ -35,6 +35,10 @@ void append_costs(LayerProfile& layer, const LayerTime& time, const StashBytes& 
 // sequence, SwiGLU, RMSNorm, the biases, experts and top-k).
 Json decoder_layer_spec(const TransformerShape& shape, const std::string& type);
 
+// Whether a layer is a decoder layer of the shape (spec.type "transformer_block" or
+// "hf_decoder_layer"), the layers transformer_shape_of counts.
+bool is_decoder_layer(const LayerProfile& layer);
+
 // nullopt, with `why` set when given, for a profile whose specs do not state the shape.
 std::optional<TransformerShape> transformer_shape_of(const Profile& profile, int t, std::string* why = nullptr);
 

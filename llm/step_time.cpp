@@ -85,13 +85,20 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   plan.schedule = layout_schedule(l);
   plan.chunks = l.v;
   plan.p2p = l.overlap_p2p ? P2p::Overlapped : P2p::Blocking;  // llm/layout.h: Megatron's interleaved default
+  plan.stages = llm_stages(shape, l);
+  return out;
+}
+
+std::vector<PlanStage> llm_stages(const TransformerShape& shape, const ParallelLayout& l) {
+  const std::vector<int> per_chunk = chunk_layers(shape, l);
+  std::vector<PlanStage> stages;
   int first = 0;
   for (std::size_t c = 0; c < per_chunk.size(); ++c) {
     const int end = first + per_chunk[c] + (c == 0 ? 1 : 0) + (c + 1 == per_chunk.size() ? 1 : 0);
-    plan.stages.push_back({first, end, {chunk_rank(l, static_cast<int>(c))}});
+    stages.push_back({first, end, {chunk_rank(l, static_cast<int>(c))}});
     first = end;
   }
-  return out;
+  return stages;
 }
 
 int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t forward_ns,

@@ -80,6 +80,10 @@ struct LlmPipeline {
   Plan plan;
 };
 LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
+// That plan's stages, one per chunk in model order: chunk_layers' decoder layers, the
+// embedding (profile layer 0) in the first, the head (the last) in the last, each on
+// position chunk_rank. A version 3 plan's stages must be these (plan_job checks).
+std::vector<PlanStage> llm_stages(const TransformerShape& shape, const ParallelLayout& layout);
 // The one simulation step_time runs of that pipeline: its cost model on the pp group's link
 // (pipeline_hardware), the plan's p2p; report.step_ns is StepTime::pipeline_ns. With
 // `record_timeline` the report keeps the timeline (the GUI draws a job's pipeline from it);

@@ -53,3 +53,19 @@ def run_pipescope(*args):
     r = subprocess.run([PIPESCOPE, *map(str, args)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, f"pipescope {' '.join(map(str, args))}: {r.stderr}"
     return r.stdout
+
+
+def moe_profile(profile_path, folder, experts=64, topk=2):
+    """A copy of `profile_path` in `folder` whose decoder blocks state `experts` experts
+    (top-`topk`): a layout with ep > 1 needs an MoE model, and pipescope refuses ep on a
+    dense one as Megatron-LM's arguments.py does. Returns the copy's path."""
+    with open(profile_path, encoding="utf-8") as f:
+        profile = json.load(f)
+    for layer in profile["layers"]:
+        spec = layer.get("spec", {})
+        if spec.get("type") in ("transformer_block", "hf_decoder_layer"):
+            spec.update(experts=experts, moe_topk=topk)
+    out = os.path.join(str(folder), "moe-profile.json")
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(profile, f)
+    return out

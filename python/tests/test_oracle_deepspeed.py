@@ -68,7 +68,7 @@ def test_pinned_version():
     assert deepspeed.__version__ == DEEPSPEED_VERSION
 
 
-from helpers import run_pipescope as run  # noqa: E402
+from helpers import moe_profile, run_pipescope as run  # noqa: E402
 
 
 # ------------------------------------------------------------------ 1. TrainSchedule
@@ -264,6 +264,8 @@ def write_layout_plan(path, K, replicas, microbatches, layout):
     plan = json.loads(path.read_text())
     plan["version"] = 2
     plan["layout"] = {"p": K, "d": replicas, "micro_batch": 2, "microbatches": microbatches, **layout}
+    if plan["layout"].get("ep", 1) > 1:  # expert parallelism needs an MoE model
+        plan["profile"] = moe_profile(PROFILE, path.parent)
     path.write_text(json.dumps(plan))
 
 

@@ -378,6 +378,8 @@ def write_layout_plan(tmp_path, t, sp, cp, ep, d, p, v, sharding, recompute, pre
     with open(PROFILE, encoding="utf-8") as f:
         profile = json.load(f)
     emb, block, head = profile["layers"][0], profile["layers"][1], profile["layers"][-1]
+    if ep > 1:  # an MoE block (8 experts, top-2, as the config below): ep on a dense model is refused
+        block = dict(block, spec=dict(block["spec"], experts=8, moe_topk=2))
     profile["layers"] = [emb] + [dict(block, name=f"block.{i}") for i in range(decoders)] + [head]
     (tmp_path / "profile.json").write_text(json.dumps(profile))
     S = p * v

@@ -69,6 +69,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(PIPESCOPE),
 # The pinned package is required: a missing one fails the import, it is not skipped.
 import torch  # noqa: E402
 from torch.distributed.pipelining import schedules as S  # noqa: E402
+from helpers import moe_profile  # noqa: E402
 
 RANKS = range(2, 9)
 
@@ -492,7 +493,8 @@ EXPERT_LAYOUTS = [  # (cp, d, p, ep, sharding): t = 1, torchtitan's experts are 
 
 
 def expert_plan(tmp_path, cp, d, p, ep, sharding):
-    profile = os.path.join(REPO, "profiles", "gpt-1.3b-h200.json")  # 26 layers
+    # 26 layers; experts in its blocks, as expert parallelism needs (ep on a dense model is refused)
+    profile = moe_profile(os.path.join(REPO, "profiles", "gpt-1.3b-h200.json"), tmp_path)
     cuts = [round(26 * s / p) for s in range(p + 1)]
     M = 2 * p
     plan = {"format": "pipescope.plan", "version": 2, "profile": profile, "batch_size": M * d, "microbatches": M,

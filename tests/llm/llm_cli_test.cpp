@@ -64,11 +64,16 @@ TEST(LlmMemoryCli, MegatronFlagsAndAPlanLayout) {
   EXPECT_EQ(j["layout"]["d"], 2);
   EXPECT_EQ(j["layout"]["microbatches"], 8);
   EXPECT_EQ(j["padded_vocabulary"], 50304);
-  // The same layout from a v2 plan file gives the same bytes.
+  // The same layout from a v2 plan file gives the same bytes. The plan says what the layout
+  // says (plan_layout refuses a disagreement): one of the d = 2 pipelines, p x v = 8 stages
+  // of 3 layers interleaved over 4 positions, b M = 1 x 8 samples.
   const std::string plan = ::testing::TempDir() + "llm_cli_plan.json";
+  Json stages = Json::array();
+  for (int c = 0; c < 8; ++c) stages.push_back({{"layers", {3 * c, 3 * c + 3}}, {"devices", {c % 4}}});
   std::ofstream(plan) << Json{{"format", "pipescope.plan"}, {"version", 2}, {"profile", "x.json"},
-                              {"batch_size", 8}, {"microbatches", 8}, {"schedule", {{"kind", "1f1b"}}},
-                              {"stages", {{{"layers", {0, 1}}, {"devices", {0}}}}}, {"layout", j["layout"]}}
+                              {"batch_size", 8}, {"microbatches", 8},
+                              {"schedule", {{"kind", "interleaved"}, {"chunks", 2}}}, {"stages", stages},
+                              {"layout", j["layout"]}}
                              .dump();
   const testing::CliResult from_plan = testing::run_cli(
       "llm-memory --num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --vocab-size 50257 "

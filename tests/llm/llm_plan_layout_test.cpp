@@ -3,6 +3,8 @@
 // bad layout names the file and the JSON path.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/error.h"
 #include "llm/plan_layout.h"
 
@@ -29,6 +31,12 @@ std::string refusal(const std::string& text) {
   return "";
 }
 
+// The layout object alone, as layout_from_json reads it (plan_layout also holds it to its plan).
+ParallelLayout read_layout(const std::string& text) {
+  auto root = std::make_shared<const Json>(Json::parse(text));
+  return layout_from_json(JsonReader(root, root.get(), "plan.json", "layout"));
+}
+
 TEST(LlmPlanLayout, VersionOnePlansReadAndWriteUnchanged) {
   const Plan p = plan_from_json(JsonReader::from_text(kV1, "plan.json"));
   EXPECT_FALSE(p.layout.has_value());
@@ -40,9 +48,10 @@ TEST(LlmPlanLayout, VersionOnePlansReadAndWriteUnchanged) {
 
 TEST(LlmPlanLayout, VersionTwoRoundTrips) {
   ParallelLayout l;
-  l.t = 8, l.sequence_parallel = true, l.cp = 2, l.ep = 2, l.d = 4, l.p = 2, l.v = 2;
+  // p, v, d (one of d pipelines), b and M as kV1 says them: plan_layout holds a layout to its plan
+  l.t = 8, l.sequence_parallel = true, l.cp = 2, l.ep = 2, l.d = 4, l.p = 2, l.v = 1;
   l.sharding = Sharding::DistributedOptimizer, l.recompute = Recompute::Selective;
-  l.micro_batch = 2, l.microbatches = 8, l.layers_per_chunk = {1, 2, 3, 4};
+  l.micro_batch = 1, l.microbatches = 8, l.layers_per_chunk = {1, 2};
   l.precision = PrecisionRecipe::Fp8Params, l.order = "tp-cp-ep-pp-dp";
   l.overlap_grad_reduce = l.overlap_param_gather = true;
   Plan p = plan_from_json(JsonReader::from_text(kV1, "plan.json"));
@@ -54,8 +63,7 @@ TEST(LlmPlanLayout, VersionTwoRoundTrips) {
   EXPECT_EQ(layout_to_json(*plan_layout(back)), layout_to_json(l));
   EXPECT_EQ(plan_to_json(back), out);
   // Absent keys take ParallelLayout's defaults.
-  const Plan empty = plan_from_json(JsonReader::from_text(v2("{}"), "plan.json"));
-  EXPECT_EQ(layout_to_json(*plan_layout(empty)), layout_to_json(ParallelLayout{}));
+  EXPECT_EQ(layout_to_json(read_layout("{}")), layout_to_json(ParallelLayout{}));
 }
 
 TEST(LlmPlanLayout, BadLayoutsNameFileAndField) {
@@ -88,17 +96,31 @@ TEST(LlmPlanLayout, ScheduleRoundTripsAndDefaultsByV) {
   l.p = 4, l.v = 2, l.microbatches = 8, l.schedule = ScheduleKind::ZeroBubbleV;
   const Json j = layout_to_json(l);
   EXPECT_EQ(j["schedule"], "zb-v");
-  const Plan zbv = plan_from_json(JsonReader::from_text(v2(j.dump()), "plan.json"));
-  ASSERT_TRUE(plan_layout(zbv)->schedule.has_value());
-  EXPECT_EQ(*plan_layout(zbv)->schedule, ScheduleKind::ZeroBubbleV);
-  const Plan old_v2 = plan_from_json(JsonReader::from_text(v2(R"({"p": 4, "v": 2})"), "plan.json"));
-  EXPECT_FALSE(plan_layout(old_v2)->schedule.has_value());
-  EXPECT_EQ(layout_to_json(*plan_layout(old_v2))["schedule"], "interleaved");
-  const Plan old_v1 = plan_from_json(JsonReader::from_text(v2(R"({"p": 4})"), "plan.json"));
-  EXPECT_EQ(layout_to_json(*plan_layout(old_v1))["schedule"], "1f1b");
+  ASSERT_TRUE(read_layout(j.dump()).schedule.has_value());
+  EXPECT_EQ(*read_layout(j.dump()).schedule, ScheduleKind::ZeroBubbleV);
+  EXPECT_FALSE(read_layout(R"({"p": 4, "v": 2})").schedule.has_value());
+  EXPECT_EQ(layout_to_json(read_layout(R"({"p": 4, "v": 2})"))["schedule"], "interleaved");
+  EXPECT_EQ(layout_to_json(read_layout(R"({"p": 4})"))["schedule"], "1f1b");
   EXPECT_NE(refusal(v2(R"({"schedule": "zbv2"})")).find("plan.json: layout.schedule: expected gpipe, 1f1b"),
             std::string::npos);
   EXPECT_NE(refusal(v2(R"({"schedule": 3})")).find("plan.json: layout.schedule"), std::string::npos);
+}
+
+// plan_layout holds the layout to what kV1 says itself (2 positions, 1 chunk, 1f1b, one
+// replica per stage, M 8, batch 8): every reader of a plan refuses these, naming the field.
+TEST(LlmPlanLayout, ALayoutThatContradictsItsPlanIsRefusedByTheReader) {
+  const std::string agree = R"("p": 2, "microbatches": 8, )";
+  EXPECT_EQ(refusal(v2(R"({"p": 4, "microbatches": 8})")), "plan.json: layout.p: 4, but the plan has pipeline positions 2");
+  EXPECT_EQ(refusal(v2("{" + agree + R"("v": 2})")), "plan.json: layout.v: 2, but the plan has chunks per position 1");
+  EXPECT_EQ(refusal(v2("{" + agree + R"("schedule": "gpipe"})")),
+            "plan.json: layout.schedule: gpipe, but the plan's schedule is 1f1b");
+  EXPECT_EQ(refusal(v2(R"({"p": 2, "microbatches": 4})")), "plan.json: layout.microbatches: 4, but the plan has micro-batches 8");
+  // b M r = 2 x 8 x 1 = 16 samples, the plan's batch_size is 8
+  EXPECT_EQ(refusal(v2("{" + agree + R"("micro_batch": 2})")),
+            "plan.json: layout.micro_batch: 2, but the plan has samples per micro-batch per replica (batch_size / "
+            "(microbatches x replicas)) 8 / (8 x 1)");
+  // d 4 with one replica per stage is one of the d pipelines (llm-plan --out): accepted
+  EXPECT_EQ(plan_layout(plan_from_json(JsonReader::from_text(v2("{" + agree + R"("d": 4})"), "plan.json")))->d, 4);
 }
 
 }  // namespace

@@ -1,0 +1,230 @@
+// Hostile plan files (issue 40, the file and export half): a real plan, Llama-3-8B on 16
+// H100s as `plan --hf-config` writes it (t 1, cp 2, d 4, p 2, v 4, interleaved, b 1, M 32,
+// layers_per_chunk [4, 4, 4, 4, 4, 4, 5, 3]), edited one field at a time. Every front door
+// that reads a plan -- validate, simulate --plan -o, and export --to each framework -o --
+// must exit 2 with the same message naming the file and the field, and leave no output
+// file (nor a temporary one) behind. The expected messages are the readers' own words:
+// each names the rule (Megatron-LM's flag, or the plan's fact the layout contradicts).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/reliability/reliability_util.h"
+
+namespace pipescope {
+namespace {
+
+using testing::CommandResult;
+using testing::TempDir;
+using testing::run_pipescope;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kSource = PIPESCOPE_SOURCE_DIR;
+
+// The plan and its profile (p.json, p.profile.json) in `dir`, as `pipescope plan` writes them.
+json real_plan(const TempDir& dir) {
+  const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
+                                                 "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
+                                                 "--global-batch-size 128 --seq-length 4096 --out p.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(testing::read_text(dir.file("p.json")));
+}
+
+// A version 2 plan of the same pipeline: the layout without the job (the model is then the
+// profile's).
+json as_v2(json plan) {
+  plan.erase("job");
+  plan["version"] = 2;
+  return plan;
+}
+
+// The files in `dir` other than the inputs.
+std::vector<std::string> left_behind(const TempDir& dir, const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    const std::string name = e.path().filename().string();
+    if (std::find(inputs.begin(), inputs.end(), name) == inputs.end()) out.push_back(name);
+  }
+  return out;
+}
+
+// Every command in `commands` (with {} for the plan file) exits 2 on `plan` saying `message`,
+// and writes nothing.
+void expect_refused_everywhere(const TempDir& dir, const json& plan, const std::string& message,
+                               const std::vector<std::string>& commands) {
+  std::ofstream(dir.file("bad.json")) << plan.dump(1);
+  const std::vector<std::string> inputs = {"p.json", "p.profile.json", "bad.json"};
+  for (std::string command : commands) {
+    command.replace(command.find("{}"), 2, "bad.json");
+    SCOPED_TRACE(command);
+    const CommandResult r = run_pipescope(dir, command);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(left_behind(dir, inputs), std::vector<std::string>{});
+  }
+}
+
+const std::vector<std::string> kEveryReader = {
+    "validate {}",
+    "simulate --plan {} -o out.json",
+    "export --plan {} --to megatron -o out.txt",
+    "export --plan {} --to torch -o out.py",
+    "export --plan {} --to deepspeed -o out.py",
+    "export --plan {} --to torchtitan -o out.sh",
+};
+
+struct Edit {
+  const char* what;
+  std::function<void(json&)> edit;
+  const char* message;
+};
+
+TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader) {
+  TempDir dir;
+  const json base = real_plan(dir);
+  const Edit edits[] = {
+      // fields of the wrong type or out of range: the reader's JSON path and expectation
+      {"layout.t a string", [](json& p) { p["layout"]["t"] = "4"; }, "bad.json: layout.t: expected an integer, got string"},
+      {"layout.sequence_parallel a string", [](json& p) { p["layout"]["sequence_parallel"] = "yes"; },
+       "bad.json: layout.sequence_parallel: expected true or false, got string"},
+      {"heads 0", [](json& p) { p["job"]["model"]["shape"]["heads"] = 0; },
+       "bad.json: job.model.shape.heads: expected an integer >= 1, got 0"},
+      {"heads -1", [](json& p) { p["job"]["model"]["shape"]["heads"] = -1; },
+       "bad.json: job.model.shape.heads: expected an integer >= 1, got -1"},
+      {"heads 1e12", [](json& p) { p["job"]["model"]["shape"]["heads"] = 1e12; },
+       "bad.json: job.model.shape.heads: expected an integer <= 2147483647, got 1000000000000"},
+      // 2^20 x 2^20 x 4 x 2 GPUs would overflow ParallelLayout::gpus()'s int (undefined behaviour)
+      {"t and cp 2^20", [](json& p) { p["layout"]["t"] = 1 << 20, p["layout"]["cp"] = 1 << 20; },
+       "bad.json: layout: t x cp x d x p = 8796093022208 GPUs; at most 2^20 = 1048576"},
+      // what Megatron-LM refuses at launch (TransformerConfig, arguments.py)
+      {"t 3", [](json& p) { p["layout"]["t"] = 3; },
+       "bad.json: --tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32"},
+      {"ep 2 on a dense model", [](json& p) { p["layout"]["ep"] = 2; },
+       "bad.json: --expert-model-parallel-size: ep = 2 needs --num-experts (the model is dense)"},
+      {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 4; },
+       "bad.json: layers_per_chunk: the entries sum to 33, but --num-layers is 32"},
+      {"a schedule Megatron-LM does not run", [](json& p) {
+         p["layout"]["schedule"] = "looped-bfs", p["schedule"]["kind"] = "looped-bfs";
+       },
+       "bad.json: --schedule: looped-bfs is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"},
+      {"a layout schedule that is not the plan's", [](json& p) { p["layout"]["schedule"] = "zb-v"; },
+       "bad.json: layout.schedule: zb-v, but the plan's schedule is interleaved"},
+      // the layout against the plan's own stages (these used to validate and simulate, exit 0)
+      {"layout.p 4 (no layers_per_chunk)", [](json& p) { p["layout"].erase("layers_per_chunk"), p["layout"]["p"] = 4; },
+       "bad.json: layout.p: 4, but the plan has pipeline positions 2"},
+      {"layout.micro_batch 2", [](json& p) { p["layout"]["micro_batch"] = 2; },
+       "bad.json: layout.micro_batch: 2, but the plan has samples per micro-batch per replica (batch_size / "
+       "(microbatches x replicas)) 32 / (32 x 1)"},
+      // chunk 6 holds 5 decoder layers in the plan (layers [25, 30)), 4 in the edited layout
+      {"layers_per_chunk not the stages'", [](json& p) { p["layout"]["layers_per_chunk"] = {4, 4, 4, 4, 4, 4, 4, 4}; },
+       "bad.json: stages[6]: layers [25, 30) on device(s) 0, but the job's layout (layers_per_chunk, else L / (p v) "
+       "each; the embedding in the first chunk, the head in the last) puts layers [25, 29) on position 0"},
+  };
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(e.what);
+    json plan = base;
+    e.edit(plan);
+    expect_refused_everywhere(dir, plan, e.message, kEveryReader);
+  }
+}
+
+TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsProfileStates) {
+  // Without a job the model is the profile's decoder layers (32 heads, 8 KV groups, dense,
+  // sequence 4096): validate, simulate and every export refuse what Megatron-LM would.
+  TempDir dir;
+  const json base = as_v2(real_plan(dir));
+  const std::string against = "bad.json: layout (against p.profile.json): ";
+  const Edit edits[] = {
+      {"t 3", [](json& p) { p["layout"]["t"] = 3; },
+       "--tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32"},
+      {"ep 2 on a dense model", [](json& p) { p["layout"]["ep"] = 2; },
+       "--expert-model-parallel-size: ep = 2 needs --num-experts (the model is dense)"},
+      {"cp 3", [](json& p) { p["layout"]["cp"] = 3; },
+       "--context-parallel-size: --seq-length 4096 is not a multiple of 2 * cp = 6 (each rank takes two of the 2 cp "
+       "chunks)"},
+  };
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(e.what);
+    json plan = base;
+    e.edit(plan);
+    expect_refused_everywhere(dir, plan, against + e.message, kEveryReader);
+  }
+  const Edit plan_facts[] = {
+      {"layout.schedule zb-v", [](json& p) { p["layout"]["schedule"] = "zb-v"; },
+       "bad.json: layout.schedule: zb-v, but the plan's schedule is interleaved"},
+      {"layout.v 2", [](json& p) { p["layout"].erase("layers_per_chunk"), p["layout"]["v"] = 2; },
+       "bad.json: layout.v: 2, but the plan has chunks per position 4"},
+      {"layout.t a string", [](json& p) { p["layout"]["t"] = "4"; }, "bad.json: layout.t: expected an integer, got string"},
+      {"layout.order not a permutation", [](json& p) { p["layout"]["order"] = "tp-cp-ep-dp-dp"; },
+       "bad.json: layout.order: \"tp-cp-ep-dp-dp\": group \"dp\" named twice"},
+      // the stages hold [4, 4, 4, 4, 4, 4, 5, 3] decoder layers (p.json's cut); the edit says 4 in the last
+      {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 4; },
+       "bad.json: layout.layers_per_chunk: [4, 4, 4, 4, 4, 4, 5, 4], but the plan's stages hold [4, 4, 4, 4, 4, 4, 5, "
+       "3] decoder layers of p.profile.json"},
+  };
+  for (const Edit& e : plan_facts) {
+    SCOPED_TRACE(e.what);
+    json plan = base;
+    e.edit(plan);
+    expect_refused_everywhere(dir, plan, e.message, kEveryReader);
+  }
+}
+
+TEST(ReliabilityHostilePlan, AVersionOnePlansProfileWithATensorParallelSizeNotDividingTheHeadsIsNotExported) {
+  // `profile synth --tensor-parallel 2` states t in every layer's spec; edited to 3 (32
+  // heads), the exports wrote --tensor-model-parallel-size 3, which Megatron-LM's
+  // TransformerConfig refuses at launch. The export refuses it, naming the profile's field.
+  TempDir dir;
+  const CommandResult synth = run_pipescope(dir, "profile synth --hf-config " + kSource +
+                                                     "/profiles/hf/llama-3-8b.json --gpu h100-sxm --seq 4096 "
+                                                     "--tensor-parallel 2 --gpus 16 -o p.profile.json");
+  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  json profile = json::parse(testing::read_text(dir.file("p.profile.json")));
+  for (json& layer : profile["layers"]) {
+    if (layer["spec"].contains("tensor_parallel")) layer["spec"]["tensor_parallel"] = 3;
+  }
+  std::ofstream(dir.file("p.profile.json")) << profile.dump();
+  std::ofstream(dir.file("p.json")) << "{}";
+  const int layers = static_cast<int>(profile["layers"].size());  // 34: embedding, 32 decoders, head
+  const json plan = {{"format", "pipescope.plan"}, {"version", 1}, {"profile", "p.profile.json"},
+                     {"batch_size", 8}, {"microbatches", 8}, {"schedule", {{"kind", "1f1b"}}},
+                     {"stages", {{{"layers", {0, layers / 2}}, {"devices", {0}}},
+                                 {{"layers", {layers / 2, layers}}, {"devices", {1}}}}}};
+  expect_refused_everywhere(dir, plan,
+                            "p.profile.json: spec.tensor_parallel: --tensor-model-parallel-size: t = 3 does not divide "
+                            "--num-attention-heads 32",
+                            {"export --plan {} --to megatron -o out.txt", "export --plan {} --to torch -o out.py",
+                             "export --plan {} --to deepspeed -o out.py"});
+}
+
+TEST(ReliabilityHostilePlan, AnAsynchronousPlanIsNotExportedAsAFlushedSchedule) {
+  // PipeDream (and 2BW) run steps without a flush and update weights asynchronously; torch's
+  // _PipelineScheduleRuntime (the CSV the torch export wrote for it, exit 0) flushes every
+  // step, so it would train a different model. Every framework is refused the same way.
+  TempDir dir;
+  fs::copy_file(kSource + "/profiles/gpt-tiny-cpu.json", dir.file("p.profile.json"));
+  std::ofstream(dir.file("p.json")) << "{}";
+  std::ofstream(dir.file("bad.json")) << json{{"format", "pipescope.plan"}, {"version", 1},
+                                              {"profile", "p.profile.json"}, {"batch_size", 16},
+                                              {"microbatches", 4}, {"schedule", {{"kind", "pipedream"}}},
+                                              {"stages", {{{"layers", {0, 5}}, {"devices", {0}}},
+                                                          {{"layers", {5, 10}}, {"devices", {1}}}}}}
+                                             .dump();
+  const CommandResult sim = run_pipescope(dir, "simulate --plan bad.json --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;  // pipescope itself simulates and runs it
+  const json plan = json::parse(testing::read_text(dir.file("bad.json")));
+  for (const char* to : {"torch", "megatron", "deepspeed"}) {
+    SCOPED_TRACE(to);
+    expect_refused_everywhere(dir, plan, "schedule: \"pipedream\" runs steps without a flush and updates weights asynchronously",
+                              {std::string("export --plan {} --to ") + to + " -o out.py"});
+  }
+}
+
+}  // namespace
+}  // namespace pipescope
