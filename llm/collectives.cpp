@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include "core/error.h"
@@ -43,7 +45,7 @@ Group group_named(std::string_view name, const std::string& order) {
 int stride_of(const ParallelLayout& l, Group group) {
   const std::string_view order = l.order;
   std::array<int, 5> seen{};
-  int stride = 1, found = -1;
+  int64_t stride = 1, found = -1;  // a product of degrees: int64 whatever the caller has bounded
   for (std::size_t from = 0; from <= order.size();) {
     const std::size_t dash = std::min(order.find('-', from), order.size());
     const std::string_view name = order.substr(from, dash - from);
@@ -54,12 +56,17 @@ int stride_of(const ParallelLayout& l, Group group) {
     }
     if (g == group) found = stride;
     const bool skipped = group == Group::Ep ? g == Group::Cp : g == Group::Ep;
-    if (!skipped) stride *= g == Group::Dp && group == Group::Ep ? l.d * l.cp / std::max(1, l.ep) : size_of(l, g);
+    if (!skipped) {
+      stride *= g == Group::Dp && group == Group::Ep ? int64_t{l.d} * l.cp / std::max(1, l.ep) : size_of(l, g);
+    }
   }
   for (int n : seen) {
     if (n != 1) throw InputError("order: \"" + l.order + "\": expected a permutation of tp, cp, ep, dp, pp");
   }
-  return found;
+  if (found > std::numeric_limits<int>::max()) {
+    throw InputError("order: \"" + l.order + "\": a stride of " + std::to_string(found) + " ranks is beyond 2^31 - 1");
+  }
+  return static_cast<int>(found);
 }
 
 }  // namespace

@@ -69,14 +69,6 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   if (r.has("precision")) {
     l.precision = read_name(r["precision"], &precision_recipe_from_name, "bf16-mixed, fp32 or fp8-params");
   }
-  if (r.has("order")) {
-    l.order = r["order"].as_string();
-    try {
-      (void)group_placement(l, Group::Tp, 8);  // the order must name each of tp, cp, ep, dp, pp once
-    } catch (const InputError& e) {
-      r["order"].fail(std::string(e.what()).substr(std::string("order: ").size()));
-    }
-  }
   if (r.has("schedule")) {  // absent (files before it): Megatron's, 1f1b or interleaved by v
     const JsonReader kind = r["schedule"];
     const std::string name = kind.as_string();
@@ -101,6 +93,14 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   }
   if (int64_t{l.p} * l.v > (int64_t{1} << 20)) {
     r.fail("p x v = " + std::to_string(int64_t{l.p} * l.v) + " chunks; at most 2^20");
+  }
+  if (r.has("order")) {  // after the bounds: the order's strides are products of the degrees
+    l.order = r["order"].as_string();
+    try {
+      (void)group_placement(l, Group::Tp, 8);  // the order must name each of tp, cp, ep, dp, pp once
+    } catch (const InputError& e) {
+      r["order"].fail(std::string(e.what()).substr(std::string("order: ").size()));
+    }
   }
   if (r.has("layers_per_chunk")) {
     const JsonReader chunks = r["layers_per_chunk"];
