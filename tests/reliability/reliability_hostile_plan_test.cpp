@@ -85,6 +85,17 @@ struct Edit {
   const char* message;
 };
 
+// Each edit of `base` is refused by every reader with `prefix` + its message.
+template <std::size_t N>
+void expect_each_refused(const TempDir& dir, const json& base, const Edit (&edits)[N], const std::string& prefix = "") {
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(e.what);
+    json plan = base;
+    e.edit(plan);
+    expect_refused_everywhere(dir, plan, prefix + e.message, kEveryReader);
+  }
+}
+
 TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader) {
   TempDir dir;
   const json base = real_plan(dir);
@@ -126,12 +137,7 @@ TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader
        "bad.json: stages[6]: layers [25, 30) on device(s) 0, but the job's layout (layers_per_chunk, else L / (p v) "
        "each; the embedding in the first chunk, the head in the last) puts layers [25, 29) on position 0"},
   };
-  for (const Edit& e : edits) {
-    SCOPED_TRACE(e.what);
-    json plan = base;
-    e.edit(plan);
-    expect_refused_everywhere(dir, plan, e.message, kEveryReader);
-  }
+  expect_each_refused(dir, base, edits);
 }
 
 TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsProfileStates) {
@@ -149,12 +155,7 @@ TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsPro
        "--context-parallel-size: --seq-length 4096 is not a multiple of 2 * cp = 6 (each rank takes two of the 2 cp "
        "chunks)"},
   };
-  for (const Edit& e : edits) {
-    SCOPED_TRACE(e.what);
-    json plan = base;
-    e.edit(plan);
-    expect_refused_everywhere(dir, plan, against + e.message, kEveryReader);
-  }
+  expect_each_refused(dir, base, edits, against);
   const Edit plan_facts[] = {
       {"layout.schedule zb-v", [](json& p) { p["layout"]["schedule"] = "zb-v"; },
        "bad.json: layout.schedule: zb-v, but the plan's schedule is interleaved"},
@@ -168,12 +169,7 @@ TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsPro
        "bad.json: layout.layers_per_chunk: [4, 4, 4, 4, 4, 4, 5, 4], but the plan's stages hold [4, 4, 4, 4, 4, 4, 5, "
        "3] decoder layers of p.profile.json"},
   };
-  for (const Edit& e : plan_facts) {
-    SCOPED_TRACE(e.what);
-    json plan = base;
-    e.edit(plan);
-    expect_refused_everywhere(dir, plan, e.message, kEveryReader);
-  }
+  expect_each_refused(dir, base, plan_facts);
 }
 
 TEST(ReliabilityHostilePlan, AVersionOnePlansProfileWithATensorParallelSizeNotDividingTheHeadsIsNotExported) {
