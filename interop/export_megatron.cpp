@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "interop/export.h"
+#include "interop/hf_config.h"
 #include "llm/framework.h"
 
 namespace pipescope {
@@ -112,15 +113,15 @@ std::string shell_word(const std::string& value) {
   return value;
 }
 
-// The Hugging Face config.json a job was planned from, when it can still be read: as
-// named (from where the plan was made), else beside the plan. nullopt: a job of Megatron's
-// model flags, or a config no longer there (the header says which flags that leaves out).
-std::optional<JsonReader> model_config(const Job& job, const std::string& plan_dir) {
+// The Hugging Face config a job was planned from, when it can still be read: as named
+// (from where the plan was made), else beside the plan. nullopt: a job of Megatron's model
+// flags, or a config no longer there (the header says which flags that leaves out).
+std::optional<HfModel> model_config(const Job& job, const std::string& plan_dir) {
   if (job.model_source.empty()) return std::nullopt;
   for (const std::filesystem::path& path : {std::filesystem::path(job.model_source),
                                             std::filesystem::path(plan_dir) / job.model_source}) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(path, ec)) return JsonReader::from_file(path.string());
+    if (std::filesystem::is_regular_file(path, ec)) return load_hf_model(path.string());
   }
   return std::nullopt;
 }
@@ -160,11 +161,8 @@ void model_flags(const PlanShape& s, Flags& f, std::vector<std::string>& notes) 
   }
   if (m.kv_channels > 0) f.emplace_back("--kv-channels", std::to_string(m.kv_channels));
   f.emplace_back("--seq-length", std::to_string(m.sequence));
-  std::optional<JsonReader> hf = model_config(job, s.plan_dir);
-  int positions = m.sequence;
-  if (hf && hf->has("max_position_embeddings")) {
-    positions = std::max(positions, static_cast<int>((*hf)["max_position_embeddings"].as_int(1, 1 << 30)));
-  }
+  const std::optional<HfModel> hf = model_config(job, s.plan_dir);
+  const int positions = std::max(m.sequence, hf ? hf->numerics.max_position_embeddings : 0);
   f.emplace_back("--max-position-embeddings", std::to_string(positions));
   f.emplace_back("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
   if (m.rms_norm) f.emplace_back("--normalization", "RMSNorm");
@@ -193,31 +191,21 @@ void model_flags(const PlanShape& s, Flags& f, std::vector<std::string>& notes) 
                           "--rotary-base, --norm-epsilon and --init-method-std left at Megatron's defaults");
     return;
   }
-  if (!m.learned_positions && hf->has("rope_theta")) f.emplace_back("--rotary-base", number((*hf)["rope_theta"].as_double(0)));
-  for (const char* eps : {"rms_norm_eps", "layer_norm_eps"}) {
-    if (hf->has(eps)) {
-      f.emplace_back("--norm-epsilon", number((*hf)[eps].as_double(0)));
-      break;
-    }
-  }
-  if (hf->has("initializer_range")) f.emplace_back("--init-method-std", number((*hf)["initializer_range"].as_double(0)));
-  if (hf->has("rope_scaling") && (*hf)["rope_scaling"].json().is_object()) {
-    const JsonReader scaling = (*hf)["rope_scaling"];
-    const std::string type = scaling.has("rope_type") ? scaling["rope_type"].as_string()
-                             : scaling.has("type")    ? scaling["type"].as_string()
-                                                      : "";
-    if (type != "llama3") {
-      throw InputError(hf->source(), "rope_scaling", "\"" + type + "\": Megatron-LM's flags scale RoPE as Llama 3.1 does "
-                                                     "(--use-rope-scaling, rope_type llama3) only");
+  const HfNumerics& n = hf->numerics;
+  if (!m.learned_positions && n.rope_theta) f.emplace_back("--rotary-base", number(*n.rope_theta));
+  if (n.norm_epsilon) f.emplace_back("--norm-epsilon", number(*n.norm_epsilon));
+  if (n.initializer_range) f.emplace_back("--init-method-std", number(*n.initializer_range));
+  if (n.rope_scaling) {
+    if (n.rope_scaling_type != "llama3") {
+      throw InputError(hf->source, "rope_scaling", "\"" + n.rope_scaling_type + "\": Megatron-LM's flags scale RoPE as "
+                                                   "Llama 3.1 does (--use-rope-scaling, rope_type llama3) only");
     }
     f.emplace_back("--use-rope-scaling", "");
-    if (scaling.has("factor")) f.emplace_back("--rope-scaling-factor", number(scaling["factor"].as_double(0)));
+    if (n.rope_scaling_factor) f.emplace_back("--rope-scaling-factor", number(*n.rope_scaling_factor));
   }
-  std::string act;
-  if (hf->has("hidden_act") && (*hf)["hidden_act"].json().is_string()) act = (*hf)["hidden_act"].as_string();
-  if (m.swiglu && !act.empty() && act != "silu") {
-    notes.push_back("the config's gated " + act + " MLP: Megatron-LM's flags gate only SiLU (--swiglu); the same "
-                    "shape and cost, another activation (Megatron-Bridge sets activation_func in Python)");
+  if (m.swiglu && !n.hidden_act.empty() && n.hidden_act != "silu") {
+    notes.push_back("the config's gated " + n.hidden_act + " MLP: Megatron-LM's flags gate only SiLU (--swiglu); the "
+                    "same shape and cost, another activation (Megatron-Bridge sets activation_func in Python)");
   }
 }
 

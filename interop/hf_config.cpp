@@ -88,6 +88,24 @@ HfModel hf_model_from_json(const JsonReader& r) {
     s.moe_topk = r.has("num_experts_per_tok") ? static_cast<int>(r["num_experts_per_tok"].as_int(1, s.experts))
                                               : std::min(2, s.experts);
   }
+  HfNumerics& n = m.numerics;
+  if (present(r, "rope_theta")) n.rope_theta = r["rope_theta"].as_double(0);
+  for (const char* eps : {"rms_norm_eps", "layer_norm_eps"}) {
+    if (present(r, eps) && !n.norm_epsilon) n.norm_epsilon = r[eps].as_double(0);
+  }
+  if (present(r, "initializer_range")) n.initializer_range = r["initializer_range"].as_double(0);
+  if (r.has("rope_scaling") && r["rope_scaling"].json().is_object()) {
+    const JsonReader scaling = r["rope_scaling"];
+    n.rope_scaling = true;
+    n.rope_scaling_type = scaling.has("rope_type") ? scaling["rope_type"].as_string()
+                          : scaling.has("type")    ? scaling["type"].as_string()
+                                                   : "";
+    if (scaling.has("factor")) n.rope_scaling_factor = scaling["factor"].as_double(0);
+  }
+  if (r.has("hidden_act") && r["hidden_act"].json().is_string()) n.hidden_act = r["hidden_act"].as_string();
+  if (r.has("max_position_embeddings")) {
+    n.max_position_embeddings = static_cast<int>(r["max_position_embeddings"].as_int(1, 1 << 30));
+  }
   // Counts are doubles and times int64 nanoseconds; a config beyond 10^15 parameters
   // (10^4 x the largest published model) is refused before any count could overflow.
   const double h = static_cast<double>(s.hidden), per_expert = 3.0 * h * static_cast<double>(s.ffn_hidden);

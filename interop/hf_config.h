@@ -11,6 +11,7 @@
 //   double n = model_parameters(m.shape).total();   // 8,030,261,248
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/json_reader.h"
@@ -18,10 +19,26 @@
 
 namespace pipescope {
 
+// What a config states beyond the shape, which no count reads but an export sets so that
+// the framework builds the same numerics (Megatron-Bridge's mapping: rope_theta ->
+// rotary_base, rms_norm_eps -> layernorm_epsilon, initializer_range -> init_method_std,
+// rope_scaling, hidden_act). Each absent field stays unset.
+struct HfNumerics {
+  std::optional<double> rope_theta;
+  std::optional<double> norm_epsilon;       // rms_norm_eps, else layer_norm_eps
+  std::optional<double> initializer_range;
+  bool rope_scaling = false;                // the config has a rope_scaling object
+  std::string rope_scaling_type;            // its rope_type (or type); "" when it names none
+  std::optional<double> rope_scaling_factor;
+  std::string hidden_act;                   // "" when absent
+  int max_position_embeddings = 0;          // 0 when absent
+};
+
 struct HfModel {
   std::string family;      // model_type: llama | mistral | qwen2 | gemma | mixtral
   std::string source;      // the file it was read from
   TransformerShape shape;  // name: "_name_or_path" when present, else the family; sequence 0
+  HfNumerics numerics;
 };
 
 // Reads the fields pipescope needs; an unknown model_type or a missing / out-of-range

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -476,28 +475,6 @@ std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape) {
     }
   }
   return out;
-}
-
-int binding_rank(const std::vector<RankMemory>& ranks) {
-  int out = -1;
-  for (std::size_t k = 0; k < ranks.size(); ++k) {
-    if (out < 0 || ranks[k].total() > ranks[static_cast<std::size_t>(out)].total()) out = static_cast<int>(k);
-  }
-  return out;
-}
-
-std::string binding_rank_line(const std::vector<RankMemory>& ranks, double capacity, double headroom) {
-  const int k = binding_rank(ranks);
-  if (k < 0) return "";
-  const RankMemory& m = ranks[static_cast<std::size_t>(k)];
-  char line[384];
-  std::snprintf(line, sizeof line,
-                "memory: rank %d binds first at %.2f GB (%.2f weights + %.2f gradients + %.2f optimizer + %.2f "
-                "activations), %.2f GB left of %.2f GB usable (%.2f GB less %.2f GB headroom)",
-                m.rank, m.total() / 1e9, m.parameter_bytes / 1e9, m.gradient_bytes / 1e9, m.optimizer_bytes / 1e9,
-                m.activation_bytes / 1e9, (capacity - headroom - m.total()) / 1e9, (capacity - headroom) / 1e9,
-                capacity / 1e9, headroom / 1e9);
-  return line;
 }
 
 LlmSearchResult search_layouts(const LlmSearchRequest& request, const GpuModel& gpu) {

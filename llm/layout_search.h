@@ -120,15 +120,6 @@ std::vector<int> layout_chunks(int layers, int p, int v, bool v_shape = false);
 // dualpipev). balanced_chunks (llm/balanced_split.h) is tried beside it.
 std::vector<int> even_chunks(int layers, const ParallelLayout& layout);
 
-// Which pipeline rank binds memory first (the first with the highest total), its bytes by
-// kind, and the margin to `usable` bytes per GPU, as one line:
-//   "memory: rank 0 binds first at 68.69 GB (9.08 weights + 18.17 gradients + 13.63
-//    optimizer + 27.82 activations), 5.31 GB left of 74.00 GB usable (80.00 GB less 6.00 GB
-//    headroom)"
-// "" for no ranks.
-std::string binding_rank_line(const std::vector<RankMemory>& ranks, double capacity, double headroom);
-int binding_rank(const std::vector<RankMemory>& ranks);  // -1 for none
-
 // Throws InputError naming the flag: pins that do not divide --gpus, a bad global batch,
 // or no layout that fits (naming the smallest need found and its layout).
 LlmSearchResult search_layouts(const LlmSearchRequest& request, const GpuModel& gpu);

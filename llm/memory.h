@@ -22,6 +22,7 @@
 //   double peak = m.stages[0].total();
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "llm/layout.h"
@@ -120,6 +121,14 @@ struct LlmMemory {
   double layer_activation_bytes = 0;
   double peak() const;              // the largest stage total
 };
+// Which pipeline rank binds memory first (the first with the highest total), its bytes by
+// kind, and the margin to `usable` bytes per GPU, as one line:
+//   "memory: rank 0 binds first at 68.69 GB (9.08 weights + 18.17 gradients + 13.63
+//    optimizer + 27.82 activations), 5.31 GB left of 74.00 GB usable (80.00 GB less 6.00 GB
+//    headroom)"
+// "" for no ranks.
+std::string binding_rank_line(const std::vector<RankMemory>& ranks, double capacity, double headroom);
+int binding_rank(const std::vector<RankMemory>& ranks);  // -1 for none
 // `walked`: schedule_in_flight of the layout's (schedule, p, v, M), when the caller has it
 // (the search caches it); ignored for Megatron's schedules; nullptr: walked here.
 LlmMemory llm_memory(const TransformerShape& shape, const ParallelLayout& layout, const InFlight* walked = nullptr);

@@ -84,7 +84,7 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   // Bounds on the products every consumer forms in int (ParallelLayout::gpus(),
   // global_batch(), p x v chunks): the hardware limit of 2^20 GPUs, 2^31 - 1 samples.
   const int64_t gpus = int64_t{l.t} * l.cp * l.d * l.p;
-  if (gpus > (int64_t{1} << 20)) {
+  if (gpus > kMaxGpus) {
     r.fail("t x cp x d x p = " + std::to_string(gpus) + " GPUs; at most 2^20 = 1048576");
   }
   const int64_t samples = int64_t{l.micro_batch} * l.microbatches * l.d;

@@ -241,7 +241,10 @@ def llm_job():
                              ["shape"]),
                 "cluster": obj({"gpu": string("the GPU file: a name in profiles/gpus/ (or $PIPESCOPE_GPU_DIR), or a "
                                               "path relative to the plan file"),
-                                "gpus_per_node": integer(1, None, "as the GPU file said when planned (checked)")},
+                                "gpus_per_node": integer(1, None, "as the GPU file said when planned (checked)"),
+                                "memory_headroom_bytes": number(0, desc="bytes per GPU kept free (plan "
+                                                                        "--memory-headroom); absent: the "
+                                                                        "framework's launch reserve")},
                                ["gpu", "gpus_per_node"]),
                 "framework": {"enum": ["megatron", "torch", "deepspeed"]}},
                ["model", "cluster", "framework"],

@@ -233,7 +233,8 @@ void MainWindow::show_job(const Evaluation& e) {
                                 .arg(l.micro_batch).arg(static_cast<double>(t.step_ns) / 1e9, 0, 'f', 3)
                                 .arg(static_cast<double>(t.pipeline_ns) / 1e9, 0, 'f', 3)
                                 .arg(100 * t.bubble, 0, 'f', 1));
-  QString status = j.fits() ? "the job fits the GPU memory" : "some pipeline ranks do not fit the GPU memory";
+  QString status = j.fits() ? "the job fits the GPU memory less its launch headroom"
+                            : "some pipeline ranks do not fit the GPU memory less its launch headroom";
   for (const std::string& n : j.inputs.notes) status += "\nnote: " + QString::fromStdString(n);
   set_status(status, !j.fits());
 }

@@ -10,7 +10,14 @@
 
 namespace pipescope::gui {
 
-bool JobEvaluation::fits(const RankMemory& rank) const { return fits_capacity(rank.total(), capacity_bytes()); }
+double JobEvaluation::usable_bytes() const {
+  const double capacity = static_cast<double>(capacity_bytes());
+  return capacity - job_headroom_bytes(inputs.job, capacity);
+}
+
+bool JobEvaluation::fits(const RankMemory& rank) const {
+  return capacity_bytes() <= 0 || rank.total() <= usable_bytes();
+}
 
 bool JobEvaluation::fits() const {
   for (const RankMemory& m : report.memory.stages) {

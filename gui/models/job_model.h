@@ -37,7 +37,9 @@ struct JobEvaluation {
   JobInputs inputs;
   JobReport report;                  // evaluate_job(inputs.job, *inputs.gpu)
   int64_t capacity_bytes() const { return inputs.gpu->node.memory_bytes; }
-  bool fits(const RankMemory& rank) const;  // its total within the capacity (0: unbounded), as llm-plan's search asks
+  // the capacity less the job's headroom (llm/job.h job_headroom_bytes): what the search fits under
+  double usable_bytes() const;
+  bool fits(const RankMemory& rank) const;  // its total within usable_bytes (capacity 0: unbounded), as the search asks
   bool fits() const;                 // every rank's
 };
 

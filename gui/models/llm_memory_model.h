@@ -30,8 +30,8 @@ struct LlmMemoryBar {
   double total() const { return parts[0] + parts[1] + parts[2] + parts[3]; }
 };
 
-// A rank's total fits a GPU of `capacity_bytes` (0: unbounded): total <= capacity, the test
-// llm-plan's search makes (llm/layout_search.cpp).
+// A rank's total fits a GPU of `capacity_bytes` (0: unbounded): total <= capacity, the bars'
+// red (a job's fit against its launch headroom is JobEvaluation::fits, the search's test).
 inline bool fits_capacity(double total_bytes, int64_t capacity_bytes) {
   return capacity_bytes <= 0 || total_bytes <= static_cast<double>(capacity_bytes);
 }

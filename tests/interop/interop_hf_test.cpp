@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
@@ -160,6 +161,26 @@ TEST(HfConfig, UnknownFamilyAndMissingFieldsAreNamed) {
   const std::string huge = error_of(R"({"model_type": "llama", "hidden_size": 1048576, "intermediate_size": 4194304,
       "num_hidden_layers": 100000, "num_attention_heads": 8, "vocab_size": 100})");
   EXPECT_NE(huge.find("beyond the limit"), std::string::npos) << huge;
+}
+
+// The numerics an export sets (HfNumerics): as the config states them, absent ones unset,
+// and a field of the wrong type named.
+TEST(HfConfig, NumericsAreTheConfigsAndBadOnesAreNamed) {
+  const HfModel llama = load_hf_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/hf/llama-3-70b.json");
+  EXPECT_EQ(llama.numerics.rope_theta, std::optional<double>(500000.0));
+  EXPECT_EQ(llama.numerics.norm_epsilon, std::optional<double>(1e-5));
+  EXPECT_FALSE(llama.numerics.initializer_range);
+  EXPECT_FALSE(llama.numerics.rope_scaling);
+  EXPECT_EQ(llama.numerics.hidden_act, "silu");
+  EXPECT_EQ(llama.numerics.max_position_embeddings, 8192);
+  const std::string base = R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, )";
+  const HfModel scaled = from_text(base + R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0}})");
+  EXPECT_TRUE(scaled.numerics.rope_scaling);
+  EXPECT_EQ(scaled.numerics.rope_scaling_type, "llama3");
+  EXPECT_EQ(scaled.numerics.rope_scaling_factor, std::optional<double>(8.0));
+  const std::string bad = error_of(base + R"("rope_theta": "big"})");
+  EXPECT_NE(bad.find("config.json: rope_theta"), std::string::npos) << bad;
 }
 
 TEST(HfConfig, FamilyDefaults) {
@@ -338,7 +359,7 @@ TEST(ProfileLayers, ShapeReadBackIsTheShapeWritten) {
     HfProfileOptions o;
     o.sequence = s.sequence;
     o.batch_sizes = {1};
-    const Profile synthesised = make_hf_profile(HfModel{"llama", "random.json", s}, g, o);
+    const Profile synthesised = make_hf_profile(HfModel{"llama", "random.json", s, {}}, g, o);
     const std::optional<TransformerShape> from_hf = transformer_shape_of(synthesised, 1, &why);
     ASSERT_TRUE(from_hf.has_value()) << where << ": " << why;
     expect_same_shape(*from_hf, s, where + " (make_hf_profile)");
