@@ -64,7 +64,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a, bool sweep) {
   cmd->add_option("--hardware", a.hardware_path,
                   "Hardware file (pipescope.hardware); without it communication is free and memory unbounded");
   CLI::Option* devices = cmd->add_option("--devices,-D", a.devices, "Devices D to use (K stages x r replicas = D)");
-  CLI::Option* batch = cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step); M runs over its divisors");
+  CLI::Option* batch = cmd->add_option("--batch,-N", a.batch, "Mini-batch size N (samples per step, 1 to 2^30); M runs over its divisors up to " +
+                                                     std::to_string(kMaxSearchMicrobatches));
   if (sweep) {
     profile->required();
     devices->required();
@@ -144,6 +145,10 @@ SearchRequest make_request(const SearchArgs& a, Profile profile) {
   if (q.devices < 1) throw InputError("--devices: expected at least 1, got " + std::to_string(a.devices));
   q.hardware = a.hardware_path.empty() ? Hardware::ideal(a.devices) : load_hardware(a.hardware_path);
   q.batch = a.batch;
+  if (q.batch > kMaxSearchMicrobatches) {
+    std::cerr << "note: --batch " << q.batch << ": micro-batch counts M above " << kMaxSearchMicrobatches
+              << " are not searched (simulate -M runs one)\n";
+  }
   q.schedules.clear();
   for (const std::string& s : split(a.schedules)) {
     const ScheduleKind kind = parse_schedule_kind(s);

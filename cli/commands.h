@@ -26,4 +26,8 @@ void add_llm_plan_command(CLI::App& app);    // cli/cmd_plan.cpp: plan with a mo
 // commands are added (main() and fuzz_cli).
 void refuse_empty_values(CLI::App& app);
 
+// The whole `pipescope` command line: every subcommand above, then refuse_empty_values and
+// --version (cli/app.cpp). main() and fuzz/fuzz_cli.cpp parse this one app.
+void add_all_commands(CLI::App& app);
+
 }  // namespace pipescope::cli

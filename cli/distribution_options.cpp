@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/limits.h"
 
 namespace pipescope::cli {
 namespace {
@@ -50,7 +51,7 @@ void DistributionOptions::add_to(CLI::App* cmd, bool for_search) {
 JitterSpec DistributionOptions::spec() const {
   JitterSpec j;
   j.samples = samples;
-  if (enabled() && samples < 1) throw InputError("--samples: expected N >= 1, got " + std::to_string(samples));
+  if (enabled()) check_range("--samples", samples, 1, kMaxJitterSamples);
   j.seed = seed;
   j.threads = threads;
   j.link_cv = link_jitter;

@@ -14,21 +14,7 @@
 int main(int argc, char** argv) {
   pipescope::exec::use_native_blas_kernels(argv);  // may re-execute this program once
   CLI::App app{"pipescope: plan pipeline-parallel training, simulate it, run it, compare."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "pipescope 0.1.0");
-  pipescope::cli::add_simulate_command(app);
-  pipescope::cli::add_schedule_command(app);
-  pipescope::cli::add_profile_command(app);
-  pipescope::cli::add_plan_command(app);
-  pipescope::cli::add_sweep_command(app);
-  pipescope::cli::add_run_command(app);
-  pipescope::cli::add_compare_command(app);
-  pipescope::cli::add_export_command(app);
-  pipescope::cli::add_validate_command(app);
-  pipescope::cli::add_llm_time_command(app);
-  pipescope::cli::add_llm_memory_command(app);
-  pipescope::cli::add_llm_plan_command(app);
-  pipescope::cli::refuse_empty_values(app);
+  pipescope::cli::add_all_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -41,7 +41,7 @@ TimelineRecorder::TimelineRecorder(Timeline& timeline, int devices) : t_(timelin
 
 void TimelineRecorder::op(int device, int replica, const Op& op, int64_t start_ns, int64_t duration_ns) {
   const int track = replica == 0 ? device : t_.track_for(device_track(device, replica));
-  t_.events.emplace_back(track, to_string(op.kind), op.stage, op.microbatch, start_ns, duration_ns);
+  t_.events.push_back({track, to_string(op.kind), op.stage, op.microbatch, start_ns, duration_ns});
 }
 
 void TimelineRecorder::transfer(int from, int to, int stage, int mb, int64_t start_ns, int64_t duration_ns,
@@ -56,7 +56,7 @@ void TimelineRecorder::transfer(int from, int to, int stage, int mb, int64_t sta
   } else {
     track = t_.track_for(link_track(from, to));
   }
-  t_.events.emplace_back(track, "transfer", stage, mb, start_ns, duration_ns);
+  t_.events.push_back({track, "transfer", stage, mb, start_ns, duration_ns});
 }
 
 void TimelineRecorder::allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns) {

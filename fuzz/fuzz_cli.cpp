@@ -1,14 +1,23 @@
-// Fuzz target: the `pipescope` command line. The input is split at newlines into
-// argv and parsed by the same CLI11 app main() builds, so every subcommand's parsing
-// and callback runs (simulate with its gates, schedule, profile synth, validate, plan in
-// both its forms and llm-plan, plan's old name for its model form). The
-// target works in a private temporary folder holding small input files (p.json,
-// e.json, h.json, plan.json; c.json, a two-layer Llama config, and s.json, its analytic
-// profile on h100-sxm, which plan --profile --framework plans as its job); inputs naming
-// other folders ('/') or numbers of four or
-// more digits are skipped, so nothing outside that folder is touched and one input
-// runs in milliseconds. Like main(): CLI11 parse errors, InputError, RunError and
-// GateError are expected outcomes; anything else escapes and is a crash.
+// Fuzz target: the whole `pipescope` command line. The input is split at newlines into
+// argv and parsed by the app main() parses (cli/app.cpp, add_all_commands), so every
+// subcommand's parsing and callback runs: simulate, schedule, profile (measuring and
+// synth), plan in both its forms, sweep, run, compare, export to every framework,
+// validate, llm-time, llm-memory, llm-plan. The words come from the commands' own --help
+// (fuzz/cli.dict, written by fuzz/make_cli_dict.py and held to it by ctest).
+//
+// The target works in a private temporary folder holding small input files: p.json,
+// e.json (a profile with edges), h.json, plan.json, m.json (a tiny model to measure) and
+// c.json (a two-layer Llama config), and the files the app itself writes from them once:
+// s.json (c.json's analytic profile on h100-sxm), job.json, tjob.json and djob.json
+// (version 3 plans of c.json on 8 GPUs for Megatron-LM, torch and DeepSpeed, each with its
+// profile beside it), mp.json (m.json measured), pred.json (a prediction of
+// mp.json on two stages) and meas.json (its run under the model clock). Inputs naming
+// other folders ('/'), numbers of four or more digits, exponents or hex are skipped, so
+// nothing outside the folder is touched and one input runs in milliseconds; `run` and
+// measuring `profile` do real work, so their inputs keep to one-digit numbers and leave
+// out --inject-fault (a crash on purpose) and --timeout.
+// Like main(): CLI11 parse errors, InputError, RunError and GateError are expected
+// outcomes; anything else escapes and is a crash.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,8 +31,6 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "interop/hf_config.h"
-#include "interop/hf_profile.h"
 
 namespace {
 
@@ -59,79 +66,42 @@ const char* kPlan = R"({"format": "pipescope.plan", "version": 1, "profile": "p.
  "batch_size": 8, "microbatches": 4, "schedule": {"kind": "1f1b", "chunks": 1}, "recompute": false,
  "stages": [{"layers": [0, 2], "devices": [0, 1]}, {"layers": [2, 4], "devices": [2]}]})";
 
+const char* kModel = R"({"format": "pipescope.model", "version": 1, "name": "tiny",
+ "layers": [
+  {"name": "fc.0", "spec": {"type": "linear", "in": 8, "out": 16, "sequence": 2}},
+  {"name": "gelu.0", "spec": {"type": "gelu", "features": 16, "sequence": 2}},
+  {"name": "fc.1", "spec": {"type": "linear", "in": 16, "out": 8, "sequence": 2}}]})";
+
 const char* kHfConfig = R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 256,
  "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 512})";
 
-void write(const std::filesystem::path& p, const char* text) { std::ofstream(p) << text; }
+void write(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
 
-// s.json: what `profile synth --hf-config c.json --gpu h100-sxm --seq 128` writes.
-std::string hf_profile_text() {
-  write("c.json", kHfConfig);
-  pipescope::HfProfileOptions o;
-  o.sequence = 128;
-  o.batch_sizes = {1, 2};
-  const pipescope::Profile p =
-      pipescope::make_hf_profile(pipescope::load_hf_model("c.json"), pipescope::load_gpu("h100-sxm"), o);
-  return pipescope::profile_to_json(p).dump(1);
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
-// A private folder with the input files; the target runs inside it.
-// reset() empties it and rewrites the files before every input, so an input that
-// overwrites one (-o p.json) cannot change how the next input runs.
-struct Workdir {
-  std::filesystem::path dir;
-  Workdir() {
-    char tmpl[] = "/tmp/pipescope-fuzz-cli-XXXXXX";
-    if (!mkdtemp(tmpl)) std::abort();
-    dir = tmpl;
-    std::filesystem::current_path(dir);
-  }
-  void reset() const {
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      std::filesystem::remove_all(entry.path());
-    }
-    write("p.json", kProfile);
-    write("e.json", kEdges);
-    write("h.json", kHardware);
-    write("plan.json", kPlan);
-    write("c.json", kHfConfig);
-    static const std::string hf_profile = hf_profile_text();
-    write("s.json", hf_profile.c_str());
-  }
-};
-
-bool acceptable(const std::string& text) {
-  static const std::regex too_big(R"([0-9]{4}|[0-9][eE][+-]?[0-9]|0[xX])");
-  return text.find('/') == std::string::npos && text.find('\\') == std::string::npos &&
-         !std::regex_search(text, too_big);
-}
-
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
-  static Workdir workdir;
+// Parses argv with the app main() parses; an expected outcome returns, anything else escapes.
+// What the commands print goes to a sink: only a crash is news.
+void run_pipescope(std::vector<std::string> args) {
   static std::ostringstream sink;
-  if (size > 512) return -1;
-  std::string text(reinterpret_cast<const char*>(data), size);
-  if (!acceptable(text)) return -1;
-  workdir.reset();
-  std::vector<std::string> args = {"pipescope"};
-  std::stringstream in(text);
-  for (std::string arg; std::getline(in, arg);) args.push_back(arg);
+  struct Quiet {
+    std::streambuf* out = std::cout.rdbuf(sink.rdbuf());
+    std::streambuf* err = std::cerr.rdbuf(sink.rdbuf());
+    ~Quiet() {
+      std::cout.rdbuf(out);
+      std::cerr.rdbuf(err);
+      sink.str("");
+    }
+  } quiet;
+  args.insert(args.begin(), "pipescope");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
-
   CLI::App app{"pipescope"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "pipescope 0.1.0");
-  pipescope::cli::add_simulate_command(app);
-  pipescope::cli::add_schedule_command(app);
-  pipescope::cli::add_profile_command(app);
-  pipescope::cli::add_validate_command(app);
-  pipescope::cli::add_plan_command(app);
-  pipescope::cli::add_llm_plan_command(app);
-  pipescope::cli::refuse_empty_values(app);
-  std::streambuf* out = std::cout.rdbuf(sink.rdbuf());
+  pipescope::cli::add_all_commands(app);
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError&) {
@@ -139,7 +109,87 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   } catch (const pipescope::GateError&) {  // exit 4: a gate was violated
   } catch (const pipescope::RunError&) {
   }
-  std::cout.rdbuf(out);
-  sink.str("");
+}
+
+// A private folder with the input files; the target runs inside it. reset() empties it
+// and rewrites the files before every input, so an input that overwrites one (-o p.json)
+// cannot change how the next input runs.
+struct Workdir {
+  std::filesystem::path dir;
+  std::vector<std::pair<std::string, std::string>> files;
+
+  Workdir() {
+    char tmpl[] = "/tmp/pipescope-fuzz-cli-XXXXXX";
+    if (!mkdtemp(tmpl)) std::abort();
+    dir = tmpl;
+    std::filesystem::current_path(dir);
+    files = {{"p.json", kProfile}, {"e.json", kEdges}, {"h.json", kHardware}, {"plan.json", kPlan},
+             {"m.json", kModel}, {"c.json", kHfConfig}};
+    for (const auto& [name, text] : files) write(name, text);
+    // What the app writes from them, once: each must exist, or the setup is wrong.
+    const std::vector<std::pair<std::string, std::vector<std::string>>> made = {
+        {"s.json", {"profile", "synth", "--hf-config", "c.json", "--gpu", "h100-sxm", "--seq", "128",
+                    "--batch-sizes", "1,2", "-o", "s.json"}},
+        {"job.json", {"plan", "--hf-config", "c.json", "--gpu", "h100-sxm", "--gpus", "8", "--global-batch-size",
+                      "16", "--seq-length", "128", "--out", "job.json"}},
+        {"mp.json", {"profile", "--model", "m.json", "--batch-sizes", "1,2", "--repeats", "1", "--warmup", "0", "-o",
+                     "mp.json"}},
+        {"tjob.json", {"plan", "--hf-config", "c.json", "--gpu", "h100-sxm", "--gpus", "8", "--global-batch-size",
+                       "16", "--seq-length", "128", "--framework", "torch", "--out", "tjob.json"}},
+        {"djob.json", {"plan", "--hf-config", "c.json", "--gpu", "h100-sxm", "--gpus", "8", "--global-batch-size",
+                       "16", "--seq-length", "128", "--framework", "deepspeed", "--out", "djob.json"}},
+        {"pred.json", {"simulate", "--profile", "mp.json", "-K", "2", "-M", "4", "--hardware", "h.json", "-o",
+                       "pred.json"}},
+        {"meas.json", {"run", "--profile", "mp.json", "-K", "2", "-M", "4", "--hardware", "h.json", "--clock", "model",
+                       "--steps", "1", "-o", "meas.json"}}};
+    for (const auto& [name, args] : made) {
+      run_pipescope(args);
+      if (!std::filesystem::exists(name)) {
+        std::cerr << "fuzz_cli: setup: pipescope did not write " << name << "\n";
+        std::abort();
+      }
+    }
+    files.clear();  // everything in the folder now, a plan's profile beside it included
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      files.emplace_back(entry.path().filename().string(), read(entry.path()));
+    }
+  }
+  ~Workdir() {
+    std::error_code ignored;
+    std::filesystem::current_path(std::filesystem::temp_directory_path(), ignored);
+    std::filesystem::remove_all(dir, ignored);
+  }
+  void reset() const {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) std::filesystem::remove_all(entry.path());
+    for (const auto& [name, text] : files) write(name, text);
+  }
+};
+
+bool acceptable(const std::string& text, const std::vector<std::string>& args) {
+  static const std::regex too_big(R"([0-9]{4}|[0-9][eE][+-]?[0-9]|0[xX])");
+  static const std::regex not_one_digit(R"([0-9]{2}|[0-9][eE.])");
+  if (text.find('/') != std::string::npos || text.find('\\') != std::string::npos) return false;
+  if (std::regex_search(text, too_big)) return false;
+  const bool real_work =
+      !args.empty() && (args[0] == "run" || (args[0] == "profile" && (args.size() < 2 || args[1] != "synth")));
+  if (real_work) {
+    if (std::regex_search(text, not_one_digit)) return false;
+    if (text.find("--inject-fault") != std::string::npos || text.find("--timeout") != std::string::npos) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  static Workdir workdir;
+  if (size > 512) return -1;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<std::string> args;
+  std::stringstream in(text);
+  for (std::string arg; std::getline(in, arg);) args.push_back(arg);
+  if (!acceptable(text, args)) return -1;
+  workdir.reset();
+  run_pipescope(args);
   return 0;
 }

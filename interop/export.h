@@ -86,6 +86,9 @@ struct PlanShape {
   std::optional<Job> job;
   std::optional<JobReport> predicted;
   double gpu_memory_bytes = 0;  // the job's GPU file's memory per GPU (with predicted)
+  // The framework the job was planned for when the export targets another one: the job
+  // (framework, layout, prediction) is then the one validate_job accepted for the target.
+  std::optional<Framework> planned_for;
   std::string plan_dir;  // the plan file's folder: a relative model source or GPU file is found beside it
 
   int stages() const { return static_cast<int>(ranges.size()); }

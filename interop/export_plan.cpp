@@ -106,6 +106,38 @@ void check_t_and_cut(const PlanShape& s, bool profile_states_t) {
   (void)rank_groups_json(l, s.gpus_per_node);  // the order must parse
 }
 
+// A job planned for one framework, exported to another: the target's own checks
+// (validate_job: its schedules, shardings and runtime) and its memory reserve hold, and
+// the header states the target's prediction. Refused, naming job.framework, when the
+// target would not run the job or it would not fit there.
+void retarget_job(PlanShape& s, Framework target, const GpuModel& gpu) {
+  const Framework planned = s.job->framework;
+  const std::string name = to_string(target);
+  const std::string planned_as = "\"" + to_string(planned) + "\": the job was planned for " + to_string(planned);
+  Job job = *s.job;
+  job.framework = target;
+  try {
+    validate_job(job, job.layout.gpus());
+  } catch (const InputError& e) {
+    throw InputError("", "job.framework", planned_as + ", and " + name + " would not run it: " + e.what() +
+                                              "; plan it with --framework " + name);
+  }
+  JobReport predicted = evaluate_job(job, gpu);
+  const std::vector<RankMemory>& ranks = predicted.memory.stages;
+  const RankMemory& binding = ranks[static_cast<std::size_t>(binding_rank(ranks))];
+  const double usable = s.gpu_memory_bytes - job_headroom_bytes(job, s.gpu_memory_bytes);
+  if (binding.total() > usable) {
+    char gb[96];
+    std::snprintf(gb, sizeof gb, "%.2f GB, more than the %.2f GB usable", binding.total() / 1e9, usable / 1e9);
+    throw InputError("", "job.framework", planned_as + "; as " + name + " runs it, pipeline rank " +
+                                              str(binding.rank) + " needs " + gb + "; plan it with --framework " + name);
+  }
+  s.planned_for = planned;
+  s.layout = job.layout;
+  s.job = std::move(job);
+  s.predicted = std::move(predicted);
+}
+
 }  // namespace
 
 std::string predicted_lines(const PlanShape& s, const std::string& comment) {
@@ -117,6 +149,11 @@ std::string predicted_lines(const PlanShape& s, const std::string& comment) {
                 job.shape.name.c_str(), job.layout.gpus(), job.cluster.gpu.c_str(), step_s,
                 job.layout.global_batch() / step_s, 100 * s.predicted->time.mfu, s.predicted->time.bubble);
   std::string out = comment + line + "\n";
+  if (s.planned_for) {
+    out += comment + "as " + to_string(job.framework) + " runs it (its schedules, shardings and memory reserve checked); " +
+           "the job was planned for " + to_string(*s.planned_for) + ": plan with --framework " +
+           to_string(job.framework) + " for " + to_string(job.framework) + "'s best layout\n";
+  }
   out += comment + "peak per GPU by pipeline rank (GB = 1e9 bytes: weights + gradients + optimizer + activations):\n";
   for (const RankMemory& m : s.predicted->memory.stages) {
     std::snprintf(line, sizeof line, "  rank %d: %.2f GB = %.2f + %.2f + %.2f + %.2f", m.rank, m.total() / 1e9,
@@ -136,7 +173,8 @@ Json predicted_json(const PlanShape& s) {
   const int binding = binding_rank(stages);
   const double headroom = job_headroom_bytes(*s.job, s.gpu_memory_bytes);
   const double margin = s.gpu_memory_bytes - headroom - stages[static_cast<std::size_t>(binding)].total();
-  return {{"step_ns", s.predicted->time.step_ns}, {"gpu", s.job->cluster.gpu}, {"gpus", s.job->layout.gpus()},
+  return {{"step_ns", s.predicted->time.step_ns}, {"framework", to_string(s.job->framework)},
+          {"planned_for", to_string(s.planned_for.value_or(s.job->framework))}, {"gpu", s.job->cluster.gpu}, {"gpus", s.job->layout.gpus()},
           {"global_batch", s.job->layout.global_batch()}, {"ranks", ranks}, {"binding_rank", binding},
           {"headroom_bytes", json_number(headroom)}, {"margin_bytes", json_number(margin)}};
 }
@@ -271,8 +309,13 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget 
   if (shape.job) {  // the header states what pipescope predicted, as `simulate --plan` prints it
     const GpuModel gpu = load_gpu(shape.job->cluster.gpu, shape.plan_dir);
     check_job_gpu(*shape.job, gpu, plan.source);
-    shape.predicted = evaluate_job(*shape.job, gpu);
     shape.gpu_memory_bytes = static_cast<double>(gpu.node.memory_bytes);
+    // torchtitan refuses a job planned for another framework itself (export_torchtitan.cpp).
+    if (target != ExportTarget::Torchtitan && shape.job->framework != info.framework) {
+      retarget_job(shape, info.framework, gpu);
+    } else {
+      shape.predicted = evaluate_job(*shape.job, gpu);
+    }
   }
   switch (target) {
     case ExportTarget::Megatron: return export_megatron(shape);

@@ -224,7 +224,8 @@ std::optional<Job> plan_job(const Plan& plan) {
   } catch (const InputError& e) {
     const std::string what = e.what();
     if (what.rfind(plan.source, 0) == 0) throw;
-    throw InputError(plan.source + ": " + what);  // validate_layout names the field, not the file
+    // validate_layout names the Megatron flag: the plan's field goes before it
+    throw plan_check_error(plan.source, what, "job.model.shape");
   }
 }
 

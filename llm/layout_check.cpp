@@ -187,10 +187,6 @@ void check_order(const ParallelLayout& l, Framework framework) {
 
 }  // namespace
 
-void check_range(const std::string& flag, int64_t value, int64_t lo, int64_t hi) {
-  if (value < lo || value > hi) refuse(flag, "expected " + str(lo) + " to " + str(hi) + ", got " + str(value));
-}
-
 std::string to_string(Framework framework) {
   switch (framework) {
     case Framework::Megatron: return "megatron";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.h"
 #include "llm/layout.h"
 
 namespace pipescope {
@@ -25,17 +26,14 @@ std::optional<Framework> framework_from_name(const std::string& name);
 // request is validated and nowhere else. Within them the degree and batch products (t cp d p,
 // b d, b M d) fit int64; byte counts are doubles (llm/memory.h) and a pipeline's tensor
 // or total beyond 2^62 bytes is refused where it becomes an integer (build_cost_model).
-constexpr int kMaxGpus = 1 << 20;          // GPUs in a job, and each of t, cp, ep, d, p (hardware files' limit)
-constexpr int kMaxBatch = 1 << 30;         // sequences per step, b and M (plan files' M limit)
+// kMaxGpus (the GPUs and each of t, cp, ep, d, p) and kMaxBatch (sequences per step, b and
+// M) are core/limits.h's, shared with the profile search.
 constexpr int kMaxVirtualStages = 64;      // v, chunks per pipeline rank (make_plan's limit)
 constexpr int kMaxLayers = 1000000;        // L (profiles' layer limit)
 constexpr int kMaxWidth = 1 << 24;         // h, f, head dimension, expert widths
 constexpr int kMaxHeads = 1 << 16;         // a, KV heads, experts, top-k
 constexpr int kMaxSequence = 1 << 24;      // s
 constexpr int kMaxVocabulary = 1 << 30;    // V before and after padding; --make-vocab-size-divisible-by <= 2^16
-
-// Throws InputError "flag: expected lo to hi, got value" unless lo <= value <= hi.
-void check_range(const std::string& flag, int64_t value, int64_t lo, int64_t hi);
 
 // Megatron's --ffn-hidden-size default: 4 h, or int(8 h / 3 / 64) * 64 with --swiglu.
 int default_ffn_hidden(int hidden, bool swiglu);

@@ -149,6 +149,75 @@ void check_layout_against_plan(const ParallelLayout& l, const Plan& plan) {
   }
 }
 
+std::string plan_field_of_check(const std::string& message, const std::string& model) {
+  // The words validate_layout (llm/layout_check.cpp) and the framework offers
+  // (llm/framework.cpp) open their messages with, and the plan field each one checks.
+  static const std::pair<const char*, const char*> kLayout[] = {
+      {"--tensor-model-parallel-size", "t"},
+      {"--sequence-parallel", "sequence_parallel"},
+      {"--context-parallel-size", "cp"},
+      {"--expert-model-parallel-size", "ep"},
+      {"data-parallel size", "d"},
+      {"--pipeline-model-parallel-size", "p"},
+      {"virtual pipeline size", "v"},
+      {"--num-virtual-stages-per-pipeline-rank", "v"},
+      {"--num-layers-per-virtual-pipeline-stage", "v"},
+      {"--micro-batch-size", "micro_batch"},
+      {"micro-batches", "microbatches"},
+      {"--use-distributed-optimizer", "sharding"},
+      {"sharding", "sharding"},
+      {"--sharding", "sharding"},
+      {"--global-batch-size", "microbatches"},  // b x M x d: a runtime's rule on M
+      {"--recompute-granularity", "recompute"},
+      {"--use-tp-pp-dp-mapping", "order"},
+      {"order", "order"},
+      {"layers_per_chunk", "layers_per_chunk"},
+      {"--schedule", "schedule"},
+      {"--overlap-p2p-communication", "overlap_p2p"},
+  };
+  static const std::pair<const char*, const char*> kModel[] = {
+      {"--num-layers", "layers"},
+      {"--hidden-size", "hidden"},
+      {"--num-attention-heads", "heads"},
+      {"--num-query-groups", "kv_heads"},
+      {"--ffn-hidden-size", "ffn_hidden"},
+      {"--vocab-size", "vocabulary"},
+      {"--make-vocab-size-divisible-by", "vocabulary"},
+      {"--seq-length", "sequence"},
+      {"--kv-channels", "kv_channels"},
+      {"--num-experts", "experts"},
+      {"--moe-router-topk", "moe_topk"},
+      {"--moe-ffn-hidden-size", "moe_ffn_hidden"},
+      {"--moe-layer-freq", "moe_layer_frequency"},
+      {"--moe-shared-expert-intermediate-size", "shared_expert_ffn_hidden"},
+  };
+  const std::size_t colon = message.find(':');
+  if (colon == std::string::npos) return "";
+  std::string head = message.substr(0, colon);
+  if (const std::size_t bracket = head.find('['); bracket != std::string::npos) head.resize(bracket);
+  if (head == "--gpus") return "layout";  // t x cp x d x p
+  for (const auto& [flag, field] : kLayout) {
+    if (head == flag) return std::string("layout.") + field;
+  }
+  for (const auto& [flag, field] : kModel) {
+    if (head == flag) return model.empty() ? "" : model + "." + field;
+  }
+  return "";
+}
+
+InputError plan_check_error(const std::string& source, const std::string& message, const std::string& model,
+                            const std::string& where) {
+  const std::string field = plan_field_of_check(message, model);
+  std::string what = message;
+  const std::size_t dot = field.rfind('.');
+  if (dot != std::string::npos && what.rfind(field.substr(dot + 1) + ": ", 0) == 0) {
+    what = what.substr(field.size() - dot + 1);  // "layers_per_chunk: " after "layout.layers_per_chunk"
+  }
+  const std::string path = (field.empty() ? std::string(where.empty() ? "" : "layout") : field) +
+                           (where.empty() ? "" : " " + where);
+  return InputError(source, path, what);
+}
+
 void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan, const Profile& profile) {
   const std::optional<TransformerShape> shape = transformer_shape_of(profile, layout.t);
   if (!shape) return;
@@ -177,7 +246,7 @@ void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan
   try {
     check_model_against_layout(*shape, layout);  // the cut is the plan's stages (interop checks them)
   } catch (const InputError& e) {
-    throw InputError(plan.source + ": layout (against " + profile.source + "): " + e.what());
+    throw plan_check_error(plan.source, e.what(), "", "(against " + profile.source + ")");
   }
 }
 

@@ -37,7 +37,18 @@ void check_layout_against_plan(const ParallelLayout& layout, const Plan& plan);
 // the sequence), on transformer_shape_of(profile, t) (the vocabulary padded for t, as
 // Megatron pads it); the cut is the plan's stages. A profile that states no shape (measured layers) is not checked. `validate`,
 // `simulate --plan` and `run --plan` call it; an export adds its framework's own checks.
-// Throws InputError naming the plan file and the Megatron flag.
+// Throws InputError naming the plan file, the layout's field and the Megatron flag.
 void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan, const Profile& profile);
+
+// The field of a plan file that a check of validate_layout / validate_job speaks of, from
+// the Megatron-LM flag its message opens with: "--tensor-model-parallel-size: ..." ->
+// "layout.t", "--num-attention-heads: ..." -> "job.model.shape.heads" (`model` is the JSON
+// path of the model's shape: "job.model.shape" in a version 3 plan, "" where the plan has
+// no job). "" when the message opens with no flag the table knows.
+std::string plan_field_of_check(const std::string& message, const std::string& model);
+// The check's message as the plan file's error: "<source>: <field>[ <where>]: <message>",
+// the message's head left out where it is the field's own name (layers_per_chunk).
+InputError plan_check_error(const std::string& source, const std::string& message, const std::string& model,
+                            const std::string& where = "");
 
 }  // namespace pipescope

@@ -1,14 +1,23 @@
 #include "planner/plan_builder.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/schedule_io.h"
 #include "planner/stage_model.h"
 
 namespace pipescope {
 
 namespace {
+
+// 2147483647, 2.5, 1e+20: a flag's number as the user would write it.
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
 
 // The plan's cut (its S stages may be placeholders: their count, the schedule and the
 // batch are what is read).
@@ -58,6 +67,7 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
     throw InputError("--stages: expected 1 to " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.stages));
   }
   if (c.microbatches < 1) throw InputError("--microbatches: expected at least 1, got " + std::to_string(c.microbatches));
+  check_range("--microbatches", c.microbatches, 1, kMaxBatch);
   if (c.chunks < 1 || c.chunks > 64) throw InputError("--chunks: expected 1 to 64, got " + std::to_string(c.chunks));
   if (c.schedule_file.empty() && required_chunks(c.schedule) == 2) {  // V-shapes: 2 chunks, given or not
     if (c.chunks != 1 && c.chunks != 2) {
@@ -72,13 +82,17 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
                      " take more than 1 chunk");
   }
   if (c.replicas < 1) throw InputError("--replicas: expected at least 1, got " + std::to_string(c.replicas));
+  check_range("--replicas", c.replicas, 1, kMaxGpus);
+  if (int64_t{c.stages} * c.replicas > kMaxGpus) {
+    throw InputError("--replicas: --stages " + std::to_string(c.stages) + " x --replicas " + std::to_string(c.replicas) +
+                     " is more than " + std::to_string(kMaxGpus) + " devices");
+  }
   has_r_ops(c.recompute, "--recompute");  // refuses selective by name
   Plan plan;
   plan.profile = c.profile_path;
   double b = c.microbatch_size > 0 ? c.microbatch_size : profile.batch_sizes.front();
-  if (b != std::floor(b) || b > 1e9) {
-    throw InputError("--microbatch-size: expected a whole number of samples, got " + std::to_string(b));
-  }
+  if (!(b <= 1e9)) throw InputError("--microbatch-size: expected at most 10^9 samples, got " + shortest(b));
+  if (b != std::floor(b)) throw InputError("--microbatch-size: expected a whole number of samples, got " + shortest(b));
   set_schedule_fields(plan, c);
   plan.batch_size = static_cast<int64_t>(b) * c.microbatches;
   plan.schedule_file = c.schedule_file;

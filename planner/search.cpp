@@ -18,6 +18,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/report.h"
 #include "planner/candidate_evaluation.h"
 #include "planner/dag_partition.h"
@@ -79,6 +80,11 @@ namespace {
 void check_request(const SearchRequest& q) {
   if (q.devices < 1) throw InputError("--devices: expected at least 1, got " + std::to_string(q.devices));
   if (q.batch < 1) throw InputError("--batch: expected at least 1 sample, got " + std::to_string(q.batch));
+  // core/limits.h: the divisors of N, K r and the search's loops stay bounded.
+  check_range("--devices", q.devices, 1, kMaxGpus);
+  check_range("--batch", q.batch, 1, kMaxBatch);
+  check_range("--max-stages", q.max_stages, 0, kMaxGpus);
+  check_range("--threads", q.threads, 0, kMaxThreads);
   if (q.devices > q.hardware.devices) {
     throw InputError(q.hardware.source, "devices", "--devices " + std::to_string(q.devices) + " asks for more than the " +
                                                        std::to_string(q.hardware.devices) + " devices of " + q.hardware.name);
@@ -90,6 +96,7 @@ void check_request(const SearchRequest& q) {
   if (q.stages != 0) {
     const std::string pin = "--pipeline-model-parallel-size " + std::to_string(q.stages);
     if (q.stages < 0) throw InputError(pin + ": expected at least 1 (or 0: search K)");
+    check_range("--pipeline-model-parallel-size", q.stages, 0, kMaxGpus);
     if (q.devices % q.stages != 0) {
       throw InputError(pin + ": K does not divide the " + std::to_string(q.devices) + " devices (K x r = D)");
     }
@@ -105,6 +112,7 @@ void check_request(const SearchRequest& q) {
   if (q.objective != Objective::Step && q.jitter.samples < 1) {
     throw InputError("--objective " + to_string(q.objective) + ": expected --samples N >= 1");
   }
+  if (q.objective != Objective::Step) check_range("--samples", q.jitter.samples, 1, kMaxJitterSamples);
 }
 
 std::vector<int64_t> divisors(int64_t n) {
@@ -131,7 +139,7 @@ std::vector<Candidate> enumerate_candidates(const SearchRequest& q) {
     const int r = D / K;
     for (int64_t M : divisors(q.batch)) {
       if ((q.batch / M) % r != 0) continue;  // each replica takes a whole share of samples
-      if (M > (int64_t{1} << 20)) continue;
+      if (M > kMaxSearchMicrobatches) continue;
       for (ScheduleKind kind : q.schedules) {
         // Asynchronous: one replica per stage (round-robin replication is not built).
         if (is_asynchronous(kind) && r > 1) continue;

@@ -36,6 +36,11 @@ std::string to_string(Objective objective);
 // auto = none and full, none (or off), full (or on); selective is refused by name.
 std::vector<Recompute> parse_recompute_choices(const std::string& text);
 
+// The most micro-batches M a search tries: a batch N's divisors above it are skipped
+// (`simulate -M` takes up to 5 x 10^7 ops), so a search of N up to kMaxBatch
+// (core/limits.h) ends in about a second per thousand candidates.
+inline constexpr int64_t kMaxSearchMicrobatches = 4096;
+
 struct SearchRequest {
   Profile profile;               // any layer order; the search orders it topologically
   std::string profile_path;      // written into plans

@@ -15,7 +15,12 @@ targets=("$@")
 jobs=${FUZZ_JOBS:-1}
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# Debian 12's clang-14 package installs clang-14 / clang++-14; the unversioned names come
+# with the `clang` package. Either will do: apt-get install -y clang-14 libclang-rt-14-dev
+cxx=$(command -v clang++ || command -v clang++-14 || true)
+cc=$(command -v clang || command -v clang-14 || true)
+[ -n "$cxx" ] && [ -n "$cc" ] || { echo "fuzz.sh: needs clang (apt-get install -y clang-14 libclang-rt-14-dev)" >&2; exit 2; }
+CC=$cc CXX=$cxx cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPIPESCOPE_BUILD_FUZZERS=ON -DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_GUI=OFF \
   -DPIPESCOPE_BUILD_BENCHMARKS=OFF -DPIPESCOPE_WITH_CUDA=OFF -DPIPESCOPE_WITH_MPI=OFF >/dev/null
 cmake --build "$build" -j2 --target $(printf 'fuzz_%s ' "${targets[@]}")

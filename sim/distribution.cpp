@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/op_rules.h"
 #include "sim/simulator.h"
 
@@ -43,7 +44,7 @@ class SampleRng {
 };
 
 void check_spec(const JitterSpec& j, int stages) {
-  if (j.samples < 1) throw InputError("--samples: expected N >= 1, got " + std::to_string(j.samples));
+  check_range("--samples", j.samples, 1, kMaxJitterSamples);
   if (!(j.cv >= 0)) throw InputError("--jitter: expected a coefficient of variation >= 0");
   if (!(j.link_cv >= 0)) throw InputError("--link-jitter: expected a coefficient of variation >= 0");
   if (!(j.straggler_probability >= 0 && j.straggler_probability <= 1)) {

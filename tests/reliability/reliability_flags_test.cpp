@@ -121,5 +121,51 @@ TEST(ReliabilityFlags, EveryCommandRefusesTheSameRankOrder) {
   expect_refused(kMemory + " --order tp-cp-ep-dp", "pipescope: error: order: \"tp-cp-ep-dp\": expected a permutation");
 }
 
+// The profile world's flags (plan --profile, sweep, simulate, run) under the same limits
+// (core/limits.h). Before: `plan --profile --batch 2147483647` exited 0 with a 10 PiB
+// micro-batch, -N 2^63 - 1 never ended (the divisors of N), --replicas 2^31 - 1 overflowed
+// K x r into "-4 devices", --samples 2^31 - 1 exited 1 out of memory, and a 2^31 - 1
+// micro-batch size was called "not a whole number".
+const std::string kAmoeba = std::string(" --profile '") + PIPESCOPE_SOURCE_DIR + "/profiles/amoebanet-like.json'";
+
+TEST(ReliabilityFlags, TheProfileWorldsCountsAreRangeChecked) {
+  expect_refused("plan" + kAmoeba + " --devices 8 --batch 2147483647",
+                 "pipescope: error: --batch: expected 1 to 1073741824, got 2147483647");
+  expect_refused("sweep" + kAmoeba + " -D 8 -N 9223372036854775807 -o sw",
+                 "pipescope: error: --batch: expected 1 to 1073741824, got 9223372036854775807");
+  expect_refused("plan" + kAmoeba + " --devices 2097152 --batch 8",
+                 "pipescope: error: --devices: expected 1 to 1048576, got 2097152");
+  expect_refused("plan" + kAmoeba + " --devices 8 --batch 8 --threads 100000",
+                 "pipescope: error: --threads: expected 0 to 1024, got 100000");
+  expect_refused("plan" + kAmoeba + " --devices 8 --batch 8 --max-stages 2147483647",
+                 "pipescope: error: --max-stages: expected 0 to 1048576, got 2147483647");
+  expect_refused("plan" + kAmoeba + " --devices 8 --batch 8 --objective p99 --samples 2147483647",
+                 "pipescope: error: --samples: expected 1 to 100000, got 2147483647");
+  expect_refused("simulate" + kAmoeba + " -K 4 -M 4 --replicas 2147483647",
+                 "pipescope: error: --replicas: expected 1 to 1048576, got 2147483647");
+  expect_refused("simulate" + kAmoeba + " -K 4 -M 4 --replicas 300000",
+                 "pipescope: error: --replicas: --stages 4 x --replicas 300000 is more than 1048576 devices");
+  expect_refused("simulate" + kAmoeba + " -K 4 -M 8 --samples 2147483647 --jitter 0.1",
+                 "pipescope: error: --samples: expected 1 to 100000, got 2147483647");
+  expect_refused("simulate" + kAmoeba + " -K 4 -M 4 --microbatch-size 2147483647",
+                 "pipescope: error: --microbatch-size: expected at most 10^9 samples, got 2147483647");
+  expect_refused("simulate" + kAmoeba + " -K 4 -M 4 --microbatch-size 2.5",
+                 "pipescope: error: --microbatch-size: expected a whole number of samples, got 2.5");
+  expect_refused("run" + kAmoeba + " -K 2 -M 2147483647", "pipescope: error: --microbatches: expected 1 to 1073741824, got 2147483647");
+}
+
+// Within the limits the search ends: N = 2^30 has 31 divisors and those above
+// kMaxSearchMicrobatches (4096) are skipped, saying so; before, M ran to 2^20 and one
+// search of N = 2^30 took minutes.
+TEST(ReliabilityFlags, AProfileSearchAtTheBatchLimitAnswersAtOnce) {
+  TempDir dir;
+  const testing::CommandResult r =
+      run_pipescope(dir, "plan" + kAmoeba + " --devices 8 --batch 1073741824 --json", "timeout 60");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: --batch 1073741824: micro-batch counts M above 4096 are not searched"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("\"microbatches\": 4096"), std::string::npos) << r.out.substr(0, 2000);
+}
+
 }  // namespace
 }  // namespace pipescope

@@ -115,15 +115,15 @@ TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader
        "bad.json: layout: t x cp x d x p = 8796093022208 GPUs; at most 2^20 = 1048576"},
       // what Megatron-LM refuses at launch (TransformerConfig, arguments.py)
       {"t 3", [](json& p) { p["layout"]["t"] = 3; },
-       "bad.json: --tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32"},
+       "bad.json: layout.t: --tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32"},
       {"ep 2 on a dense model", [](json& p) { p["layout"]["ep"] = 2; },
-       "bad.json: --expert-model-parallel-size: ep = 2 needs --num-experts (the model is dense)"},
+       "bad.json: layout.ep: --expert-model-parallel-size: ep = 2 needs --num-experts (the model is dense)"},
       {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 4; },
-       "bad.json: layers_per_chunk: the entries sum to 33, but --num-layers is 32"},
+       "bad.json: layout.layers_per_chunk: the entries sum to 33, but --num-layers is 32"},
       {"a schedule Megatron-LM does not run", [](json& p) {
          p["layout"]["schedule"] = "looped-bfs", p["schedule"]["kind"] = "looped-bfs";
        },
-       "bad.json: --schedule: looped-bfs is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"},
+       "bad.json: layout.schedule: --schedule: looped-bfs is not a schedule Megatron-LM runs (it runs 1f1b, interleaved)"},
       {"a layout schedule that is not the plan's", [](json& p) { p["layout"]["schedule"] = "zb-v"; },
        "bad.json: layout.schedule: zb-v, but the plan's schedule is interleaved"},
       // the layout against the plan's own stages (these used to validate and simulate, exit 0)
@@ -145,17 +145,19 @@ TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsPro
   // sequence 4096): validate, simulate and every export refuse what Megatron-LM would.
   TempDir dir;
   const json base = as_v2(real_plan(dir));
-  const std::string against = "bad.json: layout (against p.profile.json): ";
+  // each names the layout's field, then Megatron-LM's flag and rule
   const Edit edits[] = {
       {"t 3", [](json& p) { p["layout"]["t"] = 3; },
-       "--tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32"},
+       "bad.json: layout.t (against p.profile.json): --tensor-model-parallel-size: t = 3 does not divide "
+       "--num-attention-heads 32"},
       {"ep 2 on a dense model", [](json& p) { p["layout"]["ep"] = 2; },
-       "--expert-model-parallel-size: ep = 2 needs --num-experts (the model is dense)"},
+       "bad.json: layout.ep (against p.profile.json): --expert-model-parallel-size: ep = 2 needs --num-experts (the "
+       "model is dense)"},
       {"cp 3", [](json& p) { p["layout"]["cp"] = 3; },
-       "--context-parallel-size: --seq-length 4096 is not a multiple of 2 * cp = 6 (each rank takes two of the 2 cp "
-       "chunks)"},
+       "bad.json: layout.cp (against p.profile.json): --context-parallel-size: --seq-length 4096 is not a multiple of "
+       "2 * cp = 6 (each rank takes two of the 2 cp chunks)"},
   };
-  expect_each_refused(dir, base, edits, against);
+  expect_each_refused(dir, base, edits);
   const Edit plan_facts[] = {
       {"layout.schedule zb-v", [](json& p) { p["layout"]["schedule"] = "zb-v"; },
        "bad.json: layout.schedule: zb-v, but the plan's schedule is interleaved"},
@@ -220,6 +222,66 @@ TEST(ReliabilityHostilePlan, AnAsynchronousPlanIsNotExportedAsAFlushedSchedule) 
     expect_refused_everywhere(dir, plan, "schedule: \"pipedream\" runs steps without a flush and updates weights asynchronously",
                               {std::string("export --plan {} --to ") + to + " -o out.py"});
   }
+}
+
+// A job planned for Megatron-LM and exported to another framework is that framework's job:
+// validate_job under its offer (schedules, shardings, runtime) and its memory reserve, and
+// the header states its prediction. Before, the export wrote the Megatron prediction over
+// a DeepSpeed file that could not hold the schedule or the memory at launch.
+TEST(ReliabilityHostilePlan, AJobPlannedForOneFrameworkIsCheckedForTheOneItIsExportedTo) {
+  TempDir dir;
+  const json plan = real_plan(dir);  // interleaved, v 4: Megatron-LM and torch run it, DeepSpeed does not
+  ASSERT_EQ(plan["job"]["framework"], "megatron");
+  expect_refused_everywhere(dir, plan,
+                            "cannot export bad.json to deepspeed: job.framework: \"megatron\": the job was planned for "
+                            "megatron, and deepspeed would not run it: --schedule: interleaved is not a schedule "
+                            "DeepSpeed runs (it runs 1f1b); plan it with --framework deepspeed",
+                            {"export --plan {} --to deepspeed -o out.py"});
+
+  // torch runs it: the header says so, and its prediction is the one of the same job
+  // planned for torch (the plan with job.framework edited), byte for byte.
+  const CommandResult text = run_pipescope(dir, "export --plan p.json --to torch");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("# as torch runs it (its schedules, shardings and memory reserve checked); the job was "
+                          "planned for megatron: plan with --framework torch for torch's best layout"),
+            std::string::npos)
+      << text.out.substr(0, 1500);
+  const CommandResult retargeted = run_pipescope(dir, "export --plan p.json --to torch --json");
+  ASSERT_EQ(retargeted.exit_code, 0) << retargeted.err;
+  json as_torch = plan;
+  as_torch["job"]["framework"] = "torch";
+  std::ofstream(dir.file("t.json")) << as_torch.dump(1);
+  const CommandResult own = run_pipescope(dir, "export --plan t.json --to torch --json");
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  json a = json::parse(retargeted.out)["predicted"], b = json::parse(own.out)["predicted"];
+  EXPECT_EQ(a["framework"], "torch");
+  EXPECT_EQ(a["planned_for"], "megatron");
+  EXPECT_EQ(b["planned_for"], "torch");
+  a.erase("planned_for");
+  b.erase("planned_for");
+  EXPECT_EQ(a, b);
+}
+
+// Llama-3-8B on 16 H100s pinned to 1f1b with cp 1 plans t 2 SP, rank 0 at 73.83 GB: under
+// Megatron-LM's 6.0 GB reserve (0.5 context + 1.5 NCCL + 5% of 80) it fits in 74.0 GB, and
+// DeepSpeed runs the schedule, but DeepSpeed's reserve adds its 1 GB reduce bucket (73.0 GB
+// usable): the export would run out of memory at launch, so it is refused.
+TEST(ReliabilityHostilePlan, AJobThatFitsOneFrameworksReserveButNotTheTargetsIsNotExported) {
+  TempDir dir;
+  const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
+                                                 "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
+                                                 "--global-batch-size 128 --seq-length 4096 --schedule 1f1b "
+                                                 "--context-parallel-size 1 --out p.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(testing::read_text(dir.file("p.json")));
+  ASSERT_EQ(plan["job"]["framework"], "megatron");
+  expect_refused_everywhere(dir, plan,
+                            "cannot export bad.json to deepspeed: job.framework: \"megatron\": the job was planned for "
+                            "megatron; as deepspeed runs it, pipeline rank 0 needs 73.83 GB, more than the 73.00 GB "
+                            "usable; plan it with --framework deepspeed",
+                            {"export --plan {} --to deepspeed -o out.py"});
+  const CommandResult megatron = run_pipescope(dir, "export --plan p.json --to megatron -o out.sh");
+  EXPECT_EQ(megatron.exit_code, 0) << megatron.err;
 }
 
 }  // namespace
