@@ -184,7 +184,7 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
      << "if __name__ == \"__main__\":\n"
      << "    print(json.dumps({\"num_stages\": NUM_STAGES, \"parts\": PARTS, \"partition_method\": PARTITION_METHOD,\n"
      << "                      \"activation_checkpoint_interval\": ACTIVATION_CHECKPOINT_INTERVAL, \"config\": DS_CONFIG}))\n";
-  Json json = {{"target", "deepspeed"}, {"version", kDeepSpeedVersion}, {"parts", parts},
+  Json json = {{"target", "deepspeed"}, {"target_version", kDeepSpeedVersion}, {"parts", parts},
                {"partition_method", uniform ? "uniform" : "pipescope"},
                {"activation_checkpoint_interval", checkpoint_interval}, {"config", config},
                {"num_stages", s.positions}, {"data_parallel_size", s.replicas}};

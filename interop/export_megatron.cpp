@@ -377,7 +377,7 @@ ExportResult export_megatron(const PlanShape& s) {
     text << f[i].first << (f[i].second.empty() ? "" : " " + shell_word(f[i].second)) << (i + 1 < f.size() ? " \\" : "") << "\n";
     flags.push_back(f[i].second.empty() ? Json::array({f[i].first}) : Json::array({f[i].first, f[i].second}));
   }
-  Json json = {{"target", "megatron"}, {"version", kMegatronVersion}, {"flags", flags},
+  Json json = {{"target", "megatron"}, {"target_version", kMegatronVersion}, {"flags", flags},
                {"world_size", s.world_size()}, {"data_parallel_size", s.replicas}, {"cut", cut},
                {"p2p", to_string(interleaved ? s.p2p : P2p::Blocking)}};
   json["notes"] = notes;

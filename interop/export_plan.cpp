@@ -317,13 +317,20 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget 
       shape.predicted = evaluate_job(*shape.job, gpu);
     }
   }
-  switch (target) {
-    case ExportTarget::Megatron: return export_megatron(shape);
-    case ExportTarget::Torch: return export_torch(shape, plan_name, torch_csv);
-    case ExportTarget::DeepSpeed: return export_deepspeed(shape, plan_name);
-    case ExportTarget::Torchtitan: return export_torchtitan(shape, plan_name, torch_csv);
-  }
-  throw InputError("--to: unknown target");
+  ExportResult result = [&] {
+    switch (target) {
+      case ExportTarget::Megatron: return export_megatron(shape);
+      case ExportTarget::Torch: return export_torch(shape, plan_name, torch_csv);
+      case ExportTarget::DeepSpeed: return export_deepspeed(shape, plan_name);
+      case ExportTarget::Torchtitan: return export_torchtitan(shape, plan_name, torch_csv);
+    }
+    throw InputError("--to: unknown target");
+  }();
+  // --json's object: a pipescope.export (schemas/export.schema.json); "target_version" is
+  // the framework's release the export was written for.
+  result.json["format"] = "pipescope.export";
+  result.json["version"] = 1;
+  return result;
 }
 
 }  // namespace pipescope

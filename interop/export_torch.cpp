@@ -256,7 +256,7 @@ ExportResult export_torch(const PlanShape& s, const std::string& plan_name, bool
      << "    print(json.dumps({\"schedule_class\": SCHEDULE_CLASS, \"n_microbatches\": N_MICROBATCHES,\n"
      << "                      \"split_points\": SPLIT_POINTS, \"stage_ranks\": STAGE_RANKS,\n"
      << "                      \"pipeline_size\": PIPELINE_SIZE, \"data_parallel_size\": DATA_PARALLEL_SIZE}))\n";
-  Json json = {{"target", "torch"},          {"version", kTorchVersion},       {"schedule_class", runtime},
+  Json json = {{"target", "torch"},          {"target_version", kTorchVersion},      {"schedule_class", runtime},
                {"split_points", splits},     {"stage_ranks", s.stage_position}, {"n_microbatches", s.microbatches},
                {"pipeline_size", s.positions}, {"data_parallel_size", s.replicas}, {"recompute", s.recompute == Recompute::Full}};
   if (row == nullptr) json["schedule_csv"] = s.torch_csv;

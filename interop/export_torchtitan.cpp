@@ -292,7 +292,7 @@ ExportResult export_torchtitan(const PlanShape& s, const std::string& plan_name,
   text << "\n";
 
   Json json = {{"target", "torchtitan"},
-               {"version", kTorchtitanVersion},
+               {"target_version", kTorchtitanVersion},
                {"module", "llama3"},
                {"config", config.config},
                {"flavor", config.flavor},

@@ -307,6 +307,75 @@ def llm_plan():
     return s
 
 
+def export():
+    """What `pipescope export --json` prints (interop/export_*.cpp): the export's facts as one
+    object, per target; a version 3 plan's export adds "predicted" and every layout "groups"."""
+    b = number(None, None, "bytes per GPU")
+    predicted = obj({"step_ns": integer(0, None, "nanoseconds"),
+                     "framework": {"enum": ["megatron", "torch", "deepspeed"],
+                                   "description": "the framework the prediction is for (the export's)"},
+                     "planned_for": {"enum": ["megatron", "torch", "deepspeed"],
+                                     "description": "the job's framework in the plan file: another one was re-checked "
+                                                    "and re-predicted for the export's"},
+                     "gpu": string("the job's GPU file"), "gpus": integer(1), "global_batch": integer(1),
+                     "ranks": array(rank_memory(), "per pipeline rank: memory per GPU by kind", 1),
+                     "binding_rank": integer(0, None, "the pipeline rank that binds memory first"),
+                     "headroom_bytes": number(0, desc="kept free per GPU (the framework's launch reserve, or the job's)"),
+                     "margin_bytes": b},
+                    ["step_ns", "framework", "planned_for", "gpu", "gpus", "global_batch", "ranks", "binding_rank",
+                     "headroom_bytes", "margin_bytes"],
+                    "pipescope's prediction of a version 3 plan's job, as the header states it")
+    group = obj({"size": integer(1), "stride": integer(1), "ranks_per_node": integer(1),
+                 "crosses_nodes": {"type": "boolean"}, "first_group": array(integer(0))},
+                ["size", "stride", "ranks_per_node", "crosses_nodes", "first_group"])
+    groups = obj({g: group for g in ("tp", "cp", "ep", "dp", "pp")}, ["tp", "cp", "ep", "dp", "pp"],
+                 "each parallel group's ranks under the layout's order, for --gpus-per-node")
+    ints = array(integer(0))
+    per_target = {
+        "megatron": ({"flags": array(array(string(), min_items=1, max_items=2), "pretrain_gpt.py's arguments: [flag] "
+                                                                                "or [flag, value]"),
+                      "world_size": integer(1), "data_parallel_size": integer(1), "cut": string(),
+                      "p2p": {"enum": ["overlapped", "blocking"]}, "notes": array(string()),
+                      "order": string(), "gpus_per_node": integer(1)},
+                     ["flags", "world_size", "data_parallel_size", "cut", "p2p", "notes"]),
+        "torch": ({"schedule_class": string(), "split_points": array(string()), "stage_ranks": ints,
+                   "n_microbatches": integer(1), "pipeline_size": integer(1), "data_parallel_size": integer(1),
+                   "recompute": {"type": "boolean"}, "schedule_csv": string(), "tensor_parallel_size": integer(1),
+                   "sequence_parallel": {"type": "boolean"}, "context_parallel_size": integer(1),
+                   "mesh_dim_names": array(string()), "mesh_shape": ints, "data_parallel_sharding": string(),
+                   "activation_checkpoint": string(), "expert_parallel_size": integer(1),
+                   "parallel_dims": {"type": "object"}, "expert_mesh_dim_names": array(string()),
+                   "expert_mesh_shape": ints},
+                  ["schedule_class", "split_points", "stage_ranks", "n_microbatches", "pipeline_size",
+                   "data_parallel_size", "recompute"]),
+        "deepspeed": ({"parts": ints, "partition_method": {"enum": ["uniform", "pipescope"]},
+                       "activation_checkpoint_interval": integer(0), "config": {"type": "object"},
+                       "num_stages": integer(1), "data_parallel_size": integer(1), "zero_stage": integer(0, 3)},
+                      ["parts", "partition_method", "activation_checkpoint_interval", "config", "num_stages",
+                       "data_parallel_size"]),
+        "torchtitan": ({"module": string(), "config": string(), "flavor": string(), "nnodes": integer(1),
+                        "nproc_per_node": integer(1), "args": array(string()), "module_fqns_per_model_part": array(array(string())),
+                        "stage_ranks": ints, "pipeline_parallel_degree": integer(1),
+                        "pipeline_parallel_microbatch_size": integer(1), "pipeline_parallel_schedule": string(),
+                        "schedule_csv": string(), "tensor_parallel_degree": integer(1),
+                        "context_parallel_degree": integer(1), "data_parallel_replicate_degree": integer(1),
+                        "data_parallel_shard_degree": integer(-1), "local_batch_size": integer(1),
+                        "global_batch_size": integer(1), "activation_checkpoint": string()},
+                       ["module", "config", "nnodes", "nproc_per_node", "args", "predicted"]),
+    }
+    s = head("export", "pipescope export v1",
+             "What `pipescope export --json` prints: the facts of the file it writes for Megatron-LM, "
+             "torch.distributed.pipelining, DeepSpeed or torchtitan (docs/interop.md).")
+    s["properties"] = dict(fmt_props("export"), target={"enum": list(per_target)},
+                           target_version=string("the framework's release the export was written for"),
+                           predicted=predicted, groups=groups)
+    s["required"] = ["format", "version", "target", "target_version"]
+    s["allOf"] = [{"if": {"properties": {"target": {"const": t}}},
+                   "then": {"properties": props, "required": required}}
+                  for t, (props, required) in per_target.items()]
+    return s
+
+
 def _define():
     NOTE = (" Keys not named here are allowed and ignored by pipescope's readers. The readers check more "
             "than a schema can say (strictly increasing batch_sizes, contiguous stages, ...): a file this "
@@ -560,6 +629,7 @@ def _define():
     write("llm-memory", llm_memory())
     write("llm_plan", llm_plan())
     write("job_prediction", job_prediction())
+    write("export", export())
 
 
 if __name__ == "__main__":

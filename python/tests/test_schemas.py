@@ -373,3 +373,35 @@ def test_llm_plan_zb_v_json_validates_and_exports_torchs_class(tmp_path):
     exported = json.loads(e.stdout)
     assert exported["schedule_class"] == "ScheduleZBVZeroBubble"
     assert exported["stage_ranks"] == [0, 1, 2, 3, 3, 2, 1, 0]
+
+
+def test_every_export_validates(tmp_path):
+    """`export --json` of each target, from version 1 plans (a profile's search) and version 3
+    plans (a job planned for each framework, and one exported to a framework it was not
+    planned for, which adds "planned_for"), validates against export.schema.json."""
+    p = lambda name: os.path.join(ROOT, "profiles", name)
+    out = lambda name: str(tmp_path / name)
+    llama = ["--hf-config", p("hf/llama-3-8b.json"), "--gpu", "h100-sxm", "--gpus", "16", "--global-batch-size", "128",
+             "--seq-length", "4096"]
+    for args in (["plan", "--profile", p("toy-uniform.json"), "--devices", "4", "--batch", "8", "-o", out("v1.json")],
+                 ["plan", *llama, "--out", out("megatron.json")],
+                 ["plan", *llama, "--framework", "torch", "--out", out("torch.json")],
+                 ["plan", *llama, "--framework", "deepspeed", "--out", out("deepspeed.json")]):
+        r = pipescope(*args)
+        assert r.returncode == 0, f"{args}: {r.stderr}"
+    exports = [("v1.json", "megatron"), ("v1.json", "torch"), ("v1.json", "deepspeed"),
+               ("megatron.json", "megatron"), ("megatron.json", "torch"), ("torch.json", "torch"),
+               ("torch.json", "torchtitan"), ("deepspeed.json", "deepspeed")]
+    seen = set()
+    for plan, target in exports:
+        r = pipescope("export", "--plan", out(plan), "--to", target, "--json")
+        assert r.returncode == 0, f"{plan} to {target}: {r.stderr}"
+        document = json.loads(r.stdout)
+        assert document["format"] == "pipescope.export" and document["target"] == target
+        assert errors(document) == [], f"{plan} to {target}"
+        if "predicted" in document:
+            seen.add((document["predicted"]["planned_for"], document["predicted"]["framework"]))
+    assert ("megatron", "torch") in seen and ("torch", "torch") in seen, seen
+    bad = json.loads(pipescope("export", "--plan", out("torch.json"), "--to", "torchtitan", "--json").stdout)
+    bad.pop("args")
+    assert errors(bad) != [], "torchtitan's args are required"
