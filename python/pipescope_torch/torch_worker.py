@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from pipescope_torch.torch_model import ModelEntry, stage_cuts, stage_modules
+from pipescope_torch.torch_model import ModelEntry, stage_modules, stage_ranges
 from pipescope_torch.torch_setup import RUNTIME_CLASS, TorchSetup
 
 
@@ -182,7 +182,7 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
         setup = cfg.setup
         dist.init_process_group("gloo", init_method=f"file://{cfg.store}", rank=rank,
                                 world_size=setup.pipeline_size)
-        entry = ModelEntry.load(cfg.model_spec, cfg.input_shape)
+        entry = ModelEntry.load(cfg.model_spec, cfg.input_shape, setup.loss_name)
         torch.manual_seed(cfg.seed)
         model = entry.build()
         mine = [s for s, r in enumerate(setup.stage_ranks) if r == rank]
@@ -253,7 +253,7 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
                 timed.append({"start_ns": start, "end_ns": end,
                               "ops": [[o.stage, o.kind, o.microbatch, o.start_ns, o.end_ns] for o in recorder.ops]})
         dist.barrier()
-        cuts = stage_cuts(model, setup)
+        cuts = stage_ranges(model, setup)
         out = {"rank": rank, "stages": mine, "ranges": [list(cuts[s]) for s in mine], "steps": timed,
                "peak_saved_bytes": steady.peak, "peak_saved_bytes_step0": first.peak,
                "weight_bytes": param_bytes, "gradient_bytes": param_bytes,
