@@ -139,3 +139,21 @@ def test_run_takes_the_loss_the_profile_names(tmp_path, mlp):
     model = entry.build()
     x, y = entry.batch(model, 8, 1)
     assert y.dtype.is_floating_point is False and list(y.shape) == [8] and int(y.max()) < 10
+
+
+def test_the_llama_examples_loss_layer(tmp_path):
+    """The Llama example's loss (its file's loss_fn: cross-entropy over logits reshaped to
+    [B·S, V], S = 64, V = 1024) at B = 2 saves log_softmax's output 2·64·1024·4 = 524288 B, the
+    int64 labels 2·64·8 = 1024 B and nll_loss's total weight, 4 B: 525316 B. (At B = 1
+    make_batch's labels are a contiguous view of the 65-token ids, whose whole storage,
+    520 B, is what the profile counts.)"""
+    out = tmp_path / "llama.json"
+    r = run_module("profile", f"{os.path.join(PYTHON_DIR, 'examples', 'llama.py')}:build_model",
+                   "--batch-sizes", "2", "--threads", "1", "-o", str(out), *FAST, "--loss", "cross_entropy")
+    assert r.returncode == 0, r.stderr
+    p = load_and_check_profile(out, [2])
+    assert [l["name"] for l in p["layers"]][-2:] == ["head", "loss"]
+    loss = p["layers"][-1]
+    assert loss["spec"]["function"] == "the model file's loss_fn"
+    assert loss["activation_bytes"] == [2 * 64 * 1024 * 4 + 2 * 64 * 8 + 4]
+    assert loss["output_bytes"] == [4]
