@@ -6,7 +6,7 @@ tab read it unchanged: a step is from the earliest rank's start to the latest ra
 (after a barrier), the reported step is the median timed step, and the timeline, busy times
 and bubble are that step's; per position, static bytes are the parameters, gradients and
 optimizer state as allocated, and peak activations the most bytes autograd held saved at once
-over the timed steps (the steady state; step 0's shape inference holds more, the worker
+in an untimed step after the timed ones (the steady state; step 0's shape inference holds more, the worker
 keeps that peak apart).
 """
 
@@ -77,8 +77,8 @@ def build_measurement(req, ranks: List[dict], gradient_error):
         f"per rank): step time is the median of {len(spans)} timed steps after {req.warmup} warm-up",
         f"optimizer {req.optimizer}: its state is what it allocated; its step is inside the timed step",
         "peak memory: parameters, gradients, optimizer state and the most bytes autograd held saved at once "
-        "(saved_tensors_hooks, each saved tensor's extent, parameters excluded) over the timed steps after the "
-        "warm-up, the steady state (step 0, which runs PyTorch's shape inference, is not in it); p2p buffers and "
+        "(saved_tensors_hooks, each saved tensor's extent, parameters excluded) in an untimed step after the "
+        "timed ones, the steady state (step 0, which runs PyTorch's shape inference, is not in it); p2p buffers and "
         "transients not counted",
     ]
     if gradient_error is not None:

@@ -3,9 +3,9 @@ schedule with torch.distributed.pipelining over gloo, and writes what it measure
 
 Invariant: every rank builds the same model from the same seed and the same whole batch, so
 the stages are the plan's cut of one model; step 0 is the checked step (gradients before any
-optimizer update); the timed steps follow the warm-up, and the peak saved-activation bytes
-reported are theirs (the steady state: step 0 also runs PyTorch's shape inference, whose
-peak is kept apart as `peak_saved_bytes_step0`); every time is `time.perf_counter_ns()`
+optimizer update); the timed steps follow the warm-up; one untimed step after them measures
+the peak saved-activation bytes of the steady state (step 0 also runs PyTorch's shape
+inference, whose peak is kept apart as `peak_saved_bytes_step0`); every time is `time.perf_counter_ns()`
 (CLOCK_MONOTONIC: one clock for all ranks of the machine).
 """
 
@@ -236,22 +236,25 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
         for p in params:
             p.grad = None
         timed = []
-        steady = SavedBytes(excluded)  # the peak over the timed steps
         for i in range(cfg.warmup + cfg.steps):
             phase = f"step {i + 1}"
             recorder.enabled = i >= cfg.warmup
             recorder.ops.clear()
             dist.barrier()
             start = time.perf_counter_ns()
-            if recorder.enabled:
-                with steady.hooks():
-                    train_step()
-            else:
-                train_step()
+            train_step()
             end = time.perf_counter_ns()
             if recorder.enabled:
                 timed.append({"start_ns": start, "end_ns": end,
                               "ops": [[o.stage, o.kind, o.microbatch, o.start_ns, o.end_ns] for o in recorder.ops]})
+        # The steady state's memory: one more step, untimed, under the saved-tensor hooks (one
+        # Python call per saved tensor, so the timed steps run without them).
+        phase = f"step {cfg.warmup + cfg.steps + 1} (memory)"
+        recorder.enabled = False
+        steady = SavedBytes(excluded)
+        dist.barrier()
+        with steady.hooks():
+            train_step()
         dist.barrier()
         cuts = stage_ranges(model, setup)
         out = {"rank": rank, "stages": mine, "ranges": [list(cuts[s]) for s in mine], "steps": timed,

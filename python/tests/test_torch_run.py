@@ -72,7 +72,7 @@ STASH_1 = 8 * 64 * 4 + 8 * 64 * 4 + 2 * 8 * 10 * 4
 
 @pytest.mark.parametrize("cls, in_flight", [("ScheduleGPipe", [4, 4]), ("Schedule1F1B", [2, 1])])
 def test_torch_keeps_the_stash_the_schedule_implies(tmp_path, mlp, cls, in_flight):
-    """In the steady state (the timed step after one warm-up) PyTorch keeps exactly the
+    """In the steady state (the untimed memory step after the timed ones) PyTorch keeps exactly the
     micro-batches the schedule has in flight: GPipe all M = 4 on both positions, 1F1B K - s
     (2 on position 0, 1 on position 1), as pipescope's rule says (released at B).
 
