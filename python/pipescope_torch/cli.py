@@ -60,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="torch.set_num_threads for CPU runs")
     p.add_argument("--seed", type=int, default=0, help="seed for the random input (default 0)")
     p.add_argument("-v", "--verbose", action="store_true", help="one line per layer and size")
+    p.add_argument("--loss", help="cross_entropy | mse: end the profile with the loss as a layer named 'loss' "
+                                  "(spec {\"type\": \"loss\"}), measured on the model's output and a target; "
+                                  "a model file's own loss_fn, when it defines one, is the loss measured "
+                                  "(the one `run` uses); default: no loss layer")
     _add_run_parser(sub)
     return parser
 
@@ -196,8 +200,14 @@ def run_profile(args) -> None:
     def progress(msg: str) -> None:
         print(f"pipescope_torch: {msg}", file=sys.stderr, flush=True)
 
+    loss_entry = None
+    if args.loss is not None:
+        from pipescope_torch.torch_model import ModelEntry
+
+        loss_entry = ModelEntry.load(args.model, input_shape, args.loss)
     options = MeasureOptions(device=str(device), warmup=args.warmup, repeats=args.repeats,
-                             seed=args.seed, verbose=args.verbose, progress=progress, make_batch=make_batch)
+                             seed=args.seed, verbose=args.verbose, progress=progress, make_batch=make_batch,
+                             loss_entry=loss_entry)
     profile = profile_model(model, input_shape, batch_sizes, options,
                             model_name=args.name or model_name_from_spec(args.model))
     write_profile_atomically(args.output, profile)

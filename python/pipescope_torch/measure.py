@@ -28,6 +28,9 @@ class MeasureOptions:
     # The model file's make_batch(batch_size, seed) -> (input, target), when it has one:
     # the profile then measures on its input (token ids, say) instead of randn(B, *shape).
     make_batch: Optional[Callable] = None
+    # `profile --loss`: the model's ModelEntry (pipescope_torch.torch_model), whose loss_fn and
+    # target end the profile as one more layer, LOSS_LAYER; None: no loss layer.
+    loss_entry: Optional[object] = None
     progress: Optional[Callable[[str], None]] = None
 
 

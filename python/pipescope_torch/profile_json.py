@@ -46,6 +46,8 @@ def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
             out["optimizer_ms"] = round(float(optimizer_ms[i]), 6)
         if all(m.workspace is not None for m in at):
             out["workspace_bytes"] = {k: [int(m.workspace[k]) for m in at] for k in WORKSPACE_KEYS}
+        if getattr(layer, "spec", None) is not None:
+            out["spec"] = dict(layer.spec)
         out_layers.append(out)
     profile = {
         "format": "pipescope.profile", "version": 1,

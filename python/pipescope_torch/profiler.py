@@ -3,7 +3,9 @@
 Invariant: every layer is measured in isolation on the values the real forward pass gives
 it (inputs from other layers arrive as tensors that require grad, as they do inside a
 pipeline stage; the model input does not), and the returned profile has, for every layer,
-exactly one value per batch size in each per-batch array.
+exactly one value per batch size in each per-batch array. With `profile --loss` the last
+layer, LOSS_LAYER (spec {"type": "loss"}), is the model's loss measured the same way on the
+model's real output (which requires grad, as the last stage's output does) and its target.
 
     profile = profile_model(model, (3, 32, 32), [1, 2, 4], MeasureOptions(device="cpu"))
 """
@@ -11,6 +13,7 @@ exactly one value per batch size in each per-batch array.
 import os
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Dict, List, Sequence
 
 import torch
@@ -20,7 +23,16 @@ from pipescope_torch.errors import BridgeError, one_line
 from pipescope_torch.graph import LAYER_OPS, LayerGraph, build_layer_graph, fetch_attr, is_layer
 from pipescope_torch.measure import MeasureOptions, make_timer, measure_layer, storage_of
 from pipescope_torch.profile_json import build_profile
+from pipescope_torch.torch_model import LOSS_LAYER, LOSSES
 from pipescope_torch.workspace import NOT_MEASURED_NOTE, make_memory_meter, measure_workspace
+
+
+@dataclass
+class LossLayer:
+    """The profile's loss layer: no parameters, a spec that tells it from a module."""
+    name: str
+    spec: dict
+    parameter_bytes: int = 0
 
 
 def device_description(device: torch.device):
@@ -91,8 +103,8 @@ def _placeholder_value(node: torch.fx.Node, x: torch.Tensor, first: bool, model_
 def _measure_batch(lg: LayerGraph, x: torch.Tensor, options: MeasureOptions,
                    excluded, timer, meter, model_name: str, report) -> list:
     """One pass over the graph at one batch size; returns a measurement per layer (with
-    its workspace when `meter` is a CUDA memory meter)."""
-    env, results, placeholders = {}, [], 0
+    its workspace when `meter` is a CUDA memory meter) and the model's output."""
+    env, results, placeholders, output = {}, [], 0, None
     last = _last_uses(lg.graph)
     layer_of = {layer.node: layer for layer in lg.layers}
     for i, node in enumerate(lg.graph.nodes):
@@ -101,6 +113,8 @@ def _measure_batch(lg: LayerGraph, x: torch.Tensor, options: MeasureOptions,
             placeholders += 1
         elif node.op == "get_attr":
             env[node] = fetch_attr(lg.root, node.target)
+        elif node.op == "output":
+            output = torch.fx.node.map_arg(node.args[0], lambda n: env[n])
         elif node.op in LAYER_OPS and not is_layer(node):  # builtin getattr: a lookup
             args = torch.fx.node.map_arg(node.args, lambda n: env[n])
             env[node] = node.target(*args)
@@ -132,7 +146,37 @@ def _measure_batch(lg: LayerGraph, x: torch.Tensor, options: MeasureOptions,
         for src in node.all_input_nodes:
             if last.get(src) == i:
                 env.pop(src, None)
-    return results
+    return results, output
+
+
+def _measure_loss(entry, output, target, options: MeasureOptions, excluded, timer, meter):
+    """The loss layer: entry.loss_fn on a fresh copy of the model's output (requiring grad)
+    and the target; its backward is the loss's gradient into the output."""
+    def make_args():
+        return (_fresh(output, needs_grad=True), target), {}
+
+    def run(args, kwargs):
+        return entry.loss_fn(*args)
+
+    try:
+        m, _ = measure_layer(run, make_args, [], timer, options.warmup, options.repeats, excluded)
+        if meter is not None:
+            m.workspace = measure_workspace(run, make_args, [], meter, excluded)
+    except Exception as exc:
+        raise BridgeError(f"layer '{LOSS_LAYER}' (--loss {entry.loss_name}) failed on the model's output: "
+                          f"{one_line(exc)}") from exc
+    return m
+
+
+def _loss_edges(lg: LayerGraph):
+    """The profile's edges with the loss layer after the layers that give the model's output."""
+    edges = lg.profile_edges()
+    if edges is None:
+        return None
+    out = next(n for n in lg.graph.nodes if n.op == "output")
+    index = {layer.node: i for i, layer in enumerate(lg.layers)}
+    producers = sorted(index[n] for n in out.all_input_nodes if n in index)
+    return list(edges) + [(p, len(lg.layers)) for p in producers]
 
 
 def optimizer_ms(params: List[torch.nn.Parameter], timer, warmup: int, repeats: int) -> float:
@@ -158,6 +202,7 @@ def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
                   model_name: str = "model") -> dict:
     """Measures every layer at every batch size; returns the v1 profile as a dict."""
     progress = options.progress or (lambda msg: None)
+    loss = options.loss_entry
     device = torch.device(options.device)
     model = model.to(device=device, dtype=torch.float32)
     model.train()
@@ -186,14 +231,24 @@ def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
                 progress(f"  batch {batch}: {name}: forward {m.forward_ms:.3f} ms, backward "
                          f"{m.backward_ms:.3f} ms, saved {m.activation_bytes} B")
 
-        per_batch.append(_measure_batch(lg, x, options, excluded, timer, meter,
-                                        type(model).__name__, report))
+        results, output = _measure_batch(lg, x, options, excluded, timer, meter, type(model).__name__, report)
+        if loss is not None:
+            target = loss.target(output, batch, options.seed).to(device)
+            results.append(_measure_loss(loss, output, target, options, excluded, timer, meter))
+            report(LOSS_LAYER, results[-1])
+        per_batch.append(results)
         progress(f"batch size {batch} ({b + 1}/{len(batch_sizes)}) done in "
                  f"{time.perf_counter() - started:.2f} s")
     opt_ms = [optimizer_ms(_layer_params(lg.root, layer.node), timer, options.warmup, options.repeats)
                for layer in lg.layers]
+    layers, edges = lg.layers, lg.profile_edges()
+    if loss is not None:
+        layers = layers + [LossLayer(LOSS_LAYER, {"type": "loss", "name": loss.loss_name,
+                                                  "function": "the model file's loss_fn" if loss.user_loss
+                                                  else f"torch.nn.functional.{LOSSES[loss.loss_name].__name__}"})]
+        edges, opt_ms = _loss_edges(lg), opt_ms + [0.0]
     name, memory = device_description(device)
     return build_profile(model=model_name, device_name=name, memory_bytes=memory,
                          backend=device.type, batch_sizes=list(batch_sizes),
-                         layers=lg.layers, per_batch=per_batch, edges=lg.profile_edges(),
+                         layers=layers, per_batch=per_batch, edges=edges,
                          notes=notes, optimizer_ms=opt_ms)

@@ -5,7 +5,9 @@ report_to_json; schemas/measurement.schema.json), so `pipescope compare` and the
 tab read it unchanged: a step is from the earliest rank's start to the latest rank's end
 (after a barrier), the reported step is the median timed step, and the timeline, busy times
 and bubble are that step's; per position, static bytes are the parameters, gradients and
-optimizer state as allocated, and peak activations the most bytes autograd held saved at once.
+optimizer state as allocated, and peak activations the most bytes autograd held saved at once
+in an untimed step after the timed ones (the steady state; step 0's shape inference holds more, the worker
+keeps that peak apart).
 """
 
 import platform
@@ -75,7 +77,9 @@ def build_measurement(req, ranks: List[dict], gradient_error):
         f"per rank): step time is the median of {len(spans)} timed steps after {req.warmup} warm-up",
         f"optimizer {req.optimizer}: its state is what it allocated; its step is inside the timed step",
         "peak memory: parameters, gradients, optimizer state and the most bytes autograd held saved at once "
-        "(saved_tensors_hooks, distinct storages, in the first step); p2p buffers and transients not counted",
+        "(saved_tensors_hooks, each saved tensor's extent, parameters excluded) in an untimed step after the "
+        "timed ones, the steady state (step 0, which runs PyTorch's shape inference, is not in it); p2p buffers and "
+        "transients not counted",
     ]
     if gradient_error is not None:
         notes.append(f"gradients equal one process's: largest relative error {gradient_error:.2e}")
@@ -92,6 +96,7 @@ def build_measurement(req, ranks: List[dict], gradient_error):
         "runtime": {"framework": "torch.distributed.pipelining", "torch": torch.__version__,
                     "schedule_class": setup.schedule_class, "backend": "gloo", "threads_per_rank": 1,
                     "optimizer": req.optimizer, "step_times_ms": step_ms,
+                    "step0_peak_activation_bytes": [r["peak_saved_bytes_step0"] for r in ranks],
                     "gradient_relative_error": gradient_error},
     }
     return measurement, _trace(ranks, index, t0, setup.schedule), step_ms

@@ -90,7 +90,7 @@ def check_model(req: RunRequest) -> None:
 
     from pipescope_torch.torch_model import ModelEntry, stage_cuts
 
-    entry = ModelEntry.load(req.model_spec, req.input_shape)
+    entry = ModelEntry.load(req.model_spec, req.input_shape, req.setup.loss_name)
     if entry.make_batch is None and not req.input_shape:
         raise BridgeError("--input-shape is needed (the model file defines no make_batch(batch_size, seed))")
     torch.manual_seed(req.seed)
@@ -157,7 +157,7 @@ def _reference(req: RunRequest):
     from pipescope_torch.torch_model import ModelEntry
 
     torch.set_num_threads(1)
-    entry = ModelEntry.load(req.model_spec, req.input_shape)
+    entry = ModelEntry.load(req.model_spec, req.input_shape, req.setup.loss_name)
     torch.manual_seed(req.seed)
     model = entry.build()
     x, y = entry.batch(model, req.setup.batch_size, req.seed + 1)

@@ -47,6 +47,10 @@ class TorchSetup:
     recompute: bool = False
     schedule_csv: Optional[List[List[str]]] = None  # compute-only rows for the runtime
     layer_ranges: List[List[int]] = field(default_factory=list)  # per stage [first, end)
+    # The plan's profile ends with a loss layer (spec {"type": "loss"}, `profile --loss`): its
+    # index (the model's child count) and its loss's name; the last stage's range includes it.
+    loss_layer: Optional[int] = None
+    loss_name: Optional[str] = None
 
     @property
     def stages(self) -> int:
@@ -104,13 +108,34 @@ def setup_from_plan(plan_path: str, pipescope: str, csv: bool = False) -> TorchS
         raise BridgeError(f"{plan_path}: batch_size: {batch} is not a multiple of microbatches x replicas")
     schedule = plan.get("schedule", {})
     name = schedule.get("kind") or os.path.basename(schedule.get("file", "file"))
+    loss_layer, loss_name = _loss_layer(plan_path, plan)
     return TorchSetup(
         source=plan_path, schedule=name, schedule_class=facts["schedule_class"],
         n_microbatches=int(facts["n_microbatches"]), microbatch_size=batch // (micro * data_parallel),
         split_points=list(facts["split_points"]), stage_ranks=list(facts["stage_ranks"]),
         pipeline_size=int(facts["pipeline_size"]), data_parallel_size=int(facts["data_parallel_size"]),
         recompute=bool(facts.get("recompute", False)), schedule_csv=facts.get("schedule_csv"),
-        layer_ranges=[list(s["layers"]) for s in stages])
+        layer_ranges=[list(s["layers"]) for s in stages], loss_layer=loss_layer, loss_name=loss_name)
+
+
+def _loss_layer(plan_path: str, plan: dict):
+    """(index, loss name) of the loss layer that ends the plan's profile, or (None, None)."""
+    profile = plan.get("profile")
+    if not isinstance(profile, str):
+        return None, None
+    path = os.path.join(os.path.dirname(os.path.abspath(plan_path)), profile)
+    if not os.path.isfile(path):  # export, which ran first, says what a plan's profile must be
+        return None, None
+    layers = _read_json(path, "profile").get("layers", [])
+    spec = layers[-1].get("spec") if layers else None
+    if isinstance(spec, dict) and spec.get("type") == "loss":
+        from pipescope_torch.torch_model import LOSSES
+
+        if spec.get("name") not in LOSSES:
+            raise BridgeError(f"{path}: layers[{len(layers) - 1}].spec.name: {spec.get('name')!r} is not a loss "
+                              f"pipescope_torch knows ({', '.join(LOSSES)})")
+        return len(layers) - 1, spec["name"]
+    return None, None
 
 
 def _csv_rows(text: str) -> List[List[str]]:

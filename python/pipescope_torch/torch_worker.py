@@ -3,8 +3,10 @@ schedule with torch.distributed.pipelining over gloo, and writes what it measure
 
 Invariant: every rank builds the same model from the same seed and the same whole batch, so
 the stages are the plan's cut of one model; step 0 is the checked step (gradients before any
-optimizer update, peak saved-activation bytes), the timed steps follow the warm-up, and every
-time is `time.perf_counter_ns()` (CLOCK_MONOTONIC: one clock for all ranks of the machine).
+optimizer update); the timed steps follow the warm-up; one untimed step after them measures
+the peak saved-activation bytes of the steady state (step 0 also runs PyTorch's shape
+inference, whose peak is kept apart as `peak_saved_bytes_step0`); every time is `time.perf_counter_ns()`
+(CLOCK_MONOTONIC: one clock for all ranks of the machine).
 """
 
 import json
@@ -18,7 +20,7 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from pipescope_torch.torch_model import ModelEntry, stage_cuts, stage_modules
+from pipescope_torch.torch_model import ModelEntry, stage_modules, stage_ranges
 from pipescope_torch.torch_setup import RUNTIME_CLASS, TorchSetup
 
 
@@ -180,7 +182,7 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
         setup = cfg.setup
         dist.init_process_group("gloo", init_method=f"file://{cfg.store}", rank=rank,
                                 world_size=setup.pipeline_size)
-        entry = ModelEntry.load(cfg.model_spec, cfg.input_shape)
+        entry = ModelEntry.load(cfg.model_spec, cfg.input_shape, setup.loss_name)
         torch.manual_seed(cfg.seed)
         model = entry.build()
         mine = [s for s, r in enumerate(setup.stage_ranks) if r == rank]
@@ -211,9 +213,9 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
         phase = "step 0"
         excluded = {p.untyped_storage().data_ptr() for p in model.parameters()}
         excluded |= {b.untyped_storage().data_ptr() for b in model.buffers()}
-        saved = SavedBytes(excluded)
+        first = SavedBytes(excluded)
         losses: List[torch.Tensor] = []
-        with saved.hooks():
+        with first.hooks():
             step(losses)
         grads = OrderedDict((name, p.grad.detach().clone()) for s in mine
                             for name, p in modules[s].named_parameters() if p.grad is not None)
@@ -245,9 +247,18 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
             if recorder.enabled:
                 timed.append({"start_ns": start, "end_ns": end,
                               "ops": [[o.stage, o.kind, o.microbatch, o.start_ns, o.end_ns] for o in recorder.ops]})
+        # The steady state's memory: one more step, untimed, under the saved-tensor hooks (one
+        # Python call per saved tensor, so the timed steps run without them).
+        phase = f"step {cfg.warmup + cfg.steps + 1} (memory)"
+        recorder.enabled = False
+        steady = SavedBytes(excluded)
         dist.barrier()
-        cuts = stage_cuts(model, setup)
-        out = {"rank": rank, "stages": mine, "ranges": [list(cuts[s]) for s in mine], "steps": timed, "peak_saved_bytes": saved.peak,
+        with steady.hooks():
+            train_step()
+        dist.barrier()
+        cuts = stage_ranges(model, setup)
+        out = {"rank": rank, "stages": mine, "ranges": [list(cuts[s]) for s in mine], "steps": timed,
+               "peak_saved_bytes": steady.peak, "peak_saved_bytes_step0": first.peak,
                "weight_bytes": param_bytes, "gradient_bytes": param_bytes,
                "optimizer_bytes": _state_bytes(optimizer), "threads": torch.get_num_threads()}
         with open(os.path.join(cfg.outdir, f"rank{rank}.json"), "w") as f:
