@@ -3,7 +3,9 @@
 // 2^31 - 1, the limit + 1, NaN, infinity, an empty string, a word). Every job must exit 0
 // or 2 within 10 s: never 1 (an internal error), 124 (a hang) or a signal. A plan written
 // with --out must re-read to the same step (simulate --plan gives the step_ns llm-plan
-// printed), and a refused job leaves nothing in its folder.
+// printed) and export to each framework or be refused with exit 2 leaving no file (an
+// export to the framework the job was planned for states the step llm-plan printed), and
+// a refused job leaves nothing in its folder.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +114,7 @@ RandomJob draw_job(Draw& d) {
 struct Outcome {
   int exit_code = -1;
   double seconds = 0;
+  int exported = 0, export_refused = 0;  // of a written plan's four exports
   std::string failure;  // empty: the job kept the contract
 };
 
@@ -147,6 +150,35 @@ Outcome run_job(const RandomJob& job) {
   if (simulated != planned) {
     o.failure = "simulate --plan gives step_ns " + std::to_string(simulated) + ", llm-plan printed " +
                 std::to_string(planned);
+    return o;
+  }
+  for (const std::string to : {"megatron", "torch", "deepspeed", "torchtitan"}) {
+    const std::string out = "export-" + to + ".json";
+    const testing::CommandResult e = run_pipescope(dir, "export --plan plan.json --to " + to + " --json -o " + out,
+                                                   "timeout 10");
+    const bool written = std::filesystem::exists(dir.file(out));
+    if (e.exit_code == 2 && !written) {
+      ++o.export_refused;
+      continue;
+    }
+    if (e.exit_code != 0 || !written) {
+      o.failure = "export --to " + to + ": exit " + std::to_string(e.exit_code) + (written ? ", file written" : "") +
+                  ": " + e.err;
+      return o;
+    }
+    const nlohmann::json x = nlohmann::json::parse(testing::read_text(dir.file(out)));
+    const nlohmann::json& p = x["predicted"];
+    const std::string framework = to == "torchtitan" ? "torch" : to;  // torchtitan runs torch's pipelining
+    if (x["format"] != "pipescope.export" || p["framework"] != framework) {
+      o.failure = "export --to " + to + ": " + x.dump().substr(0, 300);
+      return o;
+    }
+    if (p["framework"] == p["planned_for"] && p["step_ns"].get<double>() != planned) {
+      o.failure = "export --to " + to + " states step_ns " + p["step_ns"].dump() + ", llm-plan printed " +
+                  std::to_string(planned);
+      return o;
+    }
+    ++o.exported;
   }
   return o;
 }
@@ -173,22 +205,27 @@ TEST(ReliabilityRandomJobs, EveryJobPlansOrIsRefusedWithExitTwo) {
   for (int w = 0; w < 2; ++w) workers.emplace_back(worker);
   for (std::thread& w : workers) w.join();
 
-  int refused = 0, planned = 0;
+  int refused = 0, planned = 0, exported = 0, export_refused = 0;
   std::size_t slowest = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const Outcome& o = outcomes[i];
     refused += o.exit_code == 2;
     planned += o.exit_code == 0;
+    exported += o.exported;
+    export_refused += o.export_refused;
     if (o.seconds > outcomes[slowest].seconds) slowest = i;
     EXPECT_TRUE(o.failure.empty()) << "seed " << kSeed << ", job " << i << ": pipescope " << jobs[i].command
                                    << jobs[i].args << "\n" << o.failure;
   }
   std::cout << kJobs << " random jobs (seed " << kSeed << "): " << planned << " exit 0, " << refused
             << " refused with exit 2; slowest " << outcomes[slowest].seconds << " s: pipescope "
-            << jobs[slowest].command << jobs[slowest].args << "\n";
+            << jobs[slowest].command << jobs[slowest].args << "\n"
+            << "exports of the written plans: " << exported << " written, " << export_refused << " refused with exit 2\n";
   // Both outcomes occur: a draw that refused everything (or nothing) would test half the contract.
   EXPECT_GT(planned, kJobs / 10);
   EXPECT_GT(refused, kJobs / 10);
+  EXPECT_GT(exported, 0);
+  EXPECT_GT(export_refused, 0);
 }
 
 }  // namespace
