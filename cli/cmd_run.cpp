@@ -10,6 +10,7 @@
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/compare.h"
 #include "exec/runtime/executor.h"
 #include "exec/transport/mpi_runner.h"
@@ -126,7 +127,8 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--warmup", a->run.warmup,
                   "Warm-up steps left out of the measurement (default: 1 when --steps > 1; pipedream and 2bw take "
-                  "none: their steady-state step leaves out the first)");
+                  "none: their steady-state step leaves out the first)")
+      ->check(CLI::Range(0, kMaxRounds));  // a negative value is an error, not the default (-1)
   cmd->add_option("--optimizer", a->optimizer, "sgd | adam")->capture_default_str();
   cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str();
   cmd->add_option("--timeout", a->run.timeout_s, "Seconds a stage waits for a message before it gives up")

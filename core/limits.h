@@ -18,6 +18,7 @@ inline constexpr int kMaxGpus = 1 << 20;           // devices / GPUs in a job, a
 inline constexpr int kMaxBatch = 1 << 30;          // samples or sequences per step, b and M (plan files' M limit)
 inline constexpr int kMaxThreads = 1024;           // --threads of a search
 inline constexpr int kMaxJitterSamples = 100000;   // --samples of a step distribution
+inline constexpr int kMaxRounds = 100000;          // run's --steps and --warmup, profile's --repeats and --warmup
 
 // Throws InputError "flag: expected lo to hi, got value" unless lo <= value <= hi.
 inline void check_range(const std::string& flag, int64_t value, int64_t lo, int64_t hi) {

@@ -16,6 +16,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "exec/backends/blas_kernels.h"
 #include "exec/layers/optimizer.h"
 
@@ -127,8 +128,11 @@ void measure_bytes(Probe& pr, Context ctx) {
 void check_profile_options(const ProfileOptions& o) {
   if (o.repeats < 1) throw InputError("--repeats: expected at least 1");
   if (o.warmup < 0) throw InputError("--warmup: expected 0 or more");
+  check_range("--repeats", o.repeats, 1, kMaxRounds);
+  check_range("--warmup", o.warmup, 0, kMaxRounds);
   for (double b : o.batch_sizes) {
     if (b != std::floor(b) || b < 1) throw InputError("--batch-sizes: the executor needs whole micro-batch sizes >= 1");
+    if (b > kMaxBatch) throw InputError("--batch-sizes: expected micro-batch sizes up to 2^30, got " + std::to_string(static_cast<int64_t>(b)));
   }
 }
 
@@ -323,8 +327,14 @@ Profile profile_model(const ModelFile& model, const ProfileOptions& o) {
     const int64_t started = backend->now_ns();
     MemoryTracker tracker;
     Context ctx{*backend, tracker};
-    std::vector<Probe> probes = describe_probes(model, b, ctx, p);
-    time_rounds(probes, o, ctx, *backend, time);
+    std::vector<Probe> probes;
+    try {  // a size whose tensors this machine cannot hold is the flag's value, not a bug
+      probes = describe_probes(model, b, ctx, p);
+      time_rounds(probes, o, ctx, *backend, time);
+    } catch (const std::bad_alloc&) {
+      throw InputError("--batch-sizes: micro-batch size " + std::to_string(b) + ": the layers' tensors do not fit in " +
+                       "this machine's memory");
+    }
     Spread spread = record_probes(probes, o, p);
     if (o.progress != nullptr) {
       const double seconds = static_cast<double>(backend->now_ns() - started) / 1e9;

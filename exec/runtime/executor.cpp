@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "exec/transport/mpi_runner.h"
 #include "exec/runtime/replica_layout.h"
 #include "exec/runtime/stage_worker.h"
@@ -74,6 +75,7 @@ void check_runnable(const Profile& profile, const Plan& plan, const Schedule& sc
                     const RunOptions& options) {
   make_backend(options.backend);
   if (options.steps < 1) throw InputError("--steps: expected at least 1, got " + std::to_string(options.steps));
+  check_range("--steps", options.steps, 1, kMaxRounds);
   if (options.warmup_steps() >= options.steps) {
     throw InputError("--warmup: expected fewer warm-up steps than --steps (" + std::to_string(options.steps) + ")");
   }

@@ -167,5 +167,19 @@ TEST(ReliabilityFlags, AProfileSearchAtTheBatchLimitAnswersAtOnce) {
   EXPECT_NE(r.out.find("\"microbatches\": 4096"), std::string::npos) << r.out.substr(0, 2000);
 }
 
+// run and profile do real work per step and round: their counts are bounded too. Before,
+// `profile --model --repeats 2147483647` died by SIGSEGV, `run --warmup -3` read as the
+// default and exited 0, and `run --steps 2147483647` ran for days.
+TEST(ReliabilityFlags, TheExecutorsAndProfilersCountsAreRangeChecked) {
+  const std::string model = std::string(" --model '") + PIPESCOPE_SOURCE_DIR + "/models/mlp-uneven.json'";
+  const std::string tiny = std::string(" --profile '") + PIPESCOPE_SOURCE_DIR + "/profiles/gpt-tiny-cpu.json' -K 2 -M 4";
+  expect_refused("profile" + model + " --repeats 2147483647", "pipescope: error: --repeats: expected 1 to 100000, got 2147483647");
+  expect_refused("profile" + model + " --warmup 2147483647", "pipescope: error: --warmup: expected 0 to 100000, got 2147483647");
+  expect_refused("profile" + model + " --batch-sizes 2147483647",
+                 "pipescope: error: --batch-sizes: expected micro-batch sizes up to 2^30, got 2147483647");
+  expect_refused("run" + tiny + " --steps 2147483647", "pipescope: error: --steps: expected 1 to 100000, got 2147483647");
+  expect_refused("run" + tiny + " --warmup -3", "--warmup: Value -3 not in range 0 to 100000");
+}
+
 }  // namespace
 }  // namespace pipescope
