@@ -4,9 +4,12 @@ Verify, then measure: profiles a model with pipescope_torch (one thread), predic
 runnable schedule at K = 2 with `pipescope simulate` (the cut the simulator chooses), runs the
 same plan on PyTorch 2.13 over gloo (gradients checked against one process first), and prints
 predicted vs measured step time with the error per schedule, the median and the worst.
+With --loss NAME the profile's last layer is the model's loss (`pipescope_torch profile
+--loss`), and a last column gives the error of the same plan predicted without it (the
+profile less its loss layer, the same cut): what the loss as a layer changes.
 
     .venv/bin/python benchmarks/torch_pipelining.py [--model python/examples/llama.py:build_model]
-        [--microbatches 4] [--microbatch-size 2] [--steps 7] [--markdown]
+        [--microbatches 4] [--microbatch-size 2] [--steps 7] [--loss cross_entropy] [--markdown]
 Run it on an otherwise idle machine: the two ranks need the two cores.
 """
 
@@ -34,6 +37,39 @@ def bridge(*args, timeout=900):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def write_without_loss(profile: str, out: str) -> None:
+    """The profile less its last layer, the loss (`profile --loss`), and any edge to it."""
+    with open(profile) as f:
+        p = json.load(f)
+    last = len(p["layers"]) - 1
+    if p["layers"][last].get("spec", {}).get("type") != "loss":
+        raise SystemExit(f"{profile}: its last layer is not the loss")
+    p["layers"].pop()
+    if "edges" in p:
+        p["edges"] = [e for e in p["edges"] if last not in e]
+    with open(out, "w") as f:
+        json.dump(p, f)
+
+
+def plan_without_loss(plan: str, profile: str, work: str, schedule: str) -> str:
+    """The plan's cut on the profile less the loss: the last stage ends one layer earlier."""
+    with open(plan) as f:
+        p = json.load(f)
+    last = max(range(len(p["stages"])), key=lambda s: p["stages"][s]["layers"][1])
+    p["stages"][last]["layers"][1] -= 1
+    p["profile"] = os.path.relpath(profile, work)
+    out = os.path.join(work, f"plan-{schedule}-without-loss.json")
+    write_plan(out, p)
+    return out
+
+
+def predict_plan(pipescope: str, plan: str, extra) -> float:
+    r = subprocess.run([pipescope, "simulate", "--plan", plan, "--json", *extra], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"pipescope simulate --plan {plan}: {r.stderr.strip()}")
+    return json.loads(r.stdout)["step_time_ms"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=os.path.join(REPO, "python", "examples", "llama.py:build_model"))
@@ -46,6 +82,8 @@ def main() -> int:
     ap.add_argument("--pipescope", default=os.path.join(REPO, "build", "bin", "pipescope"))
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--keep", help="folder to keep the profile, plans, predictions and measurements in")
+    ap.add_argument("--loss", help="cross_entropy | mse: profile the model's loss as the last layer (the model "
+                                    "file's loss_fn where it has one)")
     ap.add_argument("--free-links", action="store_true",
                     help="predict with free communication (default: a hardware file with the gloo link measured here)")
     args = ap.parse_args()
@@ -55,10 +93,14 @@ def main() -> int:
     profile = os.path.join(work, "profile.json")
     mb = args.microbatch_size
     sizes = ",".join(str(b) for b in sorted({max(1, mb // 2), mb, 2 * mb}))
-    r = bridge("profile", args.model, *shape, "--batch-sizes", sizes, "--threads", "1", "-o", profile)
+    loss = ["--loss", args.loss] if args.loss else []
+    r = bridge("profile", args.model, *shape, "--batch-sizes", sizes, "--threads", "1", *loss, "-o", profile)
     if r.returncode != 0:
         print(r.stderr, file=sys.stderr)
         return 1
+    if args.loss:
+        without_loss = os.path.join(work, "profile-without-loss.json")
+        write_without_loss(profile, without_loss)
     wanted = args.schedules.split(",")
     extra, link_note = [], "communication free"
     if not args.free_links:
@@ -92,9 +134,12 @@ def main() -> int:
             json.dump(pred, f)
         err = (pred["step_time_ms"] - m["step_time_ms"]) / m["step_time_ms"]
         err_blocking = (blocking["step_time_ms"] - m["step_time_ms"]) / m["step_time_ms"]
-        rows.append((schedule, pred["step_time_ms"], m["step_time_ms"], err, err_blocking,
-                     f"{m['runtime']['schedule_class']}, bubble {pred['bubble_fraction']:.3f} pred / "
-                     f"{m['bubble_fraction']:.3f} meas, grad err {m['runtime']['gradient_relative_error']:.1e}"))
+        note = (f"{m['runtime']['schedule_class']}, bubble {pred['bubble_fraction']:.3f} pred / "
+                f"{m['bubble_fraction']:.3f} meas, grad err {m['runtime']['gradient_relative_error']:.1e}")
+        if args.loss:
+            bare = predict_plan(args.pipescope, plan_without_loss(plan, without_loss, work, schedule), extra)
+            note += f"; without the loss layer {100 * (bare - m['step_time_ms']) / m['step_time_ms']:+.1f}%"
+        rows.append((schedule, pred["step_time_ms"], m["step_time_ms"], err, err_blocking, note))
     errors = [abs(e) for _, _, _, e, _, _ in rows if e is not None]
     errors_blocking = [abs(e) for _, _, _, _, e, _ in rows if e is not None]
     head = ["schedule", "predicted ms", "measured ms (median)", "error", "error, p2p blocking", "notes"]
