@@ -77,7 +77,7 @@ void simulate_job(const Plan& plan, const JobSimulation& run, const GateOptions&
   for (const RankMemory& m : r.memory.stages) facts.stage_peak_bytes.push_back(static_cast<int64_t>(m.total()));
   // fits as the search fits: under the GPU's memory less the job's headroom
   const double capacity = static_cast<double>(gpu.node.memory_bytes);
-  facts.memory_limit_bytes = static_cast<int64_t>(capacity - job_headroom_bytes(job, capacity));
+  facts.memory_limit_bytes = static_cast<int64_t>(job_usable_bytes(job, capacity));
   const std::vector<GateResult> results = gates.evaluate(facts);
   const std::string json = with_gates(job_prediction_json(job, r), results).dump(2) + "\n";
   std::vector<std::pair<std::string, std::string>> files;

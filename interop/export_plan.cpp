@@ -125,7 +125,7 @@ void retarget_job(PlanShape& s, Framework target, const GpuModel& gpu) {
   JobReport predicted = evaluate_job(job, gpu);
   const std::vector<RankMemory>& ranks = predicted.memory.stages;
   const RankMemory& binding = ranks[static_cast<std::size_t>(binding_rank(ranks))];
-  const double usable = s.gpu_memory_bytes - job_headroom_bytes(job, s.gpu_memory_bytes);
+  const double usable = job_usable_bytes(job, s.gpu_memory_bytes);
   if (binding.total() > usable) {
     char gb[96];
     std::snprintf(gb, sizeof gb, "%.2f GB, more than the %.2f GB usable", binding.total() / 1e9, usable / 1e9);
@@ -172,7 +172,7 @@ Json predicted_json(const PlanShape& s) {
   const std::vector<RankMemory>& stages = s.predicted->memory.stages;
   const int binding = binding_rank(stages);
   const double headroom = job_headroom_bytes(*s.job, s.gpu_memory_bytes);
-  const double margin = s.gpu_memory_bytes - headroom - stages[static_cast<std::size_t>(binding)].total();
+  const double margin = job_usable_bytes(*s.job, s.gpu_memory_bytes) - stages[static_cast<std::size_t>(binding)].total();
   return {{"step_ns", s.predicted->time.step_ns}, {"framework", to_string(s.job->framework)},
           {"planned_for", to_string(s.planned_for.value_or(s.job->framework))}, {"gpu", s.job->cluster.gpu}, {"gpus", s.job->layout.gpus()},
           {"global_batch", s.job->layout.global_batch()}, {"ranks", ranks}, {"binding_rank", binding},

@@ -107,6 +107,8 @@ double job_headroom_bytes(const Job& job, double capacity) {
                                                 : framework_offer(job.framework).reserve.bytes(capacity);
 }
 
+double job_usable_bytes(const Job& job, double capacity) { return capacity - job_headroom_bytes(job, capacity); }
+
 Job job_from_json(const JsonReader& r, const JsonReader& layout) {
   if (!r.json().is_object()) r.fail("expected an object");
   Job job;

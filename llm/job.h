@@ -49,6 +49,9 @@ struct Job {
 // The bytes per GPU the job keeps free of `capacity` (its cluster's, else its framework's
 // llm/framework.h reserve).
 double job_headroom_bytes(const Job& job, double capacity);
+// What a layout must fit under: `capacity` less job_headroom_bytes (the search's, simulate
+// --plan --require-fit's, the exports' and the GUI's test).
+double job_usable_bytes(const Job& job, double capacity);
 
 struct JobReport {
   StepTime time;             // time.step_ns: pipeline + data-parallel tail + embedding sync + ZeRO traffic

@@ -209,10 +209,10 @@ InputError plan_check_error(const std::string& source, const std::string& messag
                             const std::string& where) {
   const std::string field = plan_field_of_check(message, model);
   std::string what = message;
+  // "layout.layers_per_chunk: layers_per_chunk: ..." says the field twice: drop the second
   const std::size_t dot = field.rfind('.');
-  if (dot != std::string::npos && what.rfind(field.substr(dot + 1) + ": ", 0) == 0) {
-    what = what.substr(field.size() - dot + 1);  // "layers_per_chunk: " after "layout.layers_per_chunk"
-  }
+  const std::string own = dot == std::string::npos ? "" : field.substr(dot + 1) + ": ";
+  if (!own.empty() && what.rfind(own, 0) == 0) what.erase(0, own.size());
   const std::string path = (field.empty() ? std::string(where.empty() ? "" : "layout") : field) +
                            (where.empty() ? "" : " " + where);
   return InputError(source, path, what);

@@ -11,8 +11,7 @@
 namespace pipescope::gui {
 
 double JobEvaluation::usable_bytes() const {
-  const double capacity = static_cast<double>(capacity_bytes());
-  return capacity - job_headroom_bytes(inputs.job, capacity);
+  return job_usable_bytes(inputs.job, static_cast<double>(capacity_bytes()));
 }
 
 bool JobEvaluation::fits(const RankMemory& rank) const {
