@@ -20,6 +20,7 @@ void add_all_commands(CLI::App& app) {
   add_llm_time_command(app);
   add_llm_memory_command(app);
   add_llm_plan_command(app);
+  add_calibrate_command(app);
   refuse_empty_values(app);
 }
 

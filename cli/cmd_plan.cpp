@@ -52,6 +52,7 @@ struct SearchArgs {
   bool allow_async = false;
   std::string optimizer_step = "synchronized";
   std::string p2p;
+  std::string runtime;  // --runtime
   std::string offload, offload_fraction;
   std::string framework;  // empty: every schedule pipescope has
   DistributionOptions distribution;
@@ -81,6 +82,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a, bool sweep) {
       ->check(CLI::IsMember({"synchronized", "post-validation"}))
       ->capture_default_str();
   add_p2p_option(cmd, a.p2p);
+  add_runtime_option(cmd, a.runtime);
   add_offload_options(cmd, a.offload, a.offload_fraction);
   if (sweep) {
     cmd->add_option("--framework", a.framework,
@@ -178,7 +180,8 @@ SearchRequest make_request(const SearchArgs& a, Profile profile) {
   q.max_stages = a.max_stages;
   q.stages = a.stages;
   q.optimizer_step = parse_optimizer_step(a.optimizer_step);
-  if (!a.p2p.empty()) q.p2p = parse_p2p(a.p2p);
+  q.runtime = runtime_of(a.runtime);
+  if (!a.p2p.empty() || (q.runtime && q.runtime->p2p)) q.p2p = p2p_with_runtime(a.p2p, q.runtime, P2p::Overlapped);
   q.offload = offload_with_flags({}, a.offload, a.offload_fraction);
   if (q.offload.fraction.size() > 1) {
     throw InputError("--offload-fraction: the search tries several stage counts; give one fraction for every stage");

@@ -31,6 +31,7 @@ SimOptions simulate_plan(const ResolvedPlan& r, const exec::RunOptions& run) {
   options.model = r.profile.model;
   options.optimizer_step = run.optimizer_step;
   options.p2p = run.p2p;
+  options.runtime = r.runtime ? &*r.runtime : nullptr;  // the run's prediction with --runtime's terms
   options.offload = r.plan.offload;
   if (run.optimizer_step == OptimizerStep::PostValidation) options.steps = run.steps;
   return options;

@@ -84,6 +84,7 @@ void add_simulate_command(CLI::App& app) {
     options.steps = args->plan.steps;
     options.optimizer_step = r.plan.optimizer_step;
     options.p2p = r.p2p;
+    options.runtime = r.runtime ? &*r.runtime : nullptr;
     options.offload = r.plan.offload;
     StepReport report = simulate(r.schedule, costs, r.hardware, options);
     if (args->plan.host_capacity == "error") check_host_capacity(report, r.hardware, "--host-capacity report");
@@ -98,6 +99,7 @@ void add_simulate_command(CLI::App& app) {
     if (args->distribution.enabled()) {
       JitterSpec spec = args->distribution.spec();
       spec.p2p = options.p2p;
+      spec.runtime = options.runtime;
       if (args->distribution.from_profile()) spec.stage_cv = stage_cv_from_profile(r.profile, costs);
       const StepDistribution d = sample_steps(r.schedule, costs, r.hardware, spec);
       out["distribution"] = distribution_to_json(d, spec);

@@ -18,7 +18,8 @@ void add_export_command(CLI::App& app);   // cli/cmd_export.cpp
 void add_validate_command(CLI::App& app);  // cli/cmd_validate.cpp
 void add_llm_time_command(CLI::App& app);  // cli/cmd_llm_time.cpp (llm/)
 void add_llm_memory_command(CLI::App& app);  // cli/cmd_llm_memory.cpp (llm/)
-void add_llm_plan_command(CLI::App& app);    // cli/cmd_plan.cpp: plan with a model, its old name
+void add_llm_plan_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);   // cli/cmd_calibrate.cpp (sim/calibrate.h)    // cli/cmd_plan.cpp: plan with a model, its old name
 
 // Every option that takes a value, in every subcommand, refuses an empty one
 // (`--offload-fraction ""`): "--flag: expected a value, got an empty string". Without it

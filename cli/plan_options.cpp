@@ -24,6 +24,24 @@ void add_p2p_option(CLI::App* cmd, std::string& p2p) {
       ->check(CLI::IsMember({"overlapped", "blocking"}));
 }
 
+void add_runtime_option(CLI::App* cmd, std::string& runtime) {
+  cmd->add_option("--runtime", runtime,
+                  "What the runtime spends around the ops, charged on each position's track: a pipescope.runtime file "
+                  "(`pipescope calibrate` writes one from a measured run) or a bundled name (" +
+                      bundled_runtime_names() + "); its p2p applies unless --p2p is given; default: the ops alone");
+}
+
+std::optional<RuntimeCosts> runtime_of(const std::string& runtime) {
+  if (runtime.empty()) return std::nullopt;
+  return load_runtime_costs(runtime);
+}
+
+P2p p2p_with_runtime(const std::string& p2p_flag, const std::optional<RuntimeCosts>& runtime, P2p fallback) {
+  if (!p2p_flag.empty()) return parse_p2p(p2p_flag);
+  if (runtime && runtime->p2p) return *runtime->p2p;
+  return fallback;
+}
+
 void add_offload_options(CLI::App* cmd, std::string& offload, std::string& fraction) {
   cmd->add_option("--offload", offload,
                   "Activation offload to host memory (PipeOffload): none | all (every stash, --offload-fraction of "
@@ -83,6 +101,7 @@ void PlanOptions::add_to(CLI::App* cmd) {
                   "runtime; with --steps N >= 3 the steady-state step shows it)")
       ->check(CLI::IsMember({"synchronized", "post-validation"}));
   add_p2p_option(cmd, p2p);
+  add_runtime_option(cmd, runtime);
   add_offload_options(cmd, offload, offload_fraction);
   cmd->add_option("--host-capacity", host_capacity,
                   "error (a host peak over the hardware file's host_link memory_bytes or node_memory_bytes exits 2) | "
@@ -216,7 +235,9 @@ ResolvedPlan resolve(const PlanOptions& o) {
   settle_hardware(o, r);
   apply_step_flags(o, r.plan);
   if (!o.p2p.empty()) r.plan.p2p = parse_p2p(o.p2p);
-  r.p2p = p2p_of(r.plan, r.hardware);
+  r.runtime = runtime_of(o.runtime);
+  r.p2p = p2p_with_runtime(o.p2p, r.runtime, p2p_of(r.plan, r.hardware));
+  if (r.runtime && r.runtime->p2p && o.p2p.empty()) r.plan.p2p = r.p2p;
   r.plan.offload = offload_with_flags(r.plan.offload, o.offload, o.offload_fraction);
   const std::string field = o.plan_path + ": offload";
   check_offload(r.plan.offload, static_cast<int>(r.plan.stages.size()), r.hardware,

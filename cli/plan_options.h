@@ -13,6 +13,7 @@
 #include "core/hardware.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "core/runtime_costs.h"
 #include "core/schedule.h"
 
 namespace pipescope::cli {
@@ -32,6 +33,7 @@ struct PlanOptions {
   bool activation_budget_given = false;
   std::string optimizer_step;  // --optimizer-step (empty: the plan file's, else synchronized)
   std::string p2p;             // --p2p (empty: the plan file's, else the hardware file's, else overlapped)
+  std::string runtime;         // --runtime FILE|NAME (empty: the ops alone; core/runtime_costs.h)
   std::string offload;         // --offload (empty: the plan file's, else none)
   std::string offload_fraction;  // --offload-fraction (empty: the plan file's, else 1)
   std::string host_capacity = "error";  // --host-capacity: error | report (over the host memory)
@@ -49,12 +51,20 @@ struct ResolvedPlan {
   Hardware hardware;
   Schedule schedule;
   std::vector<int> layer_order;  // make_plan's reorder of the given profile (empty: none)
-  P2p p2p = P2p::Overlapped;     // p2p_of(plan, hardware), after --p2p
+  P2p p2p = P2p::Overlapped;     // --p2p, else the runtime's, else p2p_of(plan, hardware)
+  std::optional<RuntimeCosts> runtime;  // --runtime
 };
 
 // --p2p overlapped|blocking, the same for every command that takes it (core/p2p.h);
 // `p2p` stays empty when the flag is not given.
 void add_p2p_option(CLI::App* cmd, std::string& p2p);
+
+// --runtime FILE|NAME, the same for every command that takes it (core/runtime_costs.h).
+void add_runtime_option(CLI::App* cmd, std::string& runtime);
+// The runtime --runtime names (none when empty), and the p2p it implies: --p2p when given
+// (`p2p_flag`), else the runtime's, else `fallback`.
+std::optional<RuntimeCosts> runtime_of(const std::string& runtime);
+P2p p2p_with_runtime(const std::string& p2p_flag, const std::optional<RuntimeCosts>& runtime, P2p fallback);
 
 // --offload none|all|selective and --offload-fraction F or F0,F1,... (core/offload.h), the
 // same for every command that takes them; both stay empty when not given.

@@ -68,6 +68,10 @@ void TimelineRecorder::optimizer(int device, int replica, int64_t start_ns, int6
   t_.events.push_back({track, "optimizer", -1, -1, start_ns, duration_ns});
 }
 
+void TimelineRecorder::runtime(int device, int stage, int microbatch, int64_t start_ns, int64_t duration_ns) {
+  t_.events.push_back({device, "runtime", stage, microbatch, start_ns, duration_ns});
+}
+
 void TimelineRecorder::memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes,
                               int64_t weight_version_bytes) {
   t_.memory.push_back({device, time_ns, activation_bytes, transient_bytes, weight_version_bytes});

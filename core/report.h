@@ -19,7 +19,7 @@ namespace pipescope {
 // One slice of a timeline: an op on a device track, or a transfer on a link track.
 struct TimelineEvent {
   int track = 0;
-  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce, optimizer.
+  // forward, backward, backward_input, backward_weight, recompute, transfer, allreduce, optimizer, runtime (core/runtime_costs.h).
   // A string, not an enum: it is the Chrome trace's "cat" vocabulary that trace and report files carry.
   std::string category;
   int stage = -1;
@@ -77,6 +77,9 @@ class TimelineRecorder {
   void allreduce(int device, int replica, int64_t start_ns, int64_t duration_ns);
   // The optimizer step at the end of the step, on the device's own track.
   void optimizer(int device, int replica, int64_t start_ns, int64_t duration_ns);
+  // Time the runtime spends around the ops (core/runtime_costs.h) on the device's own
+  // track; stage and micro-batch name the op it serves (-1: the step's own terms).
+  void runtime(int device, int stage, int microbatch, int64_t start_ns, int64_t duration_ns);
   void memory(int device, int64_t time_ns, int64_t activation_bytes, int64_t transient_bytes = 0,
               int64_t weight_version_bytes = 0);
   // An offload (to_host) or a reload of (stage, micro-batch)'s stash on the device's host track.

@@ -91,6 +91,7 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
   const CostModel costs = build_cost_model(profile, c.plan, q.hardware);
   JitterSpec spec = q.jitter;
   spec.threads = 1;
+  spec.runtime = q.runtime ? &*q.runtime : nullptr;
   if (q.jitter_from_profile) spec.stage_cv = stage_cv_from_profile(profile, costs);
   const StepDistribution d = sample_steps(schedule, costs, q.hardware, spec);
   c.sampled = true;
@@ -109,8 +110,10 @@ void sample(const SearchRequest& q, const Profile& profile, const Schedule& sche
 
 // A candidate's simulation: no timeline; under post-validation several steps (the
 // ranking takes their steady state).
-static SimOptions search_sim_options(const Plan& plan, const Hardware& hardware) {
+static SimOptions search_sim_options(const Plan& plan, const Hardware& hardware,
+                                     const std::optional<RuntimeCosts>& runtime) {
   SimOptions options;
+  options.runtime = runtime ? &*runtime : nullptr;
   options.record_timeline = false;
   options.p2p = p2p_of(plan, hardware);
   options.offload = plan.offload;
@@ -155,7 +158,7 @@ void CandidateEvaluation::assign(const LayerRanges& cut) {
 
 StepReport CandidateEvaluation::run(const LayerRanges& cut) {
   assign(cut);
-  return simulate(schedule, build_cost_model(profile(), c.plan, q.hardware), q.hardware, search_sim_options(c.plan, q.hardware));
+  return simulate(schedule, build_cost_model(profile(), c.plan, q.hardware), q.hardware, search_sim_options(c.plan, q.hardware, q.runtime));
 }
 
 void place_by_speed(CandidateEvaluation& e) {
@@ -259,7 +262,7 @@ void order_zero_bubble(CandidateEvaluation& e) {
   // The same call as resolve(): simulate --plan reproduces it.
   const CostModel costs = build_cost_model(e.profile(), e.c.plan, e.q.hardware);
   e.schedule = schedule_for_costs(e.c.plan, costs, e.q.hardware);
-  e.report = simulate(e.schedule, costs, e.q.hardware, search_sim_options(e.c.plan, e.q.hardware));
+  e.report = simulate(e.schedule, costs, e.q.hardware, search_sim_options(e.c.plan, e.q.hardware, e.q.runtime));
 }
 
 void consider_offload(CandidateEvaluation& e) {
@@ -279,7 +282,7 @@ void consider_offload(CandidateEvaluation& e) {
   for (OffloadPolicy policy : {OffloadPolicy::Selective, OffloadPolicy::All}) {
     c.plan.offload = Offload{policy, e.q.offload.fraction};
     StepReport r = simulate(e.schedule, build_cost_model(e.profile(), c.plan, e.q.hardware), e.q.hardware,
-                            search_sim_options(c.plan, e.q.hardware));
+                            search_sim_options(c.plan, e.q.hardware, e.q.runtime));
     c.offload_trials.push_back(trial(policy, r));
     if (!taken && r.fits()) {
       taken = std::move(r);

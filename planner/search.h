@@ -20,6 +20,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/recompute.h"
+#include "core/runtime_costs.h"
 #include "core/schedule.h"
 #include "planner/partitioner.h"
 #include "sim/distribution.h"
@@ -71,6 +72,9 @@ struct SearchRequest {
   // How transfers meet compute (core/p2p.h): written into every candidate's plan; absent:
   // the hardware's, else overlapped.
   std::optional<P2p> p2p;
+  // What the runtime spends around the ops (core/runtime_costs.h), charged in every
+  // candidate's simulation; absent: the ops alone.
+  std::optional<RuntimeCosts> runtime;
   // Activation offload (core/offload.h): written into every candidate's plan and simulated
   // with it (one fraction for every stage: candidates differ in their stage counts).
   Offload offload;

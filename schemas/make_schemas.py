@@ -376,6 +376,57 @@ def export():
     return s
 
 
+def runtime():
+    """pipescope.runtime (core/runtime_costs.h): what a runtime spends around the ops."""
+    kinds = {k: number(0, 3.6e9) for k in ("F", "B", "I", "W", "R")}
+    op_kinds = {k: number(-3.6e9, 3.6e9) for k in ("F", "B", "I", "W", "R")}
+    us = lambda desc: number(0, 3.6e9, desc)
+    s = head("runtime", "pipescope runtime v1",
+             "A runtime's own costs per action, message and step (core/runtime_costs.h); `pipescope calibrate` "
+             "writes one, simulate/plan/run take it with --runtime. Times in microseconds.")
+    s["properties"] = dict(
+        fmt_props("runtime"), framework=string("what ran"), schedule_class=string("the framework's schedule class"),
+        action_us=dict(obj(kinds, [], "the runtime's code between ops, before the op's input is waited for"),
+                       additionalProperties=False),
+        op_us=dict(obj(op_kinds, [], "added to each op once its input is there (the measured op less the profiled)"),
+                   additionalProperties=False),
+        loss_us=us("the loss after each forward of the last stage"),
+        message=dict(obj({"send_issue_us": us(None), "send_issue_us_per_mib": us(None), "recv_issue_us": us(None),
+                          "recv_issue_us_per_mib": us(None)}, [], "issuing a send or a receive, on its own end"),
+                     additionalProperties=False),
+        p2p={"enum": ["overlapped", "blocking"]},
+        step=dict(obj({"prologue_us": us("before a device's first op"), "epilogue_us": us("after its last op"),
+                       "last_stage_epilogue_us": us("more on the last stage's device"),
+                       "optimizer_us_per_mib": us("the optimizer step per MiB of parameters (replaces the profile's)")},
+                      []), additionalProperties=False),
+        split_backward=dict(obj({"first_stage": {"enum": ["as_profiled", "weight_pass_runs_all"]}}, []),
+                            additionalProperties=False),
+        sources={"type": "object", "additionalProperties": string(), "description": "where each number comes from"},
+        fit={"type": "object", "description": "what pipescope calibrate reports of its fit"})
+    s["required"] = ["format", "version"]
+    s["additionalProperties"] = False
+    return s
+
+
+def calibration():
+    """What `pipescope calibrate --json` prints."""
+    term = obj({"name": string(), "value_us": number(), "samples": integer(0), "residual_us": number(0)},
+               ["name", "value_us", "samples", "residual_us"])
+    rt = runtime()
+    for k in ["$schema", "$id", "title"]:
+        rt.pop(k)
+    s = head("calibration", "pipescope calibration v1", "What `pipescope calibrate --json` prints: the fitted terms, "
+             "their residuals and the measured plan predicted with and without them.")
+    s["properties"] = dict(fmt_props("calibration"), trace=string(), runtime_file=string(), terms=array(term),
+                           step_ms=array(number(0)), step_cv=number(0), measured_step_ms=number(0),
+                           predicted_step_ms=obj({"ops_alone": number(0), "calibrated": number(0)},
+                                                 ["ops_alone", "calibrated"]),
+                           runtime=rt, notes=array(string()))
+    s["required"] = ["format", "version", "trace", "runtime_file", "terms", "step_ms", "step_cv", "measured_step_ms",
+                     "predicted_step_ms", "runtime", "notes"]
+    return s
+
+
 def _define():
     NOTE = (" Keys not named here are allowed and ignored by pipescope's readers. The readers check more "
             "than a schema can say (strictly increasing batch_sizes, contiguous stages, ...): a file this "
@@ -630,6 +681,8 @@ def _define():
     write("llm_plan", llm_plan())
     write("job_prediction", job_prediction())
     write("export", export())
+    write("runtime", runtime())
+    write("calibration", calibration())
 
 
 if __name__ == "__main__":

@@ -158,6 +158,7 @@ SampleResult run_sample(const Schedule& s, const CostModel& c, const Hardware& h
   if (j.link_cv > 0) o.send_factors = send;
   o.op_starts_ns = &start;
   o.p2p = j.p2p;
+  o.runtime = j.runtime;
   StepReport r = simulate(s, c, h, o);
   return {r.ranked_step_ns(), r.bubble_fraction, critical_share(g, start, dur, K)};
 }
@@ -210,6 +211,7 @@ StepDistribution sample_steps(const Schedule& s, const CostModel& c, const Hardw
   SimOptions plain;
   plain.record_timeline = false;
   plain.p2p = j.p2p;
+  plain.runtime = j.runtime;
   out.deterministic_ns = simulate(s, c, h, plain).ranked_step_ns();  // asynchronous: the steady state
 
   std::vector<SampleResult> results(j.samples);

@@ -30,6 +30,7 @@ struct JitterSpec {
   uint64_t seed = 0;
   int threads = 0;                  // 0: std::thread::hardware_concurrency()
   P2p p2p = P2p::Overlapped;        // as SimOptions::p2p (`simulate --p2p`)
+  const RuntimeCosts* runtime = nullptr;  // as SimOptions::runtime (`simulate --runtime`)
 };
 
 struct StepDistribution {

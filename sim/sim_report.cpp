@@ -64,6 +64,7 @@ void fill_prediction(StepReport& r, const Schedule& s, const CostModel& c, const
   }
   r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(w.end));
   add_prediction_notes(r, s, c, h, blocking, post_validation);
+  if (o.runtime && o.runtime->any()) r.notes.push_back(runtime_note(*o.runtime));
 }
 
 }  // namespace pipescope

@@ -46,6 +46,9 @@ struct OpRule {
   int64_t held_bytes = 0;     // StageMemory: what it leaves held (unless it frees)
   bool frees = false;         // op_frees: its end frees the (stage, micro-batch)'s stash
   std::optional<Message> receives, sends;
+  int64_t pre_ns = 0;   // the runtime before the op: its action term, and issuing a receive from another device
+  int64_t post_ns = 0;  // the runtime after it: the loss (last stage's F), and issuing a send to another device
+  int64_t runtime_op_ns = 0;  // what the runtime changes of the op's own time (op_us, the split rule)
 };
 
 // The link times of the tensor crossing one cut, either way (computed once per run).
@@ -117,9 +120,14 @@ class PipelineSim {
         rule = {op_duration_ns(op.kind, cost), op_release_bytes(op.kind, cost), 0,
                 op_charge_bytes(op.kind, cost, s.r_ops), memory.peak, memory.held, op_frees(op.kind),
                 op_receives(op, S_), op_sends(op, S_)};
-        if (blocking_ && rule.receives && s.stage_position[rule.receives->from_stage] != s.stage_position[st]) {
+        const bool remote_in = rule.receives && s.stage_position[rule.receives->from_stage] != s.stage_position[st];
+        if (blocking_ && remote_in) {
           const CutLink& l = cut_link_[rule.receives->cut()];
           rule.receive_block_ns = l.busy_ns + l.latency_ns;
+        }
+        if (rt_) {
+          charge_runtime(rule, op, remote_in);
+          rule.runtime_op_ns = rule.duration_ns - op_duration_ns(op.kind, cost);
         }
       }
     }
@@ -142,6 +150,13 @@ class PipelineSim {
   }
 
   StepReport run() {
+    if (rt_ && rt_->prologue_ns > 0) {  // the step's start on every device, before its first op
+      for (int d = 0; d < K_; ++d) {
+        if (s_.position_ops[d].empty()) continue;
+        free_at_[d] = rt_->prologue_ns;
+        if (recorder_) recorder_->runtime(d, -1, -1, 0, rt_->prologue_ns);
+      }
+    }
     runnable_.reserve(K_);
     for (int d = K_ - 1; d >= 0; --d) runnable_.push_back(d);
     while (!runnable_.empty()) {
@@ -163,6 +178,51 @@ class PipelineSim {
   }
 
  private:
+  // The runtime's terms of one (kind, stage) (core/runtime_costs.h): its action, the
+  // issue of its messages to and from other devices, the loss after the last stage's F,
+  // and the split backward as the runtime runs it on the first stage.
+  void charge_runtime(OpRule& rule, const Op& op, bool remote_in) const {
+    const RuntimeCosts& rt = *rt_;
+    rule.pre_ns = rt.action_ns[static_cast<std::size_t>(op.kind)];
+    rule.duration_ns = std::max<int64_t>(0, rule.duration_ns + rt.op_ns[static_cast<std::size_t>(op.kind)]);
+    if (remote_in) rule.pre_ns += rt.recv_issue(c_.stages[rule.receives->from_stage].send_bytes);
+    if (rule.sends && s_.stage_position[rule.sends->to_stage] != s_.stage_position[op.stage]) {
+      rule.post_ns += rt.send_issue(c_.stages[rule.sends->from_stage].send_bytes);
+    }
+    if (op.kind == OpKind::Forward && op.stage == S_ - 1) rule.post_ns += rt.loss_ns;
+    if (rt.first_stage_split == FirstStageSplit::WeightPassRunsAll && op.stage == 0) {
+      if (op.kind == OpKind::BackwardInput) {
+        rule.duration_ns = std::max<int64_t>(0, rt.op_ns[static_cast<std::size_t>(OpKind::BackwardInput)]);  // the call, not the pass
+        rule.release_bytes = 0;  // it ran nothing, so it frees nothing: W frees the stash
+      }
+      if (op.kind == OpKind::BackwardWeight) {
+        rule.duration_ns =
+            std::max<int64_t>(0, c_.stages[0].backward_ns + rt.op_ns[static_cast<std::size_t>(OpKind::BackwardWeight)]);
+      }
+    }
+  }
+
+  // The optimizer step of one stage: the runtime's per-byte term when it has one (it
+  // replaces the profile's optimizer_ms), else the profile's.
+  int64_t stage_optimizer_ns(int st) const {
+    if (rt_ && rt_->optimizer_ns_per_parameter_byte > 0) {
+      return std::llround(rt_->optimizer_ns_per_parameter_byte * static_cast<double>(c_.stages[st].parameter_bytes));
+    }
+    return c_.stages[st].optimizer_ns;
+  }
+
+  // The runtime's terms after a device's last op of a step (gradient scaling, the last
+  // stage's output merge), on its track; returns when they end.
+  int64_t charge_epilogue(int d, int64_t at) {
+    if (!rt_) return at;
+    int64_t dur = rt_->epilogue_ns;
+    if (s_.stage_position[S_ - 1] == d) dur += rt_->last_stage_epilogue_ns;
+    if (dur <= 0) return at;
+    if (recorder_) recorder_->runtime(d, -1, -1, at, dur);
+    end_ = std::max(end_, at + dur);
+    return at + dur;
+  }
+
   std::size_t idx(int stage, int mb) const { return static_cast<std::size_t>(stage) * M_ + mb; }
   // Both kinds of one (stage, micro-batch) sit side by side: one cache line serves F and B.
   int64_t& arrival(MessageKind kind, int stage, int mb) { return arrival_[2 * idx(stage, mb) + static_cast<int>(kind)]; }
@@ -223,17 +283,24 @@ class PipelineSim {
     for (; i < ops.size(); ++i) {
       const Op& op = ops[i];
       const OpRule& rule = rules_[rule_index(op)];
-      int64_t start = free_at;
+      int64_t at = -1;
       if (const auto& in = rule.receives) {
-        const int64_t at = arrival(in->kind, op.stage, op.microbatch);
+        at = arrival(in->kind, op.stage, op.microbatch);
         if (at < 0) {
           waiting_[d] = 1;
           break;
         }
-        start = std::max(start + rule.receive_block_ns, at);
       }
+      int64_t start = free_at;
+      if (rule.pre_ns > 0) {
+        if (recorder_) recorder_->runtime(d, op.stage, op.microbatch, start, rule.pre_ns);
+        start += rule.pre_ns;
+      }
+      if (rule.receives) start = std::max(start + rule.receive_block_ns, at);
       if constexpr (kOffload) start = offload_->before_op(d, first + i, start);
-      int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns : o_.op_durations_ns[first + i];
+      // A sampled duration (the jitter seam) is the profile's op: the runtime's change rides on it.
+      int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns
+                                               : std::max<int64_t>(0, o_.op_durations_ns[first + i] + rule.runtime_op_ns);
       if (!saved_.empty()) dur -= std::min(dur, saved_[first + i]);  // an overlapped F&B pair's B
       PS_INVARIANT(dur >= 0, "simulated time went backwards (an op of negative duration)");
       now_ = start;
@@ -262,13 +329,17 @@ class PipelineSim {
       if constexpr (kOffload) {
         if (op.kind == OpKind::Forward) offload_->after_forward(d, first + i, start, now_);
       }
+      if (rule.post_ns > 0) {
+        if (recorder_) recorder_->runtime(d, op.stage, op.microbatch, free_at, rule.post_ns);
+        now_ = free_at += rule.post_ns;
+      }
       if (rule.sends) {
         const int64_t sent = send(*rule.sends, op.microbatch, first + i);
         if (blocking_) free_at = std::max(free_at, sent);  // the sender waits for its tensor to arrive
       }
       if (!versions_.empty()) free_at = update_weights(d, op, free_at);
       if (post_validation_ && (i + 1 == ops.size() || s_.step_of(ops[i + 1].microbatch) != s_.step_of(op.microbatch))) {
-        free_at = step_optimizer(d, free_at);  // the device's own step boundary
+        free_at = step_optimizer(d, charge_epilogue(d, free_at));  // the device's own step boundary
       }
       if (s_.steps > 1) {  // one step ends with the run (make_report): no per-op division then
         int64_t& step_end = step_end_[s_.step_of(op.microbatch)];
@@ -279,8 +350,9 @@ class PipelineSim {
     free_at_[d] = free_at;
     end_ = std::max(end_, free_at);
     now_ = free_at;
-    if (i == ops.size() && !ops.empty() && versions_.empty() && !post_validation_ && !start_allreduce(d)) {
-      start_optimizer(d, now_);
+    if (i == ops.size() && !ops.empty() && versions_.empty() && !post_validation_) {
+      now_ = charge_epilogue(d, now_);
+      if (!start_allreduce(d)) start_optimizer(d, now_);
     }
   }
 
@@ -299,7 +371,7 @@ class PipelineSim {
       at += ring;
     }
     int64_t dur = 0;
-    for (int st : stages_of_[d]) dur += c_.stages[st].optimizer_ns;
+    for (int st : stages_of_[d]) dur += stage_optimizer_ns(st);
     if (recorder_ && dur > 0) recorder_->optimizer(d, 0, at, dur);
     end_ = std::max(end_, at + dur);
     return at + dur;
@@ -319,7 +391,7 @@ class PipelineSim {
     int copies = 0;
     for (int st : stages_of_[d]) copies += versions_[st]->kept_copies();
     peak_versions_[d] = std::max(peak_versions_[d], 1 + copies);
-    const int64_t dur = c_.stages[op.stage].optimizer_ns;
+    const int64_t dur = stage_optimizer_ns(op.stage);
     if (recorder_) {
       recorder_->memory(d, at, current_act_[d], current_total_[d] - current_act_[d] - version_bytes_[d],
                         version_bytes_[d]);
@@ -367,7 +439,7 @@ class PipelineSim {
   // The optimizer step ends the device's step: after its last op, or after the all-reduce.
   void start_optimizer(int d, int64_t at) {
     int64_t dur = 0;
-    for (int st : stages_of_[d]) dur += c_.stages[st].optimizer_ns;
+    for (int st : stages_of_[d]) dur += stage_optimizer_ns(st);
     if (dur == 0) return;
     if (recorder_) recorder_->optimizer(d, 0, at, dur);
     end_ = std::max(end_, at + dur);
@@ -419,6 +491,7 @@ class PipelineSim {
   const int K_, S_, M_;
   const bool post_validation_ = o_.optimizer_step == OptimizerStep::PostValidation && !s_.asynchronous();
   const bool blocking_ = o_.p2p == P2p::Blocking;
+  const RuntimeCosts* const rt_ = o_.runtime && o_.runtime->any() ? o_.runtime : nullptr;
   const std::vector<std::vector<int>> stages_of_ = [this] {
     std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.positions()));
     for (int st = 0; st < s_.stages(); ++st) out[s_.stage_position[st]].push_back(st);

@@ -14,6 +14,7 @@
 #include "core/offload.h"
 #include "core/plan.h"
 #include "core/report.h"
+#include "core/runtime_costs.h"
 #include "core/schedule.h"
 
 #include <cstdint>
@@ -54,6 +55,10 @@ struct SimOptions {
   // Activation offload to host memory (core/offload.h; the rules: sim/offload.h). Active
   // only with the hardware's host_link (else InputError naming --offload).
   Offload offload{};
+  // What the runtime spends around the ops (core/runtime_costs.h), charged on each
+  // position's track as `runtime` events; null (or all zero): the ops alone. Its p2p,
+  // when set, is the caller's to apply (SimOptions::p2p above is what runs).
+  const RuntimeCosts* runtime = nullptr;
 };
 
 // Where device d's ops begin in the per-op arrays of SimOptions.

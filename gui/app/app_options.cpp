@@ -38,6 +38,8 @@ AppOptions parse_app_options(const QStringList& arguments) {
       {"replicas", "Devices per stage r (data parallel inside a stage; default 1)", "R", "1"},
       {"measurement", "Measurement JSON to compare with the prediction", "FILE"},
       {"trace", "Chrome trace of the measured run (with --measurement)", "FILE"},
+      {"runtime", "What the runtime spends around the ops (a pipescope.runtime file: `pipescope calibrate` writes "
+                  "one), charged in every simulation", "FILE"},
       {"sweep", "Run the K x M sweep at start (with --screenshot: before the picture)"},
       {"screenshot", "Render the main window to a PNG and exit", "FILE"},
       {"pin", "Plan file (pipescope.plan) pinned as A in the A/B tab", "FILE"},
@@ -63,6 +65,7 @@ AppOptions parse_app_options(const QStringList& arguments) {
   }
   o.profile_path = p.value("profile");
   o.hardware_path = p.value("hardware");
+  o.runtime_path = p.value("runtime");
   o.stages = to_int(p, "stages", 1, kMaxDevices);
   o.microbatches = to_int(p, "microbatches", 1, kMaxGuiMicrobatches);
   o.microbatch_size = to_int(p, "microbatch-size", 0, kMaxGuiMicrobatchSize);

@@ -23,6 +23,7 @@ inline constexpr int kMaxGuiChunks = 64;
 struct AppOptions {
   QString profile_path;      // empty only with plan_path: the plan's own
   QString hardware_path;
+  QString runtime_path;      // --runtime: a pipescope.runtime file or a bundled name (core/runtime_costs.h)
   int stages = 4;
   int microbatches = 8;
   double microbatch_size = 0;

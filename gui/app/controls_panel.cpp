@@ -166,6 +166,10 @@ QWidget* ControlsPanel::build_what_if() {
   p2p_->setToolTip("blocking: a send or receive holds the device for the transfer (Megatron-LM's default p2p)");
   form->addRow("Optimizer step", optimizer_step_);
   form->addRow("Point-to-point", p2p_);
+  runtime_label_ = new QLabel("ops alone", box);  // --runtime
+  runtime_label_->setToolTip("what the runtime spends around the ops (pipescope-gui --runtime FILE, a "
+                             "pipescope.runtime file that `pipescope calibrate` writes)");
+  form->addRow("Runtime", runtime_label_);
   for (QComboBox* c : {optimizer_step_, p2p_}) {
     connect(c, &QComboBox::currentIndexChanged, this, [this] { if (!quiet_) emit whatIfChanged(); });
   }
@@ -184,7 +188,15 @@ WhatIf ControlsPanel::what_if() const {
   w.slow_speed = slow_speed_->value();
   w.optimizer_step = parse_optimizer_step(optimizer_step_->currentText().toStdString());
   w.p2p = p2p_->currentIndex() == 1 ? P2p::Blocking : P2p::Overlapped;
+  w.runtime = runtime_;
   return w;
+}
+
+void ControlsPanel::set_runtime(std::shared_ptr<const RuntimeCosts> runtime, const QString& label) {
+  runtime_ = std::move(runtime);
+  runtime_label_->setText(runtime_ ? label : QString("ops alone"));
+  if (runtime_ && runtime_->p2p) p2p_->setCurrentIndex(*runtime_->p2p == P2p::Blocking ? 1 : 0);
+  emit whatIfChanged();
 }
 
 void ControlsPanel::set_what_if(const WhatIf& w) {

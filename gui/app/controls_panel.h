@@ -45,6 +45,9 @@ class ControlsPanel : public QWidget {
   QSpinBox* expert_parallel_box() const { return ep_; }
   WhatIf what_if() const;
   void set_what_if(const WhatIf& what_if);  // emits whatIfChanged()
+  // The runtime's costs (--runtime; `label` names the file), charged in every simulation;
+  // its p2p, when it has one, sets the p2p box. Emits whatIfChanged().
+  void set_runtime(std::shared_ptr<const RuntimeCosts> runtime, const QString& label);
   QSpinBox* stages_box() const { return stages_; }
   QSpinBox* microbatches_box() const { return microbatches_; }
   QComboBox* schedule_box() const { return schedule_; }
@@ -77,6 +80,8 @@ class ControlsPanel : public QWidget {
   QDoubleSpinBox* slow_speed_;
   QComboBox* optimizer_step_;
   QComboBox* p2p_;
+  QLabel* runtime_label_;
+  std::shared_ptr<const RuntimeCosts> runtime_;  // --runtime's file (null: the ops alone)
   QWidget* what_if_box_ = nullptr;
   QWidget* job_box_ = nullptr;
   QSpinBox* t_;

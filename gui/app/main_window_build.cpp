@@ -227,6 +227,16 @@ void MainWindow::open_startup_files() {
   resize(options_.size);
   show_tab(options_.tab);
   bool ok = open_hardware(options_.hardware_path);
+  if (ok && !options_.runtime_path.isEmpty()) {
+    try {
+      controls_->set_runtime(std::make_shared<const RuntimeCosts>(load_runtime_costs(options_.runtime_path.toStdString())),
+                             QFileInfo(options_.runtime_path).fileName());
+    } catch (const std::exception& e) {
+      set_status(e.what(), true);
+      startup_error_ = status_text();
+      ok = false;
+    }
+  }
   // Without --plan the profile is --profile's or the bundled one; with it, the plan's own
   // (--profile must name the same file) or, for a version 3 plan, its job.
   if (ok && options_.plan_path.isEmpty()) ok = open_profile(options_.profile_path);

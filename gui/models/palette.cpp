@@ -54,6 +54,7 @@ QColor category_color(const QString& c) {
   if (c == "recompute") return QColor(171, 71, 188);
   if (c == "transfer") return QColor(120, 144, 156);
   if (c == "allreduce") return QColor(0, 150, 136);
+  if (c == "runtime") return QColor(229, 115, 115);  // the runtime's own time (core/runtime_costs.h)
   if (c == "idle") return QColor(245, 245, 245);
   return QColor(200, 200, 200);
 }
@@ -63,6 +64,7 @@ const std::vector<LegendEntry>& category_legend() {
       {"forward", "forward"},          {"backward", "backward (B / input grad)"},
       {"backward_weight", "weight grad (W)"}, {"recompute", "recompute"},
       {"transfer", "transfer"},        {"allreduce", "all-reduce"},
+      {"runtime", "runtime (action, message, step)"},
       {"idle", "idle"}};
   return legend;
 }

@@ -84,12 +84,14 @@ Evaluation evaluate(const PlanInputs& in) {
   options.model = e.profile->model;
   options.record_timeline = in.record_timeline;
   options.p2p = in.what_if.p2p;
+  options.runtime = in.what_if.runtime.get();
   if (!is_asynchronous(e.plan.schedule) && !in.plan) e.plan.optimizer_step = in.what_if.optimizer_step;
   options.optimizer_step = e.plan.optimizer_step;
   if (e.plan.optimizer_step == OptimizerStep::PostValidation) options.steps = kAsyncEvaluationSteps;
   options.offload = e.plan.offload;  // a plan file's, or the one the search took for a candidate
   e.report = simulate(e.schedule, e.costs, hardware, options);
   e.p2p = options.p2p;
+  e.runtime = in.what_if.runtime;
   return e;
 }
 

@@ -50,6 +50,7 @@ struct Evaluation {
   Schedule schedule;  // what was simulated (zb-auto: searched on the costs; async: 3 steps)
   StepReport report;  // post-validation: 3 steps, ranked by report.ranked_step_ns()
   P2p p2p = P2p::Overlapped;  // how it was simulated (the what-if's; the distribution samples the same)
+  std::shared_ptr<const RuntimeCosts> runtime;  // the what-if's runtime costs (null: the ops alone), sampled the same
   // A job's evaluation (null for a profile's plan): its step and memory are these, not the
   // report's (which is its pipeline only: report.step_ns == job->report.time.pipeline_ns).
   std::shared_ptr<const JobEvaluation> job;

@@ -23,6 +23,7 @@ SearchRequest plans_request(const PlanInputs& in) {
   q.profile_path = in.choice.profile_path;
   q.devices = in.hardware ? in.hardware->devices : kIdealDevices;
   q.hardware = apply_what_if(in.hardware ? *in.hardware : Hardware::ideal(q.devices), in.what_if);
+  if (in.what_if.runtime) q.runtime = *in.what_if.runtime;
   q.batch = plans_batch(in);
   q.schedules = default_search_schedules();  // what `pipescope sweep` searches by default
   q.partition = in.choice.partition;

@@ -40,6 +40,7 @@ StepHistogram sample_plan(const Evaluation& e, const Hardware& hardware, JitterS
   const int64_t ops = std::max<int64_t>(1, static_cast<int64_t>(schedule.num_ops()));
   spec.samples = static_cast<int>(std::clamp<int64_t>(kMaxSampledOps / ops, 1, spec.samples));
   spec.p2p = e.p2p;  // as the evaluation was simulated (one step each: the sampler takes no optimizer step)
+  spec.runtime = e.runtime.get();
   return make_histogram(sample_steps(schedule, e.costs, hardware, spec), bins);
 }
 

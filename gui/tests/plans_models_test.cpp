@@ -101,6 +101,7 @@ class PlansModelsTest : public QObject {
   void what_if_changes_the_hardware();
   void slow_device_doubles_a_one_stage_step();
   void what_if_takes_the_optimizer_step_and_p2p();
+  void what_if_takes_the_runtime();
   void plot_scale_and_ticks();
   void every_schedule_has_its_own_colour();
   void memory_axis_zooms_to_the_points();
@@ -441,6 +442,23 @@ void PlansModelsTest::what_if_takes_the_optimizer_step_and_p2p() {
   QCOMPARE(post.plan.optimizer_step, OptimizerStep::PostValidation);
   QCOMPARE(post.report.steps, 3);
   QVERIFY(post.report.ranked_step_ns() <= overlapped.report.step_ns);
+}
+
+void PlansModelsTest::what_if_takes_the_runtime() {
+  // --runtime as what-if (core/runtime_costs.h): a prologue of 1 ms and an epilogue of 2 ms
+  // on every device shift every op by 1 ms and every device's end by 3 ms, so the step
+  // grows by exactly 3 ms, and the timeline shows both on each position's track.
+  PlanInputs in = gpt_inputs(8);
+  const Evaluation plain = evaluate(in);
+  auto rt = std::make_shared<RuntimeCosts>();
+  rt->prologue_ns = 1'000'000;
+  rt->epilogue_ns = 2'000'000;
+  in.what_if.runtime = rt;
+  const Evaluation charged = evaluate(in);
+  QCOMPARE(charged.report.step_ns, plain.report.step_ns + 3'000'000);
+  int runtime_events = 0;
+  for (const TimelineEvent& e : charged.report.timeline.events) runtime_events += e.category == "runtime";
+  QCOMPARE(runtime_events, 2 * charged.report.num_positions);
 }
 
 void PlansModelsTest::plot_scale_and_ticks() {

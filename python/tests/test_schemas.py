@@ -66,18 +66,19 @@ def pipescope(*args, cwd=None):
 
 # Hugging Face config.json files (profile synth --hf-config reads them) are that
 # project's format, not pipescope's: no schema here.
-NOT_PIPESCOPE = ["fuzz/corpus/hf_config/", "fuzz/corpus/layout/"]  # a config; a bare "layout" object
+# A measured run's Chrome trace (pipescope_torch run --trace) is Chrome's format.
+NOT_PIPESCOPE = ["fuzz/corpus/hf_config/", "fuzz/corpus/layout/", "fuzz/corpus/trace/"]
 
 
 def shipped_files():
-    patterns = ["profiles/*.json", "models/*.json", "fuzz/corpus/*/*.json"]
+    patterns = ["profiles/*.json", "profiles/runtimes/*.json", "models/*.json", "fuzz/corpus/*/*.json"]
     found = (p for pat in patterns for p in glob.glob(os.path.join(ROOT, pat)))
     return sorted(p for p in found if not any(os.path.relpath(p, ROOT).startswith(n) for n in NOT_PIPESCOPE))
 
 
 def test_every_format_has_a_valid_schema_with_format_const():
     expected = {"profile", "hardware", "model", "plan", "schedule", "prediction", "measurement", "comparison",
-                "sweep", "plan_search", "llm-memory"}
+                "sweep", "plan_search", "llm-memory", "runtime", "calibration"}
     assert expected <= set(ALL), f"missing schemas: {expected - set(ALL)}"
     for name in ALL:
         s = schema(name)
@@ -122,6 +123,10 @@ def test_every_output_validates(tmp_path):
         ["profile", "synth", "--kind", "uneven", "-o", out("synth-uneven.json")],
         ["profile", "--model", os.path.join(ROOT, "models", "mlp-uneven.json"), "--backend", "cpu",
          "--batch-sizes", "1,2", "--repeats", "1", "--warmup", "0", "-o", out("measured-profile.json")],
+        ["calibrate", "--trace", os.path.join(ROOT, "fuzz", "corpus", "trace", "k2-m1.json"), "--profile", toy,
+         "-K", "2", "-M", "1", "-o", out("runtime.json")],
+        ["simulate", "--profile", toy, "-K", "2", "-M", "4", "--runtime", out("runtime.json"),
+         "-o", out("calibrated.json")],
     ]
     for args in runs:
         r = pipescope(*args)
@@ -135,10 +140,15 @@ def test_every_output_validates(tmp_path):
                   "--use-distributed-optimizer", "--global-batch-size", "32", "--json")
     assert r.returncode == 0, r.stderr
     (tmp_path / "llm-memory.json").write_text(r.stdout)
+    r = pipescope("calibrate", "--trace", os.path.join(ROOT, "fuzz", "corpus", "trace", "k2-m1.json"), "--profile", toy,
+                  "-K", "2", "-M", "1", "-o", out("runtime2.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "calibration.json").write_text(r.stdout)
     expected = {"prediction.json": "prediction", "tiny.json": "prediction", "measurement.json": "measurement",
                 "comparison.json": "comparison", "plan.json": "plan", "sweep.json": "sweep",
                 "synth-gpt.json": "profile", "synth-uneven.json": "profile", "measured-profile.json": "profile",
-                "plan-search.json": "plan_search", "llm-memory.json": "llm-memory"}
+                "plan-search.json": "plan_search", "llm-memory.json": "llm-memory", "runtime.json": "runtime",
+                "calibrated.json": "prediction", "calibration.json": "calibration"}
     for name, kind in expected.items():
         document = load_json(out(name))
         assert document["format"] == f"pipescope.{kind}", name

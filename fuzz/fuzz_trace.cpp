@@ -1,0 +1,35 @@
+// Fuzz target: a measured run's Chrome trace (sim/measured_trace.h) on arbitrary bytes,
+// then `calibrate` (sim/calibrate.h) of what reads against a two-stage plan. Only
+// InputError may leave either; a fitted runtime must write out as a file that reads back.
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/runtime_costs.h"
+#include "sim/calibrate.h"
+
+using namespace pipescope;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  if (size > 64 * 1024) return -1;
+  CostModel c;
+  for (int s = 0; s < 2; ++s) {
+    StageCost x;
+    x.forward_ns = 1000;
+    x.backward_ns = 2000;
+    x.backward_input_ns = x.backward_weight_ns = 1000;
+    x.parameter_bytes = 1 << 20;
+    c.stages.push_back(x);
+    c.position_device.push_back(s);
+    c.position_devices.push_back({s});
+    c.stage_position.push_back(s);
+  }
+  try {
+    const MeasuredTrace t = read_measured_trace(
+        JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz"));
+    const Calibration cal = calibrate(t, c, {});
+    runtime_costs_from_json(JsonReader::from_text(runtime_costs_to_json(cal.runtime).dump(), "fuzz-roundtrip"));
+  } catch (const InputError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,185 @@
+// The runtime's own costs (core/runtime_costs.h) as the simulator charges them, and the
+// pipescope.runtime file that carries them. Expected numbers and why: 1F1B, K = 2, M = 2,
+// F = B = 1000 ns, 100 ns per transfer (latency, free bandwidth), overlapped; runtime:
+// action F 10, B 20; send issue 5, receive issue 7; loss 3; prologue 50; epilogue 30 and
+// 40 more on the last stage's device (ns):
+//   d0 F0 60-1060 (+5 send: arrives 1165), F1 1075-2075 (+5: arrives 2180);
+//   d1 F0 1165-2165 (its 10 + 7 from 50 end at 67, then waits; + loss 3), B0 2188-3188
+//     (+5: arrives at d0 3293), F1 3210-4210 (+3), B1 4233-5233 (+5: arrives 5338),
+//     epilogue 5238-5308;
+//   d0 B0 3293-4293, B1 5338-6338 (20 + 7 before each), epilogue 6338-6368: 6368 ns,
+//   against 6200 ns for the ops alone (tests/sim/sim_p2p_test.cpp).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/runtime_costs.h"
+#include "sim/simulator.h"
+#include "tests/support/input_error.h"
+
+namespace pipescope {
+namespace {
+
+using testing::input_error_of;
+
+CostModel uniform(int K, int64_t f, int64_t b) {
+  CostModel c;
+  for (int s = 0; s < K; ++s) {
+    StageCost x;
+    x.first_layer = s;
+    x.end_layer = s + 1;
+    x.forward_ns = x.recompute_ns = f;
+    x.backward_ns = b;
+    x.backward_input_ns = b / 2;
+    x.backward_weight_ns = b - b / 2;
+    x.activation_bytes = 1000;
+    x.send_bytes = 1000;
+    c.stages.push_back(x);
+    c.position_device.push_back(s);
+    c.position_devices.push_back({s});
+    c.stage_position.push_back(s);
+  }
+  return c;
+}
+
+RuntimeCosts hand_runtime() {
+  RuntimeCosts rt;
+  rt.action_ns[static_cast<int>(OpKind::Forward)] = 10;
+  rt.action_ns[static_cast<int>(OpKind::Backward)] = 20;
+  rt.send_issue_ns = 5;
+  rt.recv_issue_ns = 7;
+  rt.loss_ns = 3;
+  rt.prologue_ns = 50;
+  rt.epilogue_ns = 30;
+  rt.last_stage_epilogue_ns = 40;
+  return rt;
+}
+
+TEST(RuntimeCosts, HandComputedOneFOneB) {
+  Hardware h = Hardware::ideal(2);
+  h.link = {0.0, 0.1};
+  const CostModel c = uniform(2, 1000, 1000);
+  const RuntimeCosts rt = hand_runtime();
+  SimOptions o;
+  EXPECT_EQ(simulate(make_1f1b(2, 2), c, h, o).step_ns, 6200);
+  o.runtime = &rt;
+  const StepReport r = simulate(make_1f1b(2, 2), c, h, o);
+  EXPECT_EQ(r.step_ns, 6368);
+  // The timeline shows each term on its position's track: d0 50 + 2 x (10 + 5) + 2 x (20 + 7) + 30,
+  // d1 50 + 2 x (10 + 7 + 3) + 2 x (20 + 5) + 70.
+  std::map<int, int64_t> runtime_ns;
+  for (const TimelineEvent& e : r.timeline.events) {
+    if (e.category == "runtime") runtime_ns[e.track] += e.duration_ns;
+  }
+  EXPECT_EQ(runtime_ns[0], 164);
+  EXPECT_EQ(runtime_ns[1], 210);
+  // The ops' busy time is the ops alone: the runtime's terms are bubble.
+  EXPECT_EQ(r.positions[0].busy_ns, 4000);
+  bool noted = false;
+  for (const std::string& n : r.notes) noted |= n.find("runtime costs of") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(RuntimeCosts, AllZeroChargesNothing) {
+  // Property: a runtime of zeros gives the ops-alone prediction, event for event, on
+  // every schedule kind here.
+  const Hardware h = Hardware::ideal(4);
+  const CostModel c = uniform(4, 1300, 2100);
+  const RuntimeCosts zero;
+  for (const Schedule& s : {make_gpipe(4, 8), make_1f1b(4, 8), make_zb_h1(4, 8), make_zb_h2(4, 8)}) {
+    SimOptions o;
+    const StepReport plain = simulate(s, c, h, o);
+    o.runtime = &zero;
+    const StepReport charged = simulate(s, c, h, o);
+    EXPECT_EQ(plain.step_ns, charged.step_ns) << s.name;
+    EXPECT_EQ(plain.timeline.events.size(), charged.timeline.events.size()) << s.name;
+  }
+}
+
+TEST(RuntimeCosts, SingleDeviceClosedForm) {
+  // K = 1: no messages, so the step is prologue + M (a_F + F + loss + a_B + B + op terms)
+  // + epilogue (+ the last stage's, the same device) + the optimizer's per-byte term.
+  const Hardware h = Hardware::ideal(1);
+  CostModel c = uniform(1, 1000, 2000);
+  c.stages[0].parameter_bytes = 1 << 20;
+  RuntimeCosts rt = hand_runtime();
+  rt.op_ns[static_cast<int>(OpKind::Forward)] = 11;
+  rt.op_ns[static_cast<int>(OpKind::Backward)] = -13;
+  rt.optimizer_ns_per_parameter_byte = 0.5;
+  SimOptions o;
+  o.runtime = &rt;
+  for (int M : {1, 3, 8}) {
+    const int64_t per_mb = 10 + 1000 + 11 + 3 + 20 + 2000 - 13;
+    EXPECT_EQ(simulate(make_1f1b(1, M), c, h, o).step_ns, 50 + M * per_mb + 30 + 40 + (1 << 19)) << "M = " << M;
+  }
+}
+
+TEST(RuntimeCosts, FirstStageWeightPassRunsTheWholeBackward) {
+  // torch 2.13 on stage 0: I does nothing and W runs the whole backward. Every I of
+  // stage 0 lasts 0 (no op term), every W of stage 0 lasts B; other stages as profiled.
+  const Hardware h = Hardware::ideal(2);
+  const CostModel c = uniform(2, 1000, 3000);
+  RuntimeCosts rt;
+  rt.first_stage_split = FirstStageSplit::WeightPassRunsAll;
+  SimOptions o;
+  o.runtime = &rt;
+  const StepReport r = simulate(make_zb_h1(2, 4), c, h, o);
+  int seen = 0;
+  for (const TimelineEvent& e : r.timeline.events) {
+    if (e.category == "backward_input") {
+      EXPECT_EQ(e.duration_ns, e.stage == 0 ? 0 : 1500);
+    }
+    if (e.category == "backward_weight") {
+      EXPECT_EQ(e.duration_ns, e.stage == 0 ? 3000 : 1500);
+    }
+    seen += e.category == "backward_weight";
+  }
+  EXPECT_EQ(seen, 8);
+}
+
+TEST(RuntimeFile, RoundTripsEveryField) {
+  RuntimeCosts rt = hand_runtime();
+  rt.framework = "torch.distributed.pipelining 2.13.0, gloo";
+  rt.schedule_class = "Schedule1F1B";
+  rt.action_ns = {95000, 120000, 41000, 38000, 0};
+  rt.op_ns = {30000, -2000, 0, 250000, 0};
+  rt.send_issue_ns_per_byte = 1000.0 / (1 << 20);  // 1 us per MiB
+  rt.p2p = P2p::Blocking;
+  rt.optimizer_ns_per_parameter_byte = 2.0 / 1024;
+  rt.first_stage_split = FirstStageSplit::WeightPassRunsAll;
+  rt.sources["action_us"] = "measured";
+  const Json j = runtime_costs_to_json(rt);
+  const RuntimeCosts back = runtime_costs_from_json(JsonReader::from_text(j.dump(), "r.json"));
+  EXPECT_EQ(runtime_costs_to_json(back), j);
+  EXPECT_EQ(back.action_ns, rt.action_ns);
+  EXPECT_EQ(back.op_ns, rt.op_ns);
+  EXPECT_EQ(back.send_issue(1 << 20), 5 + 1000);
+  EXPECT_EQ(back.first_stage_split, FirstStageSplit::WeightPassRunsAll);
+}
+
+TEST(RuntimeFile, RefusesBadInputNamingTheField) {
+  const auto error = [](const std::string& body) {
+    return input_error_of([&] {
+      runtime_costs_from_json(
+          JsonReader::from_text("{\"format\": \"pipescope.runtime\", \"version\": 1" + body + "}", "r.json"));
+    });
+  };
+  EXPECT_EQ(error(""), "");
+  EXPECT_NE(error(", \"action\": {}").find("unknown key \"action\""), std::string::npos);
+  EXPECT_NE(error(", \"action_us\": {\"X\": 1}").find("action_us"), std::string::npos);
+  EXPECT_NE(error(", \"action_us\": {\"F\": -1}").find("action_us.F"), std::string::npos);
+  EXPECT_NE(error(", \"action_us\": {\"F\": \"fast\"}").find("action_us.F"), std::string::npos);
+  EXPECT_NE(error(", \"message\": {\"send_issue_us\": 1e300}").find("message.send_issue_us"), std::string::npos);
+  EXPECT_NE(error(", \"step\": {\"prologue\": 1}").find("unknown key \"prologue\""), std::string::npos);
+  EXPECT_NE(error(", \"p2p\": \"batched-ish\"").find("p2p"), std::string::npos);
+  EXPECT_NE(error(", \"split_backward\": {\"first_stage\": \"x\"}").find("split_backward.first_stage"),
+            std::string::npos);
+  EXPECT_NE(error(", \"sources\": {\"a\": 1}").find("sources.a"), std::string::npos);
+  EXPECT_NE(input_error_of([] { runtime_costs_from_json(JsonReader::from_text("{\"format\": \"pipescope.plan\"}", "r.json")); })
+                .find("format"),
+            std::string::npos);
+  EXPECT_NE(input_error_of([] { load_runtime_costs("no-such-runtime"); }).find("--runtime"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pipescope
