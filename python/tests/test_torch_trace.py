@@ -28,8 +28,9 @@ def mlp(tmp_path):
     return f"{p}:build_model"
 
 
-def traced_run(tmp_path, mlp, cls, *extra):
-    setup = setup_file(tmp_path / "setup.py", cls, ["2"], [0, 1], microbatches=M, microbatch_size=MICROBATCH)
+def traced_run(tmp_path, mlp, cls, *extra, splits=("2",), ranks=(0, 1)):
+    setup = setup_file(tmp_path / "setup.py", cls, list(splits), list(ranks), microbatches=M,
+                       microbatch_size=MICROBATCH)
     meas, trace = tmp_path / "meas.json", tmp_path / "trace.json"
     r = run("--setup", setup, "--model", mlp, "--input-shape", "784", "-o", str(meas), "--trace", str(trace),
             "--steps", str(STEPS), "--warmup", "1", *extra)
@@ -53,27 +54,37 @@ def by_rank_and_step(trace):
     return {k: (steps[k], sorted(inner[k], key=lambda e: e["ts"])) for k in steps}, set(inner) - set(steps)
 
 
+def check_steps_and_nesting(spans, orphans, where):
+    """Both ranks, every timed step (0-based after the warm-up), no span outside its rank's step,
+    and one level under a step: no two spans overlap (an op holds no p2p, loss or other op)."""
+    assert sorted(spans) == [(r, s) for r in range(2) for s in range(STEPS)], where
+    assert not orphans, where
+    assert min(step["ts"] for step, _ in spans.values()) == 0.0  # t0: the earliest timed step's start
+    for (rank, n), (step, inner) in spans.items():
+        at = f"{where} rank {rank} step {n}"
+        end = step["ts"] + step["dur"]
+        for e in inner:
+            assert step["ts"] - NS <= e["ts"] and e["ts"] + e["dur"] <= end + NS, (at, e)
+        for a, b in zip(inner, inner[1:]):
+            assert a["ts"] + a["dur"] <= b["ts"] + NS, (at, a, b)
+        assert sum(e["dur"] for e in inner) <= step["dur"] + NS * len(inner), at
+
+
+def categories(inner):
+    cats = defaultdict(list)
+    for e in inner:
+        cats[e["cat"]].append(e)
+    return cats
+
+
 @pytest.mark.parametrize("cls", ["Schedule1F1B", "ScheduleGPipe"])
 def test_trace_holds_every_step_and_its_spans(tmp_path, mlp, cls):
     m, trace = traced_run(tmp_path, mlp, cls)
     spans, orphans = by_rank_and_step(trace)
-    # Both ranks, both timed steps (0-based after the warm-up), and no span outside a step.
-    assert sorted(spans) == [(r, s) for r in range(2) for s in range(STEPS)]
-    assert not orphans
-    t0 = min(step["ts"] for step, _ in spans.values())
-    assert t0 == 0.0  # ts counts from the earliest timed step's start over all ranks
+    check_steps_and_nesting(spans, orphans, cls)
     for (rank, n), (step, inner) in spans.items():
         where = f"{cls} rank {rank} step {n}"
-        end = step["ts"] + step["dur"]
-        for e in inner:
-            assert step["ts"] - NS <= e["ts"] and e["ts"] + e["dur"] <= end + NS, (where, e)
-        # One level below the step: no two spans overlap (an op holds no p2p, loss or other op).
-        for a, b in zip(inner, inner[1:]):
-            assert a["ts"] + a["dur"] <= b["ts"] + NS, (where, a, b)
-        assert sum(e["dur"] for e in inner) <= step["dur"] + NS * len(inner), where
-        cats = defaultdict(list)
-        for e in inner:
-            cats[e["cat"]].append(e)
+        cats = categories(inner)
         # Every micro-batch runs one F and one B on each rank's one stage: 2 M ops.
         assert sorted((e["cat"], e["args"]["microbatch"]) for e in cats["forward"] + cats["backward"]) == \
             sorted([("forward", mb) for mb in range(M)] + [("backward", mb) for mb in range(M)]), where
@@ -116,3 +127,28 @@ def test_no_trace_detail_keeps_only_steps_and_ops(tmp_path, mlp):
     assert cats == {"step", "forward", "backward"}
     assert trace["otherData"]["detail"] is False
     assert m["simulated_ops"] == 2 * 2 * M
+
+
+def test_zbv_trace_splits_backward_and_skips_the_local_hop(tmp_path, mlp):
+    """ScheduleZBVZeroBubble with 4 stages (cuts before modules 1, 2, 3) on ranks [0, 1, 1, 0]:
+    rank 0 holds stages 0 and 3, so the loss (M per step) is on rank 0 and none on rank 1; each
+    stage runs F, I and W per micro-batch (3 M ops per stage, 6 M per rank). Every cut carries a
+    [8, 64] fp32 tensor (2048 B), but stages 1 and 2 share rank 1 and hand it over without p2p:
+    rank 0 sends stage 0's M activations and stage 3's M input gradients and receives as many,
+    2 M x 2048 = 16384 B each way per step, and so does rank 1."""
+    _, trace = traced_run(tmp_path, mlp, "ScheduleZBVZeroBubble", splits=("1", "2", "3"), ranks=(0, 1, 1, 0))
+    spans, orphans = by_rank_and_step(trace)
+    check_steps_and_nesting(spans, orphans, "ScheduleZBVZeroBubble")
+    for (rank, n), (step, inner) in spans.items():
+        where = f"rank {rank} step {n}"
+        cats = categories(inner)
+        mine = (0, 3) if rank == 0 else (1, 2)
+        for kind in ("forward", "backward_input", "backward_weight"):
+            assert sorted((e["args"]["stage"], e["args"]["microbatch"]) for e in cats[kind]) == \
+                [(s, mb) for s in mine for mb in range(M)], (where, kind)
+        assert cats["backward"] == [], where
+        assert len(cats["loss"]) == (M if rank == 0 else 0), where
+        issues = cats["p2p_issue"]
+        assert sum(e["args"]["sends"] for e in issues) == sum(e["args"]["recvs"] for e in issues) == 2 * M, where
+        assert sum(e["args"]["send_bytes"] for e in issues) == 2 * M * MESSAGE_BYTES == 16384, where
+        assert sum(e["args"]["recv_bytes"] for e in issues) == 2 * M * MESSAGE_BYTES, where
