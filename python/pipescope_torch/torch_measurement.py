@@ -1,4 +1,5 @@
-"""What the ranks of `pipescope_torch run` measured, as a pipescope.measurement and a trace.
+"""What the ranks of `pipescope_torch run` measured, as a pipescope.measurement and a Chrome trace
+of every timed step (its contract: docs/torch-run.md, "The trace `calibrate` reads").
 
 Invariant: the file has the keys and meanings of the executor's measurement (core/report.cpp's
 report_to_json; schemas/measurement.schema.json), so `pipescope compare` and the GUI's compare
@@ -39,20 +40,37 @@ def _stage_report(rank: dict, step: dict, step_ns: int) -> dict:
     return out, busy
 
 
-def _trace(ranks: List[dict], index: int, t0: int, name: str) -> dict:
+def _event(rank: int, cat: str, name: str, start: int, end: int, t0: int, args: dict) -> dict:
+    return {"ph": "X", "pid": 0, "tid": rank, "name": name, "cat": cat, "ts": (start - t0) / 1e3,
+            "dur": (end - start) / 1e3, "args": args}
+
+
+def _trace(ranks: List[dict], index: int, name: str, detail: bool) -> dict:
+    """Every timed step of every rank; the contract is docs/torch-run.md's "The trace `calibrate` reads"."""
+    t0 = min(r["steps"][0]["start_ns"] for r in ranks)
     events = [{"ph": "M", "pid": 0, "name": "process_name", "args": {"name": f"pipescope_torch {name}"}}]
     for r in ranks:
         events.append({"ph": "M", "pid": 0, "tid": r["rank"], "name": "thread_name",
                        "args": {"name": f"device {r['rank']}"}})
         events.append({"ph": "M", "pid": 0, "tid": r["rank"], "name": "thread_sort_index",
                        "args": {"sort_index": r["rank"]}})
+    spans = []
     for r in ranks:
-        for stage, kind, mb, start, end in r["steps"][index]["ops"]:
-            cat = CATEGORY[kind]
-            events.append({"ph": "X", "pid": 0, "tid": r["rank"], "name": f"{cat} mb{mb} s{stage}", "cat": cat,
-                           "ts": (start - t0) / 1e3, "dur": (end - start) / 1e3,
-                           "args": {"stage": stage, "microbatch": mb}})
-    return {"displayTimeUnit": "ms", "traceEvents": events}
+        rank = r["rank"]
+        for n, step in enumerate(r["steps"]):
+            spans.append(_event(rank, "step", f"step {n}", step["start_ns"], step["end_ns"], t0, {"step": n}))
+            for stage, kind, mb, start, end in step["ops"]:
+                cat = CATEGORY[kind]
+                spans.append(_event(rank, cat, f"{cat} mb{mb} s{stage}", start, end, t0,
+                                    {"stage": stage, "microbatch": mb, "step": n}))
+            for cat, start, end, args in step.get("spans", []):
+                label = f"loss mb{args['microbatch']}" if cat == "loss" else cat
+                spans.append(_event(rank, cat, label, start, end, t0, {**args, "step": n}))
+    # Per track in start order, a step before the spans it contains.
+    events += sorted(spans, key=lambda e: (e["tid"], e["ts"], e["cat"] != "step"))
+    return {"displayTimeUnit": "ms", "traceEvents": events,
+            "otherData": {"format": "pipescope_torch.trace", "version": 2, "steps": len(ranks[0]["steps"]),
+                          "median_step": index, "detail": detail}}
 
 
 def build_measurement(req, ranks: List[dict], gradient_error):
@@ -64,7 +82,6 @@ def build_measurement(req, ranks: List[dict], gradient_error):
     spans = _step_spans(ranks)
     median = statistics.median_low(spans)
     index = spans.index(median)
-    t0 = min(r["steps"][index]["start_ns"] for r in ranks)
     stages, busy_total, ops = [], 0, 0
     for r in ranks:
         report, busy = _stage_report(r, r["steps"][index], median)
@@ -99,4 +116,4 @@ def build_measurement(req, ranks: List[dict], gradient_error):
                     "step0_peak_activation_bytes": [r["peak_saved_bytes_step0"] for r in ranks],
                     "gradient_relative_error": gradient_error},
     }
-    return measurement, _trace(ranks, index, t0, setup.schedule), step_ms
+    return measurement, _trace(ranks, index, setup.schedule, req.trace_detail), step_ms

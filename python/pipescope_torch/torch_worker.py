@@ -22,6 +22,7 @@ import torch.distributed as dist
 
 from pipescope_torch.torch_model import ModelEntry, stage_modules, stage_ranges
 from pipescope_torch.torch_setup import RUNTIME_CLASS, TorchSetup
+from pipescope_torch.torch_spans import SpanRecorder
 
 
 @dataclass
@@ -35,53 +36,7 @@ class WorkerConfig:
     optimizer: str          # adam | sgd | none
     store: str              # file for gloo's rendezvous
     outdir: str             # where each rank writes rank{r}.json (+ grads{r}.pt)
-
-
-@dataclass
-class OpRecord:
-    stage: int
-    kind: str   # F, B, I, W
-    microbatch: int
-    start_ns: int
-    end_ns: int
-
-
-class OpRecorder:
-    """Times each stage's forward, backward, input- and weight-gradient calls.
-
-    PyTorch's schedules drive a stage only through forward_one_chunk, backward_one_chunk
-    (full_backward=False is the input pass I) and backward_weight_one_chunk (W); wrapping
-    those three on the instance sees every op, in the order the schedule ran it.
-    """
-
-    def __init__(self):
-        self.ops: List[OpRecord] = []
-        self.enabled = False
-
-    def wrap(self, stage) -> None:
-        fwd, bwd, wgt = stage.forward_one_chunk, stage.backward_one_chunk, stage.backward_weight_one_chunk
-        index = stage.stage_index
-
-        def timed(kind, mb, fn, *args, **kwargs):
-            start = time.perf_counter_ns()
-            out = fn(*args, **kwargs)
-            if self.enabled:
-                self.ops.append(OpRecord(index, kind, mb, start, time.perf_counter_ns()))
-            return out
-
-        def forward_one_chunk(fwd_chunk_id, *args, **kwargs):
-            return timed("F", fwd_chunk_id, fwd, fwd_chunk_id, *args, **kwargs)
-
-        def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
-            return timed("B" if full_backward else "I", bwd_chunk_id, bwd, bwd_chunk_id, loss=loss,
-                         full_backward=full_backward, last_backward=last_backward)
-
-        def backward_weight_one_chunk(bwd_chunk_id, last_backward=False):
-            return timed("W", bwd_chunk_id, wgt, bwd_chunk_id, last_backward=last_backward)
-
-        stage.forward_one_chunk = forward_one_chunk
-        stage.backward_one_chunk = backward_one_chunk
-        stage.backward_weight_one_chunk = backward_weight_one_chunk
+    trace_detail: bool = True  # loss, p2p, optimizer and zero_grad spans besides the ops
 
 
 class SavedBytes:
@@ -197,11 +152,12 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
                 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
                 submod = checkpoint_wrapper(submod)
             stages.append(PipelineStage(submod, s, setup.stages, torch.device("cpu")))
-        recorder = OpRecorder()
+        recorder = SpanRecorder(cfg.trace_detail)
         for st in stages:
-            recorder.wrap(st)
+            recorder.wrap_stage(st)
         phase = "schedule"
         schedule = _build_schedule(setup, stages, entry.loss_fn, cfg.outdir, rank)
+        recorder.wrap_schedule(schedule)
         x, y = entry.batch(model, setup.batch_size, cfg.seed + 1)
         has_first, has_last = 0 in mine, setup.stages - 1 in mine
 
@@ -227,9 +183,11 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
         def train_step():
             step([])
             if optimizer is not None:
-                optimizer.step()
-            for p in params:
-                p.grad = None
+                with recorder.span("optimizer"):
+                    optimizer.step()
+            with recorder.span("zero_grad"):
+                for p in params:
+                    p.grad = None
 
         if optimizer is not None:
             optimizer.step()
@@ -239,14 +197,15 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
         for i in range(cfg.warmup + cfg.steps):
             phase = f"step {i + 1}"
             recorder.enabled = i >= cfg.warmup
-            recorder.ops.clear()
+            recorder.clear()
             dist.barrier()
             start = time.perf_counter_ns()
             train_step()
             end = time.perf_counter_ns()
             if recorder.enabled:
                 timed.append({"start_ns": start, "end_ns": end,
-                              "ops": [[o.stage, o.kind, o.microbatch, o.start_ns, o.end_ns] for o in recorder.ops]})
+                              "ops": [[o.stage, o.kind, o.microbatch, o.start_ns, o.end_ns] for o in recorder.ops],
+                              "spans": [list(sp) for sp in recorder.spans]})
         # The steady state's memory: one more step, untimed, under the saved-tensor hooks (one
         # Python call per saved tensor, so the timed steps run without them).
         phase = f"step {cfg.warmup + cfg.steps + 1} (memory)"
