@@ -21,14 +21,26 @@ static Timeline to_timeline(const JsonReader& root) {
   std::map<int64_t, int> track_of;
   for (const auto& [tid, name] : names) track_of[tid] = t.track_for(name);
   int64_t origin = std::numeric_limits<int64_t>::max();
+  // A pipescope_torch run trace holds every timed step (docs/torch-run.md, "The trace
+  // calibrate reads"): the timeline is the step the measurement reports, without the
+  // step spans themselves; waits are idle time, and the runtime's own spans (posting
+  // p2p, the loss, zeroing gradients) draw as the simulator's `runtime` events do.
+  int64_t shown_step = -1;
+  if (!root.json().is_array() && root.has("otherData") && root["otherData"].has("median_step")) {
+    shown_step = root["otherData"]["median_step"].as_int(0);
+  }
   for (const JsonReader& e : list.items()) {
     const std::string ph = e["ph"].as_string();
     if (ph == "X") {
+      if (shown_step >= 0 && e.has("args") && e["args"].has("step") && e["args"]["step"].as_int() != shown_step) continue;
+      const std::string cat = e.has("cat") ? e["cat"].as_string() : "";
+      if (cat == "step" || cat == "p2p_wait") continue;
       const int64_t tid = e.has("tid") ? e["tid"].as_int() : 0;
       if (!track_of.count(tid)) track_of[tid] = t.track_for("track " + std::to_string(tid));
       TimelineEvent ev;
       ev.track = track_of[tid];
-      ev.category = e.has("cat") ? e["cat"].as_string() : e["name"].as_string();
+      ev.category = e.has("cat") ? cat : e["name"].as_string();
+      if (ev.category == "p2p_issue" || ev.category == "loss" || ev.category == "zero_grad") ev.category = "runtime";
       if (e.has("args")) {
         const JsonReader args = e["args"];
         if (args.has("stage")) ev.stage = static_cast<int>(args["stage"].as_int());

@@ -67,6 +67,7 @@ class ModelsTest : public QObject {
   void sweep_model();
   void compare_model();
   void chrome_trace_round_trip();
+  void run_trace_shows_the_reported_step();
   void interleaved_rows_pair_tracks_by_name();
   void plan_worker_reports_only_the_latest();
   void plan_worker_reports_failure();
@@ -343,6 +344,26 @@ void ModelsTest::chrome_trace_round_trip() {
   }
   QCOMPARE(t.memory.size(), e.report.timeline.memory.size());
   QVERIFY_THROWS_EXCEPTION(InputError, chrome_trace_to_timeline("{\"traceEvents\": 3}", "bad.json"));
+}
+
+void ModelsTest::run_trace_shows_the_reported_step() {
+  // A pipescope_torch run trace holds every timed step; otherData.median_step names the one
+  // the measurement reports. Of step 1's seven spans on one rank the step span and the
+  // wait are not drawn, the op is, and the p2p post and the loss draw as `runtime`.
+  const std::string span = R"({"ph": "X", "tid": 0, "cat": "%1", "ts": %2, "dur": 10, "args": {"step": %3}})";
+  QString events;
+  for (int step = 0; step < 3; ++step) {
+    for (const char* cat : {"step", "forward", "p2p_issue", "p2p_wait", "loss", "optimizer", "zero_grad"}) {
+      events += QString::fromStdString(span).arg(cat).arg(step * 1000 + events.size() % 97).arg(step) + ",";
+    }
+  }
+  events.chop(1);
+  const std::string text = "{\"otherData\": {\"median_step\": 1}, \"traceEvents\": [" + events.toStdString() + "]}";
+  const Timeline t = chrome_trace_to_timeline(text, "run.json");
+  QStringList cats;
+  for (const TimelineEvent& e : t.events) cats << QString::fromStdString(e.category);
+  cats.sort();
+  QCOMPARE(cats, (QStringList{"forward", "optimizer", "runtime", "runtime", "runtime"}));
 }
 
 void ModelsTest::interleaved_rows_pair_tracks_by_name() {
