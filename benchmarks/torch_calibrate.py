@@ -65,8 +65,8 @@ def main() -> int:
     ap.add_argument("--schedules", default=",".join(s for s, _ in SCHEDULES))
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--p2p", default="blocking", help="the p2p semantics calibrate records (torch's schedules wait "
-                                                      "on each batched send/recv: blocking)")
+    ap.add_argument("--p2p", help="fix the p2p semantics calibrate records (default: calibrate takes the one that "
+                                  "predicts the calibration run closest)")
     ap.add_argument("--rt", action="store_true", help="measure under chrt -f 1 (root)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--keep", help="folder to keep every file in")
@@ -117,8 +117,9 @@ def main() -> int:
     if cal_ms is None:
         raise SystemExit(f"calibration run: {err}")
     runtime = os.path.join(work, "runtime.json")
-    r = subprocess.run([args.pipescope, "calibrate", "--trace", trace, "--plan", cal_plan, "--hardware", hw,
-                        "--p2p", args.p2p, "-o", runtime], capture_output=True, text=True)
+    p2p = ["--p2p", args.p2p] if args.p2p else []
+    r = subprocess.run([args.pipescope, "calibrate", "--trace", trace, "--plan", cal_plan, "--hardware", hw, *p2p,
+                        "-o", runtime], capture_output=True, text=True)
     print(r.stdout.strip())
     if r.returncode != 0:
         raise SystemExit(f"pipescope calibrate: {r.stderr.strip()}")
@@ -128,7 +129,7 @@ def main() -> int:
     for name, spec, shape, loss, mb, M in models:
         for schedule, chunks in schedules:
             plan = prepare(name, spec, shape, loss, mb, M, schedule, chunks)
-            alone = simulate(args.pipescope, plan, ["--hardware", hw, "--p2p", args.p2p])
+            alone = simulate(args.pipescope, plan, ["--hardware", hw])  # what pipescope predicts without --runtime
             calibrated = simulate(args.pipescope, plan, ["--hardware", hw, "--runtime", runtime])
             measured, err = measure(name, spec, shape, plan, schedule)
             fitted_here = name == cal_model and schedule == cal_schedule

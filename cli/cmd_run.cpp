@@ -167,6 +167,10 @@ void add_run_command(CLI::App& app) {
       a->plan.steps = a->run.steps;  // pipedream and 2bw: the schedule holds every step (no flush)
       ResolvedPlan r = resolve(a->plan);
       a->run.optimizer_step = r.plan.optimizer_step;
+      if (r.p2p == P2p::Batched) {
+        throw InputError("--p2p batched: pipescope's executor posts each transfer overlapped or blocking; batched is "
+                         "a framework runtime's semantics (simulate and plan predict it)");
+      }
       a->run.p2p = r.p2p;
       if (r.plan.offload.active()) {  // the stashes the prediction offloads (one decision: sim/offload.h)
         const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);

@@ -19,9 +19,10 @@ void add_p2p_option(CLI::App* cmd, std::string& p2p) {
   cmd->add_option("--p2p", p2p,
                   "overlapped (transfers on links beside compute) | blocking (a sender waits for its tensor to "
                   "arrive and a receive holds the device for the transfer: Megatron-LM's batched p2p, 1F1B or "
-                  "--no-overlap-p2p-communication); default: the plan file's \"p2p\", else the hardware file's, "
-                  "else overlapped")
-      ->check(CLI::IsMember({"overlapped", "blocking"}));
+                  "--no-overlap-p2p-communication) | batched (a transfer starts when both ends have posted, at op "
+                  "boundaries, and the receiver waits for it: torch's _batch_p2p, the zero-bubble runtime); default: "
+                  "the plan file's \"p2p\", else the hardware file's, else overlapped")
+      ->check(CLI::IsMember({"overlapped", "blocking", "batched"}));
 }
 
 void add_runtime_option(CLI::App* cmd, std::string& runtime) {

@@ -59,17 +59,27 @@ Json link_to_json(const Link& l) {
 
 }  // namespace
 
-std::string to_string(P2p p2p) { return p2p == P2p::Blocking ? "blocking" : "overlapped"; }
+std::string to_string(P2p p2p) {
+  switch (p2p) {
+    case P2p::Overlapped: return "overlapped";
+    case P2p::Blocking: return "blocking";
+    case P2p::Batched: return "batched";
+  }
+  return "overlapped";
+}
 
 P2p parse_p2p(const std::string& name) {
   if (name == "overlapped") return P2p::Overlapped;
   if (name == "blocking") return P2p::Blocking;
-  throw InputError("--p2p: expected overlapped or blocking, got \"" + name + "\"");
+  if (name == "batched") return P2p::Batched;
+  throw InputError("--p2p: expected overlapped, blocking or batched, got \"" + name + "\"");
 }
 
 P2p p2p_from_json(const JsonReader& field) {
   const std::string name = field.as_string();
-  if (name != "overlapped" && name != "blocking") field.fail("expected \"overlapped\" or \"blocking\", got \"" + name + "\"");
+  if (name != "overlapped" && name != "blocking" && name != "batched") {
+    field.fail("expected \"overlapped\", \"blocking\" or \"batched\", got \"" + name + "\"");
+  }
   return parse_p2p(name);
 }
 

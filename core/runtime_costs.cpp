@@ -56,7 +56,7 @@ bool RuntimeCosts::any() const {
   return std::any_of(action_ns.begin(), action_ns.end(), positive) || std::any_of(op_ns.begin(), op_ns.end(), nonzero) ||
          loss_ns > 0 ||
          send_issue_ns > 0 || send_issue_ns_per_byte > 0 || recv_issue_ns > 0 || recv_issue_ns_per_byte > 0 ||
-         prologue_ns > 0 || epilogue_ns > 0 || last_stage_epilogue_ns > 0 || optimizer_ns_per_parameter_byte > 0 ||
+         prologue_ns > 0 || epilogue_ns > 0 || last_stage_epilogue_ns > 0 || optimizer_ns_per_parameter_byte > 0 || optimizer_ns != 0 ||
          first_stage_split != FirstStageSplit::AsProfiled;
 }
 
@@ -92,11 +92,12 @@ RuntimeCosts runtime_costs_from_json(const JsonReader& r) {
   if (r.has("p2p")) rt.p2p = p2p_from_json(r["p2p"]);
   if (r.has("step")) {
     const JsonReader s = r["step"];
-    refuse_unknown_keys(s, {"prologue_us", "epilogue_us", "last_stage_epilogue_us", "optimizer_us_per_mib"});
+    refuse_unknown_keys(s, {"prologue_us", "epilogue_us", "last_stage_epilogue_us", "optimizer_us", "optimizer_us_per_mib"});
     rt.prologue_ns = us_field(s, "prologue_us");
     rt.epilogue_ns = us_field(s, "epilogue_us");
     rt.last_stage_epilogue_ns = us_field(s, "last_stage_epilogue_us");
     rt.optimizer_ns_per_parameter_byte = ns_per_byte_field(s, "optimizer_us_per_mib");
+    rt.optimizer_ns = us_field(s, "optimizer_us", -kMaxTermUs);
   }
   if (r.has("split_backward")) {
     const JsonReader sb = r["split_backward"];
@@ -143,6 +144,7 @@ Json runtime_costs_to_json(const RuntimeCosts& rt) {
   out["step"] = {{"prologue_us", us(rt.prologue_ns)},
                  {"epilogue_us", us(rt.epilogue_ns)},
                  {"last_stage_epilogue_us", us(rt.last_stage_epilogue_ns)},
+                 {"optimizer_us", us(rt.optimizer_ns)},
                  {"optimizer_us_per_mib", us_per_mib(rt.optimizer_ns_per_parameter_byte)}};
   out["split_backward"] = {
       {"first_stage", rt.first_stage_split == FirstStageSplit::WeightPassRunsAll ? "weight_pass_runs_all" : "as_profiled"}};

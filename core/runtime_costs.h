@@ -65,6 +65,10 @@ struct RuntimeCosts {
   // The optimizer step per parameter byte of the device's stages; 0: the profile's
   // optimizer_ms. When set it replaces the profile's (one optimizer step, not two).
   double optimizer_ns_per_parameter_byte = 0;
+  // Added to each device's optimizer step (the runtime's own per-step cost of it: Python,
+  // one call for the device's parameters where the profile timed one per layer); may be
+  // negative, and a device's step never takes less than 0.
+  int64_t optimizer_ns = 0;
   FirstStageSplit first_stage_split = FirstStageSplit::AsProfiled;
   // Where each number comes from (a measured run, a table, a source line), by the
   // file's field name ("action_us", "message", ...). Written back as read.
@@ -85,7 +89,7 @@ struct RuntimeCosts {
 //    "message": {"send_issue_us": 40, "send_issue_us_per_mib": 0, "recv_issue_us": 35, "recv_issue_us_per_mib": 0},
 //    "p2p": "blocking",
 //    "step": {"prologue_us": 300, "epilogue_us": 200, "last_stage_epilogue_us": 100,
-//             "optimizer_us_per_mib": 0},
+//             "optimizer_us": 0, "optimizer_us_per_mib": 0},
 //    "split_backward": {"first_stage": "weight_pass_runs_all"},
 //    "sources": {"action_us": "..."}, "fit": {...}}
 // Every field but the header is optional (absent: 0 / as profiled); an unknown key, a

@@ -1,6 +1,7 @@
 // Fuzz target: a measured run's Chrome trace (sim/measured_trace.h) on arbitrary bytes,
 // then `calibrate` (sim/calibrate.h) of what reads against a two-stage plan. Only
 // InputError may leave either; a fitted runtime must write out as a file that reads back.
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -24,12 +25,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     c.position_devices.push_back({s});
     c.stage_position.push_back(s);
   }
+  Calibration cal;
   try {
     const MeasuredTrace t = read_measured_trace(
         JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz"));
-    const Calibration cal = calibrate(t, c, {});
-    runtime_costs_from_json(JsonReader::from_text(runtime_costs_to_json(cal.runtime).dump(), "fuzz-roundtrip"));
+    cal = calibrate(t, c, {});
   } catch (const InputError&) {
+    return 0;  // refused with a message
+  }
+  try {  // a fit calibrate returns must write a file that reads back
+    runtime_costs_from_json(JsonReader::from_text(runtime_costs_to_json(cal.runtime).dump(), "fuzz-roundtrip"));
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "fitted runtime does not read back: %s\n", e.what());
+    std::abort();
   }
   return 0;
 }

@@ -335,7 +335,7 @@ def export():
         "megatron": ({"flags": array(array(string(), min_items=1, max_items=2), "pretrain_gpt.py's arguments: [flag] "
                                                                                 "or [flag, value]"),
                       "world_size": integer(1), "data_parallel_size": integer(1), "cut": string(),
-                      "p2p": {"enum": ["overlapped", "blocking"]}, "notes": array(string()),
+                      "p2p": {"enum": ["overlapped", "blocking", "batched"]}, "notes": array(string()),
                       "order": string(), "gpus_per_node": integer(1)},
                      ["flags", "world_size", "data_parallel_size", "cut", "p2p", "notes"]),
         "torch": ({"schedule_class": string(), "split_points": array(string()), "stage_ranks": ints,
@@ -394,9 +394,10 @@ def runtime():
         message=dict(obj({"send_issue_us": us(None), "send_issue_us_per_mib": us(None), "recv_issue_us": us(None),
                           "recv_issue_us_per_mib": us(None)}, [], "issuing a send or a receive, on its own end"),
                      additionalProperties=False),
-        p2p={"enum": ["overlapped", "blocking"]},
+        p2p={"enum": ["overlapped", "blocking", "batched"]},
         step=dict(obj({"prologue_us": us("before a device's first op"), "epilogue_us": us("after its last op"),
                        "last_stage_epilogue_us": us("more on the last stage's device"),
+                       "optimizer_us": number(-3.6e9, 3.6e9, "added to each device's optimizer step"),
                        "optimizer_us_per_mib": us("the optimizer step per MiB of parameters (replaces the profile's)")},
                       []), additionalProperties=False),
         split_backward=dict(obj({"first_stage": {"enum": ["as_profiled", "weight_pass_runs_all"]}}, []),
@@ -481,7 +482,7 @@ def _define():
         memory_bytes=integer(1, MAXB, "per device"), link=dict(link, description="joins devices of one node"),
         nodes=obj({"devices_per_node": integer(1), "link": link}, ["devices_per_node", "link"], "optional: links between nodes"),
         speed=array(number(1e-6), "optional: one compute speed factor per device (2.0 = twice as fast)"),
-        p2p={"enum": ["overlapped", "blocking"],
+        p2p={"enum": ["overlapped", "blocking", "batched"],
              "description": "optional: how the runtime's point-to-point transfers meet compute (blocking: Megatron-LM's "
                             "batched isend/irecv waited on; absent: a plan's p2p, else overlapped)"},
         host_link=obj({"to_host": dict(link, description="device -> host (an offload)"),
@@ -521,7 +522,7 @@ def _define():
         optimizer_step={"enum": ["synchronized", "post-validation"],
                         "description": "optional, default synchronized: where a flushed step ends (post-validation: "
                                        "each position steps after its own last W or B and runs on)"},
-        p2p={"enum": ["overlapped", "blocking"],
+        p2p={"enum": ["overlapped", "blocking", "batched"],
              "description": "optional: how point-to-point transfers meet compute (absent: the hardware file's, else "
                             "overlapped); --p2p overrides it"},
         offload=obj({"policy": {"enum": ["none", "all", "selective"]},

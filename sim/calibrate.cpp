@@ -15,7 +15,6 @@ namespace pipescope {
 namespace {
 
 constexpr std::array<const char*, 5> kKindKeys = {"F", "B", "I", "W", "R"};  // OpKind order
-constexpr double kBytesPerMib = 1024.0 * 1024.0;
 
 struct GapSample {  // the runtime between two ops
   OpKind next;
@@ -36,7 +35,7 @@ struct TailSample {  // after a rank's last op
   double ns;
 };
 struct OptimizerSample {
-  double parameter_bytes, ns;
+  double profiled_ns, ns;  // the profile's optimizer step of the rank's stages; the measured one
 };
 
 struct Samples {
@@ -84,7 +83,7 @@ Samples gather(const MeasuredTrace& t, const CostModel& c, bool loss_in_profile)
       const MeasuredSpan& step = spans.front();
       int64_t cursor = step.start_ns, accounted = 0;
       bool first = true, holds_last_stage = false;
-      double parameter_bytes = 0;
+      double profiled_optimizer = 0;
       std::vector<bool> counted(c.stages.size(), false);
       OpSample* last_forward_of_last_stage = nullptr;
       out.ops.reserve(out.ops.size() + spans.size());
@@ -103,7 +102,7 @@ Samples gather(const MeasuredTrace& t, const CostModel& c, bool loss_in_profile)
             last_forward_of_last_stage = s.op == OpKind::Forward && s.stage == last_stage ? &out.ops.back() : nullptr;
             if (!counted[static_cast<std::size_t>(s.stage)]) {
               counted[static_cast<std::size_t>(s.stage)] = true;
-              parameter_bytes += static_cast<double>(c.stages[static_cast<std::size_t>(s.stage)].parameter_bytes);
+              profiled_optimizer += static_cast<double>(c.stages[static_cast<std::size_t>(s.stage)].optimizer_ns);
             }
             holds_last_stage = holds_last_stage || s.stage == last_stage;
             first = false;
@@ -127,7 +126,7 @@ Samples gather(const MeasuredTrace& t, const CostModel& c, bool loss_in_profile)
             accounted += s.duration_ns;
             break;
           case SpanKind::Optimizer:
-            out.optimizer.push_back({0, static_cast<double>(s.duration_ns)});  // bytes below, once the ops are seen
+            out.optimizer.push_back({-1, static_cast<double>(s.duration_ns)});  // profiled below, once the ops are seen
             accounted += s.duration_ns;
             break;
           case SpanKind::ZeroGrad:
@@ -136,8 +135,8 @@ Samples gather(const MeasuredTrace& t, const CostModel& c, bool loss_in_profile)
         }
       }
       if (first) continue;  // a rank that ran no op in this step
-      for (auto it = out.optimizer.rbegin(); it != out.optimizer.rend() && it->parameter_bytes == 0; ++it) {
-        it->parameter_bytes = parameter_bytes;
+      for (auto it = out.optimizer.rbegin(); it != out.optimizer.rend() && it->profiled_ns < 0; ++it) {
+        it->profiled_ns = profiled_optimizer;
       }
       out.tails.push_back({holds_last_stage, static_cast<double>(step.end_ns() - cursor - accounted)});
     }
@@ -149,7 +148,9 @@ void add_term(Calibration& cal, std::string name, double value_ns, int samples, 
   cal.terms.push_back({std::move(name), value_ns / 1000.0, samples, rms_ns / 1000.0});
 }
 
-// action_us per kind and the prologue: gap ~ sum_k beta_k [next == k] + pi [first].
+// action_us per kind and the prologue: gap ~ sum_k beta_k [next == k] + pi [first]. When
+// the first op of every step is the only op of its kind (M = 1: each rank's first op is its
+// only forward), the prologue cannot be told from that kind's action: it is taken as 0.
 void fit_actions(const Samples& s, Calibration& cal) {
   std::vector<int> column(5, -1);
   int p = 0;
@@ -157,16 +158,27 @@ void fit_actions(const Samples& s, Calibration& cal) {
     int& col = column[static_cast<std::size_t>(g.next)];
     if (col < 0) col = p++;
   }
-  const int prologue = p++;
-  Eigen::MatrixXd x = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(s.gaps.size()), p);
+  const auto design = [&](bool with_prologue) {
+    Eigen::MatrixXd x = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(s.gaps.size()), p + (with_prologue ? 1 : 0));
+    for (std::size_t i = 0; i < s.gaps.size(); ++i) {
+      const auto r = static_cast<Eigen::Index>(i);
+      x(r, column[static_cast<std::size_t>(s.gaps[i].next)]) = 1;
+      if (with_prologue) x(r, p) = s.gaps[i].first ? 1 : 0;
+    }
+    return x;
+  };
   Eigen::VectorXd y(static_cast<Eigen::Index>(s.gaps.size()));
-  for (std::size_t i = 0; i < s.gaps.size(); ++i) {
-    const auto r = static_cast<Eigen::Index>(i);
-    x(r, column[static_cast<std::size_t>(s.gaps[i].next)]) = 1;
-    x(r, prologue) = s.gaps[i].first ? 1 : 0;
-    y(r) = s.gaps[i].ns;
+  for (std::size_t i = 0; i < s.gaps.size(); ++i) y(static_cast<Eigen::Index>(i)) = s.gaps[i].ns;
+  LeastSquares ls = solve(design(true), y);
+  const bool separable = ls.rank == p + 1;
+  if (!separable) {
+    ls = solve(design(false), y);
+    ls.beta.conservativeResize(p + 1);
+    ls.beta(p) = 0;
+    cal.notes.push_back("every step's first op is the only op of its kind on its rank: the prologue cannot be told "
+                        "from that kind's action term and is taken as 0 (more micro-batches separate them)");
   }
-  const LeastSquares ls = solve(x, y);
+  const int prologue = p;
   for (std::size_t k = 0; k < 5; ++k) {
     if (column[k] < 0) continue;
     const int n = static_cast<int>(std::count_if(s.gaps.begin(), s.gaps.end(), [&](const GapSample& g) {
@@ -174,6 +186,27 @@ void fit_actions(const Samples& s, Calibration& cal) {
     }));
     cal.runtime.action_ns[k] = std::max<int64_t>(0, rounded(ls.beta(column[k])));
     add_term(cal, std::string("action_us.") + kKindKeys[k], static_cast<double>(cal.runtime.action_ns[k]), n, ls.rms);
+  }
+  // A kind the run never ran (a 1F1B run has no I or W) takes the mean of the kinds it did:
+  // scheduling an action costs the runtime about the same whatever the action.
+  double seen_sum = 0;
+  int seen = 0;
+  std::string unseen;
+  for (std::size_t k = 0; k < 5; ++k) {
+    if (column[k] >= 0) {
+      seen_sum += static_cast<double>(cal.runtime.action_ns[k]);
+      ++seen;
+    } else {
+      unseen += std::string(unseen.empty() ? "" : ", ") + kKindKeys[k];
+    }
+  }
+  if (seen > 0 && !unseen.empty()) {
+    for (std::size_t k = 0; k < 5; ++k) {
+      if (column[k] < 0) cal.runtime.action_ns[k] = rounded(seen_sum / seen);
+    }
+    cal.notes.push_back("the run has no " + unseen + " actions: their action_us is the mean of the kinds it has (" +
+                        std::to_string(std::llround(seen_sum / seen / 1000.0)) +
+                        " us); their op_us is 0 (as profiled)");
   }
   const int firsts = static_cast<int>(std::count_if(s.gaps.begin(), s.gaps.end(), [](const GapSample& g) { return g.first; }));
   cal.runtime.prologue_ns = std::max<int64_t>(0, rounded(ls.beta(prologue)));
@@ -293,19 +326,18 @@ void fit_step_terms(const Samples& s, const CostModel& c, Calibration& cal) {
     add_term(cal, "step.epilogue_us", static_cast<double>(cal.runtime.epilogue_ns), static_cast<int>(n), ls.rms);
     add_term(cal, "step.last_stage_epilogue_us", static_cast<double>(cal.runtime.last_stage_epilogue_ns), lasts, ls.rms);
   }
-  double tp = 0, pp = 0;
-  for (const OptimizerSample& o : s.optimizer) {
-    tp += o.ns * o.parameter_bytes;
-    pp += o.parameter_bytes * o.parameter_bytes;
-  }
-  if (pp > 0) {
-    const double per_byte = tp / pp;
+  // The optimizer: the measured step less the profile's (its optimizer_ms of the rank's
+  // layers), one constant per device. Not a per-byte rate: fitted on a small model, a rate
+  // would carry its fixed Python cost to every byte of a large one.
+  if (!s.optimizer.empty()) {
+    double sum = 0;
+    for (const OptimizerSample& o : s.optimizer) sum += o.ns - std::max(o.profiled_ns, 0.0);
+    const double mean = sum / static_cast<double>(s.optimizer.size());
     double sq = 0;
-    for (const OptimizerSample& o : s.optimizer) sq += std::pow(o.ns - per_byte * o.parameter_bytes, 2);
-    cal.runtime.optimizer_ns_per_parameter_byte = per_byte;
-    cal.terms.push_back({"step.optimizer_us_per_mib", per_byte * kBytesPerMib / 1000.0,
-                         static_cast<int>(s.optimizer.size()),
-                         std::sqrt(sq / static_cast<double>(s.optimizer.size())) / 1000.0});
+    for (const OptimizerSample& o : s.optimizer) sq += std::pow(o.ns - std::max(o.profiled_ns, 0.0) - mean, 2);
+    cal.runtime.optimizer_ns = rounded(mean);
+    add_term(cal, "step.optimizer_us", mean, static_cast<int>(s.optimizer.size()),
+             std::sqrt(sq / static_cast<double>(s.optimizer.size())));
   }
   (void)c;
 }
@@ -353,6 +385,14 @@ Calibration calibrate(const MeasuredTrace& t, const CostModel& c, const Calibrat
   const std::string from = "pipescope calibrate of " + t.source;
   for (const char* key : {"action_us", "op_us", "message", "step", "split_backward"}) cal.runtime.sources[key] = from;
   if (!s.losses.empty()) cal.runtime.sources["loss_us"] = from;
+  // What is written must read back: a term outside a runtime file's ranges (an hour per
+  // action) says the run cannot be fitted, not that the runtime is that slow.
+  try {
+    runtime_costs_from_json(JsonReader::from_text(runtime_costs_to_json(cal.runtime).dump(), "the fitted runtime"));
+  } catch (const InputError& e) {
+    throw InputError(t.source + ": the fit gives a term out of range (" + e.what() +
+                     "): the run is too short or too irregular to fit");
+  }
   return cal;
 }
 

@@ -65,6 +65,11 @@ void fill_prediction(StepReport& r, const Schedule& s, const CostModel& c, const
   r.bubble_fraction = bubble_fraction(static_cast<double>(total_busy), K, static_cast<double>(w.end));
   add_prediction_notes(r, s, c, h, blocking, post_validation);
   if (o.runtime && o.runtime->any()) r.notes.push_back(runtime_note(*o.runtime));
+  if (o.p2p == P2p::Batched) {
+    r.notes.push_back("p2p: batched (torch's _batch_p2p, the zero-bubble runtime): a transfer starts when its sender "
+                      "has posted it after its op and its receiver before the op that consumes it; the receiver waits, "
+                      "the sender runs on");
+  }
 }
 
 }  // namespace pipescope

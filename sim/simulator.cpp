@@ -211,6 +211,14 @@ class PipelineSim {
     return c_.stages[st].optimizer_ns;
   }
 
+  // A flushed step's optimizer step on device d: its stages' (stage_optimizer_ns) and the
+  // runtime's own per-device term, never below 0.
+  int64_t device_optimizer_ns(int d) const {
+    int64_t dur = 0;
+    for (int st : stages_of_[d]) dur += stage_optimizer_ns(st);
+    return rt_ ? std::max<int64_t>(0, dur + rt_->optimizer_ns) : dur;
+  }
+
   // The runtime's terms after a device's last op of a step (gradient scaling, the last
   // stage's output merge), on its track; returns when they end.
   int64_t charge_epilogue(int d, int64_t at) {
@@ -296,7 +304,11 @@ class PipelineSim {
         if (recorder_) recorder_->runtime(d, op.stage, op.microbatch, start, rule.pre_ns);
         start += rule.pre_ns;
       }
-      if (rule.receives) start = std::max(start + rule.receive_block_ns, at);
+      if (rule.receives) {
+        start = batched_ && s_.stage_position[rule.receives->from_stage] != d
+                    ? std::max(start, rendezvous(*rule.receives, op.microbatch, at, start))
+                    : std::max(start + rule.receive_block_ns, at);
+      }
       if constexpr (kOffload) start = offload_->before_op(d, first + i, start);
       // A sampled duration (the jitter seam) is the profile's op: the runtime's change rides on it.
       int64_t dur = o_.op_durations_ns.empty() ? rule.duration_ns
@@ -370,8 +382,7 @@ class PipelineSim {
       if (recorder_) recorder_->allreduce(d, 0, at, ring);
       at += ring;
     }
-    int64_t dur = 0;
-    for (int st : stages_of_[d]) dur += stage_optimizer_ns(st);
+    const int64_t dur = device_optimizer_ns(d);
     if (recorder_ && dur > 0) recorder_->optimizer(d, 0, at, dur);
     end_ = std::max(end_, at + dur);
     return at + dur;
@@ -407,6 +418,28 @@ class PipelineSim {
     return other_links_[{from, to}];
   }
 
+  // Batched p2p: the transfer of `msg` (micro-batch mb) posted by its sender at `sent` and
+  // by its receiver at `posted` starts when both have, on its link in order; returns
+  // when it has arrived (and records it). The link's queue is kept here, at the
+  // receiver: a link's receives come in its sends' order, as every schedule posts them.
+  int64_t rendezvous(const Message& msg, int mb, int64_t sent, int64_t posted) {
+    const int from = s_.stage_position[msg.from_stage], to = s_.stage_position[msg.to_stage];
+    LinkState& state = link_state(from, to);
+    const int64_t start = std::max({sent, posted, state.free_at});
+    int64_t busy = cut_link_[msg.cut()].busy_ns, latency = cut_link_[msg.cut()].latency_ns;
+    if (!o_.send_factors.empty()) {
+      const double f = o_.send_factors[sent_flat_[2 * idx(msg.to_stage, mb) + static_cast<int>(msg.kind)]];
+      busy = std::llround(static_cast<double>(busy) * f);
+      latency = std::llround(static_cast<double>(latency) * f);
+    }
+    PS_INVARIANT(start >= state.free_at, "a link's time went backwards");
+    state.free_at = start + busy;
+    const int64_t at = start + busy + latency;
+    if (recorder_) recorder_->transfer(from, to, msg.to_stage, mb, start, at - start);
+    end_ = std::max(end_, at);
+    return at;
+  }
+
   // `flat` is the sending op's index (for its link jitter factor). Returns when the
   // tensor has arrived (now, on the same device). Inlined into both walks (with and
   // without offload): a call per op costs the walk about 3% (bench_sim, callgrind).
@@ -414,6 +447,15 @@ class PipelineSim {
     const int from = s_.stage_position[msg.from_stage], to = s_.stage_position[msg.to_stage];
     if (from == to) {  // same device: the tensor is already there
       arrival(msg.kind, msg.to_stage, mb) = now_;
+      return now_;
+    }
+    if (batched_) {  // posted: the receiver starts the transfer (rendezvous)
+      arrival(msg.kind, msg.to_stage, mb) = now_;
+      if (!sent_flat_.empty()) sent_flat_[2 * idx(msg.to_stage, mb) + static_cast<int>(msg.kind)] = flat;
+      if (waiting_[to]) {
+        waiting_[to] = 0;
+        runnable_.push_back(to);
+      }
       return now_;
     }
     LinkState& state = link_state(from, to);
@@ -438,8 +480,7 @@ class PipelineSim {
 
   // The optimizer step ends the device's step: after its last op, or after the all-reduce.
   void start_optimizer(int d, int64_t at) {
-    int64_t dur = 0;
-    for (int st : stages_of_[d]) dur += stage_optimizer_ns(st);
+    const int64_t dur = device_optimizer_ns(d);
     if (dur == 0) return;
     if (recorder_) recorder_->optimizer(d, 0, at, dur);
     end_ = std::max(end_, at + dur);
@@ -491,6 +532,10 @@ class PipelineSim {
   const int K_, S_, M_;
   const bool post_validation_ = o_.optimizer_step == OptimizerStep::PostValidation && !s_.asynchronous();
   const bool blocking_ = o_.p2p == P2p::Blocking;
+  const bool batched_ = o_.p2p == P2p::Batched;
+  // Batched p2p with link jitter: per message slot (as arrival_), the sending op's index.
+  std::vector<std::size_t> sent_flat_ = std::vector<std::size_t>(
+      batched_ && !o_.send_factors.empty() ? 2 * static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_) : 0, 0);
   const RuntimeCosts* const rt_ = o_.runtime && o_.runtime->any() ? o_.runtime : nullptr;
   const std::vector<std::vector<int>> stages_of_ = [this] {
     std::vector<std::vector<int>> out(static_cast<std::size_t>(s_.positions()));

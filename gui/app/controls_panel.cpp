@@ -162,8 +162,9 @@ QWidget* ControlsPanel::build_what_if() {
   optimizer_step_->setToolTip("post-validation: each device steps after its own last W and runs on; 3 steps, "
                               "the steady state");
   p2p_ = new QComboBox(box);
-  p2p_->addItems({"overlapped", "blocking"});  // --p2p
-  p2p_->setToolTip("blocking: a send or receive holds the device for the transfer (Megatron-LM's default p2p)");
+  p2p_->addItems({"overlapped", "blocking", "batched"});  // --p2p, in P2p's order (core/p2p.h)
+  p2p_->setToolTip("blocking: a send or receive holds the device for the transfer (Megatron-LM's default p2p); "
+                   "batched: a transfer starts when both ends have posted, the receiver waits (torch's _batch_p2p)");
   form->addRow("Optimizer step", optimizer_step_);
   form->addRow("Point-to-point", p2p_);
   runtime_label_ = new QLabel("ops alone", box);  // --runtime
@@ -187,7 +188,7 @@ WhatIf ControlsPanel::what_if() const {
   w.slow_device = slow_device_->value();
   w.slow_speed = slow_speed_->value();
   w.optimizer_step = parse_optimizer_step(optimizer_step_->currentText().toStdString());
-  w.p2p = p2p_->currentIndex() == 1 ? P2p::Blocking : P2p::Overlapped;
+  w.p2p = static_cast<P2p>(p2p_->currentIndex());
   w.runtime = runtime_;
   return w;
 }
@@ -195,7 +196,7 @@ WhatIf ControlsPanel::what_if() const {
 void ControlsPanel::set_runtime(std::shared_ptr<const RuntimeCosts> runtime, const QString& label) {
   runtime_ = std::move(runtime);
   runtime_label_->setText(runtime_ ? label : QString("ops alone"));
-  if (runtime_ && runtime_->p2p) p2p_->setCurrentIndex(*runtime_->p2p == P2p::Blocking ? 1 : 0);
+  if (runtime_ && runtime_->p2p) p2p_->setCurrentIndex(static_cast<int>(*runtime_->p2p));
   emit whatIfChanged();
 }
 
@@ -206,7 +207,7 @@ void ControlsPanel::set_what_if(const WhatIf& w) {
   slow_device_->setValue(w.slow_device);
   slow_speed_->setValue(w.slow_device >= 0 ? w.slow_speed : 0.5);
   optimizer_step_->setCurrentIndex(w.optimizer_step == OptimizerStep::PostValidation ? 1 : 0);
-  p2p_->setCurrentIndex(w.p2p == P2p::Blocking ? 1 : 0);
+  p2p_->setCurrentIndex(static_cast<int>(w.p2p));
   quiet_ = false;
   emit whatIfChanged();
 }

@@ -63,7 +63,7 @@ TEST(Hardware, ValidationErrors) {
   EXPECT_EQ(error_of([&] { read(edit(kHardware, "\"devices_per_node\": 2", "\"devices_per_node\": 9")); }),
             "h.json: nodes.devices_per_node: expected an integer <= 4, got 9");
   EXPECT_EQ(error_of([&] { read(edit(kHardware, "\"speed\"", "\"p2p\": \"sometimes\", \"speed\"")); }),
-            "h.json: p2p: expected \"overlapped\" or \"blocking\", got \"sometimes\"");
+            "h.json: p2p: expected \"overlapped\", \"blocking\" or \"batched\", got \"sometimes\"");
   EXPECT_NE(error_of([&] { read(edit(kHardware, "\"speed\"", "\"p2p\": true, \"speed\"")); }).find("h.json: p2p:"),
             std::string::npos);
 }
@@ -137,7 +137,7 @@ TEST(Plan, ValidationErrors) {
   EXPECT_EQ(error_of([&] { read(edit(kPlan, "\"chunks\": 1", "\"chunks\": 2")); }),
             "plan.json: schedule.chunks: only interleaved, looped-bfs and interleaved-zb take more than 1 chunk");
   EXPECT_EQ(error_of([&] { read(edit(kPlan, "\"recompute\"", "\"p2p\": \"eager\", \"recompute\"")); }),
-            "plan.json: p2p: expected \"overlapped\" or \"blocking\", got \"eager\"");
+            "plan.json: p2p: expected \"overlapped\", \"blocking\" or \"batched\", got \"eager\"");
   Plan p = read(kPlan);
   EXPECT_EQ(error_of([&] { check_plan_layers(p, 5, "p.json"); }),
             "plan.json: stages[1].layers: the last stage must end at layer 5 (p.json has 5 layers), got 4");

@@ -6,7 +6,12 @@
 //     B1 4100-5100; d0 B0 3200-4200, B1 5200-6200: 6200 ns;
 //   blocking:   d0 F0 0-1000 (+ send to 1100), F1 1100-2100 (to 2200); d1 F0 1100-2100,
 //     B0 2100-3100 (+ send to 3200), F1 3300-4300 (receive 100 after 3200), B1 4300-5300
-//     (to 5400); d0 B0 3200-4200, B1 5400-6400: 6400 ns.
+//     (to 5400); d0 B0 3200-4200, B1 5400-6400: 6400 ns;
+//   batched:    a transfer starts when both ends have posted (the sender after its op,
+//     the receiver before the op that needs it): d0 F0 0-1000, F1 1000-2000; d1 F0
+//     1100-2100 (posted at 0, sent at 1000), B0 2100-3100, F1 3200-4200 (posted at 3100,
+//     sent at 2000), B1 4200-5200; d0 B0 3200-4200 (posted 2000, sent 3100), B1 5300-6300
+//     (posted 4200, sent 5200): 6300 ns, between the two.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -49,6 +54,7 @@ TEST(BlockingP2p, HandComputedOneFOneB) {
   EXPECT_EQ(run(make_1f1b(2, 2), c, h, P2p::Overlapped).step_ns, 6200);
   const StepReport blocking = run(make_1f1b(2, 2), c, h, P2p::Blocking);
   EXPECT_EQ(blocking.step_ns, 6400);
+  EXPECT_EQ(run(make_1f1b(2, 2), c, h, P2p::Batched).step_ns, 6300);
   bool noted = false;
   for (const std::string& n : blocking.notes) noted |= n.find("p2p: blocking") != std::string::npos;
   EXPECT_TRUE(noted);
@@ -68,8 +74,14 @@ TEST(BlockingP2p, NeverFasterThanOverlappedAndEqualOnFreeLinks) {
     Hardware h = Hardware::ideal(K);
     const std::string at = "seed " + std::to_string(seed) + " " + s.name + " K=" + std::to_string(K) + " M=" + std::to_string(M);
     EXPECT_EQ(run(s, c, h, P2p::Blocking).step_ns, run(s, c, h, P2p::Overlapped).step_ns) << at << " free links";
+    EXPECT_EQ(run(s, c, h, P2p::Batched).step_ns, run(s, c, h, P2p::Overlapped).step_ns) << at << " free links";
     h.link = {static_cast<double>(1 + r() % 100), static_cast<double>(r() % 50) / 10.0};
-    EXPECT_GE(run(s, c, h, P2p::Blocking).step_ns, run(s, c, h, P2p::Overlapped).step_ns) << at;
+    // Batched waits for both posts (never earlier than overlapped) but never holds the
+    // sender (never later than blocking).
+    const int64_t overlapped = run(s, c, h, P2p::Overlapped).step_ns, batched = run(s, c, h, P2p::Batched).step_ns;
+    EXPECT_GE(run(s, c, h, P2p::Blocking).step_ns, overlapped) << at;
+    EXPECT_GE(batched, overlapped) << at;
+    EXPECT_LE(batched, run(s, c, h, P2p::Blocking).step_ns) << at;
   }
 }
 

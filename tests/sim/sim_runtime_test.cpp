@@ -98,7 +98,8 @@ TEST(RuntimeCosts, AllZeroChargesNothing) {
 
 TEST(RuntimeCosts, SingleDeviceClosedForm) {
   // K = 1: no messages, so the step is prologue + M (a_F + F + loss + a_B + B + op terms)
-  // + epilogue (+ the last stage's, the same device) + the optimizer's per-byte term.
+  // + epilogue (+ the last stage's, the same device) + the optimizer's per-byte term and
+  // the runtime's own optimizer term.
   const Hardware h = Hardware::ideal(1);
   CostModel c = uniform(1, 1000, 2000);
   c.stages[0].parameter_bytes = 1 << 20;
@@ -106,11 +107,12 @@ TEST(RuntimeCosts, SingleDeviceClosedForm) {
   rt.op_ns[static_cast<int>(OpKind::Forward)] = 11;
   rt.op_ns[static_cast<int>(OpKind::Backward)] = -13;
   rt.optimizer_ns_per_parameter_byte = 0.5;
+  rt.optimizer_ns = 700;
   SimOptions o;
   o.runtime = &rt;
   for (int M : {1, 3, 8}) {
     const int64_t per_mb = 10 + 1000 + 11 + 3 + 20 + 2000 - 13;
-    EXPECT_EQ(simulate(make_1f1b(1, M), c, h, o).step_ns, 50 + M * per_mb + 30 + 40 + (1 << 19)) << "M = " << M;
+    EXPECT_EQ(simulate(make_1f1b(1, M), c, h, o).step_ns, 50 + M * per_mb + 30 + 40 + (1 << 19) + 700) << "M = " << M;
   }
 }
 
@@ -146,6 +148,7 @@ TEST(RuntimeFile, RoundTripsEveryField) {
   rt.send_issue_ns_per_byte = 1000.0 / (1 << 20);  // 1 us per MiB
   rt.p2p = P2p::Blocking;
   rt.optimizer_ns_per_parameter_byte = 2.0 / 1024;
+  rt.optimizer_ns = -150000;
   rt.first_stage_split = FirstStageSplit::WeightPassRunsAll;
   rt.sources["action_us"] = "measured";
   const Json j = runtime_costs_to_json(rt);

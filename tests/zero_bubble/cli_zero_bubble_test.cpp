@@ -143,7 +143,7 @@ TEST(CliZeroBubble, P2pFromFiles) {
     "devices": 2, "memory_bytes": 8, "link": {"bandwidth_gb_per_s": 1, "latency_us": 1}, "p2p": "lazy"})");
   const Result bad = run("simulate --profile " + kProfile + " -K 2 -M 4 --hardware " + bad_hw);
   EXPECT_EQ(bad.code, 2) << bad.out;
-  EXPECT_NE(bad.out.find("p2p-bad-hw.json: p2p: expected \"overlapped\" or \"blocking\", got \"lazy\""), std::string::npos)
+  EXPECT_NE(bad.out.find("p2p-bad-hw.json: p2p: expected \"overlapped\", \"blocking\" or \"batched\", got \"lazy\""), std::string::npos)
       << bad.out;
 
   const std::string plan = ::testing::TempDir() + "/p2p-plan.json";
