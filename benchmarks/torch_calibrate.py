@@ -30,6 +30,9 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 from pipescope_torch.gloo_link import hardware_file, measure_gloo_link  # noqa: E402
 from pipescope_torch.plans import plan_from_prediction, predict, write_plan  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_pipelining import predict_plan as simulate  # noqa: E402  simulate --plan PLAN --json, its step
+
 EXAMPLES = os.path.join(REPO, "python", "examples")
 # (name, model spec, input shape, loss, micro-batch size, M)
 MODELS = [
@@ -48,13 +51,6 @@ def run(cmd, rt=False, timeout=900):
 
 def bridge(args, rt=False):
     return run([sys.executable, "-m", "pipescope_torch"] + args, rt)
-
-
-def simulate(pipescope, plan, extra):
-    r = subprocess.run([pipescope, "simulate", "--plan", plan, "--json"] + extra, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"pipescope simulate --plan {plan}: {r.stderr.strip()}")
-    return json.loads(r.stdout)["step_time_ms"]
 
 
 def main() -> int:

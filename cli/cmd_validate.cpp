@@ -13,6 +13,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/report.h"
+#include "core/runtime_costs.h"
 #include "exec/layers/model.h"
 #include "llm/job.h"
 #include "llm/llm_plan_json.h"
@@ -46,10 +47,12 @@ std::string read_any(const std::string& path) {
     exec::model_from_json(r);
   } else if (format == "pipescope.llm_plan") {
     llm_plan_result_from_json(r);
+  } else if (format == "pipescope.runtime") {
+    runtime_costs_from_json(r);
   } else {
     r["format"].fail("expected a format this command reads: pipescope.profile, pipescope.hardware, pipescope.plan, "
-                     "pipescope.model, pipescope.prediction, pipescope.measurement or pipescope.llm_plan; got \"" +
-                     format + "\"");
+                     "pipescope.model, pipescope.prediction, pipescope.measurement, pipescope.llm_plan or "
+                     "pipescope.runtime; got \"" + format + "\"");
   }
   return format + " v" + std::to_string(r["version"].as_int());
 }

@@ -57,7 +57,7 @@ bool RuntimeCosts::any() const {
          loss_ns > 0 ||
          send_issue_ns > 0 || send_issue_ns_per_byte > 0 || recv_issue_ns > 0 || recv_issue_ns_per_byte > 0 ||
          prologue_ns > 0 || epilogue_ns > 0 || last_stage_epilogue_ns > 0 || optimizer_ns_per_parameter_byte > 0 || optimizer_ns != 0 ||
-         first_stage_split != FirstStageSplit::AsProfiled;
+         first_stage_split != FirstStageSplit::AsProfiled || !input_pass_frees;
 }
 
 int64_t RuntimeCosts::send_issue(int64_t bytes) const { return issue(send_issue_ns, send_issue_ns_per_byte, bytes); }
@@ -66,7 +66,7 @@ int64_t RuntimeCosts::recv_issue(int64_t bytes) const { return issue(recv_issue_
 RuntimeCosts runtime_costs_from_json(const JsonReader& r) {
   r.expect_format("pipescope.runtime");
   refuse_unknown_keys(r, {"format", "version", "framework", "schedule_class", "action_us", "op_us", "loss_us", "message", "p2p",
-                          "step", "split_backward", "sources", "fit"});
+                          "step", "split_backward", "memory", "sources", "fit"});
   RuntimeCosts rt;
   if (r.has("framework")) rt.framework = r["framework"].as_string();
   if (r.has("schedule_class")) rt.schedule_class = r["schedule_class"].as_string();
@@ -114,6 +114,11 @@ RuntimeCosts runtime_costs_from_json(const JsonReader& r) {
       }
     }
   }
+  if (r.has("memory")) {
+    const JsonReader m = r["memory"];
+    refuse_unknown_keys(m, {"input_pass_frees"});
+    if (m.has("input_pass_frees")) rt.input_pass_frees = m["input_pass_frees"].as_bool();
+  }
   if (r.has("sources")) {
     const JsonReader s = r["sources"];
     if (!s.json().is_object()) s.fail("expected an object of strings");
@@ -148,6 +153,7 @@ Json runtime_costs_to_json(const RuntimeCosts& rt) {
                  {"optimizer_us_per_mib", us_per_mib(rt.optimizer_ns_per_parameter_byte)}};
   out["split_backward"] = {
       {"first_stage", rt.first_stage_split == FirstStageSplit::WeightPassRunsAll ? "weight_pass_runs_all" : "as_profiled"}};
+  out["memory"] = {{"input_pass_frees", rt.input_pass_frees}};
   if (!rt.sources.empty()) out["sources"] = rt.sources;
   if (!rt.fit.empty()) out["fit"] = rt.fit;
   return out;
@@ -166,6 +172,7 @@ std::string runtime_note(const RuntimeCosts& rt) {
   if (rt.first_stage_split == FirstStageSplit::WeightPassRunsAll) {
     out += "; on the first stage I does nothing and W runs the whole backward";
   }
+  if (!rt.input_pass_frees) out += "; I frees nothing: a micro-batch's stash lives until its W";
   if (rt.fit.contains("residual_us")) out += " (fitted by pipescope calibrate)";
   return out;
 }
@@ -190,7 +197,7 @@ RuntimeCosts load_runtime_costs(const std::string& path_or_name) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(path_or_name, ec)) return runtime_costs_from_json(JsonReader::from_file(path_or_name));
-  const bool bare = path_or_name.find('/') == std::string::npos && fs::path(path_or_name).extension().empty();
+  const bool bare = path_or_name.find('/') == std::string::npos;  // a name ("torch-2.13-gloo"), not a path
   const std::string dir = data_dir("profiles/runtimes");
   if (bare && !path_or_name.empty() && !dir.empty() && fs::exists(dir + "/" + path_or_name + ".json", ec)) {
     return runtime_costs_from_json(JsonReader::from_file(dir + "/" + path_or_name + ".json"));

@@ -70,6 +70,11 @@ struct RuntimeCosts {
   // negative, and a device's step never takes less than 0.
   int64_t optimizer_ns = 0;
   FirstStageSplit first_stage_split = FirstStageSplit::AsProfiled;
+  // Memory: whether the input pass I frees what its W does not need (the profile's
+  // weight_grad_bytes; core/op_rules.h). false: the runtime keeps the stage's whole graph
+  // from I to W (torch 2.13's stage_backward_input hands W the graph it walked), so the
+  // stash lives until W.
+  bool input_pass_frees = true;
   // Where each number comes from (a measured run, a table, a source line), by the
   // file's field name ("action_us", "message", ...). Written back as read.
   std::map<std::string, std::string> sources;
@@ -90,7 +95,7 @@ struct RuntimeCosts {
 //    "p2p": "blocking",
 //    "step": {"prologue_us": 300, "epilogue_us": 200, "last_stage_epilogue_us": 100,
 //             "optimizer_us": 0, "optimizer_us_per_mib": 0},
-//    "split_backward": {"first_stage": "weight_pass_runs_all"},
+//    "split_backward": {"first_stage": "weight_pass_runs_all"}, "memory": {"input_pass_frees": false},
 //    "sources": {"action_us": "..."}, "fit": {...}}
 // Every field but the header is optional (absent: 0 / as profiled); an unknown key, a
 // negative or non-finite time is refused naming the file and the field.

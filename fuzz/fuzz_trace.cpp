@@ -7,24 +7,14 @@
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/runtime_costs.h"
+#include "fuzz/fuzz_costs.h"
 #include "sim/calibrate.h"
 
 using namespace pipescope;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size > 64 * 1024) return -1;
-  CostModel c;
-  for (int s = 0; s < 2; ++s) {
-    StageCost x;
-    x.forward_ns = 1000;
-    x.backward_ns = 2000;
-    x.backward_input_ns = x.backward_weight_ns = 1000;
-    x.parameter_bytes = 1 << 20;
-    c.stages.push_back(x);
-    c.position_device.push_back(s);
-    c.position_devices.push_back({s});
-    c.stage_position.push_back(s);
-  }
+  static const CostModel c = fuzz::two_stage_costs();
   Calibration cal;
   try {
     const MeasuredTrace t = read_measured_trace(

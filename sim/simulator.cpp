@@ -190,10 +190,18 @@ class PipelineSim {
       rule.post_ns += rt.send_issue(c_.stages[rule.sends->from_stage].send_bytes);
     }
     if (op.kind == OpKind::Forward && op.stage == S_ - 1) rule.post_ns += rt.loss_ns;
-    if (rt.first_stage_split == FirstStageSplit::WeightPassRunsAll && op.stage == 0) {
+    const bool empty_input_pass = rt.first_stage_split == FirstStageSplit::WeightPassRunsAll && op.stage == 0;
+    if (op.kind == OpKind::BackwardInput && (!rt.input_pass_frees || empty_input_pass) && rule.release_bytes > 0) {
+      // I frees nothing (the runtime keeps the graph, or its I ran nothing): what it would
+      // have dropped stays held until W frees the whole stash; I's own peak is then at
+      // most that much higher.
+      rule.held_bytes += rule.release_bytes;
+      rule.peak_bytes += rule.release_bytes;
+      rule.release_bytes = 0;
+    }
+    if (empty_input_pass) {
       if (op.kind == OpKind::BackwardInput) {
         rule.duration_ns = std::max<int64_t>(0, rt.op_ns[static_cast<std::size_t>(OpKind::BackwardInput)]);  // the call, not the pass
-        rule.release_bytes = 0;  // it ran nothing, so it frees nothing: W frees the stash
       }
       if (op.kind == OpKind::BackwardWeight) {
         rule.duration_ns =

@@ -16,31 +16,15 @@
 #include "core/runtime_costs.h"
 #include "sim/simulator.h"
 #include "tests/support/input_error.h"
+#include "tests/support/test_support.h"
 
 namespace pipescope {
 namespace {
 
 using testing::input_error_of;
 
-CostModel uniform(int K, int64_t f, int64_t b) {
-  CostModel c;
-  for (int s = 0; s < K; ++s) {
-    StageCost x;
-    x.first_layer = s;
-    x.end_layer = s + 1;
-    x.forward_ns = x.recompute_ns = f;
-    x.backward_ns = b;
-    x.backward_input_ns = b / 2;
-    x.backward_weight_ns = b - b / 2;
-    x.activation_bytes = 1000;
-    x.send_bytes = 1000;
-    c.stages.push_back(x);
-    c.position_device.push_back(s);
-    c.position_devices.push_back({s});
-    c.stage_position.push_back(s);
-  }
-  return c;
-}
+// K stages on K devices, F and B each; the shared fixture (tests/support/test_support.h).
+CostModel uniform(int K, int64_t f, int64_t b) { return testing::uniform_costs(K, K, f, b); }
 
 RuntimeCosts hand_runtime() {
   RuntimeCosts rt;
@@ -139,6 +123,33 @@ TEST(RuntimeCosts, FirstStageWeightPassRunsTheWholeBackward) {
   EXPECT_EQ(seen, 8);
 }
 
+TEST(RuntimeCosts, InputPassThatFreesNothingKeepsTheStashUntilW) {
+  // memory.input_pass_frees false (torch 2.13 keeps the graph from I to W): the stash of
+  // every position peaks as if the profile had no weight_grad_bytes (I frees nothing),
+  // above what the profile's rule gives (I frees 600 of each 1000-byte stash).
+  const Hardware h = Hardware::ideal(4);
+  CostModel frees = uniform(4, 1000, 2000);
+  for (StageCost& st : frees.stages) st.freed_at_input_bytes = 600;
+  CostModel keeps = frees;
+  for (StageCost& st : keeps.stages) st.freed_at_input_bytes = 0;
+  RuntimeCosts rt;
+  rt.input_pass_frees = false;
+  for (const Schedule& s : {make_zb_h1(4, 8), make_zb_h2(4, 8)}) {
+    SimOptions o;
+    const StepReport profiled = simulate(s, frees, h, o);
+    o.runtime = &rt;
+    const StepReport charged = simulate(s, frees, h, o);
+    const StepReport reference = simulate(s, keeps, h, SimOptions{});
+    bool above = false;
+    for (int d = 0; d < 4; ++d) {
+      EXPECT_EQ(charged.positions[d].peak_activation_bytes, reference.positions[d].peak_activation_bytes) << s.name;
+      above |= charged.positions[d].peak_activation_bytes > profiled.positions[d].peak_activation_bytes;
+    }
+    EXPECT_TRUE(above) << s.name;
+    EXPECT_EQ(charged.step_ns, profiled.step_ns) << s.name;  // memory only
+  }
+}
+
 TEST(RuntimeFile, RoundTripsEveryField) {
   RuntimeCosts rt = hand_runtime();
   rt.framework = "torch.distributed.pipelining 2.13.0, gloo";
@@ -150,6 +161,7 @@ TEST(RuntimeFile, RoundTripsEveryField) {
   rt.optimizer_ns_per_parameter_byte = 2.0 / 1024;
   rt.optimizer_ns = -150000;
   rt.first_stage_split = FirstStageSplit::WeightPassRunsAll;
+  rt.input_pass_frees = false;
   rt.sources["action_us"] = "measured";
   const Json j = runtime_costs_to_json(rt);
   const RuntimeCosts back = runtime_costs_from_json(JsonReader::from_text(j.dump(), "r.json"));
@@ -158,6 +170,7 @@ TEST(RuntimeFile, RoundTripsEveryField) {
   EXPECT_EQ(back.op_ns, rt.op_ns);
   EXPECT_EQ(back.send_issue(1 << 20), 5 + 1000);
   EXPECT_EQ(back.first_stage_split, FirstStageSplit::WeightPassRunsAll);
+  EXPECT_FALSE(back.input_pass_frees);
 }
 
 TEST(RuntimeFile, RefusesBadInputNamingTheField) {
@@ -178,10 +191,23 @@ TEST(RuntimeFile, RefusesBadInputNamingTheField) {
   EXPECT_NE(error(", \"split_backward\": {\"first_stage\": \"x\"}").find("split_backward.first_stage"),
             std::string::npos);
   EXPECT_NE(error(", \"sources\": {\"a\": 1}").find("sources.a"), std::string::npos);
+  EXPECT_NE(error(", \"memory\": {\"input_pass_frees\": \"no\"}").find("memory.input_pass_frees"), std::string::npos);
+  EXPECT_NE(error(", \"memory\": {\"frees\": true}").find("unknown key \"frees\""), std::string::npos);
   EXPECT_NE(input_error_of([] { runtime_costs_from_json(JsonReader::from_text("{\"format\": \"pipescope.plan\"}", "r.json")); })
                 .find("format"),
             std::string::npos);
   EXPECT_NE(input_error_of([] { load_runtime_costs("no-such-runtime"); }).find("--runtime"), std::string::npos);
+}
+
+TEST(RuntimeFile, TheBundledTorchRuntimeReadsByName) {
+  // profiles/runtimes/torch-2.13-gloo.json, by its name (dots and all): torch 2.13's rules
+  // with the sources of each (the split on stage 0, the graph kept from I to W).
+  const RuntimeCosts rt = load_runtime_costs("torch-2.13-gloo");
+  EXPECT_EQ(rt.first_stage_split, FirstStageSplit::WeightPassRunsAll);
+  EXPECT_FALSE(rt.input_pass_frees);
+  for (const char* field : {"action_us", "op_us", "message", "p2p", "step", "split_backward", "memory"}) {
+    EXPECT_TRUE(rt.sources.count(field)) << field;
+  }
 }
 
 }  // namespace
