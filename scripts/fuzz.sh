@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/ and runs each for
 # SECONDS on a working copy of its seed corpus, after replaying the kept crash inputs
 # in fuzz/regressions/<target>/. New crash inputs land in build-fuzz/artifacts/<target>/.
-#   scripts/fuzz.sh SECONDS [TARGET ...]     targets: profile hardware plan job layout report schedule simulate cli hf_config llm_plan
+#   scripts/fuzz.sh SECONDS [TARGET ...]     targets: profile hardware plan job layout report schedule simulate cli hf_config llm_plan runtime trace
 #   FUZZ_JOBS=2 scripts/fuzz.sh 600          runs two targets at once (default 1)
 # Exit status: 0 when no target found anything, 1 otherwise.
 set -euo pipefail
@@ -11,7 +11,7 @@ root=$PWD
 seconds=${1:?usage: scripts/fuzz.sh SECONDS [TARGET ...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(profile hardware plan job layout report schedule simulate cli hf_config llm_plan)
+[ ${#targets[@]} -gt 0 ] || targets=(profile hardware plan job layout report schedule simulate cli hf_config llm_plan runtime trace)
 jobs=${FUZZ_JOBS:-1}
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 
