@@ -17,6 +17,23 @@ void check_stage_count(int layers, int stages) {
   }
 }
 
+void keep_loss_with_producer(const Profile& profile, LayerRanges& ranges) {
+  if (profile.layers.empty() || ranges.size() < 2) return;
+  const Json& spec = profile.layers.back().spec;
+  if (!spec.is_object() || !spec.contains("type") || spec["type"] != "loss") return;
+  const int loss = profile.num_layers() - 1;
+  if (ranges.back() != std::make_pair(loss, loss + 1)) return;
+  LayerRanges moved = ranges;
+  for (std::size_t s = moved.size() - 1; s >= 1; --s) {  // stage s takes stage s - 1's last layer
+    --moved[s].first;
+    --moved[s - 1].second;
+    if (moved[s - 1].first < moved[s - 1].second) {
+      ranges = std::move(moved);
+      return;
+    }
+  }
+}
+
 LayerRanges uniform_partition(int layers, int stages) {
   check_stage_count(layers, stages);
   LayerRanges out;

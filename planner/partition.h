@@ -33,6 +33,14 @@ LayerRanges gpipe_partition(const Profile& profile, int stages, double microbatc
 LayerRanges balanced_partition(const Profile& profile, int stages, double microbatch_size,
                                bool r_ops);
 
+// A profile whose last layer is its loss (spec {"type": "loss"}: `pipescope_torch profile
+// --loss`) runs it as the last stage's loss_fn, not as a module, so a last stage of the loss
+// alone has nothing to run (pipescope_torch run refuses it). Moves the cuts before it one
+// layer earlier, down to the first stage that keeps a layer of its own; leaves `ranges`
+// as they are when no such move exists (fewer model layers than stages) or the profile has
+// no loss layer. `ranges` index `profile`'s layers in order, one per model stage.
+void keep_loss_with_producer(const Profile& profile, LayerRanges& ranges);
+
 // Throws InputError unless 1 <= stages <= layers.
 void check_stage_count(int layers, int stages);
 

@@ -28,13 +28,15 @@ Cut cut_for(const Profile& profile, const Plan& plan, int replicas, PartitionKin
   spec.replicas = replicas;
   spec.optimizer_state_factor = plan.optimizer_state_factor;
   Cut cut = cut_layers(profile, hardware, schedule, spec, kind);
-  if (kind != PartitionKind::Optimal) return cut;
-  // Several stages per device: even out the devices' sums (one stage per device: as is).
-  if (cut.layer_order.empty()) {
-    cut.ranges = balance_devices(StageModel(profile, hardware, schedule, spec), cut.ranges);
-  } else {
-    cut.ranges = balance_devices(StageModel(profile_of(profile, cut), hardware, schedule, spec), cut.ranges);
+  if (kind == PartitionKind::Optimal) {
+    // Several stages per device: even out the devices' sums (one stage per device: as is).
+    if (cut.layer_order.empty()) {
+      cut.ranges = balance_devices(StageModel(profile, hardware, schedule, spec), cut.ranges);
+    } else {
+      cut.ranges = balance_devices(StageModel(profile_of(profile, cut), hardware, schedule, spec), cut.ranges);
+    }
   }
+  keep_loss_with_producer(cut.layer_order.empty() ? profile : profile_of(profile, cut), cut.ranges);
   return cut;
 }
 

@@ -98,9 +98,9 @@ def test_a_plan_with_the_loss_layer_runs_on_pytorch(tmp_path, mlp):
     assert "ok" in run_pipescope("validate", path)
     run_pipescope("simulate", "--profile", path, "-K", "2", "-M", "4", "--microbatch-size", "8")
     # The simulator's cut (plans.py) under --partition uniform: 6 layers in 2 stages of 3, the
-    # loss layer (6 of 6) ending the last stage's range beside two modules. The default
-    # (optimal) cut depends on the measured times: where layer 0 outweighs the rest it puts
-    # the loss alone on the last stage, which the run refuses (below).
+    # loss layer (6 of 6) ending the last stage's range beside two modules. Any cut the
+    # simulator makes keeps the loss with its producer (planner/partition.h); a hand-made
+    # plan with the loss alone on the last stage is refused by the run (below).
     pred = predict(PIPESCOPE, str(path), 2, 4, 8, "1f1b", extra=["--partition", "uniform"])
     plan = plan_from_prediction(pred, str(path), str(tmp_path))
     assert [s["layers"] for s in plan["stages"]] == [[0, 3], [3, 6]]

@@ -10,6 +10,8 @@
 #include "core/schedule.h"
 #include "interop/synth_profile.h"
 #include "planner/partition.h"
+#include "planner/partitioner.h"
+#include "tests/planner/planner_test_util.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_model.h"
 #include "sim/simulator.h"
@@ -31,6 +33,51 @@ TEST(UniformPartition, SpreadsTheRemainderOverTheFirstStages) {
   LayerRanges r = uniform_partition(10, 4);
   EXPECT_EQ(r, (LayerRanges{{0, 3}, {3, 6}, {6, 8}, {8, 10}}));
   EXPECT_THROW(uniform_partition(3, 4), InputError);
+}
+
+TEST(KeepLossWithProducer, MovesTheCutBeforeALossAloneDownToAStageThatKeepsALayer) {
+  // pipescope_torch profile --loss ends a profile with the loss (spec {"type": "loss"}),
+  // which torch runs as the last stage's loss_fn: a stage of the loss alone cannot run.
+  UniformSpec u;
+  u.layers = 5;
+  Profile p = make_uniform_profile(u);
+  p.layers.back().spec = Json{{"type", "loss"}};
+  LayerRanges r{{0, 3}, {3, 4}, {4, 5}};
+  keep_loss_with_producer(p, r);
+  EXPECT_EQ(r, (LayerRanges{{0, 2}, {2, 3}, {3, 5}}));
+  // The move cascades past stages it would leave empty: 4 stages of 2, 1, 1, 1 layers.
+  r = {{0, 2}, {2, 3}, {3, 4}, {4, 5}};
+  keep_loss_with_producer(p, r);
+  EXPECT_EQ(r, (LayerRanges{{0, 1}, {1, 2}, {2, 3}, {3, 5}}));
+  // One layer per stage, the loss's included: no stage can take the loss; left as is.
+  r = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}};
+  keep_loss_with_producer(p, r);
+  EXPECT_EQ(r, (LayerRanges{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));
+  // Without a loss layer nothing moves.
+  p.layers.back().spec = Json();
+  r = {{0, 3}, {3, 4}, {4, 5}};
+  keep_loss_with_producer(p, r);
+  EXPECT_EQ(r, (LayerRanges{{0, 3}, {3, 4}, {4, 5}}));
+}
+
+TEST(KeepLossWithProducer, PlansNeverEndInALossAloneWhenTheyCanNot) {
+  // Property over every partitioner, K, v and a random profile ending in a loss layer:
+  // where the model's own layers are at least the stages, the last stage holds one.
+  std::mt19937_64 rng(39);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int L = 3 + static_cast<int>(rng() % 8);
+    Profile p = testing::random_profile(rng, L, false);
+    p.layers.back().spec = Json{{"type", "loss"}};
+    p.layers.back().forward_ms = {0.001, 0.002, 0.004};
+    for (PartitionKind kind : {PartitionKind::Uniform, PartitionKind::GPipe, PartitionKind::Optimal}) {
+      PlanChoice c;
+      c.stages = 1 + static_cast<int>(rng() % std::min(4, L - 1));
+      c.microbatches = 4;
+      c.partition = kind;
+      const LayerRanges r = make_plan(p, c).plan.layer_ranges();
+      EXPECT_LT(r.back().first, L - 1) << "L = " << L << " K = " << c.stages << " " << to_string(kind);
+    }
+  }
 }
 
 TEST(GpipePartition, MinimisesTheVarianceOfStageCosts) {
