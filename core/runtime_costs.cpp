@@ -19,7 +19,8 @@ namespace {
 constexpr double kMaxTermUs = 3.6e9;         // one hour
 constexpr double kMaxUsPerMib = 3.6e9;       // one hour per MiB
 constexpr double kBytesPerMib = 1024.0 * 1024.0;
-constexpr std::array<const char*, 5> kKindKeys = {"F", "B", "I", "W", "R"};  // OpKind order
+constexpr std::size_t kOpKinds = 5;  // OpKind's values, F B I W R (op_letter: the file's keys)
+std::string kind_key(std::size_t k) { return std::string(1, op_letter(static_cast<OpKind>(k))); }
 
 void refuse_unknown_keys(const JsonReader& r, std::initializer_list<const char*> known) {
   if (!r.json().is_object()) r.fail("expected an object");
@@ -73,12 +74,12 @@ RuntimeCosts runtime_costs_from_json(const JsonReader& r) {
   if (r.has("action_us")) {
     const JsonReader a = r["action_us"];
     refuse_unknown_keys(a, {"F", "B", "I", "W", "R"});
-    for (std::size_t k = 0; k < kKindKeys.size(); ++k) rt.action_ns[k] = us_field(a, kKindKeys[k]);
+    for (std::size_t k = 0; k < kOpKinds; ++k) rt.action_ns[k] = us_field(a, kind_key(k).c_str());
   }
   if (r.has("op_us")) {
     const JsonReader a = r["op_us"];
     refuse_unknown_keys(a, {"F", "B", "I", "W", "R"});
-    for (std::size_t k = 0; k < kKindKeys.size(); ++k) rt.op_ns[k] = us_field(a, kKindKeys[k], -kMaxTermUs);
+    for (std::size_t k = 0; k < kOpKinds; ++k) rt.op_ns[k] = us_field(a, kind_key(k).c_str(), -kMaxTermUs);
   }
   rt.loss_ns = us_field(r, "loss_us");
   if (r.has("message")) {
@@ -135,10 +136,10 @@ Json runtime_costs_to_json(const RuntimeCosts& rt) {
   Json out = {{"format", "pipescope.runtime"}, {"version", 1}, {"framework", rt.framework},
               {"schedule_class", rt.schedule_class}};
   Json actions = Json::object();
-  for (std::size_t k = 0; k < kKindKeys.size(); ++k) actions[kKindKeys[k]] = us(rt.action_ns[k]);
+  for (std::size_t k = 0; k < kOpKinds; ++k) actions[kind_key(k)] = us(rt.action_ns[k]);
   out["action_us"] = actions;
   Json ops = Json::object();
-  for (std::size_t k = 0; k < kKindKeys.size(); ++k) ops[kKindKeys[k]] = us(rt.op_ns[k]);
+  for (std::size_t k = 0; k < kOpKinds; ++k) ops[kind_key(k)] = us(rt.op_ns[k]);
   out["op_us"] = ops;
   out["loss_us"] = us(rt.loss_ns);
   out["message"] = {{"send_issue_us", us(rt.send_issue_ns)},

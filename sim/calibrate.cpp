@@ -14,7 +14,7 @@
 namespace pipescope {
 namespace {
 
-constexpr std::array<const char*, 5> kKindKeys = {"F", "B", "I", "W", "R"};  // OpKind order
+std::string kind_key(std::size_t k) { return std::string(1, op_letter(static_cast<OpKind>(k))); }  // the file's keys
 
 struct GapSample {  // the runtime between two ops
   OpKind next;
@@ -185,7 +185,7 @@ void fit_actions(const Samples& s, Calibration& cal) {
       return static_cast<std::size_t>(g.next) == k;
     }));
     cal.runtime.action_ns[k] = std::max<int64_t>(0, rounded(ls.beta(column[k])));
-    add_term(cal, std::string("action_us.") + kKindKeys[k], static_cast<double>(cal.runtime.action_ns[k]), n, ls.rms);
+    add_term(cal, "action_us." + kind_key(k), static_cast<double>(cal.runtime.action_ns[k]), n, ls.rms);
   }
   // A kind the run never ran (a 1F1B run has no I or W) takes the mean of the kinds it did:
   // scheduling an action costs the runtime about the same whatever the action.
@@ -197,7 +197,7 @@ void fit_actions(const Samples& s, Calibration& cal) {
       seen_sum += static_cast<double>(cal.runtime.action_ns[k]);
       ++seen;
     } else {
-      unseen += std::string(unseen.empty() ? "" : ", ") + kKindKeys[k];
+      unseen += std::string(unseen.empty() ? "" : ", ") + kind_key(k);
     }
   }
   if (seen > 0 && !unseen.empty()) {
@@ -251,7 +251,7 @@ void fit_op_terms(const Samples& s, const CostModel& c, Calibration& cal) {
   cal.runtime.first_stage_split = runs_all_wins ? FirstStageSplit::WeightPassRunsAll : FirstStageSplit::AsProfiled;
   for (std::size_t k = 0; k < 5; ++k) {
     if (counts[k] > 0) {
-      add_term(cal, std::string("op_us.") + kKindKeys[k], static_cast<double>(cal.runtime.op_ns[k]), counts[k], rms[k]);
+      add_term(cal, "op_us." + kind_key(k), static_cast<double>(cal.runtime.op_ns[k]), counts[k], rms[k]);
     }
   }
   if (first_stage_split) {
@@ -299,7 +299,7 @@ void fit_messages(const Samples& s, Calibration& cal) {
                       "for both ends");
 }
 
-void fit_step_terms(const Samples& s, const CostModel& c, Calibration& cal) {
+void fit_step_terms(const Samples& s, Calibration& cal) {
   if (!s.losses.empty()) {
     const double mean = std::accumulate(s.losses.begin(), s.losses.end(), 0.0) / static_cast<double>(s.losses.size());
     double sq = 0;
@@ -339,7 +339,6 @@ void fit_step_terms(const Samples& s, const CostModel& c, Calibration& cal) {
     add_term(cal, "step.optimizer_us", mean, static_cast<int>(s.optimizer.size()),
              std::sqrt(sq / static_cast<double>(s.optimizer.size())));
   }
-  (void)c;
 }
 
 }  // namespace
@@ -380,7 +379,7 @@ Calibration calibrate(const MeasuredTrace& t, const CostModel& c, const Calibrat
   fit_actions(s, cal);
   fit_op_terms(s, c, cal);
   fit_messages(s, cal);
-  fit_step_terms(s, c, cal);
+  fit_step_terms(s, cal);
   if (s.issues.empty()) cal.notes.push_back("the trace has no p2p_issue spans: message issue costs not fitted (0)");
   const std::string from = "pipescope calibrate of " + t.source;
   for (const char* key : {"action_us", "op_us", "message", "step", "split_backward"}) cal.runtime.sources[key] = from;

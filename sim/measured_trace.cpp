@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "core/limits.h"
@@ -21,12 +22,8 @@ struct Category {
   SpanKind kind;
   OpKind op;
 };
+// Besides the ops, whose categories are to_string(OpKind) (core/schedule.h).
 constexpr Category kCategories[] = {
-    {"forward", SpanKind::Op, OpKind::Forward},
-    {"backward", SpanKind::Op, OpKind::Backward},
-    {"backward_input", SpanKind::Op, OpKind::BackwardInput},
-    {"backward_weight", SpanKind::Op, OpKind::BackwardWeight},
-    {"recompute", SpanKind::Op, OpKind::Recompute},
     {"step", SpanKind::Step, OpKind::Forward},
     {"loss", SpanKind::Loss, OpKind::Forward},
     {"p2p_issue", SpanKind::P2pIssue, OpKind::Forward},
@@ -35,11 +32,15 @@ constexpr Category kCategories[] = {
     {"zero_grad", SpanKind::ZeroGrad, OpKind::Forward},
 };
 
-const Category* category_of(const std::string& cat) {
-  for (const Category& c : kCategories) {
-    if (cat == c.name) return &c;
+std::optional<Category> category_of(const std::string& cat) {
+  for (const OpKind k : {OpKind::Forward, OpKind::Backward, OpKind::BackwardInput, OpKind::BackwardWeight,
+                         OpKind::Recompute}) {
+    if (cat == to_string(k)) return Category{"", SpanKind::Op, k};
   }
-  return nullptr;
+  for (const Category& c : kCategories) {
+    if (cat == c.name) return c;
+  }
+  return std::nullopt;
 }
 
 int64_t us_to_ns(const JsonReader& v) { return std::llround(v.as_double(-kMaxUs, kMaxUs) * 1000.0); }
@@ -59,7 +60,7 @@ MeasuredTrace read_measured_trace(const JsonReader& r) {
       t.name = e["args"]["name"].as_string();
     }
     if (ph != "X" || !e.has("cat")) continue;
-    const Category* c = category_of(e["cat"].as_string());
+    const std::optional<Category> c = category_of(e["cat"].as_string());
     if (!c) continue;  // transfers and anything else a viewer shows
     MeasuredSpan s;
     s.kind = c->kind;

@@ -44,17 +44,6 @@ Json span(const char* cat, int rank, int step, int64_t start, int64_t dur, Json 
           {"ts", static_cast<double>(start) / 1000.0}, {"dur", static_cast<double>(dur) / 1000.0}, {"args", args}};
 }
 
-const char* op_category(OpKind k) {
-  switch (k) {
-    case OpKind::Forward: return "forward";
-    case OpKind::Backward: return "backward";
-    case OpKind::BackwardInput: return "backward_input";
-    case OpKind::BackwardWeight: return "backward_weight";
-    case OpKind::Recompute: return "recompute";
-  }
-  return "";
-}
-
 // The trace the bridge would write of `steps` runs of the simulated step, as the
 // simulator charged `rt` (overlapped p2p): each gap is the previous op's loss and send
 // issue, the next op's action, its receive issue, then a wait until its start.
@@ -102,7 +91,7 @@ Json simulated_trace(const Schedule& s, const CostModel& c, const RuntimeCosts& 
         }
         EXPECT_GE(starts[first + i], t);
         if (starts[first + i] > t) events.push_back(span("p2p_wait", d, step, offset + t, starts[first + i] - t));
-        events.push_back(span(op_category(op.kind), d, step, offset + starts[first + i], ends[first + i] - starts[first + i],
+        events.push_back(span(to_string(op.kind).c_str(), d, step, offset + starts[first + i], ends[first + i] - starts[first + i],
                               {{"stage", op.stage}, {"microbatch", op.microbatch}}));
         if (!seen[op.stage]) profiled_optimizer += c.stages[op.stage].optimizer_ns;
         seen[op.stage] = true;
