@@ -41,4 +41,35 @@ PaperRow zero_bubble_paper_row(const PaperSetting& setting, int steps = 4);
 std::vector<PaperRow> zero_bubble_paper_table(int steps = 4);
 std::string paper_markdown(const std::vector<PaperRow>& rows);
 
+// The paper's measured comparison (its Tables 4, 6 and 10) predicted from its Table 6
+// times alone, no constant fitted to what it measured. Every schedule runs as the
+// paper's runtime runs it: Megatron-LM with the zero-bubble runtime
+// (examples/pretrain_zero_bubble.sh passes --enable-zb-runtime to every schedule), whose
+// sends and receives of one step are posted together and waited before the op that
+// consumes them (P2p::Batched); 1F1B-I with one transformer layer per chunk
+// (--num-layers-per-virtual-pipeline-stage 1, the embedding and head counted as layers:
+// (layers + 2) / p chunks per device); ZB-1p, ZB-2p and ZB-V with optimizer
+// post-validation (the script's default under fp16), 1F1B and 1F1B-I with a synchronized
+// step. Throughput is m b / (steady-state step x p), samples per GPU per second.
+struct PaperThroughput {
+  PaperSetting paper;
+  int interleaved_chunks = 0;
+  double f1b1 = 0, f1b1_i = 0, zb_1p = 0, zb_2p = 0, zb_v = 0;
+  double zb_2p_synchronized = 0;  // Table 10's baseline: the same order, a synchronized step
+};
+
+PaperThroughput zero_bubble_paper_throughput(const PaperSetting& setting, int steps = 4);
+std::vector<PaperThroughput> zero_bubble_paper_throughputs(int steps = 4);
+
+// What the paper measured, as statements (shared/reference/zero-bubble-measured.md), each
+// checked on the prediction: how many settings agree out of how many.
+struct PaperClaim {
+  std::string claim;
+  int agree = 0, of = 0;
+  bool holds = false;  // "every": all agree; "most": more than half
+  std::string detail;  // the settings that disagree, or the figures compared
+};
+std::vector<PaperClaim> paper_claims(const std::vector<PaperThroughput>& rows);
+std::string throughput_markdown(const std::vector<PaperThroughput>& rows);
+
 }  // namespace pipescope

@@ -55,4 +55,18 @@ inline constexpr std::array<PaperSetting, 12> kPaperSettings{{
 }};
 // clang-format on
 
+// Table 10: ZB-2p's measured throughput (samples per GPU per second, A100 80G) with
+// optimizer post-validation and with a synchronized optimizer step (an all-reduce before
+// it), on each model's Table 3 setting. Also in shared/reference/zero-bubble-measured.md.
+struct PaperPostValidation {
+  const PaperModel* model;
+  double post_validation, synchronized;
+};
+inline constexpr std::array<PaperPostValidation, 4> kPaperPostValidation{{
+    {&kPaper1_5B, 14.5, 13.11},
+    {&kPaper6_2B, 4.32, 4.00},
+    {&kPaper14_6B, 1.81, 1.68},
+    {&kPaper28_3B, 0.99, 0.91},
+}};
+
 }  // namespace pipescope

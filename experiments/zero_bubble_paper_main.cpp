@@ -1,5 +1,6 @@
 // Prints the zero-bubble paper's Table 5 beside zb-auto's bubble on the paper's own
-// settings (docs/schedules-new.md, "On the zero-bubble paper's settings"):
+// settings, then its measured comparison (Tables 4, 6, 10) predicted on its runtime's
+// batched p2p (docs/schedules-new.md, "On the zero-bubble paper's settings"):
 //   build/bin/zero_bubble_paper [--steps N] [-o FILE]
 #include <iostream>
 #include <sstream>
@@ -32,7 +33,9 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    const std::string md = paper_markdown(zero_bubble_paper_table(steps));
+    const std::string md = "## Table 5's bubbles on the paper's times\n\n" + paper_markdown(zero_bubble_paper_table(steps)) +
+                           "\n## Tables 4, 6 and 10 predicted on the paper's runtime (samples per GPU per second)\n\n" +
+                           throughput_markdown(zero_bubble_paper_throughputs(steps));
     if (output.empty()) {
       std::cout << md;
     } else {

@@ -28,12 +28,8 @@ const std::vector<PaperRow>& rows() {
   return table;
 }
 
-std::string label(const PaperRow& r) {
-  std::string out = r.paper.model->name;
-  out += " m=";
-  out += std::to_string(r.paper.microbatches);
-  return out;
-}
+std::string label(const PaperSetting& p) { return std::string(p.model->name) + " m=" + std::to_string(p.microbatches); }
+std::string label(const PaperRow& r) { return label(r.paper); }
 
 }  // namespace
 
@@ -80,5 +76,70 @@ TEST(ZeroBubblePaper, CapBoundHolds) {
     EXPECT_LE(r.bound_2p, r.zb_2p_span + 1e-12) << label(r);
     EXPECT_LE(r.zb_2p_span, r.zb_2p + 1e-12) << label(r) << ": the steady step is at least the longest span";
     EXPECT_LE(r.bound_2p, r.paper.bubble_zb_2p + kDigits) << label(r);
+  }
+}
+
+// The measured comparison (Tables 4, 6, 10) predicted on the paper's runtime, batched p2p.
+
+const std::vector<PaperThroughput>& throughputs() {
+  static const std::vector<PaperThroughput> table = zero_bubble_paper_throughputs();
+  return table;
+}
+
+TEST(ZeroBubblePaperThroughput, OneF1BIsMicrobatchesPlusFillOverFreeLinks) {
+  // Free links (T_comm = 0): batched p2p waits for nothing, and 1F1B with a fused
+  // backward (B = I + W) runs (m + p - 1)(T_F + T_B + T_W) per step on uniform stages,
+  // each step flushed and synchronized. 1.5B, m = 24: 31 x 45.945 ms = 1424.295 ms for
+  // 24 x 6 samples on 8 GPUs: 144 / 1.424295 / 8 = 12.6378 samples per GPU per second.
+  PaperSetting free = kPaperSettings[0];
+  free.comm_ms = 0;
+  const PaperThroughput r = zero_bubble_paper_throughput(free);
+  EXPECT_NEAR(r.f1b1, 144.0 / 1.424295 / 8, 1e-3);
+  // ZB-2p's post-validation gain is its synchronized step over the steady one.
+  EXPECT_GT(r.zb_2p, r.zb_2p_synchronized);
+}
+
+TEST(ZeroBubblePaperThroughput, InterleavedRunsOneLayerPerChunk) {
+  // --num-layers-per-virtual-pipeline-stage 1 with the embedding and head as layers.
+  ASSERT_EQ(throughputs().size(), 12u);
+  EXPECT_EQ(throughputs()[0].interleaved_chunks, 3);   // 1.5B: 24 / 8
+  EXPECT_EQ(throughputs()[3].interleaved_chunks, 4);   // 6.2B: 32 / 8
+  EXPECT_EQ(throughputs()[6].interleaved_chunks, 3);   // 14.6B: 48 / 16
+  EXPECT_EQ(throughputs()[9].interleaved_chunks, 2);   // 28.3B: 64 / 32
+}
+
+TEST(ZeroBubblePaperThroughput, PostValidationNeverLoses) {
+  // It only removes the step's barrier: the same order can only get faster.
+  for (const PaperThroughput& r : throughputs()) {
+    EXPECT_GE(r.zb_2p, r.zb_2p_synchronized - 1e-9) << label(r.paper);
+  }
+}
+
+TEST(ZeroBubblePaperThroughput, MeasuredRankingsHold) {
+  // The paper's Tables 4 and 6 (shared/reference/zero-bubble-measured.md): every ranking
+  // it reports holds on the prediction from its own times. Table 10's gain is reported,
+  // not asserted: the prediction is 3 points above the measured gain on three models and
+  // 3.5 below on 1.5B (docs/schedules-new.md).
+  for (const PaperClaim& c : paper_claims(throughputs())) {
+    if (c.claim.rfind("Table 10", 0) == 0) {
+      EXPECT_EQ(c.of, 4);
+      continue;
+    }
+    EXPECT_TRUE(c.holds) << c.claim << ": " << c.detail;
+    EXPECT_GT(c.of, 0) << c.claim;
+  }
+}
+
+TEST(ZeroBubblePaperThroughput, ClaimsCountDisagreements) {
+  // A made-up table where 1F1B beats ZB-1p on one setting: that claim names it.
+  std::vector<PaperThroughput> rows = throughputs();
+  rows[1].f1b1 = rows[1].zb_1p * 2;
+  for (const PaperClaim& c : paper_claims(rows)) {
+    if (c.claim == "Table 4: ZB-1p is faster than 1F1B") {
+      EXPECT_EQ(c.agree, 11);
+      EXPECT_EQ(c.of, 12);
+      EXPECT_FALSE(c.holds);
+      EXPECT_EQ(c.detail, "not on 1.5B m=32");
+    }
   }
 }
