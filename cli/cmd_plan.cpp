@@ -454,9 +454,12 @@ void run_profile_plan(PlanArgs& a, const CLI::App& cmd, const PlanFlagSets& sets
   const StepFacts facts = winner_facts(best, r, q.profile.model);
   const std::vector<GateResult> gates = a.gates.evaluate(facts);
   std::vector<std::pair<std::string, std::string>> files = a.gates.junit_file("plan", gates);
+  Plan chosen = best.plan;
+  if (q.runtime) chosen.runtime = search.runtime;  // as given: a path from here, or a bundled name
   if (!output.empty()) {
-    Plan plan = best.plan;
+    Plan plan = chosen;
     plan.profile = relative_profile(q.profile_path, output);
+    if (q.runtime) plan.runtime = runtime_reference(*q.runtime, output);  // simulate --plan predicts with it
     if (!best.layer_order.empty()) {
       // The downset partition's stages are contiguous in another layer order: the
       // profile in that order goes beside the plan (docs/planner.md), in the same
@@ -477,7 +480,7 @@ void run_profile_plan(PlanArgs& a, const CLI::App& cmd, const PlanFlagSets& sets
     Json out = {{"format", "pipescope.plan_search"}, {"version", 1},
                 {"candidates", r.candidates.size()}, {"fitting", r.ranking.size()},
                 {"memory_limit_bytes", r.memory_limit_bytes}, {"top", top},
-                {"why", why}, {"plan", plan_to_json(best.plan)}};
+                {"why", why}, {"plan", plan_to_json(chosen)}};
     json = with_gates(std::move(out), gates).dump(2) + "\n";
   }
   std::string table = top_table(r, top_n) + "\nWhy " + best.label() + ":\n";

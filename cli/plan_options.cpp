@@ -29,7 +29,8 @@ void add_runtime_option(CLI::App* cmd, std::string& runtime) {
   cmd->add_option("--runtime", runtime,
                   "What the runtime spends around the ops, charged on each position's track: a pipescope.runtime file "
                   "(`pipescope calibrate` writes one from a measured run) or a bundled name (" +
-                      bundled_runtime_names() + "); its p2p applies unless --p2p is given; default: the ops alone");
+                      bundled_runtime_names() + "); its p2p applies unless --p2p is given; default: the runtime a --plan file "
+                      "names (\"runtime\"), else the ops alone. `plan -o` records it in the plan");
 }
 
 std::optional<RuntimeCosts> runtime_of(const std::string& runtime) {
@@ -236,7 +237,13 @@ ResolvedPlan resolve(const PlanOptions& o) {
   settle_hardware(o, r);
   apply_step_flags(o, r.plan);
   if (!o.p2p.empty()) r.plan.p2p = parse_p2p(o.p2p);
-  r.runtime = runtime_of(o.runtime);
+  // --runtime, else the runtime the plan file names (the one it was made with).
+  if (o.runtime.empty() && !r.plan.runtime.empty()) {
+    r.runtime = load_runtime_costs(runtime_path_of(r.plan), o.plan_path + ": runtime");
+  } else {
+    r.runtime = runtime_of(o.runtime);
+    r.plan.runtime = o.runtime;
+  }
   r.p2p = p2p_with_runtime(o.p2p, r.runtime, p2p_of(r.plan, r.hardware));
   if (r.runtime && r.runtime->p2p && o.p2p.empty()) r.plan.p2p = r.p2p;
   r.plan.offload = offload_with_flags(r.plan.offload, o.offload, o.offload_fraction);
@@ -246,7 +253,8 @@ ResolvedPlan resolve(const PlanOptions& o) {
                 o.offload_fraction.empty() && !o.plan_path.empty() ? field + ".fraction" : "--offload-fraction");
   r.schedule = schedule_for(r.plan, o.steps);
   if (r.plan.schedule == ScheduleKind::ZeroBubbleAuto && r.plan.schedule_file.empty()) {  // needs the costs
-    r.schedule = schedule_for_costs(r.plan, build_cost_model(r.profile, r.plan, r.hardware), r.hardware);
+    r.schedule = schedule_for_costs(r.plan, build_cost_model(r.profile, r.plan, r.hardware), r.hardware,
+                                    r.runtime ? &*r.runtime : nullptr);
   }
   validate_schedule(r.schedule);
   return r;

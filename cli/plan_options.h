@@ -52,7 +52,7 @@ struct ResolvedPlan {
   Schedule schedule;
   std::vector<int> layer_order;  // make_plan's reorder of the given profile (empty: none)
   P2p p2p = P2p::Overlapped;     // --p2p, else the runtime's, else p2p_of(plan, hardware)
-  std::optional<RuntimeCosts> runtime;  // --runtime
+  std::optional<RuntimeCosts> runtime;  // --runtime, else the plan file's "runtime"
 };
 
 // --p2p overlapped|blocking, the same for every command that takes it (core/p2p.h);

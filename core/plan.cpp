@@ -190,6 +190,10 @@ Plan plan_from_json(const JsonReader& r) {
   p.recompute = recompute_from_r_ops(r.has("recompute") && r["recompute"].as_bool());
   if (r.has("optimizer_step")) read_optimizer_step(r["optimizer_step"], p);
   if (r.has("p2p")) p.p2p = p2p_from_json(r["p2p"]);
+  if (r.has("runtime")) {
+    p.runtime = r["runtime"].as_string();
+    if (p.runtime.empty()) r["runtime"].fail("expected a pipescope.runtime file or a bundled runtime's name");
+  }
   if (r.has("optimizer")) {
     p.optimizer_state_factor = r["optimizer"]["state_bytes_per_parameter_byte"].as_double(0.0, 64.0);
   }
@@ -211,6 +215,14 @@ Plan plan_from_json(const JsonReader& r) {
     }
   }
   return p;
+}
+
+std::string runtime_path_of(const Plan& plan) {
+  if (plan.runtime.empty()) return "";
+  std::filesystem::path f(plan.runtime);
+  if (f.is_relative() && !plan.source.empty()) f = std::filesystem::path(plan.source).parent_path() / f;
+  std::error_code ec;
+  return std::filesystem::exists(f, ec) ? f.string() : plan.runtime;
 }
 
 Plan load_plan(const std::string& path) { return plan_from_json(JsonReader::from_file(path)); }
@@ -263,6 +275,7 @@ Json plan_to_json(const Plan& p) {
               {"stages", std::move(stages)}};
   if (p.optimizer_step != OptimizerStep::Synchronized) out["optimizer_step"] = to_string(p.optimizer_step);  // default: absent
   if (p.p2p) out["p2p"] = to_string(*p.p2p);
+  if (!p.runtime.empty()) out["runtime"] = p.runtime;
   if (p.offload.active()) out["offload"] = offload_to_json(p.offload);
   if (p.layout) out["layout"] = *p.layout;
   if (p.job) out["job"] = *p.job;

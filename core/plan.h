@@ -63,6 +63,10 @@ struct Plan {
   OptimizerStep optimizer_step = OptimizerStep::Synchronized;  // plan file: "optimizer_step"
   std::optional<P2p> p2p;  // plan file: "p2p" (absent: the hardware's, else overlapped; core/p2p.h)
   Offload offload;         // plan file: "offload" (absent: none; core/offload.h)
+  // plan file: "runtime", the runtime costs the plan was made with (core/runtime_costs.h):
+  // a pipescope.runtime file relative to the plan's folder, or a bundled name; absent:
+  // the ops alone. --runtime wins over it.
+  std::string runtime;
   std::vector<PlanStage> stages;
   // Version 2: "layout", the LLM-scale parallel layout (t, cp, ep, d, p, v, sharding, ...)
   // kept as the file's raw JSON object; llm/plan_layout.h reads it (core never includes
@@ -96,6 +100,10 @@ Schedule schedule_for(const Plan& plan, int steps = 1);
 
 // The p2p a plan runs with on `hardware`: the plan's, else the hardware's, else overlapped.
 P2p p2p_of(const Plan& plan, const Hardware& hardware);
+
+// The plan's "runtime" as load_runtime_costs takes it: the file relative to the plan's
+// folder when one is there, else the name as written (a bundled runtime); "" for none.
+std::string runtime_path_of(const Plan& plan);
 
 Plan load_plan(const std::string& path);
 Plan plan_from_json(const JsonReader& reader);

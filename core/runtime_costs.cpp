@@ -194,17 +194,31 @@ std::string bundled_runtime_names() {
   return out.empty() ? "(none bundled)" : out;
 }
 
-RuntimeCosts load_runtime_costs(const std::string& path_or_name) {
+RuntimeCosts load_runtime_costs(const std::string& path_or_name, const std::string& field) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(path_or_name, ec)) return runtime_costs_from_json(JsonReader::from_file(path_or_name));
+  const auto read = [](const std::string& path, const std::string& name) {
+    RuntimeCosts rt = runtime_costs_from_json(JsonReader::from_file(path));
+    rt.path = path;
+    rt.bundled_name = name;
+    return rt;
+  };
+  if (fs::exists(path_or_name, ec)) return read(path_or_name, "");
   const bool bare = path_or_name.find('/') == std::string::npos;  // a name ("torch-2.13-gloo"), not a path
   const std::string dir = data_dir("profiles/runtimes");
   if (bare && !path_or_name.empty() && !dir.empty() && fs::exists(dir + "/" + path_or_name + ".json", ec)) {
-    return runtime_costs_from_json(JsonReader::from_file(dir + "/" + path_or_name + ".json"));
+    return read(dir + "/" + path_or_name + ".json", path_or_name);
   }
-  throw InputError("--runtime: \"" + path_or_name + "\" is neither a file nor a bundled runtime (bundled: " +
+  throw InputError(field + ": \"" + path_or_name + "\" is neither a file nor a bundled runtime (bundled: " +
                    bundled_runtime_names() + ")");
+}
+
+std::string runtime_reference(const RuntimeCosts& rt, const std::string& plan_file) {
+  namespace fs = std::filesystem;
+  if (!rt.bundled_name.empty()) return rt.bundled_name;
+  if (rt.path.empty()) throw InputError("runtime: built in code, so a plan file cannot name it");
+  const fs::path folder = fs::absolute(plan_file).parent_path().lexically_normal();
+  return fs::absolute(rt.path).lexically_normal().lexically_relative(folder).string();
 }
 
 }  // namespace pipescope

@@ -81,6 +81,9 @@ struct RuntimeCosts {
   // What `pipescope calibrate` reports of its fit (empty when written by hand):
   // the run it read, the residual, the samples. Written back as read.
   Json fit = Json::object();
+  // Where load_runtime_costs read it: the file, and the bundled name when it is one
+  // (both empty when built in code or read from JSON alone). Not written to the file.
+  std::string path, bundled_name;
 
   bool any() const;  // charges something
   int64_t send_issue(int64_t bytes) const;
@@ -102,7 +105,11 @@ struct RuntimeCosts {
 RuntimeCosts runtime_costs_from_json(const JsonReader& r);
 Json runtime_costs_to_json(const RuntimeCosts& rt);
 // A path, or the name of a bundled file (profiles/runtimes/<name>.json).
-RuntimeCosts load_runtime_costs(const std::string& path_or_name);
+// `field` names where it was given in errors ("--runtime", "plan.json: runtime").
+RuntimeCosts load_runtime_costs(const std::string& path_or_name, const std::string& field = "--runtime");
+// How a plan file at `plan_file` names `rt` in its "runtime" (core/plan.h): a bundled
+// runtime by its name, a file by its path relative to the plan's folder.
+std::string runtime_reference(const RuntimeCosts& rt, const std::string& plan_file);
 // One line for a prediction's notes: what the runtime terms are and where they came from.
 std::string runtime_note(const RuntimeCosts& rt);
 // The bundled names, for --help and errors.

@@ -527,6 +527,10 @@ def _define():
         p2p={"enum": ["overlapped", "blocking", "batched"],
              "description": "optional: how point-to-point transfers meet compute (absent: the hardware file's, else "
                             "overlapped); --p2p overrides it"},
+        runtime={"type": "string", "minLength": 1,
+                 "description": "optional: the runtime costs the plan was made with, a pipescope.runtime file "
+                                "relative to the plan file or a bundled name (absent: the ops alone); --runtime "
+                                "overrides it"},
         offload=obj({"policy": {"enum": ["none", "all", "selective"]},
                      "fraction": {"oneOf": [number(0, 1), array(number(0, 1), None, 1)],
                                   "description": "optional, default 1: the share of each stash offloaded, one value "

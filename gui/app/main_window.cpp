@@ -16,6 +16,7 @@
 #include <QVBoxLayout>
 
 #include "core/atomic_file.h"
+#include "core/runtime_costs.h"
 #include "core/error.h"
 #include "gui/app/ab_view.h"
 #include "gui/app/compare_view.h"
@@ -314,7 +315,9 @@ void MainWindow::export_widget(QWidget* widget, const QString& name, const QStri
 void MainWindow::save_plan(const QString& path) const {
   if (!evaluation_) throw InputError("no plan to save: the current choices do not make a plan");
   if (evaluation_->job) return save_job_plan(evaluation_->job->inputs, path.toStdString());  // v3, profile beside
-  write_file_atomically(path.toStdString(), plan_to_json(evaluation_->plan).dump(2) + "\n");
+  Plan plan = evaluation_->plan;
+  if (evaluation_->runtime) plan.runtime = runtime_reference(*evaluation_->runtime, path.toStdString());
+  write_file_atomically(path.toStdString(), plan_to_json(plan).dump(2) + "\n");
 }
 
 void MainWindow::export_plan() {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/plan.h"
+#include "core/runtime_costs.h"
 #include "gui/app/ab_view.h"
 #include "gui/app/controls_panel.h"
 #include "gui/app/main_window.h"
@@ -178,6 +179,11 @@ bool MainWindow::open_plan_file(const QString& path, const QString& profile_flag
       in.job = std::make_shared<const JobInputs>(std::move(*job));
     } else {
       if (!same_file(own, profile_path_) && !open_profile(own)) return false;
+      if (!plan.runtime.empty() && options_.runtime_path.isEmpty()) {  // the runtime it was made with; --runtime wins
+        const std::string field = path.toStdString() + ": runtime";
+        controls_->set_runtime(std::make_shared<const RuntimeCosts>(load_runtime_costs(runtime_path_of(plan), field)),
+                               QFileInfo(QString::fromStdString(runtime_path_of(plan))).fileName());
+      }
       in = current_inputs();
       in.choice = plan_choice(in.choice, plan);
       in.plan = std::move(plan);

@@ -122,3 +122,52 @@ TEST(Cli, ScheduleDiagramAndSynth) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["layers"].size(), 4u);
 }
+
+TEST(Cli, PlanFileNamesTheRuntimeItWasMadeWith) {
+  // One job, one answer: `plan --runtime X -o plan.json` records X, and `simulate --plan`
+  // predicts with it, as `--runtime X` would. The toy profile's best plan for D = 2,
+  // N = 8 is K = 1, r = 2, M = 1: one F and one B per device and step, and the runtime
+  // adds 1 ms before the F and 2 ms before the B: 3 ms more than the ops alone.
+  fs::path d = temp_dir() / "runtime";
+  fs::create_directories(d / "sub");
+  fs::copy_file(profile("toy-uniform.json"), d / "toy.json", fs::copy_options::overwrite_existing);
+  write(d / "rt.json", R"({"format": "pipescope.runtime", "version": 1, "framework": "test",
+    "schedule_class": "any", "action_us": {"F": 1000, "B": 2000}})");
+  const std::string plan = (d / "sub" / "plan.json").string();
+  Result r = run("plan --profile " + (d / "toy.json").string() + " -D 2 -N 8 --schedules 1f1b --runtime " +
+                 (d / "rt.json").string() + " -o " + plan);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(plan);
+  nlohmann::json written = nlohmann::json::parse(in);
+  EXPECT_EQ(written["runtime"], "../rt.json") << "relative to the plan's folder, as its profile";
+  auto step = [](const Result& res) { return nlohmann::json::parse(res.out)["step_time_ms"].get<double>(); };
+  const Result with_file = run("simulate --plan " + plan + " --json");
+  const Result with_flag = run("simulate --plan " + plan + " --runtime " + (d / "rt.json").string() + " --json");
+  ASSERT_EQ(with_file.code, 0) << with_file.out;
+  ASSERT_EQ(with_flag.code, 0) << with_flag.out;
+  EXPECT_DOUBLE_EQ(step(with_file), step(with_flag));
+  written.erase("runtime");
+  write(d / "sub" / "ops.json", written.dump());
+  const Result ops_alone = run("simulate --plan " + (d / "sub" / "ops.json").string() + " --json");
+  ASSERT_EQ(ops_alone.code, 0) << ops_alone.out;
+  EXPECT_DOUBLE_EQ(step(with_file) - step(ops_alone), 3.0);
+
+  // A bundled runtime is recorded by its name; a name that is neither exits 2 naming the field.
+  r = run("plan --profile " + (d / "toy.json").string() + " -D 2 -N 8 --schedules 1f1b --runtime torch-2.13-gloo -o " +
+          plan);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream again(plan);
+  EXPECT_EQ(nlohmann::json::parse(again)["runtime"], "torch-2.13-gloo");
+  written["runtime"] = "no-such-runtime";
+  write(d / "sub" / "bad.json", written.dump());
+  r = run("simulate --plan " + (d / "sub" / "bad.json").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad.json: runtime: \"no-such-runtime\" is neither a file nor a bundled runtime"), std::string::npos)
+      << r.out;
+  written["runtime"] = "";
+  write(d / "sub" / "empty.json", written.dump());
+  r = run("simulate --plan " + (d / "sub" / "empty.json").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("runtime"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
