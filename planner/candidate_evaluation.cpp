@@ -10,6 +10,7 @@
 
 #include "core/cost_model.h"
 #include "planner/model_graph.h"
+#include "planner/partition.h"
 #include "planner/plan_builder.h"
 #include "planner/stage_replication.h"
 #include "planner/zero_bubble_search.h"
@@ -156,6 +157,11 @@ void CandidateEvaluation::assign(const LayerRanges& cut) {
   }
 }
 
+LayerRanges CandidateEvaluation::runnable(LayerRanges cut) const {
+  keep_loss_with_producer(profile(), cut);
+  return cut;
+}
+
 StepReport CandidateEvaluation::run(const LayerRanges& cut) {
   assign(cut);
   return simulate(schedule, build_cost_model(profile(), c.plan, q.hardware), q.hardware, search_sim_options(c.plan, q.hardware, q.runtime));
@@ -184,7 +190,8 @@ void order_layers(CandidateEvaluation& e, const GraphLattices* lattices) {
 
 void first_cut(CandidateEvaluation& e) {
   e.model.emplace(e.profile(), e.placed, e.schedule, e.spec);
-  e.ranges = e.optimal() ? optimal_cut(*e.model) : cut_in_order(e.profile(), e.placed, e.schedule, e.spec, e.kind);
+  e.ranges = e.runnable(e.optimal() ? optimal_cut(*e.model)
+                                     : cut_in_order(e.profile(), e.placed, e.schedule, e.spec, e.kind));
 }
 
 int64_t zero_bubble_bound_ns(CandidateEvaluation& e) {
@@ -204,7 +211,7 @@ int64_t zero_bubble_bound_ns(CandidateEvaluation& e) {
 
 void balance_device_sums(CandidateEvaluation& e) {
   if (!e.optimal() || e.model->memory_exact()) return;
-  const LayerRanges balanced = balance_devices(*e.model, e.ranges);
+  const LayerRanges balanced = e.runnable(balance_devices(*e.model, e.ranges));
   if (balanced == e.ranges) return;
   StepReport second = e.run(balanced);
   if ((second.fits() || !e.report.fits()) && second.step_ns < e.report.step_ns) {
@@ -219,7 +226,7 @@ void balance_device_sums(CandidateEvaluation& e) {
 // per-chunk memory.
 void recut_for_memory(CandidateEvaluation& e) {
   if (e.optimal() && !e.report.fits() && !e.model->memory_exact()) {
-    const LayerRanges lean = min_memory_partition(*e.model).ranges;
+    const LayerRanges lean = e.runnable(min_memory_partition(*e.model).ranges);
     StepReport second = e.run(lean);
     if (second.fits() || second.peak_memory_bytes() < e.report.peak_memory_bytes()) {
       e.ranges = lean;
@@ -229,7 +236,7 @@ void recut_for_memory(CandidateEvaluation& e) {
     StepReport fitted;
     auto run = [&](const LayerRanges& cut) { return e.run(cut); };
     if (e.q.memory_aware_interleaving && interleaved_fit(*e.model, e.c.chunks, run, aware, fitted) &&
-        (!e.report.fits() || fitted.step_ns < e.report.step_ns)) {
+        e.runnable(aware) == aware && (!e.report.fits() || fitted.step_ns < e.report.step_ns)) {
       e.ranges = aware;
       e.report = std::move(fitted);
     }
@@ -245,9 +252,10 @@ void replicate_positions(CandidateEvaluation& e) {
                                                       e.q.batch / c.microbatches, e.ranges);
   if (varied.bottleneck_ns >= c.slowest_stage_ns) return;
   e.replicas = varied.replicas;
-  StepReport second = e.run(varied.ranges);
+  const LayerRanges cut = e.runnable(varied.ranges);
+  StepReport second = e.run(cut);
   if (second.fits() && (!e.report.fits() || second.step_ns < e.report.step_ns)) {
-    e.ranges = varied.ranges;
+    e.ranges = cut;
     e.report = std::move(second);
     c.stage_replicas = varied.replicas;
     c.slowest_stage_ns = varied.bottleneck_ns;
@@ -261,7 +269,7 @@ void order_zero_bubble(CandidateEvaluation& e) {
   if (e.c.schedule != ScheduleKind::ZeroBubbleAuto) return;
   // The same call as resolve(): simulate --plan reproduces it.
   const CostModel costs = build_cost_model(e.profile(), e.c.plan, e.q.hardware);
-  e.schedule = schedule_for_costs(e.c.plan, costs, e.q.hardware);
+  e.schedule = schedule_for_costs(e.c.plan, costs, e.q.hardware, e.q.runtime ? &*e.q.runtime : nullptr);
   e.report = simulate(e.schedule, costs, e.q.hardware, search_sim_options(e.c.plan, e.q.hardware, e.q.runtime));
 }
 

@@ -48,6 +48,9 @@ struct CandidateEvaluation {
   bool optimal() const { return kind == PartitionKind::Optimal; }
   void assign(const LayerRanges& cut);      // c.plan's stages: cut, placed with `replicas`
   StepReport run(const LayerRanges& cut);   // assign, then simulate (no timeline)
+  // `cut` as a runtime can run it: a profile's loss layer kept with the layer that
+  // produces it (planner/partition.h keep_loss_with_producer). Every cut kept goes through it.
+  LayerRanges runnable(LayerRanges cut) const;
 };
 
 // Placement: heterogeneous devices (optimal, K >= 2): the device order whose optimal

@@ -59,12 +59,14 @@ ZeroBubbleLimits zero_bubble_limits(const Plan& plan, const CostModel& costs, co
   return out;
 }
 
-Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware) {
+Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware,
+                            const RuntimeCosts* runtime) {
   if (!plan.schedule_file.empty() || plan.schedule != ScheduleKind::ZeroBubbleAuto) return schedule_for(plan);
   const ZeroBubbleLimits limits = zero_bubble_limits(plan, costs, hardware);
   ZeroBubbleSearchOptions o;
   o.activation_budget_bytes = limits.budget_bytes;
   o.p2p = p2p_of(plan, hardware);
+  o.runtime = runtime;
   Schedule s = search_zero_bubble(costs, hardware, limits.max_inflight, plan.microbatches, nullptr, o);
   return has_r_ops(plan.recompute) ? with_recompute(std::move(s)) : s;
 }
@@ -159,7 +161,8 @@ class Search {
   // `budget` simulations at most: a count, not a clock, so the result never depends on the machine.
   Search(const CostModel& c, const Hardware& h, int cap, int M, const ZeroBubbleSearchOptions& o)
       : c_(c), h_(h), cap_(cap), M_(M), budget_(std::max(1, o.max_evaluations)),
-        order_budget_(std::max(0, o.max_order_evaluations)), bytes_(o.activation_budget_bytes), p2p_(o.p2p) {
+        order_budget_(std::max(0, o.max_order_evaluations)), bytes_(o.activation_budget_bytes), p2p_(o.p2p),
+        runtime_(o.runtime) {
     K_ = static_cast<int>(c.position_device.size());
     base_ = ListPolicy::unit(stage_position_map(ScheduleKind::ZeroBubbleAuto, K_, 1), M);
     for (int s = 0; s < K_; ++s) {
@@ -195,6 +198,7 @@ class Search {
     o.record_timeline = false;
     o.op_starts_ns = &starts;
     o.p2p = p2p_;
+    o.runtime = runtime_;
     StepReport r;
     try {
       r = simulate(s, c_, h_, o);
@@ -329,6 +333,7 @@ class Search {
   const int order_budget_;
   const std::vector<int64_t> bytes_;  // per device: the byte budget (empty: none)
   const P2p p2p_;                     // how each candidate's transfers meet compute
+  const RuntimeCosts* runtime_;       // charged in each candidate's simulation (null: none)
   int K_ = 0;
   ListPolicy base_, best_policy_;
   Schedule best_;

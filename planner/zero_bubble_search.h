@@ -29,6 +29,7 @@
 #include "core/cost_model.h"
 #include "core/hardware.h"
 #include "core/plan.h"
+#include "core/runtime_costs.h"
 #include "core/schedule.h"
 
 namespace pipescope {
@@ -59,6 +60,9 @@ struct ZeroBubbleSearchOptions {
   // The p2p every candidate is simulated with (core/p2p.h): under blocking p2p a
   // transfer holds both devices, so the best order differs from the overlapped one.
   P2p p2p = P2p::Overlapped;
+  // What the runtime spends around the ops (core/runtime_costs.h), charged in every
+  // candidate's simulation as in the plan's: the best order is the runtime's. Null: none.
+  const RuntimeCosts* runtime = nullptr;
 };
 
 Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, int max_inflight, int microbatches,
@@ -81,9 +85,10 @@ struct ZeroBubbleLimits {
 ZeroBubbleLimits zero_bubble_limits(const Plan& plan, const CostModel& costs, const Hardware& hardware);
 
 // The plan's schedule given its costs: zb-auto searched with search_zero_bubble (default
-// options) under zero_bubble_limits, any other kind as schedule_for(plan). The one
-// function `plan` and resolve() (simulate/run --plan) both call.
-Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware);
+// options, `runtime` charged) under zero_bubble_limits, any other kind as schedule_for(plan).
+// The one function `plan`, resolve() (simulate/run --plan) and the GUI call.
+Schedule schedule_for_costs(const Plan& plan, const CostModel& costs, const Hardware& hardware,
+                            const RuntimeCosts* runtime = nullptr);
 
 // The most stash bytes each device holds at once in `schedule` by the rules above (F
 // adds activation_bytes, I frees freed_at_input_bytes, B or W the rest), from the order

@@ -77,7 +77,7 @@ Evaluation evaluate(const PlanInputs& in) {
   e.costs = build_cost_model(*e.profile, e.plan, hardware);
   // zb-auto: the order searched on the plan's costs, the call `plan` and `simulate` make.
   e.schedule = e.plan.schedule == ScheduleKind::ZeroBubbleAuto && e.plan.schedule_file.empty()
-                          ? schedule_for_costs(e.plan, e.costs, hardware)
+                          ? schedule_for_costs(e.plan, e.costs, hardware, in.what_if.runtime.get())
                           : schedule_for(e.plan, kAsyncEvaluationSteps);
   validate_schedule(e.schedule);
   SimOptions options;

@@ -267,3 +267,30 @@ TEST(RingAllReduce, SimulatorMatchesTheClosedForm) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+TEST(PlanSearch, NoCandidateEndsInALossAlone) {
+  // A profile ending in a loss layer (pipescope_torch profile --loss) as heavy as the
+  // rest together: the optimal cut of 2 stages would put the loss alone on the last one,
+  // which torch cannot run (the loss is the last stage's loss_fn, not a module). Every
+  // candidate the search keeps gives the last stage at least one model layer.
+  SearchRequest q = request(4, 16, 0);
+  q.profile.layers.back().spec = Json{{"type", "loss"}};
+  for (double& f : q.profile.layers.back().forward_ms) f *= 40;
+  for (double& b : q.profile.layers.back().backward_ms) b *= 40;
+  const int L = q.profile.num_layers();
+  const SearchResult r = search_plans(q);
+  int multi_stage = 0;
+  for (const Candidate& c : r.candidates) {
+    const std::vector<std::pair<int, int>> ranges = c.plan.layer_ranges();
+    if (ranges.size() < 2 || static_cast<int>(ranges.size()) > L - 1) continue;
+    ++multi_stage;
+    EXPECT_LT(ranges.back().first, L - 1) << c.label();
+  }
+  EXPECT_GT(multi_stage, 10);
+}
+
+}  // namespace
+}  // namespace pipescope

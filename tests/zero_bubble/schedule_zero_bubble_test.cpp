@@ -436,3 +436,37 @@ TEST(ZeroBubble, ZbAutoSearchesUnderTheP2pItRunsWith) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+// With runtime costs (core/runtime_costs.h) every candidate is simulated with them, as
+// the plan is: the searched order's reported step is its step with the runtime to the
+// nanosecond, and never longer than zb-h1's and zb-h2's with the same runtime. The
+// runtime here makes W expensive to schedule (2000 ns before each) and I cheap, so the
+// order that wins without it (W filling every gap) need not win with it.
+TEST(ZeroBubble, ZbAutoSearchesWithTheRuntimeItRunsWith) {
+  RuntimeCosts rt;
+  rt.action_ns[static_cast<std::size_t>(OpKind::BackwardWeight)] = 2000;
+  rt.action_ns[static_cast<std::size_t>(OpKind::Forward)] = 300;
+  rt.prologue_ns = 500;
+  for (int K : {2, 3, 4}) {
+    const int M = 2 * K;
+    const CostModel c = costs(make_zb_h1(K, M), {1000, 1000, 800});
+    const Hardware h = Hardware::ideal(K);
+    ZeroBubbleSearchOptions o;
+    o.runtime = &rt;
+    ZeroBubbleSearchReport report;
+    const Schedule s = search_zero_bubble(c, h, 2 * K, M, &report, o);
+    SimOptions with;
+    with.runtime = &rt;
+    const std::string at = "K=" + std::to_string(K);
+    EXPECT_EQ(report.step_ns, simulate(s, c, h, with).step_ns) << at;
+    for (const Schedule& reference : {make_zb_h1(K, M), make_zb_h2(K, M)}) {
+      EXPECT_LE(report.span_ns, longest_span(simulate(reference, c, h, with))) << at << " vs " << reference.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipescope
