@@ -368,9 +368,12 @@ ExportResult export_megatron(const PlanShape& s) {
   }
   for (const std::string& note : notes) text << "# note: " << note << "\n";
   text << predicted_lines(s, "# ");
-  if (s.positions > 1 && !interleaved && s.p2p == P2p::Overlapped) {
-    text << "# p2p: Megatron-LM overlaps p2p with compute only in the interleaved schedule; its 1f1b sends and "
-            "receives block (predict that with --p2p blocking)\n";
+  // What Megatron-LM runs: 1F1B's p2p blocks; the interleaved schedule's overlaps unless
+  // --no-overlap-p2p-communication. It has no batched mode (torch's, the zero-bubble runtime's).
+  const P2p runs = !interleaved ? P2p::Blocking : s.p2p == P2p::Blocking ? P2p::Blocking : P2p::Overlapped;
+  if (s.positions > 1 && runs != s.p2p) {
+    text << "# p2p: the plan was predicted with " << to_string(s.p2p) << " p2p; Megatron-LM's " << (interleaved ? "interleaved" : "1f1b")
+         << " schedule runs " << to_string(runs) << " (predict that with --p2p " << to_string(runs) << ")\n";
   }
   Json flags = Json::array();
   for (std::size_t i = 0; i < f.size(); ++i) {
@@ -379,7 +382,7 @@ ExportResult export_megatron(const PlanShape& s) {
   }
   Json json = {{"target", "megatron"}, {"target_version", kMegatronVersion}, {"flags", flags},
                {"world_size", s.world_size()}, {"data_parallel_size", s.replicas}, {"cut", cut},
-               {"p2p", to_string(interleaved ? s.p2p : P2p::Blocking)}};
+               {"p2p", to_string(runs)}};
   json["notes"] = notes;
   if (s.job) json["predicted"] = predicted_json(s);
   if (s.layout) {

@@ -123,6 +123,19 @@ TEST(InteropCli, ExportMegatronAndItsRefusal) {
   EXPECT_NE(no.out.find("GPipe"), std::string::npos) << no.out;
   Result bad = run("export --plan " + (d / "plan.json").string() + " --to jax");
   EXPECT_EQ(bad.code, 2);
+  // A plan predicted with batched p2p (torch's, the zero-bubble runtime's): Megatron-LM has
+  // no such mode; its 1f1b blocks, and the export says what it runs.
+  std::string batched = two_stage_plan("p.json");
+  batched.insert(batched.find("\"stages\""), "\"p2p\": \"batched\", ");
+  write(d / "batched.json", batched);
+  Result text = run("export --plan " + (d / "batched.json").string() + " --to megatron");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("# p2p: the plan was predicted with batched p2p; Megatron-LM's 1f1b schedule runs blocking "
+                          "(predict that with --p2p blocking)"),
+            std::string::npos) << text.out;
+  Result json = run("export --plan " + (d / "batched.json").string() + " --to megatron --json");
+  ASSERT_EQ(json.code, 0) << json.out;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["p2p"], "blocking") << json.out;
 }
 
 TEST(InteropCli, LayoutRefusalsExitTwoNamingTheField) {
