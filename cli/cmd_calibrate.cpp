@@ -9,12 +9,15 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/plan_options.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "sim/calibrate.h"
+#include "sim/kineto_trace.h"
 #include "sim/simulator.h"
 
 namespace pipescope::cli {
@@ -41,16 +44,21 @@ std::string percent(double predicted, double measured) {
 void add_calibrate_command(CLI::App& app) {
   struct Args {
     PlanOptions plan;
-    std::string trace_path, output_path, framework, schedule_class;
+    std::vector<std::string> traces;
+    std::string trace_path;  // the traces as one name: "a.json + b.json"
+    std::string output_path, framework, schedule_class;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "calibrate",
       "Fit the runtime's per-action, per-message and per-step costs to one measured run (a `pipescope_torch run "
-      "--trace` trace) of a plan; write them as a pipescope.runtime file for --runtime");
-  cmd->add_option("--trace", a->trace_path,
-                  "The measured run's Chrome trace (pipescope_torch run --trace; its spans: docs/torch-run.md)")
+      "--trace` trace, or torch.profiler's traces of it) of a plan; write them as a pipescope.runtime file for "
+      "--runtime");
+  cmd->add_option("--trace", a->traces,
+                  "The measured run: the bridge's Chrome trace (pipescope_torch run --trace; docs/torch-run.md), or "
+                  "torch.profiler's, one file per rank (export_chrome_trace; docs/runtime-costs.md), given as several "
+                  "--trace files")
       ->required();
   a->plan.add_to(cmd);
   cmd->remove_option(cmd->get_option("--runtime"));  // calibrate writes a runtime; it takes none
@@ -62,7 +70,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON object (pipescope.calibration) instead of the table");
   cmd->callback([a] {
     const ResolvedPlan r = resolve(a->plan);
-    const MeasuredTrace trace = load_measured_trace(a->trace_path);
+    for (const std::string& t : a->traces) a->trace_path += (a->trace_path.empty() ? "" : " + ") + t;
+    const MeasuredTrace trace = load_measured_traces(a->traces);
     const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
     CalibrationOptions options;
     const Json& spec = r.profile.layers.back().spec;

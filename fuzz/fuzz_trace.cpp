@@ -1,5 +1,6 @@
-// Fuzz target: a measured run's Chrome trace (sim/measured_trace.h) on arbitrary bytes,
-// then `calibrate` (sim/calibrate.h) of what reads against a two-stage plan. Only
+// Fuzz target: a measured run's Chrome trace on arbitrary bytes, the bridge's
+// (sim/measured_trace.h) or torch.profiler's as one rank (sim/kineto_trace.h), then
+// `calibrate` (sim/calibrate.h) of what reads against a two-stage plan. Only
 // InputError may leave either; a fitted runtime must write out as a file that reads back.
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include "core/runtime_costs.h"
 #include "fuzz/fuzz_costs.h"
 #include "sim/calibrate.h"
+#include "sim/kineto_trace.h"
 
 using namespace pipescope;
 
@@ -17,8 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static const CostModel c = fuzz::two_stage_costs();
   Calibration cal;
   try {
-    const MeasuredTrace t = read_measured_trace(
-        JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz"));
+    const JsonReader r = JsonReader::from_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+    const MeasuredTrace t = is_kineto_trace(r) ? read_kineto_traces({r}) : read_measured_trace(r);
     cal = calibrate(t, c, {});
   } catch (const InputError&) {
     return 0;  // refused with a message
