@@ -13,7 +13,7 @@ import torch
 from helpers import EXAMPLES, load_and_check_profile, run_module, run_pipescope
 from pipescope_torch import MeasureOptions, build_layer_graph, profile_model
 from pipescope_torch.cli import main
-from pipescope_torch.measure import CpuTimer, TorchSplitBackward, measure_layer, storage_of
+from pipescope_torch.measure import CpuTimer, TorchSplitBackward, measure_layer, quiet_non_leaf_grad, storage_of
 from pipescope_torch.profile_json import write_profile_atomically
 
 FAST = ["--warmup", "1", "--repeats", "2"]
@@ -154,10 +154,11 @@ def _split_grads(layer, x, needs_grad=True):
     inp = _fresh_input(x) if needs_grad else x.clone()
     out = layer(inp)
     split = TorchSplitBackward([out], [torch.ones_like(out)], [inp], list(layer.parameters()))
-    groups = split.input_pass() if split.input_pass is not None else []
-    if split.weight_pass is not None:
-        split.weight_pass(groups)
-    return inp.grad, [p.grad.clone() for p in layer.parameters()]
+    with quiet_non_leaf_grad():
+        groups = split.input_pass() if split.input_pass is not None else []
+        if split.weight_pass is not None:
+            split.weight_pass(groups)
+        return inp.grad, [p.grad.clone() for p in layer.parameters()]
 
 
 def _plain_grads(layer, x, needs_grad=True):
