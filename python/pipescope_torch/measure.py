@@ -197,11 +197,10 @@ class TorchSplitBackward:
 
 @contextlib.contextmanager
 def quiet_non_leaf_grad():
-    """Silences torch's warning about .grad on a non-leaf: torch's I reads and sets .grad on
-    the inputs, and the profile's inputs are non-leaf clones (so in-place layers may write to
-    them). Enter it around a whole measurement loop, never per call: a catch_warnings around
-    each call made every call re-emit the warning through Python (0.1-0.5 ms a call on this
-    VM, timed into I)."""
+    """Silences torch's warning about .grad on a non-leaf, which torch's I would print once
+    per profile: torch's I reads and sets .grad on the inputs, and the profile's inputs are
+    non-leaf clones (so in-place layers may write to them). Entered around a whole
+    measurement loop, outside the timed calls."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
         yield
