@@ -3,14 +3,18 @@
 Invariant: timings are medians over `repeats` timed runs after `warmup` untimed ones, each
 run on fresh copies of the layer's inputs (so in-place layers never corrupt them); the
 activation bytes come from one separate, untimed forward under saved_tensors_hooks, so the
-hooks never slow the timed runs.
+hooks never slow the timed runs. The split backward (I, W) is timed and its bytes counted
+by calling torch.distributed.pipelining's own stage_backward_input / stage_backward_weight
+on the layer (torch_split_backward), so the profile's I and W are the work torch runs.
 
     timer = make_timer(torch.device("cpu"))
     m, out = measure_layer(run, make_args, params, timer, warmup=1, repeats=3, excluded=set())
 """
 
+import contextlib
 import statistics
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterator, List, Optional, Set, Tuple
 
@@ -42,15 +46,18 @@ class LayerMeasurement:
     output_bytes: int
     # workspace_bytes' six values (pipescope_torch.workspace), measured on CUDA only.
     workspace: Optional[dict] = None
-    # Split backward (zero-bubble schedules): the input-gradient pass I (autograd.grad with
-    # respect to the layer's inputs, graph kept) and then the weight pass W (with respect to
-    # its parameters), as PyTorch's stages run backward_one_chunk(full_backward=False) and
-    # backward_weight_one_chunk. None when the layer has no output that needs grad.
+    # Split backward (zero-bubble schedules): the input pass I and the weight pass W as torch
+    # 2.13's stages run them on this layer (torch_split_backward); None when the layer has
+    # no output that needs grad.
     backward_input_ms: Optional[float] = None
     backward_weight_ms: Optional[float] = None
-    # The part of activation_bytes that W still reads after I (SavedTensorMeter.
-    # weight_grad_bytes); None when the layer has no output that needs grad.
+    # The part of activation_bytes that W reads after I: the saved tensors torch's W unpacks
+    # (SavedTensorMeter.reads); None when the layer has no output that needs grad.
     weight_grad_bytes: Optional[int] = None
+    # The gradients torch's I keeps for W (its param groups' "grads": for a Linear its output
+    # gradient, for a block also the gradients at its inner weight ops), distinct storages;
+    # None when the layer has no output that needs grad.
+    held_for_weight_bytes: Optional[int] = None
 
 
 def tensors_in(value) -> Iterator[torch.Tensor]:
@@ -83,15 +90,10 @@ class SavedTensorMeter:
     micro-batch. Views of a parameter (Linear saves weight.t()) share its storage, so
     they are excluded too. Storages are deduplicated by data_ptr and counted whole.
 
-    weight_grad_bytes(outputs, params) then says which of those storages the weight pass W
-    still reads after the input pass I: the saved tensors of the graph nodes that hand a
-    gradient to a parameter (directly, or through views that save nothing: Linear's
-    addmm/mm behind W.t()), found by walking the graph from the outputs and unpacking
-    those nodes' saved tensors (the unpack hook records their storages). That is what
-    torch.distributed.pipelining's split backward keeps for backward_weight_one_chunk:
-    I runs every node, W only the nodes next to the weights. The output gradients those
-    nodes get from I are not saved tensors and not counted (pipescope counts them apart,
-    as transients held from I to W).
+    reads(fn) then says which of those storages a backward pass run by fn unpacks (the
+    unpack hook records them): measure_layer runs torch's W under it after torch's I, so
+    weight_grad_bytes is what torch's W reads of the stash, not a guess from the graph's
+    shape (a Linear's W reads its input x; a LayerNorm's x, mean and rstd; a ReLU's nothing).
     """
 
     def __init__(self, excluded: Set[int]):
@@ -126,46 +128,94 @@ class SavedTensorMeter:
     def bytes(self) -> int:
         return sum(self.seen_.values())
 
-    def weight_grad_bytes(self, outputs: List[torch.Tensor], params: List[torch.nn.Parameter]) -> int:
-        """Bytes of the counted storages W reads (see the class comment); <= bytes."""
-        trainable = {id(p) for p in params if p.requires_grad}
-        reaches: dict = {}
-
-        def saves_tensors(node) -> bool:
-            return any(name.startswith("_raw_saved_") for name in dir(node))
-
-        def reaches_parameter(node) -> bool:  # a parameter's accumulator, through nodes that save nothing
-            if node is None:
-                return False
-            key = id(node)
-            if key not in reaches:
-                reaches[key] = False  # a graph has no cycles; this only guards the walk
-                if hasattr(node, "variable"):
-                    reaches[key] = id(node.variable) in trainable
-                elif not saves_tensors(node):
-                    reaches[key] = any(reaches_parameter(n) for n, _ in node.next_functions)
-            return reaches[key]
-
+    def reads(self, fn: Callable[[], object]) -> int:
+        """Runs fn(); returns the bytes of the counted storages it unpacked (<= bytes)."""
         self.recording_ = set()
         try:
-            seen, stack = set(), [t.grad_fn for t in outputs if t.grad_fn is not None]
-            while stack:
-                node = stack.pop()
-                if node is None or id(node) in seen:
-                    continue
-                seen.add(id(node))
-                if saves_tensors(node) and any(reaches_parameter(n) for n, _ in node.next_functions):
-                    for name in dir(node):
-                        if name.startswith("_saved_"):
-                            try:
-                                getattr(node, name)  # unpacks: _unpack records the storage
-                            except RuntimeError:  # already freed (a graph run without retain_graph)
-                                pass
-                stack.extend(n for n, _ in node.next_functions if n is not None)
+            fn()
             used = self.recording_
         finally:
             self.recording_ = None
         return sum(self.seen_[ptr] for ptr in used if ptr in self.seen_)
+
+
+class TorchSplitBackward:
+    """One layer's split backward exactly as torch 2.13's PipelineStage runs it: I is
+    stage_backward_input(outputs, output grads, inputs, parameters), which walks the graph in
+    Python (construct_reverse_graph, get_param_groups), computes the input gradients with the
+    graph kept and returns param groups holding the gradients at the nodes next to the
+    weights; W is stage_backward_weight(parameters, param groups), which starts from those
+    gradients instead of the outputs (stage.py backward_maybe_with_nosync). torch's own
+    functions are called, not copied.
+
+    Two kinds of layer get what torch does there, not a split:
+    - inputs that need no grad (the model's first layer): only stage 0 has them, and there
+      torch's I does nothing and its W runs stage_backward, the whole backward
+      (stage.py backward_one_chunk: `if not self.is_first`; backward_weight_one_chunk:
+      `stage_index != 0` else "full"), since stage_backward_input would find no param group
+      and W would compute no weight gradient. So `input_pass` is None (I = 0 ms) and
+      `weight_pass` is stage_backward.
+    - no parameter that needs grad (ReLU, add, the loss): I returns no param group and
+      torch's W runs no autograd at all, so `weight_pass` is None (W = 0 ms): timing the
+      empty Python call would charge each such layer a call overhead that a stage pays once
+      for all its layers (the runtime file's op_us.W).
+    torch's I detaches its outputs in place, which a view refuses; a view output is handed
+    over as a clone (its backward passes the gradient through).
+
+        split = TorchSplitBackward(outputs, grads, inputs, params)
+        groups = split.input_pass()           # when not None
+        split.weight_pass(groups)             # when not None
+    """
+
+    def __init__(self, outputs: List[torch.Tensor], grads: List[torch.Tensor],
+                 inputs: List[torch.Tensor], params: List[torch.nn.Parameter]):
+        from torch.distributed.pipelining import _backward  # torch's own split backward
+        self.backward_ = _backward
+        self.outputs_ = [t.clone() if t._is_view() else t for t in outputs]
+        self.grads_ = grads
+        self.inputs_ = [t for t in inputs if all(t is not p for p in params)]  # a get_attr parameter is no stage input
+        self.params_ = params
+        needs_input_grad = any(t.requires_grad for t in self.inputs_)
+        trainable = any(p.requires_grad for p in params)
+        self.input_pass = self._input_pass if needs_input_grad else None
+        if not needs_input_grad:
+            self.weight_pass = self._whole_backward
+        else:
+            self.weight_pass = self._weight_pass if trainable else None
+
+    def _input_pass(self):
+        _, groups = self.backward_.stage_backward_input(
+            self.outputs_, self.grads_, [t for t in self.inputs_ if t.requires_grad], iter(self.params_))
+        return groups
+
+    def _weight_pass(self, groups):
+        self.backward_.stage_backward_weight(iter(self.params_), groups)
+
+    def _whole_backward(self, _groups=None):
+        self.backward_.stage_backward(self.outputs_, self.grads_, self.inputs_)
+
+
+@contextlib.contextmanager
+def quiet_non_leaf_grad():
+    """Silences torch's warning about .grad on a non-leaf, which torch's I would print once
+    per profile: torch's I reads and sets .grad on the inputs, and the profile's inputs are
+    non-leaf clones (so in-place layers may write to them). Entered around a whole
+    measurement loop, outside the timed calls."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
+        yield
+
+
+def held_for_weight_bytes(groups) -> int:
+    """Distinct storages of the gradients torch's I left in its param groups for W."""
+    seen = {}
+    for group in groups or []:
+        for grads in group.get("grads") or []:
+            for g in grads:
+                if isinstance(g, torch.Tensor):
+                    ptr, nbytes = storage_of(g)
+                    seen[ptr] = nbytes
+    return sum(seen.values())
 
 
 class CpuTimer:
@@ -216,9 +266,19 @@ def measure_layer(run: Callable[[tuple, dict], object],
     outputs = list(tensors_in(out))
     output_bytes = sum(t.numel() * t.element_size() for t in outputs)
     grads = [torch.ones_like(t) for t in outputs if t.requires_grad]
-    weight_grad_bytes = meter.weight_grad_bytes([t for t in outputs if t.requires_grad], params) if grads else None
     reference = torch.fx.node.map_aggregate(
         out, lambda v: v.detach() if isinstance(v, torch.Tensor) else v)
+    weight_grad_bytes = held = None
+    if grads:
+        split = TorchSplitBackward([t for t in outputs if t.requires_grad], grads,
+                                   list(tensors_in((args, kwargs))), params)
+        with quiet_non_leaf_grad():
+            groups = split.input_pass() if split.input_pass is not None else []
+        held = held_for_weight_bytes(groups)
+        weight_grad_bytes = meter.reads(lambda: split.weight_pass(groups)) if split.weight_pass is not None else 0
+        del split, groups
+    for p in params:
+        p.grad = None
     del out, outputs, args, kwargs
 
     def backward(value):
@@ -235,35 +295,33 @@ def measure_layer(run: Callable[[tuple, dict], object],
             backward_ms.append(b)
     for p in params:
         p.grad = None
-    split = _split_backward_ms(run, make_args, params, grads, timer, warmup, repeats) if grads else (None, None)
+    split = _split_backward_ms(run, make_args, params, timer, warmup, repeats) if grads else (None, None)
     return LayerMeasurement(forward_ms=statistics.median(forward_ms),
                             backward_ms=statistics.median(backward_ms),
                             activation_bytes=meter.bytes,
                             output_bytes=output_bytes,
                             backward_input_ms=split[0], backward_weight_ms=split[1],
-                            weight_grad_bytes=weight_grad_bytes), reference
+                            weight_grad_bytes=weight_grad_bytes,
+                            held_for_weight_bytes=held), reference
 
 
-def _split_backward_ms(run, make_args, params, grads, timer, warmup: int, repeats: int):
-    """Medians of (I, W): the input-gradient pass, then the weight pass on the kept graph."""
-    trainable = [p for p in params if p.requires_grad]
+def _split_backward_ms(run, make_args, params, timer, warmup: int, repeats: int):
+    """Medians of (I, W) as torch runs them (TorchSplitBackward); a pass torch does not run
+    on this layer is 0 ms."""
     i_ms, w_ms = [], []
-    for i in range(warmup + repeats):
-        args, kwargs = make_args()
-        inputs = [t for t in list(tensors_in(args)) + list(tensors_in(kwargs)) if t.requires_grad]
-        outs = [t for t in tensors_in(run(args, kwargs)) if t.requires_grad]
-
-        def input_pass():
-            if inputs:
-                torch.autograd.grad(outs, inputs, grads, retain_graph=True, allow_unused=True)
-            return outs
-
-        def weight_pass(_):
-            if trainable:
-                torch.autograd.grad(outs, trainable, grads, allow_unused=True)
-
-        a, b = timer.run(input_pass, weight_pass)
-        if i >= warmup:
-            i_ms.append(a)
-            w_ms.append(b)
+    with quiet_non_leaf_grad():
+        for i in range(warmup + repeats):
+            for p in params:
+                p.grad = None
+            args, kwargs = make_args()
+            outs = [t for t in tensors_in(run(args, kwargs)) if t.requires_grad]
+            split = TorchSplitBackward(outs, [torch.ones_like(t) for t in outs],
+                                       list(tensors_in((args, kwargs))), params)
+            input_pass = split.input_pass or (lambda: [])
+            a, b = timer.run(input_pass, split.weight_pass)
+            if i >= warmup:
+                i_ms.append(a if split.input_pass is not None else 0.0)
+                w_ms.append(b)
+    for p in params:
+        p.grad = None
     return statistics.median(i_ms), statistics.median(w_ms)

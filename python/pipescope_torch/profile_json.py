@@ -42,6 +42,8 @@ def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
             out["backward_weight_ms"] = [round(m.backward_weight_ms, 6) for m in at]
         if all(m.weight_grad_bytes is not None for m in at):
             out["weight_grad_bytes"] = [int(m.weight_grad_bytes) for m in at]
+        if all(m.held_for_weight_bytes is not None for m in at):
+            out["held_for_weight_bytes"] = [int(m.held_for_weight_bytes) for m in at]
         if optimizer_ms is not None:
             out["optimizer_ms"] = round(float(optimizer_ms[i]), 6)
         if all(m.workspace is not None for m in at):
@@ -92,6 +94,10 @@ def validate_profile(p: dict) -> None:
             need = layer["weight_grad_bytes"]
             if len(need) != len(sizes) or any(not 0 <= w <= a for w, a in zip(need, layer["activation_bytes"])):
                 fail(f"layers[{i}].weight_grad_bytes", "expected one value per batch size in [0, activation_bytes]")
+        if "held_for_weight_bytes" in layer:
+            held = layer["held_for_weight_bytes"]
+            if len(held) != len(sizes) or any(h < 0 for h in held):
+                fail(f"layers[{i}].held_for_weight_bytes", f"expected {len(sizes)} non-negative values")
         if "workspace_bytes" in layer:
             workspace = layer["workspace_bytes"]
             if not isinstance(workspace, dict) or set(workspace) != set(WORKSPACE_KEYS):
