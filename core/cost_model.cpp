@@ -141,6 +141,9 @@ StageMemory stage_memory_of(const Profile& profile, const StageCost& st, double 
                       at(w.forward_no_grad), at(w.backward_input), at(w.backward_weight), at(w.held_for_weight),
                       profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b)});
   }
+  for (int l = st.first_layer; l + 1 < st.end_layer; ++l) {
+    hold_shared_once(layers[static_cast<std::size_t>(l - st.first_layer)], profile.shared_with_next_bytes(l, b));
+  }
   return stage_memory(layers, first, last, r_ops);
 }
 
@@ -222,9 +225,9 @@ LayerSums sum_layers(const Profile& profile, const PlanStage& ps, double b) {
 // The integer costs and bytes of one stage from its sums (times divided by `speed`).
 void fill_stage_cost(const Profile& profile, const PlanStage& ps, double b, double speed, const LayerSums& t,
                      StageCost& st) {
-  int64_t act = 0, params = 0, weight_grad = 0;
+  const int64_t act = profile.stash_bytes(ps.first_layer, ps.end_layer, b);
+  int64_t params = 0, weight_grad = 0;
   for (int l = ps.first_layer; l < ps.end_layer; ++l) {
-    act += profile.activation_bytes(l, b);
     weight_grad += profile.weight_grad_bytes(l, b);
     params += profile.layers[l].parameter_bytes;
   }
@@ -242,7 +245,7 @@ void fill_stage_cost(const Profile& profile, const PlanStage& ps, double b, doub
   st.send_bytes = boundary_bytes(profile, ps.end_layer, b);
   st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
   st.activation_bytes = act;
-  st.freed_at_input_bytes = act - weight_grad;
+  st.freed_at_input_bytes = std::max<int64_t>(0, act - weight_grad);  // a shared tensor W reads twice: none freed
   st.parameter_bytes = params;
   for (bool r_ops : {false, true}) {
     st.memory[r_ops] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), r_ops);

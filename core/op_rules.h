@@ -59,6 +59,7 @@
 //   latencies on the ring's slowest hop.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -178,6 +179,13 @@ struct LayerBytes {
   int64_t forward = 0, forward_no_grad = 0, backward_input = 0, backward_weight = 0, held_for_weight = 0;
   int64_t freed_at_input = 0;  // activation - weight_grad_bytes: what I drops of the stash (0: nothing)
 };
+// A layer whose `shared` bytes the next layer of its stage saves again (its output, the
+// next one's input; Profile::shared_with_next_bytes): the next layer keeps them, this one
+// drops them from its activation and from what its I frees.
+inline void hold_shared_once(LayerBytes& layer, int64_t shared) {
+  layer.activation -= shared;
+  layer.freed_at_input = std::max<int64_t>(0, layer.freed_at_input - shared);
+}
 // What an op of one stage adds to its device's bytes: `peak`, the most above what the
 // device held when the op started, while it runs; `held`, what the op leaves held for
 // its (stage, micro-batch) when it ends (may be negative: I uses up the loss gradient and

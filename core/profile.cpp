@@ -87,6 +87,16 @@ int64_t Profile::weight_grad_bytes(int layer, double batch) const {
   // Interpolated on its own, then clamped: W never needs more than the stash holds.
   return std::min<int64_t>(activation_bytes(layer, batch), std::llround(interpolate(l.weight_grad_bytes, batch)));
 }
+int64_t Profile::shared_with_next_bytes(int layer, double batch) const {
+  const LayerProfile& l = layers[layer];
+  if (l.shared_with_next_bytes.empty()) return 0;
+  return std::min<int64_t>(activation_bytes(layer, batch), std::llround(interpolate(l.shared_with_next_bytes, batch)));
+}
+int64_t Profile::stash_bytes(int first, int end, double batch) const {
+  int64_t bytes = 0;
+  for (int l = first; l < end; ++l) bytes += activation_bytes(l, batch) - (l + 1 < end ? shared_with_next_bytes(l, batch) : 0);
+  return bytes;
+}
 int64_t Profile::output_bytes(int layer, double batch) const {
   return std::llround(interpolate(layers[layer].output_bytes, batch));
 }
@@ -205,6 +215,16 @@ LayerProfile read_layer(const JsonReader& l, std::size_t n) {
     layer.weight_grad_bytes = per_batch(l, "weight_grad_bytes", n, kMaxBytes);
     check_weight_grad_bytes(l, layer, n);
   }
+  if (l.has("shared_with_next_bytes")) {
+    layer.shared_with_next_bytes = per_batch(l, "shared_with_next_bytes", n, kMaxBytes);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (layer.shared_with_next_bytes[i] > layer.activation_bytes[i]) {
+        l["shared_with_next_bytes"].items()[i].fail("expected at most activation_bytes (" +
+                                                    std::to_string(static_cast<int64_t>(layer.activation_bytes[i])) +
+                                                    "): a layer shares part of what it saves");
+      }
+    }
+  }
   layer.parameter_bytes = l["parameter_bytes"].as_int(0, static_cast<int64_t>(kMaxBytes));
   read_pair(l, "backward_input_ms", "backward_weight_ms", n, kMaxMs, layer.backward_input_ms, layer.backward_weight_ms);
   if (l.has("optimizer_ms")) layer.optimizer_ms = l["optimizer_ms"].as_double(0.0, kMaxMs);
@@ -257,6 +277,14 @@ Profile profile_from_json(const JsonReader& r) {
   }
   for (const JsonReader& l : layers.items()) p.layers.push_back(read_layer(l, p.batch_sizes.size()));
   if (r.has("edges")) p.edges = read_edges(r["edges"], p.layers.size());
+  for (std::size_t i = 0; i < p.layers.size(); ++i) {
+    if (p.layers[i].shared_with_next_bytes.empty()) continue;
+    if (i + 1 == p.layers.size()) layers.items()[i]["shared_with_next_bytes"].fail("the last layer has no next layer");
+    if (!p.edges.empty()) {
+      layers.items()[i]["shared_with_next_bytes"].fail("only a chain profile (no \"edges\") says what a layer shares "
+                                                       "with the next");
+    }
+  }
   return p;
 }
 
@@ -274,6 +302,7 @@ Json profile_to_json(const Profile& p) {
               {"output_bytes", json_numbers(l.output_bytes)},
               {"parameter_bytes", l.parameter_bytes}};
     if (!l.weight_grad_bytes.empty()) j["weight_grad_bytes"] = json_numbers(l.weight_grad_bytes);
+    if (!l.shared_with_next_bytes.empty()) j["shared_with_next_bytes"] = json_numbers(l.shared_with_next_bytes);
     if (!l.backward_input_ms.empty()) {
       j["backward_input_ms"] = json_numbers(l.backward_input_ms);
       j["backward_weight_ms"] = json_numbers(l.backward_weight_ms);

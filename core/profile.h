@@ -43,6 +43,12 @@ struct LayerProfile {
   // I frees nothing (the whole stash lives until W).
   std::vector<double> weight_grad_bytes;
   std::vector<double> output_bytes;      // handed to the next layer
+  // Optional, per batch size ("shared_with_next_bytes", a chain's layers but the last;
+  // `pipescope_torch profile` measures it): of this layer's activation_bytes, the tensor
+  // it saves of its output that the next layer saves again as its input (a ReLU's result,
+  // the next Linear's input). One forward keeps it once, so a stage holding both layers
+  // counts it once (Profile::stash_bytes); a cut between them leaves each stage its own.
+  std::vector<double> shared_with_next_bytes;
   int64_t parameter_bytes = 0;
   // Split backward for zero-bubble schedules; both present or both absent.
   std::vector<double> backward_input_ms;
@@ -102,6 +108,12 @@ struct Profile {
   // What W still needs of the layer's stash after I: its weight_grad_bytes, or without the
   // field all of activation_bytes (I frees nothing).
   int64_t weight_grad_bytes(int layer, double batch) const;
+  // LayerProfile::shared_with_next_bytes at `batch` (0 without the field).
+  int64_t shared_with_next_bytes(int layer, double batch) const;
+  // The stash of layers [first, end) run as one stage: their activation_bytes less what
+  // adjacent layers of it share (shared_with_next_bytes of every layer but the last). The
+  // one statement of a stage's stash: the cost model and the planner's stage model use it.
+  int64_t stash_bytes(int first, int end, double batch) const;
   double interpolate(const std::vector<double>& values, double batch) const;
 };
 

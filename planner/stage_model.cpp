@@ -125,12 +125,14 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
   backward_ms_.assign(L_ + 1, 0.0);
   activation_.assign(L_ + 1, 0);
   freed_.assign(L_ + 1, 0);
+  shared_.assign(L_, 0);
   parameters_.assign(L_ + 1, 0);
   for (int l = 0; l < L_; ++l) {
+    shared_[l] = profile.shared_with_next_bytes(l, b);
     forward_ms_[l + 1] = forward_ms_[l] + profile.forward_ms(l, b);
     backward_ms_[l + 1] = backward_ms_[l] + profile.backward_ms(l, b);
-    activation_[l + 1] = activation_[l] + profile.activation_bytes(l, b);
-    freed_[l + 1] = freed_[l] + profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b);
+    activation_[l + 1] = activation_[l] + profile.activation_bytes(l, b) - shared_[l];
+    freed_[l + 1] = freed_[l] + profile.activation_bytes(l, b) - profile.weight_grad_bytes(l, b) - shared_[l];
     parameters_[l + 1] = parameters_[l] + profile.layers[l].parameter_bytes;
   }
   cut_ = cut_bytes(profile, b);
@@ -214,12 +216,12 @@ int64_t StageModel::time_ns(int s, int i, int j) const {
 
 int64_t StageModel::memory_bytes(int s, int i, int j) const {
   const int64_t stat = static_bytes(parameters_[j] - parameters_[i], optimizer_factor_);
-  const int64_t act = activation_[j] - activation_[i];
+  const int64_t act = stash(i, j);
   const int64_t stash = r_ops_ ? cut_[i] : act;
   int64_t peak = 0;
   if (!layer_bytes_.empty()) return stat + transient_peak(s, i, j);
   if (!release_terms_.empty()) {
-    const int64_t freed = freed_[j] - freed_[i];
+    const int64_t freed = this->freed(i, j);
     for (const auto& t : release_terms_[s]) peak = std::max(peak, t[0] * stash + t[1] * act - t[2] * freed);
     return stat + peak;
   }
@@ -228,7 +230,8 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
 }
 
 int64_t StageModel::transient_peak(int s, int i, int j) const {
-  const std::vector<LayerBytes> layers(layer_bytes_.begin() + i, layer_bytes_.begin() + j);
+  std::vector<LayerBytes> layers(layer_bytes_.begin() + i, layer_bytes_.begin() + j);
+  for (int l = i; l + 1 < j; ++l) hold_shared_once(layers[static_cast<std::size_t>(l - i)], shared_[l]);
   const StageMemory m = pipescope::stage_memory(layers, i == 0, j == L_, r_ops_);
   const int64_t held[3] = {m.of(OpKind::Forward).held, m.of(OpKind::Recompute).held,
                            m.of(OpKind::BackwardInput).held};
@@ -241,7 +244,7 @@ int64_t StageModel::transient_peak(int s, int i, int j) const {
 
 int64_t StageModel::memory_bound_bytes(int s, int i, int j) const {
   const int64_t stat = static_bytes(parameters_[j] - parameters_[i], optimizer_factor_);
-  return stat + bound_factor_[s] * (activation_[j] - activation_[i]);
+  return stat + bound_factor_[s] * stash(i, j);
 }
 
 int64_t StageModel::bottleneck_ns(const LayerRanges& ranges) const {

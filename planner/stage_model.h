@@ -18,6 +18,7 @@
 //                       simulation decides what fits.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -77,8 +78,14 @@ class StageModel {
   int64_t limit_;
   double optimizer_factor_;
   std::vector<double> forward_ms_, backward_ms_;  // prefix sums at the per-replica size
+  // Prefix sums over layers of activation_bytes and of what I frees (activation -
+  // weight_grad_bytes), each less the layer's shared_with_next_bytes (shared_): a stage
+  // [i, j) adds back its last layer's, which it keeps (Profile::stash_bytes).
   std::vector<int64_t> activation_, parameters_, cut_;
-  std::vector<int64_t> freed_;                    // prefix sums of what I frees (activation - weight_grad_bytes)
+  std::vector<int64_t> freed_;
+  std::vector<int64_t> shared_;
+  int64_t stash(int i, int j) const { return activation_[j] - activation_[i] + shared_[j - 1]; }
+  int64_t freed(int i, int j) const { return std::max<int64_t>(0, freed_[j] - freed_[i] + shared_[j - 1]); }
   std::vector<double> speed_;                     // per model stage
   std::vector<int> stage_device_;                 // the schedule's stage -> position map
   // Transfer time (latency + bytes / bandwidth) of each cut's tensors over each distinct

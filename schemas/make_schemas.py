@@ -446,6 +446,13 @@ def _define():
                                            "weight gradient W still needs after the input gradient I (I frees the "
                                            "rest under split backward), bytes, one per batch size, at most "
                                            "activation_bytes; absent: I frees nothing"),
+                 "shared_with_next_bytes": dict(per_batch_b, description="optional (a chain's layers but the last): "
+                                                "of activation_bytes, the tensor this layer saves of its output that "
+                                                "the next layer saves again as its input; a stage holding both counts "
+                                                "it once. At most activation_bytes"),
+                 "held_for_weight_bytes": dict(per_batch_b, description="optional (pipescope_torch): the gradients "
+                                               "torch's input pass keeps for the weight pass; informational, the "
+                                               "simulator does not read it"),
                  "parameter_bytes": integer(0, MAXB),
                  "optimizer_ms": dict(number(0, 1e9), description="optional: one optimizer step (Adam) over the "
                                       "layer's parameters, ms (measured by profile --model and pipescope_torch, "

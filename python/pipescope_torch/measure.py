@@ -58,6 +58,14 @@ class LayerMeasurement:
     # gradient, for a block also the gradients at its inner weight ops), distinct storages;
     # None when the layer has no output that needs grad.
     held_for_weight_bytes: Optional[int] = None
+    # Of activation_bytes, the storages that are the layer's own inputs and outputs: a chain's
+    # layer l+1 that saves its input saves the very tensor layer l may have saved as its
+    # output (a ReLU's result is the next Linear's input), which one forward keeps once.
+    saved_input_bytes: int = 0
+    saved_output_bytes: int = 0
+    # min(saved_output_bytes of this layer, saved_input_bytes of the next), set by the
+    # profiler on a chain (profiler.shared_with_next); None elsewhere.
+    shared_with_next_bytes: Optional[int] = None
 
 
 def tensors_in(value) -> Iterator[torch.Tensor]:
@@ -127,6 +135,16 @@ class SavedTensorMeter:
     @property
     def bytes(self) -> int:
         return sum(self.seen_.values())
+
+    def bytes_of(self, tensors) -> int:
+        """The bytes of the counted storages behind `tensors` (each storage once)."""
+        ptrs = set()
+        for t in tensors:
+            try:
+                ptrs.add(storage_of(t)[0])
+            except Exception:  # no plain storage: not one of the counted ones
+                pass
+        return sum(self.seen_[p] for p in ptrs if p in self.seen_)
 
     def reads(self, fn: Callable[[], object]) -> int:
         """Runs fn(); returns the bytes of the counted storages it unpacked (<= bytes)."""
@@ -265,6 +283,8 @@ def measure_layer(run: Callable[[tuple, dict], object],
         out = run(args, kwargs)
     outputs = list(tensors_in(out))
     output_bytes = sum(t.numel() * t.element_size() for t in outputs)
+    saved_input_bytes = meter.bytes_of(tensors_in((args, kwargs)))
+    saved_output_bytes = meter.bytes_of(outputs)
     grads = [torch.ones_like(t) for t in outputs if t.requires_grad]
     reference = torch.fx.node.map_aggregate(
         out, lambda v: v.detach() if isinstance(v, torch.Tensor) else v)
@@ -302,7 +322,8 @@ def measure_layer(run: Callable[[tuple, dict], object],
                             output_bytes=output_bytes,
                             backward_input_ms=split[0], backward_weight_ms=split[1],
                             weight_grad_bytes=weight_grad_bytes,
-                            held_for_weight_bytes=held), reference
+                            held_for_weight_bytes=held, saved_input_bytes=saved_input_bytes,
+                            saved_output_bytes=saved_output_bytes), reference
 
 
 def _split_backward_ms(run, make_args, params, timer, warmup: int, repeats: int):

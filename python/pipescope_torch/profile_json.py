@@ -44,6 +44,9 @@ def build_profile(model: str, device_name: str, memory_bytes: int, backend: str,
             out["weight_grad_bytes"] = [int(m.weight_grad_bytes) for m in at]
         if all(m.held_for_weight_bytes is not None for m in at):
             out["held_for_weight_bytes"] = [int(m.held_for_weight_bytes) for m in at]
+        shared = [getattr(m, "shared_with_next_bytes", None) for m in at]
+        if all(s is not None for s in shared) and any(s > 0 for s in shared):
+            out["shared_with_next_bytes"] = [int(s) for s in shared]
         if optimizer_ms is not None:
             out["optimizer_ms"] = round(float(optimizer_ms[i]), 6)
         if all(m.workspace is not None for m in at):
@@ -94,6 +97,12 @@ def validate_profile(p: dict) -> None:
             need = layer["weight_grad_bytes"]
             if len(need) != len(sizes) or any(not 0 <= w <= a for w, a in zip(need, layer["activation_bytes"])):
                 fail(f"layers[{i}].weight_grad_bytes", "expected one value per batch size in [0, activation_bytes]")
+        if "shared_with_next_bytes" in layer:
+            shared = layer["shared_with_next_bytes"]
+            if len(shared) != len(sizes) or any(not 0 <= s <= a for s, a in zip(shared, layer["activation_bytes"])):
+                fail(f"layers[{i}].shared_with_next_bytes", "expected one value per batch size in [0, activation_bytes]")
+            if i + 1 == len(p["layers"]) or p.get("edges") is not None:
+                fail(f"layers[{i}].shared_with_next_bytes", "only a chain's layers before the last share with the next")
         if "held_for_weight_bytes" in layer:
             held = layer["held_for_weight_bytes"]
             if len(held) != len(sizes) or any(h < 0 for h in held):

@@ -149,6 +149,14 @@ def _measure_batch(lg: LayerGraph, x: torch.Tensor, options: MeasureOptions,
     return results, output
 
 
+def shared_with_next(chain: list) -> None:
+    """On a chain (layer l feeds l + 1 alone), the bytes layer l saves of its output that
+    layer l + 1 saves again as its input: one forward keeps them once, so a stage holding
+    both layers holds them once (pipescope subtracts them inside a stage; docs/formats.md)."""
+    for a, b in zip(chain, chain[1:]):
+        a.shared_with_next_bytes = min(a.saved_output_bytes, b.saved_input_bytes)
+
+
 def _measure_loss(entry, output, target, options: MeasureOptions, excluded, timer, meter):
     """The loss layer: entry.loss_fn on a fresh copy of the model's output (requiring grad)
     and the target; its backward is the loss's gradient into the output."""
@@ -243,10 +251,15 @@ def profile_model(model: torch.nn.Module, input_shape: Sequence[int],
                for layer in lg.layers]
     layers, edges = lg.layers, lg.profile_edges()
     if loss is not None:
+        edges = _loss_edges(lg)
+    if edges is None:
+        for results in per_batch:
+            shared_with_next(results)
+    if loss is not None:
         layers = layers + [LossLayer(LOSS_LAYER, {"type": "loss", "name": loss.loss_name,
                                                   "function": "the model file's loss_fn" if loss.user_loss
                                                   else f"torch.nn.functional.{LOSSES[loss.loss_name].__name__}"})]
-        edges, opt_ms = _loss_edges(lg), opt_ms + [0.0]
+        opt_ms = opt_ms + [0.0]
     name, memory = device_description(device)
     return build_profile(model=model_name, device_name=name, memory_bytes=memory,
                          backend=device.type, batch_sizes=list(batch_sizes),

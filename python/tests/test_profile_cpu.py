@@ -2,6 +2,7 @@
 as valid pipescope v1 profiles whose layer lists, edges and byte counts match closed forms;
 the split backward (I, W) is torch's own and computes autograd's gradients."""
 
+import json
 import math
 import os
 import random
@@ -271,3 +272,37 @@ def test_linear_relu_chain_measures_both_passes_per_layer(seed, tmp_path):
     path = tmp_path / "chain.json"
     write_profile_atomically(str(path), p)
     run_pipescope("validate", path)
+
+
+def test_a_chain_says_what_a_layer_saves_that_the_next_saves_again(tmp_path):
+    # Linear(8,8) -> ReLU -> Linear(8,8) -> Tanh at batch 2: the ReLU saves its result
+    # [2, 8] fp32 = 64 B, which the second Linear saves again as its input; the first
+    # Linear saves its own input (a fresh tensor) and the second Linear its input, not its
+    # output, so only the ReLU shares.
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 8), torch.nn.Tanh())
+    p = profile_model(model, (8,), [2], MeasureOptions(warmup=0, repeats=1), model_name="t")
+    layers = p["layers"]
+    assert [l.get("shared_with_next_bytes") for l in layers] == [None, [64], None, None]
+    assert [l["activation_bytes"] for l in layers] == [[64], [64], [64], [64]]
+    # pipescope counts it once inside a stage (one stage: 4 x 64 - 64 = 192 B) and on each
+    # side of a cut between the two (stages [0, 2) and [2, 4): 64 + 64 and 64 + 64).
+    path = tmp_path / "chain.json"
+    write_profile_atomically(str(path), p)
+    one = json.loads(run_pipescope("simulate", "--profile", path, "-K", "1", "-M", "1", "--microbatch-size", "2",
+                                   "--json"))
+    two = json.loads(run_pipescope("simulate", "--profile", path, "-K", "2", "-M", "1", "--microbatch-size", "2",
+                                   "--partition", "uniform", "--json"))
+    assert [r["peak_activation_bytes"] for r in one["stages"]] == [192]
+    assert [r["peak_activation_bytes"] for r in two["stages"]] == [128, 128]
+
+
+def test_a_graph_profile_shares_nothing(tmp_path):
+    # With edges (a skip connection) what a layer shares is not one next layer's: not written.
+    model_file = tmp_path / "skip.py"
+    model_file.write_text(SKIP_MODEL)
+    out = tmp_path / "skip.json"
+    assert main(["profile", f"{model_file}:build_model", "--input-shape", "8", "--batch-sizes", "2",
+                 "-o", str(out), *FAST]) == 0
+    p = load_and_check_profile(out, [2])
+    assert "edges" in p
+    assert all("shared_with_next_bytes" not in l for l in p["layers"])

@@ -117,3 +117,47 @@ TEST(Profile, MissingFileNamesTheFile) {
     EXPECT_STREQ(e.what(), "/nonexistent/profile.json: cannot open file");
   }
 }
+
+namespace {
+
+// Three layers saving 100, 200 and 300 bytes at batch 1, of which layer 0 shares 50 with
+// layer 1 and layer 1 shares 120 with layer 2 (a ReLU's output, the next Linear's input).
+const char* kShared = R"({
+  "format": "pipescope.profile", "version": 1, "model": "m", "batch_sizes": [1, 2],
+  "layers": [
+    {"name": "a", "forward_ms": [1, 2], "backward_ms": [2, 4], "activation_bytes": [100, 200],
+     "output_bytes": [5, 10], "parameter_bytes": 0, "shared_with_next_bytes": [50, 100]},
+    {"name": "b", "forward_ms": [1, 2], "backward_ms": [2, 4], "activation_bytes": [200, 400],
+     "output_bytes": [5, 10], "parameter_bytes": 0, "shared_with_next_bytes": [120, 240]},
+    {"name": "c", "forward_ms": [1, 2], "backward_ms": [2, 4], "activation_bytes": [300, 600],
+     "output_bytes": [5, 10], "parameter_bytes": 0}]
+})";
+
+}  // namespace
+
+TEST(Profile, AStageCountsATensorTwoOfItsLayersSaveOnce) {
+  const Profile p = parse(kShared);
+  // One stage of all three: 600 saved, 50 + 120 of it twice.
+  EXPECT_EQ(p.stash_bytes(0, 3, 1), 600 - 170);
+  // A cut between layers 0 and 1: each stage keeps its own copy of what crosses.
+  EXPECT_EQ(p.stash_bytes(0, 1, 1), 100);
+  EXPECT_EQ(p.stash_bytes(1, 3, 1), 500 - 120);
+  EXPECT_EQ(p.stash_bytes(0, 2, 2), 600 - 100) << "interpolated per batch size like the rest";
+  EXPECT_EQ(p.shared_with_next_bytes(2, 1), 0) << "absent: nothing shared";
+  const Profile back = profile_from_json(JsonReader::from_text(profile_to_json(p).dump(), "rt"));
+  EXPECT_EQ(back.layers[1].shared_with_next_bytes, p.layers[1].shared_with_next_bytes);
+}
+
+TEST(Profile, SharedWithNextRefusesWhatCannotBe) {
+  EXPECT_NE(profile_error(replaced(kShared, "[120, 240]", "[120, 500]"))
+                .find("p.json: layers[1].shared_with_next_bytes[1]: expected at most activation_bytes (400)"),
+            std::string::npos);
+  EXPECT_NE(profile_error(replaced(kShared, "\"parameter_bytes\": 0}]", "\"parameter_bytes\": 0, "
+                                   "\"shared_with_next_bytes\": [1, 2]}]"))
+                .find("p.json: layers[2].shared_with_next_bytes: the last layer has no next layer"),
+            std::string::npos);
+  EXPECT_NE(profile_error(replaced(kShared, "\"parameter_bytes\": 0}]", "\"parameter_bytes\": 0}], "
+                                   "\"edges\": [[0, 1], [1, 2], [0, 2]]"))
+                .find("p.json: layers[0].shared_with_next_bytes: only a chain profile"),
+            std::string::npos);
+}

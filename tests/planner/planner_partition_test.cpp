@@ -3,6 +3,7 @@
 // close), and the optimal partition's memory prediction against the simulator.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "core/cost_model.h"
@@ -207,6 +208,51 @@ TEST(OptimalPartition, PredictedStageMemoryEqualsTheSimulatorsPeakByteForByte) {
     const std::vector<int64_t> predicted = m.stage_memory(ranges);
     for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.positions[s].peak_memory_bytes) << "stage " << s;
   }
+}
+
+TEST(OptimalPartition, StageMemoryCountsATensorTwoLayersSaveOnceLikeTheSimulator) {
+  // The same byte-for-byte property on chains whose layers share part of what they save
+  // with the next (Profile::shared_with_next_bytes: 0, 1/4, 1/2 or 3/4 of the layer's
+  // stash) and, on every other seed, keep half their stash for W: the stage model's
+  // prefix sums and the cost model's Profile::stash_bytes must agree on every cut, the
+  // optimal one and the uniform one.
+  int shared_cuts = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Instance in = random_instance(seed, false);
+    in.profile.edges.clear();
+    const int L = in.profile.num_layers();
+    for (int l = 0; l < L; ++l) {
+      LayerProfile& layer = in.profile.layers[l];
+      if (seed % 2) {
+        for (double a : layer.activation_bytes) layer.weight_grad_bytes.push_back(std::floor(a / 2));
+      }
+      if (l + 1 == L) continue;
+      const double share = static_cast<double>((seed + static_cast<uint64_t>(l)) % 4) / 4;
+      for (double a : layer.activation_bytes) layer.shared_with_next_bytes.push_back(std::floor(a * share));
+    }
+    StageModelSpec spec = in.spec;
+    spec.constrain_memory = false;
+    const StageModel m(in.profile, in.hardware, in.schedule, spec);
+    for (const LayerRanges& ranges : {optimal_partition(m).ranges, uniform_partition(L, m.stages())}) {
+      Plan plan;
+      plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * in.schedule.microbatches();
+      plan.microbatches = in.schedule.microbatches();
+      plan.schedule = parse_schedule_kind(in.schedule.name);
+      plan.recompute = recompute_from_r_ops(in.schedule.r_ops);
+      for (int s = 0; s < m.stages(); ++s) {
+        std::vector<int> devices;
+        for (int k = 0; k < spec.replicas; ++k) devices.push_back(s * spec.replicas + k);
+        plan.stages.push_back({ranges[s].first, ranges[s].second, devices});
+        if (ranges[s].second - ranges[s].first > 1) ++shared_cuts;
+      }
+      const StepReport report = simulate(in.schedule, build_cost_model(in.profile, plan, in.hardware), in.hardware,
+                                         {.record_timeline = false, .model = ""});
+      const std::vector<int64_t> predicted = m.stage_memory(ranges);
+      for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.positions[s].peak_memory_bytes) << "stage " << s;
+    }
+  }
+  EXPECT_GT(shared_cuts, 100) << "stages of several layers, where sharing counts";
 }
 
 TEST(OptimalPartition, StageTimeScalesWithTheDeviceItLandsOn) {
