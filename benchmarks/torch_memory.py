@@ -10,7 +10,7 @@ predicted one. Memory does not depend on the machine's timing noise, so this run
 machine too.
 
     .venv/bin/python benchmarks/torch_memory.py [--models small-mlp,llama,mlp-512]
-        [--schedules gpipe,1f1b,interleaved,zb-h1,zb-v] [--runtime torch-2.13-gloo] [--markdown]
+        [--schedules gpipe,1f1b,interleaved,zb-h1,zb-v] [--runtime torch-2.13-gloo] [--torch-csv] [--markdown]
 """
 
 import argparse
@@ -42,6 +42,8 @@ def main() -> int:
     ap.add_argument("--runtime", default="torch-2.13-gloo", help="the runtime file whose memory rules predict "
                     "(\"none\": the ops alone)")
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--torch-csv", action="store_true", help="run pipescope's own op order through torch's CSV "
+                    "runtime instead of PyTorch's schedule class (whose zero-bubble orders are not pipescope's)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--keep", help="folder to keep every file in")
     args = ap.parse_args()
@@ -72,7 +74,7 @@ def main() -> int:
             predicted = [s["peak_activation_bytes"] for s in json.loads(p.stdout)["stages"]]
             out = os.path.join(work, f"{name}.{schedule}.measurement.json")
             r = bridge(["run", "--plan", plan, "--model", spec, *shape_args, "-o", out, "--steps", str(args.steps),
-                        "--warmup", "1", "--pipescope", args.pipescope])
+                        "--warmup", "1", "--pipescope", args.pipescope, *(["--torch-csv"] if args.torch_csv else [])])
             if r.returncode != 0:
                 rows.append((name, schedule, predicted, None, r.stderr.strip().splitlines()[-1]))
                 continue

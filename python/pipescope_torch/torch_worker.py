@@ -47,7 +47,8 @@ class SavedBytes:
     profiler counts them: PyTorch's schedules cut the batch into micro-batch views of one
     storage, and a stage keeps only the views of the micro-batches it has not run backward
     for. A saved tensor stays counted until autograd drops it (its holder object dies), so
-    the peak is what the rank really stashed at once.
+    the peak is what the rank really stashed at once. A holder keeps the tensor detached,
+    so that it never keeps its own graph alive (pack below).
     """
 
     def __init__(self, excluded_ptrs):
@@ -79,7 +80,13 @@ class SavedBytes:
                 tracker.live += t.numel() * t.element_size()
                 tracker.peak = max(tracker.peak, tracker.live)
             tracker.refs[key] = count + 1
-            return Holder(t, key)
+            # Detached: a tensor saved by the op that made it (a ReLU's result) carries that
+            # op's grad_fn, and a holder keeping it would close a cycle node -> holder ->
+            # tensor -> node that only the graph's release breaks. A full backward releases
+            # every node it runs; torch's split backward leaves the nodes W does not visit to
+            # die with the graph, which the cycle kept alive: the measurement itself leaked
+            # (each step's ReLU results on a zero-bubble last stage). The storage is the same.
+            return Holder(t.detach(), key)
 
         def unpack(h):
             return h.tensor
