@@ -7,7 +7,7 @@ tab read it unchanged: a step is from the earliest rank's start to the latest ra
 (after a barrier), the reported step is the median timed step, and the timeline, busy times
 and bubble are that step's; per position, static bytes are the parameters, gradients and
 optimizer state as allocated, and peak activations the most bytes autograd held saved at once
-in an untimed step after the timed ones (the steady state; step 0's shape inference holds more, the worker
+in an untimed step after the timed ones (the steady state; step 0, with PyTorch's shape inference, the worker
 keeps that peak apart).
 """
 
