@@ -84,8 +84,10 @@ def main() -> int:
         if not os.path.exists(profile):
             sizes = ",".join(str(b) for b in sorted({max(1, mb // 2), mb, 2 * mb}))
             shape_args = ["--input-shape", shape] if shape else []
+            # Under --rt the profile too: profiled on a busy core, Llama's F + B moved by 12%
+            # between runs (36.3 to 45.6 ms), as much as the error being measured.
             r = bridge(["profile", spec, *shape_args, "--batch-sizes", sizes, "--threads", "1", "--loss", loss,
-                        "-o", profile])
+                        "-o", profile], args.rt)
             if r.returncode != 0:
                 raise SystemExit(f"profile {name}: {r.stderr.strip()}")
         pred = predict(args.pipescope, profile, 2, M, mb, schedule, chunks, ["--hardware", hw])

@@ -185,6 +185,28 @@ TEST(OptimalPartition, MinimumMemoryEqualsBruteForce) {
   }
 }
 
+namespace {
+// The stage model's memory of each stage of `ranges` equals the simulator's peak for the
+// plan of that cut (one device per replica, stage s on devices s r .. s r + r - 1).
+void expect_stage_memory_is_the_simulators(const Instance& in, const StageModelSpec& spec, const StageModel& m,
+                                           const LayerRanges& ranges) {
+  Plan plan;
+  plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * in.schedule.microbatches();
+  plan.microbatches = in.schedule.microbatches();
+  plan.schedule = parse_schedule_kind(in.schedule.name);
+  plan.recompute = recompute_from_r_ops(in.schedule.r_ops);
+  for (int s = 0; s < m.stages(); ++s) {
+    std::vector<int> devices;
+    for (int k = 0; k < spec.replicas; ++k) devices.push_back(s * spec.replicas + k);
+    plan.stages.push_back({ranges[s].first, ranges[s].second, devices});
+  }
+  const StepReport report = simulate(in.schedule, build_cost_model(in.profile, plan, in.hardware), in.hardware,
+                                     {.record_timeline = false, .model = ""});
+  const std::vector<int64_t> predicted = m.stage_memory(ranges);
+  for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.positions[s].peak_memory_bytes) << "stage " << s;
+}
+}  // namespace
+
 TEST(OptimalPartition, PredictedStageMemoryEqualsTheSimulatorsPeakByteForByte) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -192,21 +214,7 @@ TEST(OptimalPartition, PredictedStageMemoryEqualsTheSimulatorsPeakByteForByte) {
     StageModelSpec spec = in.spec;
     spec.constrain_memory = false;
     const StageModel m(in.profile, in.hardware, in.schedule, spec);
-    const LayerRanges ranges = optimal_partition(m).ranges;
-    Plan plan;
-    plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * in.schedule.microbatches();
-    plan.microbatches = in.schedule.microbatches();
-    plan.schedule = parse_schedule_kind(in.schedule.name);
-    plan.recompute = recompute_from_r_ops(in.schedule.r_ops);
-    for (int s = 0; s < m.stages(); ++s) {
-      std::vector<int> devices;
-      for (int k = 0; k < spec.replicas; ++k) devices.push_back(s * spec.replicas + k);
-      plan.stages.push_back({ranges[s].first, ranges[s].second, devices});
-    }
-    const StepReport report = simulate(in.schedule, build_cost_model(in.profile, plan, in.hardware), in.hardware,
-                                       {.record_timeline = false, .model = ""});
-    const std::vector<int64_t> predicted = m.stage_memory(ranges);
-    for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.positions[s].peak_memory_bytes) << "stage " << s;
+    expect_stage_memory_is_the_simulators(in, spec, m, optimal_partition(m).ranges);
   }
 }
 
@@ -235,21 +243,8 @@ TEST(OptimalPartition, StageMemoryCountsATensorTwoLayersSaveOnceLikeTheSimulator
     spec.constrain_memory = false;
     const StageModel m(in.profile, in.hardware, in.schedule, spec);
     for (const LayerRanges& ranges : {optimal_partition(m).ranges, uniform_partition(L, m.stages())}) {
-      Plan plan;
-      plan.batch_size = static_cast<int64_t>(spec.microbatch_size) * in.schedule.microbatches();
-      plan.microbatches = in.schedule.microbatches();
-      plan.schedule = parse_schedule_kind(in.schedule.name);
-      plan.recompute = recompute_from_r_ops(in.schedule.r_ops);
-      for (int s = 0; s < m.stages(); ++s) {
-        std::vector<int> devices;
-        for (int k = 0; k < spec.replicas; ++k) devices.push_back(s * spec.replicas + k);
-        plan.stages.push_back({ranges[s].first, ranges[s].second, devices});
-        if (ranges[s].second - ranges[s].first > 1) ++shared_cuts;
-      }
-      const StepReport report = simulate(in.schedule, build_cost_model(in.profile, plan, in.hardware), in.hardware,
-                                         {.record_timeline = false, .model = ""});
-      const std::vector<int64_t> predicted = m.stage_memory(ranges);
-      for (int s = 0; s < m.stages(); ++s) EXPECT_EQ(predicted[s], report.positions[s].peak_memory_bytes) << "stage " << s;
+      for (auto [first, end] : ranges) shared_cuts += end - first > 1 ? 1 : 0;
+      expect_stage_memory_is_the_simulators(in, spec, m, ranges);
     }
   }
   EXPECT_GT(shared_cuts, 100) << "stages of several layers, where sharing counts";
