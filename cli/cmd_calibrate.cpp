@@ -74,8 +74,7 @@ void add_calibrate_command(CLI::App& app) {
     const MeasuredTrace trace = load_measured_traces(a->traces);
     const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
     CalibrationOptions options;
-    const Json& spec = r.profile.layers.back().spec;
-    options.loss_in_profile = spec.is_object() && spec.contains("type") && spec["type"] == "loss";
+    options.loss_in_profile = is_loss_layer(r.profile.layers.back());
     options.framework = a->framework;
     options.schedule_class = a->schedule_class;
     Calibration cal = calibrate(trace, costs, options);

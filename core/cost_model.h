@@ -39,6 +39,10 @@ struct StageCost {
   // What I frees of the stash: activation_bytes - the layers' weight_grad_bytes (0 when
   // the profile has no weight_grad_bytes: the stash lives until W; core/op_rules.h).
   int64_t freed_at_input_bytes = 0;
+  // Of activation_bytes, what the profile's loss layer saves (core/profile.h
+  // is_loss_layer) when this stage ends with it; 0 otherwise. A runtime whose I keeps the
+  // graph still drops the loss's (core/runtime_costs.h, input_pass_frees).
+  int64_t loss_bytes = 0;
   int64_t parameter_bytes = 0;
   // Per op: stash and transients together (core/op_rules.h). Without the profile's
   // workspace_bytes only the stash: F charges stash_bytes, R activation_bytes.

@@ -70,6 +70,12 @@ struct LayerProfile {
   std::vector<double> backward_cv;
 };
 
+// Whether the layer is a profile's loss (spec {"type": "loss"}: `pipescope_torch profile
+// --loss`), which a runtime runs as the last stage's loss_fn, not as a module.
+inline bool is_loss_layer(const LayerProfile& layer) {
+  return layer.spec.is_object() && layer.spec.contains("type") && layer.spec["type"] == "loss";
+}
+
 // What a profile without "device" or "backend" says (both are optional in the file).
 inline constexpr const char* kUnspecified = "unspecified";
 

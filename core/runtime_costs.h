@@ -73,7 +73,8 @@ struct RuntimeCosts {
   // Memory: whether the input pass I frees what its W does not need (the profile's
   // weight_grad_bytes; core/op_rules.h). false: the runtime keeps the stage's whole graph
   // from I to W (torch 2.13's stage_backward_input hands W the graph it walked), so the
-  // stash lives until W.
+  // stash lives until W, all but the loss layer's (core/cost_model.h loss_bytes), which I
+  // drops when it detaches the loss it walked from (_backward.py:262-264).
   bool input_pass_frees = true;
   // Where each number comes from (a measured run, a table, a source line), by the
   // file's field name ("action_us", "message", ...). Written back as read.

@@ -19,8 +19,7 @@ void check_stage_count(int layers, int stages) {
 
 void keep_loss_with_producer(const Profile& profile, LayerRanges& ranges) {
   if (profile.layers.empty() || ranges.size() < 2) return;
-  const Json& spec = profile.layers.back().spec;
-  if (!spec.is_object() || !spec.contains("type") || spec["type"] != "loss") return;
+  if (!is_loss_layer(profile.layers.back())) return;
   const int loss = profile.num_layers() - 1;
   if (ranges.back() != std::make_pair(loss, loss + 1)) return;
   LayerRanges moved = ranges;

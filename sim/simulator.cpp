@@ -192,12 +192,15 @@ class PipelineSim {
     if (op.kind == OpKind::Forward && op.stage == S_ - 1) rule.post_ns += rt.loss_ns;
     const bool empty_input_pass = rt.first_stage_split == FirstStageSplit::WeightPassRunsAll && op.stage == 0;
     if (op.kind == OpKind::BackwardInput && (!rt.input_pass_frees || empty_input_pass) && rule.release_bytes > 0) {
-      // I frees nothing (the runtime keeps the graph, or its I ran nothing): what it would
-      // have dropped stays held until W frees the whole stash; I's own peak is then at
-      // most that much higher.
-      rule.held_bytes += rule.release_bytes;
-      rule.peak_bytes += rule.release_bytes;
-      rule.release_bytes = 0;
+      // I frees nothing (the runtime keeps the graph, or its I ran nothing) but the loss's
+      // stash when its I ran (torch detaches the loss it walked from): what it would have
+      // dropped stays held until W frees the whole stash; I's own peak is then at most
+      // that much higher.
+      const int64_t loss = empty_input_pass ? 0 : std::min(rule.release_bytes, c_.stages[op.stage].loss_bytes);
+      const int64_t kept = rule.release_bytes - loss;
+      rule.held_bytes += kept;
+      rule.peak_bytes += kept;
+      rule.release_bytes = loss;
     }
     if (empty_input_pass) {
       if (op.kind == OpKind::BackwardInput) {

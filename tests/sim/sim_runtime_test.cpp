@@ -212,3 +212,23 @@ TEST(RuntimeFile, TheBundledTorchRuntimeReadsByName) {
 
 }  // namespace
 }  // namespace pipescope
+
+TEST(RuntimeCosts, InputPassThatFreesNothingStillDropsTheLoss) {
+  // torch's I detaches the loss it walked from (_backward.py:262-264): on the last stage
+  // the loss layer's stash (StageCost::loss_bytes, 300 of each 1000-byte stash) goes at I
+  // even when the rest of the graph stays until W. One position, every W deferred:
+  // F0 I0 F1 I1 F2 I2 W0 W1 W2. After F2 the device holds 700 + 700 + 1000 = 2400; I
+  // freeing nothing would leave 3000, and the profile's own rule (I frees 600) 1800.
+  const Hardware h = Hardware::ideal(1);
+  CostModel c = uniform(1, 1000, 2000);
+  c.stages[0].freed_at_input_bytes = 600;
+  c.stages[0].loss_bytes = 300;
+  RuntimeCosts rt;
+  rt.input_pass_frees = false;
+  SimOptions o;
+  EXPECT_EQ(simulate(pipescope::testing::deferred_weight_order(), c, h, o).positions[0].peak_activation_bytes, 1800);
+  o.runtime = &rt;
+  EXPECT_EQ(simulate(pipescope::testing::deferred_weight_order(), c, h, o).positions[0].peak_activation_bytes, 2400);
+  c.stages[0].loss_bytes = 0;
+  EXPECT_EQ(simulate(pipescope::testing::deferred_weight_order(), c, h, o).positions[0].peak_activation_bytes, 3000);
+}
