@@ -489,7 +489,13 @@ Schedule search_zero_bubble(const CostModel& costs, const Hardware& hardware, in
   }
   check_schedule_spec({ScheduleKind::ZeroBubbleAuto, static_cast<int>(costs.stages.size()), microbatches, 1});
   check_budget(costs, options.activation_budget_bytes);
-  Search search(costs, hardware, max_inflight, microbatches, options);
+  // The byte budget counts what I frees as the runtime frees it (input_pass_freed_bytes);
+  // the simulator's rule leaves these costs as they are, so every score is unchanged.
+  CostModel counted = costs;
+  for (std::size_t s = 0; s < counted.stages.size(); ++s) {
+    counted.stages[s].freed_at_input_bytes = input_pass_freed_bytes(costs.stages[s], static_cast<int>(s), options.runtime);
+  }
+  Search search(counted, hardware, max_inflight, microbatches, options);
   search.constructive();
   search.policy_search(3);
   search.order_search();

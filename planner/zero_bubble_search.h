@@ -61,7 +61,8 @@ struct ZeroBubbleSearchOptions {
   // transfer holds both devices, so the best order differs from the overlapped one.
   P2p p2p = P2p::Overlapped;
   // What the runtime spends around the ops (core/runtime_costs.h), charged in every
-  // candidate's simulation as in the plan's: the best order is the runtime's. Null: none.
+  // candidate's simulation as in the plan's: the best order is the runtime's, and the byte
+  // budget counts what its I frees (sim/simulator.h input_pass_freed_bytes). Null: none.
   const RuntimeCosts* runtime = nullptr;
 };
 

@@ -191,16 +191,13 @@ class PipelineSim {
     }
     if (op.kind == OpKind::Forward && op.stage == S_ - 1) rule.post_ns += rt.loss_ns;
     const bool empty_input_pass = rt.first_stage_split == FirstStageSplit::WeightPassRunsAll && op.stage == 0;
-    if (op.kind == OpKind::BackwardInput && (!rt.input_pass_frees || empty_input_pass) && rule.release_bytes > 0) {
-      // I frees nothing (the runtime keeps the graph, or its I ran nothing) but the loss's
-      // stash when its I ran (torch detaches the loss it walked from): what it would have
-      // dropped stays held until W frees the whole stash; I's own peak is then at most
-      // that much higher.
-      const int64_t loss = empty_input_pass ? 0 : std::min(rule.release_bytes, c_.stages[op.stage].loss_bytes);
-      const int64_t kept = rule.release_bytes - loss;
+    if (op.kind == OpKind::BackwardInput) {
+      // What I does not free stays held until W frees the whole stash; I's own peak is
+      // then at most that much higher.
+      const int64_t kept = rule.release_bytes - input_pass_freed_bytes(c_.stages[op.stage], op.stage, &rt);
       rule.held_bytes += kept;
       rule.peak_bytes += kept;
-      rule.release_bytes = loss;
+      rule.release_bytes -= kept;
     }
     if (empty_input_pass) {
       if (op.kind == OpKind::BackwardInput) {
@@ -604,6 +601,14 @@ StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hard
   StepReport r = run_sim(schedule, costs, hardware, options);
   if (!schedule.asynchronous() && options.steps > 1) repeat_step(r, options.steps);
   return r;
+}
+
+int64_t input_pass_freed_bytes(const StageCost& cost, int stage, const RuntimeCosts* runtime) {
+  if (!runtime) return cost.freed_at_input_bytes;
+  if (runtime->first_stage_split == FirstStageSplit::WeightPassRunsAll && stage == 0) return 0;  // its I ran nothing
+  // A runtime that keeps the graph still drops the loss it walked from (torch detaches it).
+  if (!runtime->input_pass_frees) return std::min(cost.freed_at_input_bytes, cost.loss_bytes);
+  return cost.freed_at_input_bytes;
 }
 
 }  // namespace pipescope
