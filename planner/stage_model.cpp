@@ -217,15 +217,15 @@ int64_t StageModel::time_ns(int s, int i, int j) const {
 int64_t StageModel::memory_bytes(int s, int i, int j) const {
   const int64_t stat = static_bytes(parameters_[j] - parameters_[i], optimizer_factor_);
   const int64_t act = stash(i, j);
-  const int64_t stash = r_ops_ ? cut_[i] : act;
+  const int64_t kept = r_ops_ ? cut_[i] : act;  // what F keeps: the stash, or the input under R
   int64_t peak = 0;
   if (!layer_bytes_.empty()) return stat + transient_peak(s, i, j);
   if (!release_terms_.empty()) {
-    const int64_t freed = this->freed(i, j);
-    for (const auto& t : release_terms_[s]) peak = std::max(peak, t[0] * stash + t[1] * act - t[2] * freed);
+    const int64_t released = freed(i, j);
+    for (const auto& t : release_terms_[s]) peak = std::max(peak, t[0] * kept + t[1] * act - t[2] * released);
     return stat + peak;
   }
-  for (auto [a, c] : terms_[s]) peak = std::max(peak, a * stash + c * act);
+  for (auto [a, c] : terms_[s]) peak = std::max(peak, a * kept + c * act);
   return stat + peak;
 }
 

@@ -178,6 +178,14 @@ void to_bridge_spans(const KinetoRank& t, int first_step, double origin, const s
       recv_actions[{std::stoi(m[1].str()), m[2].str()[0], std::stoi(m[3].str())}] = &e;
     }
   }
+  // Only the outermost loss op counts (cross_entropy_loss holds nll_loss): dropped once here.
+  std::vector<const KinetoEvent*> outer_losses;
+  for (const KinetoEvent* l : losses) {
+    const bool outermost = std::none_of(losses.begin(), losses.end(), [&](const KinetoEvent* other) {
+      return other != l && within(*l, *other) && (other->end - other->start) > (l->end - l->start);
+    });
+    if (outermost) outer_losses.push_back(l);
+  }
   if (ops.empty()) {
     throw InputError(source + ": rank " + std::to_string(t.rank) +
                      ": no op spans (PP:<stage><F|B|I|W><mb> or Forward/Backward <mb>). torch records them for its "
@@ -230,11 +238,8 @@ void to_bridge_spans(const KinetoRank& t, int first_step, double origin, const s
       if (!is_recv_issue(*i) && within(*i, o) && i->start >= wait_end) core_end = std::min(core_end, i->start);
     }
     if (op.kind == OpKind::Forward) {
-      for (const KinetoEvent* l : losses) {
-        const bool outermost = std::none_of(losses.begin(), losses.end(), [&](const KinetoEvent* other) {
-          return other != l && within(*l, *other) && (other->end - other->start) > (l->end - l->start);
-        });
-        if (outermost && within(*l, o) && l->start >= wait_end && (!loss || l->start < loss->start)) loss = l;
+      for (const KinetoEvent* l : outer_losses) {
+        if (within(*l, o) && l->start >= wait_end && (!loss || l->start < loss->start)) loss = l;
       }
       if (loss) core_end = std::min(core_end, loss->start);
     }
