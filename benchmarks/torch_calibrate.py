@@ -7,12 +7,18 @@ schedule (default: the small-op MLP, 1f1b), run the simulator's plan on PyTorch 
 and fit the runtime (`pipescope calibrate`). Then, for every model and schedule, predict the
 plan with the ops alone and with the fitted runtime, run it on PyTorch (median of the timed
 steps) and print both errors; the calibration run itself is marked. The noise floor is
-measured beside: the calibration plan of each model is run twice and the difference of the
-two medians is reported.
+measured beside (below).
 
-    .venv/bin/python benchmarks/torch_calibrate.py [--rt] [--markdown] [--keep DIR]
+    .venv/bin/python benchmarks/torch_calibrate.py [--rt] [--repeat N] [--markdown] [--keep DIR]
 --rt runs every measured command under real-time priority (`chrt -f 1`, root only), which
 keeps the VM's other work off the two ranks. Run it on an otherwise idle machine.
+
+--repeat N (default 3) takes every measured quantity N times, spread over the benchmark,
+and keeps the median: the link (N measurements), each profile (the median of N profiles,
+pipescope_torch.profile_median), each plan's step time (N runs in N rounds over all plans,
+so that one slow spell of the VM, which lasts seconds, touches one run of a plan, not all
+of them). The noise floor is each calibration-schedule plan's spread over its N runs,
+(max - min) / median.
 """
 
 import argparse
@@ -27,7 +33,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
-from pipescope_torch.gloo_link import hardware_file, measure_gloo_link  # noqa: E402
+from pipescope_torch.gloo_link import hardware_file  # noqa: E402
 from pipescope_torch.plans import plan_from_prediction, predict, write_plan  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -64,17 +70,24 @@ def main() -> int:
     ap.add_argument("--p2p", help="fix the p2p semantics calibrate records (default: calibrate takes the one that "
                                   "predicts the calibration run closest)")
     ap.add_argument("--rt", action="store_true", help="measure under chrt -f 1 (root)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="measure the link, each profile and each plan's step this many times; keep the median")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--keep", help="folder to keep every file in")
     args = ap.parse_args()
     if args.rt and not shutil.which("chrt"):
         raise SystemExit("--rt: chrt not found")
+    if args.repeat < 1:
+        raise SystemExit(f"--repeat: expected at least 1, got {args.repeat}")
     work = args.keep or tempfile.mkdtemp(prefix="pipescope_calibrate_")
     os.makedirs(work, exist_ok=True)
     cal_model, cal_schedule = args.calibrate_on.split(":")
     models = [m for m in MODELS if m[0] in args.models.split(",")]
     schedules = [s for s in SCHEDULES if s[0] in args.schedules.split(",")]
-    link = measure_gloo_link()
+    r = run([sys.executable, "-m", "pipescope_torch.gloo_link", "--times", str(args.repeat)], args.rt)
+    if r.returncode != 0:
+        raise SystemExit(f"gloo link: {r.stderr.strip()}")
+    link = json.loads(r.stdout)
     hw = os.path.join(work, "hardware.json")
     with open(hw, "w") as f:
         json.dump(hardware_file(link), f, indent=2)
@@ -86,8 +99,13 @@ def main() -> int:
             shape_args = ["--input-shape", shape] if shape else []
             # Under --rt the profile too: profiled on a busy core, Llama's F + B moved by 12%
             # between runs (36.3 to 45.6 ms), as much as the error being measured.
-            r = bridge(["profile", spec, *shape_args, "--batch-sizes", sizes, "--threads", "1", "--loss", loss,
-                        "-o", profile], args.rt)
+            rounds = [os.path.join(work, f"{name}.profile.{i}.json") for i in range(args.repeat)]
+            for path in rounds:
+                r = bridge(["profile", spec, *shape_args, "--batch-sizes", sizes, "--threads", "1", "--loss", loss,
+                            "-o", path], args.rt)
+                if r.returncode != 0:
+                    raise SystemExit(f"profile {name}: {r.stderr.strip()}")
+            r = run([sys.executable, "-m", "pipescope_torch.profile_median", *rounds, "-o", profile])
             if r.returncode != 0:
                 raise SystemExit(f"profile {name}: {r.stderr.strip()}")
         pred = predict(args.pipescope, profile, 2, M, mb, schedule, chunks, ["--hardware", hw])
@@ -122,20 +140,31 @@ def main() -> int:
     if r.returncode != 0:
         raise SystemExit(f"pipescope calibrate: {r.stderr.strip()}")
 
-    # 2. Every model and schedule, with the ops alone and with the fitted runtime.
-    rows, noise = [], []
+    # 2. Every model and schedule, with the ops alone and with the fitted runtime; each plan
+    # run once per round, `--repeat` rounds, its step the median of its rounds.
+    pairs = []  # (name, spec, shape, schedule, plan, alone, calibrated)
     for name, spec, shape, loss, mb, M in models:
         for schedule, chunks in schedules:
             plan = prepare(name, spec, shape, loss, mb, M, schedule, chunks)
             alone = simulate(args.pipescope, plan, ["--hardware", hw])  # what pipescope predicts without --runtime
             calibrated = simulate(args.pipescope, plan, ["--hardware", hw, "--runtime", runtime])
-            measured, err = measure(name, spec, shape, plan, schedule)
-            fitted_here = name == cal_model and schedule == cal_schedule
-            rows.append((name, schedule, alone, calibrated, measured, err, fitted_here))
-            if schedule == cal_schedule:  # the noise floor: the same plan run again
-                again, _ = measure(name, spec, shape, plan, f"{schedule}.again")
-                if measured and again:
-                    noise.append((name, measured, again, abs(again - measured) / measured))
+            pairs.append((name, spec, shape, schedule, plan, alone, calibrated))
+    runs = {i: [] for i in range(len(pairs))}
+    errors = {}
+    for round_ in range(args.repeat):
+        for i, (name, spec, shape, schedule, plan, _, _) in enumerate(pairs):
+            measured, err = measure(name, spec, shape, plan, f"{schedule}.{round_}")
+            if measured is None:
+                errors[i] = err
+            else:
+                runs[i].append(measured)
+    rows, noise = [], []
+    for i, (name, spec, shape, schedule, plan, alone, calibrated) in enumerate(pairs):
+        measured = statistics.median(runs[i]) if runs[i] else None
+        fitted_here = name == cal_model and schedule == cal_schedule
+        rows.append((name, schedule, alone, calibrated, measured, errors.get(i), fitted_here))
+        if schedule == cal_schedule and len(runs[i]) >= 2:  # the noise floor: the same plan's spread
+            noise.append((name, runs[i], (max(runs[i]) - min(runs[i])) / statistics.median(runs[i])))
     head = ["model", "schedule", "measured ms", "ops alone ms", "error", "calibrated ms", "error", "note"]
     lines = []
     if args.markdown:
@@ -157,9 +186,11 @@ def main() -> int:
         lines.append(f"\n|error| over {len(errs_cal)} (model, schedule) pairs not fitted on: ops alone median "
                      f"{100 * statistics.median(errs_alone):.1f}%, worst {100 * max(errs_alone):.1f}%; calibrated "
                      f"median {100 * statistics.median(errs_cal):.1f}%, worst {100 * max(errs_cal):.1f}%")
-    for name, a, b, d in noise:
-        lines.append(f"noise floor, {name} {cal_schedule} run twice: {a:.2f} and {b:.2f} ms ({100 * d:.1f}% apart)")
-    lines.append(f"(K = 2 over gloo, link {link['latency_us']:.0f} us, {link['bandwidth_gb_per_s']:.2f} GB/s; "
+    for name, steps, d in noise:
+        lines.append(f"noise floor, {name} {cal_schedule} run {len(steps)} times: "
+                     f"{' / '.join(f'{t:.2f}' for t in steps)} ms ({100 * d:.1f}% spread)")
+    lines.append(f"(K = 2 over gloo, link {link['latency_us']:.0f} us, {link['bandwidth_gb_per_s']:.2f} GB/s, the "
+                 f"median of {args.repeat}; each step the median of {args.repeat} runs; "
                  f"calibrated on {cal_model} {cal_schedule}; {'chrt -f 1; ' if args.rt else ''}files in {work})")
     print("\n".join(lines))
     return 0

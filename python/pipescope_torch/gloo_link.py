@@ -5,11 +5,18 @@ Invariant: one-way time = half the median round trip of a blocking send + recv p
 is that time for a 4-byte message, bandwidth is bytes / (time - latency) for `size` bytes.
 
     link = measure_gloo_link()          # {"latency_us": ..., "bandwidth_gb_per_s": ...}
+    python -m pipescope_torch.gloo_link --times 3   # the median of 3 measurements, as JSON
+
+A single measurement can land in a slow spell of the VM (1229 us measured once against 76-89
+us in three runs just after, 2026-12-06): benchmarks take the median of several, each run
+as its own command so that `chrt -f 1` can hold it.
 """
 
+import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -62,3 +69,29 @@ def hardware_file(link: dict, devices: int = 2, memory_bytes: int = 0) -> dict:
             "devices": devices, "memory_bytes": int(memory),
             "link": {"bandwidth_gb_per_s": round(link["bandwidth_gb_per_s"], 3),
                      "latency_us": round(link["latency_us"], 1)}}
+
+
+def median_link(times: int) -> dict:
+    """The median latency and bandwidth of `times` measurements, with each one kept."""
+    if times < 1:
+        raise ValueError(f"--times: expected at least 1, got {times}")
+    runs = [measure_gloo_link() for _ in range(times)]
+    return {"latency_us": statistics.median(r["latency_us"] for r in runs),
+            "bandwidth_gb_per_s": statistics.median(r["bandwidth_gb_per_s"] for r in runs),
+            "measurements": runs}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m pipescope_torch.gloo_link",
+                                 description="Measure the gloo link between two ranks on this machine; print JSON.")
+    ap.add_argument("--times", type=int, default=3, help="measurements; the median is printed (default 3)")
+    args = ap.parse_args(argv)
+    if args.times < 1:
+        print(f"pipescope_torch.gloo_link: --times: expected at least 1, got {args.times}", file=sys.stderr)
+        return 2
+    print(json.dumps(median_link(args.times)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

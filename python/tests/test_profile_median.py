@@ -1,0 +1,110 @@
+"""pipescope_torch.profile_median: each `_ms` field the median of the profiles' values,
+every other field required equal; bad input exits 2 naming the file, layer and field, and
+writes nothing.
+"""
+
+import copy
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+
+from helpers import PYTHON_DIR, load_and_check_profile
+from pipescope_torch.profile_median import MergeError, median_profile
+
+BASE = {
+    "format": "pipescope.profile", "version": 1, "model": "m",
+    "device": {"name": "cpu", "memory_bytes": 1 << 30}, "backend": "cpu", "dtype": "fp32",
+    "batch_sizes": [4, 8], "notes": [],
+    "layers": [
+        {"name": "0", "forward_ms": [1.0, 2.0], "backward_ms": [2.0, 4.0], "activation_bytes": [64, 128],
+         "output_bytes": [16, 32], "parameter_bytes": 400, "optimizer_ms": 0.5},
+        {"name": "loss", "forward_ms": [0.1, 0.2], "backward_ms": [0.2, 0.4], "activation_bytes": [4, 8],
+         "output_bytes": [4, 4], "parameter_bytes": 0, "optimizer_ms": 0.0},
+    ],
+}
+
+
+def with_times(scale):
+    p = copy.deepcopy(BASE)
+    for layer in p["layers"]:
+        for key in ("forward_ms", "backward_ms"):
+            layer[key] = [v * scale for v in layer[key]]
+        layer["optimizer_ms"] *= scale
+    return p
+
+
+def test_each_timing_is_the_median_and_bytes_are_kept():
+    # Three profiles at 1x, 3x (a slow spell) and 1.2x: the median is the 1.2x one's values.
+    merged = median_profile([with_times(1.0), with_times(3.0), with_times(1.2)], ["a", "b", "c"])
+    assert merged["layers"][0]["forward_ms"] == [1.2, 2.4]
+    assert merged["layers"][0]["optimizer_ms"] == 0.6
+    assert merged["layers"][1]["backward_ms"] == [0.2 * 1.2, 0.4 * 1.2]
+    assert merged["layers"][0]["activation_bytes"] == [64, 128]
+    assert merged["notes"][-1].startswith("timings: the median of 3 profiles")
+
+
+def test_property_the_median_is_elementwise_over_random_profiles():
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.choice([1, 2, 3, 5])
+        profiles = []
+        for _ in range(n):
+            p = copy.deepcopy(BASE)
+            for layer in p["layers"]:
+                layer["forward_ms"] = [rng.uniform(0, 10) for _ in range(2)]
+            profiles.append(p)
+        merged = median_profile(profiles, [str(i) for i in range(n)])
+        for i in range(2):
+            for j in range(2):
+                assert merged["layers"][i]["forward_ms"][j] == statistics.median(
+                    p["layers"][i]["forward_ms"][j] for p in profiles)
+
+
+def test_refuses_profiles_whose_bytes_differ():
+    other = copy.deepcopy(BASE)
+    other["layers"][0]["activation_bytes"] = [64, 130]
+    try:
+        median_profile([BASE, other], ["a.json", "b.json"])
+    except MergeError as e:
+        assert "b.json" in str(e) and "layer 0 (0) field 'activation_bytes'" in str(e)
+    else:
+        raise AssertionError("merged profiles whose bytes differ")
+
+
+def test_refuses_other_layers_or_batch_sizes():
+    fewer = copy.deepcopy(BASE)
+    fewer["layers"].pop()
+    sizes = copy.deepcopy(BASE)
+    sizes["batch_sizes"] = [4, 16]
+    for bad, field in ((fewer, "'layers'"), (sizes, "'batch_sizes'")):
+        try:
+            median_profile([BASE, bad], ["a.json", "b.json"])
+        except MergeError as e:
+            assert "b.json" in str(e) and field in str(e)
+        else:
+            raise AssertionError(f"merged profiles with other {field}")
+
+
+def test_cli_writes_a_profile_and_exits_2_on_bad_input(tmp_path):
+    paths = []
+    for i, scale in enumerate((1.0, 2.0, 1.5)):
+        paths.append(str(tmp_path / f"p{i}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump(with_times(scale), f)
+    out = str(tmp_path / "median.json")
+    cmd = [sys.executable, "-m", "pipescope_torch.profile_median"]
+    r = subprocess.run(cmd + paths + ["-o", out], cwd=PYTHON_DIR, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    merged = load_and_check_profile(out, [4, 8])
+    assert merged["layers"][0]["forward_ms"] == [1.5, 3.0]
+
+    broken = str(tmp_path / "broken.json")
+    with open(broken, "w") as f:
+        f.write("{not json")
+    bad_out = str(tmp_path / "never.json")
+    r = subprocess.run(cmd + [paths[0], broken, "-o", bad_out], cwd=PYTHON_DIR, capture_output=True, text=True)
+    assert r.returncode == 2 and "broken.json" in r.stderr
+    assert not os.path.exists(bad_out)
