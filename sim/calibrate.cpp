@@ -343,21 +343,51 @@ void fit_step_terms(const Samples& s, Calibration& cal) {
 
 }  // namespace
 
-Calibration calibrate(const MeasuredTrace& t, const CostModel& c, const CalibrationOptions& o) {
+Calibration calibrate(const MeasuredTrace& measured, const CostModel& c, const CalibrationOptions& o) {
   Calibration cal;
-  for (int step = 0; step < t.steps; ++step) {
+  std::vector<double> all_ms;
+  for (int step = 0; step < measured.steps; ++step) {
     int64_t begin = INT64_MAX, end = INT64_MIN;
-    for (int rank = 0; rank < t.ranks; ++rank) {
-      const MeasuredSpan& s = t.spans[static_cast<std::size_t>(rank)][static_cast<std::size_t>(step)].front();
+    for (int rank = 0; rank < measured.ranks; ++rank) {
+      const MeasuredSpan& s = measured.spans[static_cast<std::size_t>(rank)][static_cast<std::size_t>(step)].front();
       begin = std::min(begin, s.start_ns);
       end = std::max(end, s.end_ns());
     }
-    cal.step_ms.push_back(static_cast<double>(end - begin) / 1e6);
+    all_ms.push_back(static_cast<double>(end - begin) / 1e6);
   }
-  if (t.steps < kMinSteps) {
-    throw InputError(t.source + ": the run has " + std::to_string(t.steps) + " timed step" + (t.steps == 1 ? "" : "s") +
-                     "; calibrate needs at least " + std::to_string(kMinSteps) +
+  if (measured.steps < kMinSteps) {
+    throw InputError(measured.source + ": the run has " + std::to_string(measured.steps) + " timed step" +
+                     (measured.steps == 1 ? "" : "s") + "; calibrate needs at least " + std::to_string(kMinSteps) +
                      " (pipescope_torch run --steps N) to tell a runtime term from noise");
+  }
+  // Outlier steps (kOutlierStepFactor) leave the fit, named in a note; the rest must agree.
+  std::vector<double> sorted = all_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  const double median_ms = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  MeasuredTrace t = measured;
+  std::string dropped;
+  for (int step = measured.steps - 1; step >= 0; --step) {
+    const double ms = all_ms[static_cast<std::size_t>(step)];
+    if (ms <= kOutlierStepFactor * median_ms) continue;
+    for (auto& rank : t.spans) rank.erase(rank.begin() + step);
+    --t.steps;
+    dropped = "step " + std::to_string(step) + " (" + std::to_string(std::llround(ms * 1000)) + " us)" +
+              (dropped.empty() ? "" : ", " + dropped);
+  }
+  if (4 * (measured.steps - t.steps) > measured.steps) {
+    throw InputError(measured.source + ": " + std::to_string(measured.steps - t.steps) + " of " +
+                     std::to_string(measured.steps) + " timed steps took more than " +
+                     std::to_string(std::llround(kOutlierStepFactor)) + "x the median step (" + dropped +
+                     "): too noisy to fit; measure on an idle machine or under `chrt -f 1`");
+  }
+  if (!dropped.empty()) {
+    cal.notes.push_back("left out of the fit, each more than " + std::to_string(std::llround(kOutlierStepFactor)) +
+                        "x the median step of " + std::to_string(std::llround(median_ms * 1000)) + " us: " + dropped);
+  }
+  for (int step = 0; step < measured.steps; ++step) {
+    const double ms = all_ms[static_cast<std::size_t>(step)];
+    if (ms <= kOutlierStepFactor * median_ms) cal.step_ms.push_back(ms);
   }
   const double mean = std::accumulate(cal.step_ms.begin(), cal.step_ms.end(), 0.0) / static_cast<double>(t.steps);
   double sq = 0;

@@ -84,6 +84,10 @@ def _add_run_parser(sub) -> None:
                                          "defines make_batch(batch_size, seed))")
     r.add_argument("-o", "--output", help="measurement JSON to write")
     r.add_argument("--trace", help="Chrome trace of every timed step to write (ops, loss, p2p, optimizer)")
+    r.add_argument("--kineto", metavar="DIR",
+                   help="also run torch.profiler over the timed steps and write its Chrome trace per rank, "
+                        "DIR/rank<r>.json (an existing folder), which `pipescope calibrate --trace` reads; "
+                        "Schedule1F1B records no PP: action spans, so calibrate refuses its traces")
     # Hidden: times only the ops, to measure what the other spans cost (docs/torch-run.md).
     r.add_argument("--no-trace-detail", action="store_true", help=argparse.SUPPRESS)
     r.add_argument("--json", action="store_true", help="print the measurement as one JSON object on stdout")
@@ -117,6 +121,8 @@ def run_run(args) -> int:
     for path in (args.output, args.trace):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise BridgeError(f"output folder '{os.path.dirname(os.path.abspath(path))}' does not exist")
+    if args.kineto and not os.path.isdir(args.kineto):
+        raise BridgeError(f"--kineto: folder '{args.kineto}' does not exist")
     if args.plan:
         setup = setup_from_plan(args.plan, find_pipescope(args.pipescope), csv=args.torch_csv)
     else:
@@ -133,7 +139,8 @@ def run_run(args) -> int:
                      seed=args.seed, optimizer=args.optimizer, timeout_s=args.timeout,
                      check_gradients=not args.no_check_gradients, tolerance=args.tolerance,
                      allow_oversubscribe=args.oversubscribe, model_name=args.name or model_name_from_spec(args.model),
-                     progress=progress, trace_detail=not args.no_trace_detail)
+                     progress=progress, trace_detail=not args.no_trace_detail,
+                     kineto_dir=os.path.abspath(args.kineto) if args.kineto else None)
     try:
         result = run_plan(req)
     except RunFailed as exc:

@@ -48,6 +48,7 @@ class RunRequest:
     model_name: str = ""
     progress: object = None
     trace_detail: bool = True   # loss, p2p, optimizer and zero_grad spans (off only to measure their cost)
+    kineto_dir: Optional[str] = None  # torch.profiler traces of the timed steps, <dir>/rank<r>.json
 
 
 @dataclass
@@ -111,7 +112,8 @@ def _spawn_and_wait(req: RunRequest, outdir: str) -> None:
 
     cfg = WorkerConfig(setup=req.setup, model_spec=req.model_spec, input_shape=req.input_shape, seed=req.seed,
                        steps=req.steps, warmup=req.warmup, optimizer=req.optimizer,
-                       store=os.path.join(outdir, "store"), outdir=outdir, trace_detail=req.trace_detail)
+                       store=os.path.join(outdir, "store"), outdir=outdir, trace_detail=req.trace_detail,
+                       kineto_dir=req.kineto_dir)
     ctx = mp.start_processes(run_rank, args=(cfg,), nprocs=req.setup.pipeline_size, join=False,
                              start_method="spawn")
     deadline = time.monotonic() + req.timeout_s

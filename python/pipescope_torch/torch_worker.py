@@ -37,6 +37,7 @@ class WorkerConfig:
     store: str              # file for gloo's rendezvous
     outdir: str             # where each rank writes rank{r}.json (+ grads{r}.pt)
     trace_detail: bool = True  # loss, p2p, optimizer and zero_grad spans besides the ops
+    kineto_dir: Optional[str] = None  # torch.profiler's Chrome trace of the timed steps: <dir>/rank<r>.json
 
 
 class SavedBytes:
@@ -136,6 +137,21 @@ def _state_bytes(optimizer) -> int:
     return total
 
 
+def _kineto_profiler(cfg: WorkerConfig):
+    """torch.profiler over the timed steps (shapes recorded: calibrate reads a message's bytes
+    from them), started; None without cfg.kineto_dir. Its ProfilerStep#N spans are the timed
+    steps: it waits out all but the last warm-up step, which is its own warm-up."""
+    if not cfg.kineto_dir:
+        return None
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    warm = 1 if cfg.warmup >= 1 else 0
+    prof = profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                   schedule=schedule(wait=cfg.warmup - warm, warmup=warm, active=cfg.steps, repeat=1))
+    prof.start()
+    return prof
+
+
 def run_rank(rank: int, cfg: WorkerConfig) -> None:
     """The body of one spawned process (torch.multiprocessing)."""
     phase = "setup"
@@ -201,6 +217,7 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
         for p in params:
             p.grad = None
         timed = []
+        kineto = _kineto_profiler(cfg)
         for i in range(cfg.warmup + cfg.steps):
             phase = f"step {i + 1}"
             recorder.enabled = i >= cfg.warmup
@@ -209,10 +226,16 @@ def run_rank(rank: int, cfg: WorkerConfig) -> None:
             start = time.perf_counter_ns()
             train_step()
             end = time.perf_counter_ns()
+            if kineto is not None:
+                kineto.step()
             if recorder.enabled:
                 timed.append({"start_ns": start, "end_ns": end,
                               "ops": [[o.stage, o.kind, o.microbatch, o.start_ns, o.end_ns] for o in recorder.ops],
                               "spans": [list(sp) for sp in recorder.spans]})
+        if kineto is not None:
+            phase = "torch.profiler export"
+            kineto.stop()
+            kineto.export_chrome_trace(os.path.join(cfg.kineto_dir, f"rank{rank}.json"))
         # The steady state's memory: one more step, untimed, under the saved-tensor hooks (one
         # Python call per saved tensor, so the timed steps run without them).
         phase = f"step {cfg.warmup + cfg.steps + 1} (memory)"

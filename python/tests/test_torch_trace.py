@@ -152,3 +152,51 @@ def test_zbv_trace_splits_backward_and_skips_the_local_hop(tmp_path, mlp):
         assert sum(e["args"]["sends"] for e in issues) == sum(e["args"]["recvs"] for e in issues) == 2 * M, where
         assert sum(e["args"]["send_bytes"] for e in issues) == 2 * M * MESSAGE_BYTES == 16384, where
         assert sum(e["args"]["recv_bytes"] for e in issues) == 2 * M * MESSAGE_BYTES, where
+
+
+@pytest.mark.parametrize("schedule, chunks", [("gpipe", 1), ("interleaved", 2)])
+def test_kineto_traces_of_a_run_calibrate_like_its_own_trace(tmp_path, mlp, schedule, chunks):
+    """`run --kineto DIR` writes torch.profiler's trace per rank beside the bridge's own, and
+    `pipescope calibrate` reads both: the same timed steps and the same op and message
+    spans (GPipe's `Forward <mb>` / `Backward <mb>` and the runtime classes' `PP:` actions,
+    c10d::send / recv_ cpu_ops). Both fits pass the noise check or neither is judged: a
+    refusal for noise on this machine skips the test, naming it; any other refusal fails."""
+    from test_torch_run import HAVE_PIPESCOPE, PIPESCOPE
+    from pipescope_torch.plans import plan_from_prediction, predict, write_plan
+    import subprocess
+    import sys
+    if not HAVE_PIPESCOPE:
+        pytest.skip(f"{PIPESCOPE} not built")
+    from helpers import PYTHON_DIR
+    profile = tmp_path / "profile.json"
+    r = subprocess.run([sys.executable, "-m", "pipescope_torch", "profile", mlp, "--input-shape", "784",
+                        "--batch-sizes", "8", "--warmup", "0", "--repeats", "1", "-o", str(profile)],
+                       cwd=PYTHON_DIR, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    plan = tmp_path / "plan.json"
+    pred = predict(PIPESCOPE, str(profile), 2, M, MICROBATCH, schedule, chunks)
+    write_plan(str(plan), plan_from_prediction(pred, str(profile), str(tmp_path)))
+    kineto = tmp_path / "kineto"
+    kineto.mkdir()
+    steps = 6
+    meas, trace = tmp_path / "meas.json", tmp_path / "trace.json"
+    r = run("--plan", str(plan), "--model", mlp, "--input-shape", "784", "-o", str(meas), "--trace", str(trace),
+            "--kineto", str(kineto), "--steps", str(steps), "--warmup", "1", "--pipescope", PIPESCOPE)
+    assert r.returncode == 0, r.stderr
+    fits = {}
+    for name, traces in (("bridge", [str(trace)]), ("kineto", [str(kineto / "rank0.json"), str(kineto / "rank1.json")])):
+        args = [PIPESCOPE, "calibrate", "--plan", str(plan), "--json", "-o", str(tmp_path / f"{name}.runtime.json")]
+        for t in traces:
+            args += ["--trace", t]
+        c = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        if c.returncode == 2 and "too noisy to fit" in c.stderr:
+            pytest.skip(f"the run was too noisy to fit on this machine ({name}): {c.stderr.strip()}")
+        assert c.returncode == 0, f"{name}: {c.stderr}"
+        fits[name] = json.loads(c.stdout)
+    terms = {name: {t["name"]: t for t in fit["terms"]} for name, fit in fits.items()}
+    for name, fit in fits.items():
+        kept = len(fit["step_ms"])
+        assert steps - steps // 4 <= kept <= steps, f"{name}: {kept} of {steps} steps fitted"
+    per_step = {name: terms[name]["op_us.F"]["samples"] / len(fits[name]["step_ms"]) for name in fits}
+    # Every forward of every micro-batch and chunk on both ranks, in each reading.
+    assert per_step["bridge"] == per_step["kineto"] == 2 * M * chunks

@@ -235,6 +235,42 @@ TEST(Calibrate, RefusesARunTooShortOrTooNoisy) {
             std::string::npos);
 }
 
+TEST(Calibrate, LeavesOutAStepMoreThanTwiceTheMedianAndNamesIt) {
+  // 8 simulated steps of a known runtime; one step stretched to 5x (a collector pause):
+  // it leaves the fit, a note names it, and the terms come back exactly as the run charged
+  // them. With 3 of 8 stretched (more than a quarter), the run is refused.
+  const Schedule s = make_1f1b(2, 4);
+  const CostModel c = calibration_costs(2, 20'000, 40'000, 1 << 20);
+  RuntimeCosts rt;
+  rt.action_ns[0] = 30'000;
+  rt.action_ns[1] = 20'000;
+  rt.send_issue_ns = 9000;
+  rt.recv_issue_ns = 4000;
+  const auto stretched = [&](std::initializer_list<int> steps) {
+    Json trace = simulated_trace(s, c, rt, 8);
+    for (Json& e : trace["traceEvents"]) {
+      for (int step : steps) {
+        if (e["cat"] == "step" && e["args"]["step"] == step) e["dur"] = e["dur"].get<double>() * 5;
+      }
+    }
+    return read_measured_trace(JsonReader::from_text(trace.dump(), "t.json"));
+  };
+  const Calibration cal = calibrate(stretched({5}), c, {});
+  EXPECT_EQ(cal.step_ms.size(), 7u);
+  EXPECT_LT(cal.step_cv, 1e-12) << "the seven kept steps are the same simulated step";
+  EXPECT_EQ(cal.runtime.action_ns[0], 30'000);
+  EXPECT_EQ(cal.runtime.action_ns[1], 20'000);
+  EXPECT_EQ(cal.runtime.send_issue_ns, 9000);
+  EXPECT_EQ(cal.runtime.recv_issue_ns, 4000);
+  bool named = false;
+  for (const std::string& note : cal.notes) {
+    named = named || (note.find("left out of the fit") != std::string::npos && note.find("step 5 (") != std::string::npos);
+  }
+  EXPECT_TRUE(named);
+  EXPECT_NE(input_error_of([&] { calibrate(stretched({1, 4, 6}), c, {}); }).find("3 of 8 timed steps took more than 2x"),
+            std::string::npos);
+}
+
 TEST(MeasuredTraceReader, RefusesBadInputNamingTheEvent) {
   const auto error = [](const std::string& events) {
     return input_error_of([&] { read_measured_trace(JsonReader::from_text("{\"traceEvents\": [" + events + "]}", "t.json")); });
