@@ -25,24 +25,37 @@ class MergeError(ValueError):
     pass
 
 
-def _median_field(values, where: str):
-    if all(isinstance(v, (int, float)) for v in values):
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _median_field(values, where: str, names: List[str]):
+    if all(_is_number(v) for v in values):
         return statistics.median(values)
     if all(isinstance(v, list) for v in values):
-        if len({len(v) for v in values}) != 1:
-            raise MergeError(f"{where}: the profiles have {sorted({len(v) for v in values})} entries")
-        return [_median_field([v[i] for v in values], f"{where}[{i}]") for i in range(len(values[0]))]
-    raise MergeError(f"{where}: expected a number or a list of numbers in every profile")
+        for v, name in zip(values, names):
+            if len(v) != len(values[0]):
+                raise MergeError(f"{name}: {where}: {len(v)} entries, {names[0]} has {len(values[0])}")
+        return [_median_field([v[i] for v in values], f"{where}[{i}]", names) for i in range(len(values[0]))]
+    shape = "a number" if _is_number(values[0]) else "a list of numbers"
+    bad = next((name for v, name in zip(values, names)
+                if not (_is_number(v) if _is_number(values[0]) else isinstance(v, list))), names[0])
+    if not (_is_number(values[0]) or isinstance(values[0], list)):
+        bad, shape = names[0], "a number or a list of numbers"
+    raise MergeError(f"{bad}: {where}: expected {shape}")
 
 
 def median_profile(profiles: List[dict], names: List[str]) -> dict:
     """The median of `profiles` (parsed JSON), `names` naming each in errors."""
     if not profiles:
         raise MergeError("no profiles to merge")
+    for p, name in zip(profiles, names):
+        if not isinstance(p, dict):
+            raise MergeError(f"{name}: expected a JSON object (a pipescope profile)")
+        if not isinstance(p.get("layers"), list) or not all(isinstance(layer, dict) for layer in p["layers"]):
+            raise MergeError(f"{name}: field 'layers': expected a list of objects")
     first = profiles[0]
     for p, name in zip(profiles, names):
-        if not isinstance(p.get("layers"), list):
-            raise MergeError(f"{name}: field 'layers': expected a list")
         if len(p["layers"]) != len(first["layers"]):
             raise MergeError(f"{name}: field 'layers': {len(p['layers'])} layers, {names[0]} has "
                              f"{len(first['layers'])}")
@@ -51,16 +64,23 @@ def median_profile(profiles: List[dict], names: List[str]) -> dict:
                              f"{first.get('batch_sizes')}")
     out = json.loads(json.dumps(first))
     for i, layer in enumerate(out["layers"]):
+        keys = set(layer)
+        for p, name in zip(profiles, names):
+            if set(p["layers"][i]) != keys:
+                raise MergeError(f"{name}: layer {i}: fields {sorted(set(p['layers'][i]) ^ keys)} are in one "
+                                 f"profile and not in {names[0]}")
         for key in layer:
-            values = [p["layers"][i].get(key) for p in profiles]
+            values = [p["layers"][i][key] for p in profiles]
             where = f"layer {i} ({layer.get('name', '?')}) field '{key}'"
             if key.endswith("_ms"):
-                layer[key] = _median_field(values, where)
+                layer[key] = _median_field(values, where, names)
                 continue
             for v, name in zip(values, names):
                 if v != values[0]:
                     raise MergeError(f"{name}: {where}: {v!r}, {names[0]} has {values[0]!r} (only timings may differ)")
-    out.setdefault("notes", []).append(f"timings: the median of {len(profiles)} profiles (pipescope_torch.profile_median)")
+    notes = out.get("notes")
+    note = f"timings: the median of {len(profiles)} profiles (pipescope_torch.profile_median)"
+    out["notes"] = (notes if isinstance(notes, list) else []) + [note]
     return out
 
 

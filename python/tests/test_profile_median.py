@@ -108,3 +108,32 @@ def test_cli_writes_a_profile_and_exits_2_on_bad_input(tmp_path):
     r = subprocess.run(cmd + [paths[0], broken, "-o", bad_out], cwd=PYTHON_DIR, capture_output=True, text=True)
     assert r.returncode == 2 and "broken.json" in r.stderr
     assert not os.path.exists(bad_out)
+
+
+def test_fuzz_mutated_profiles_merge_or_raise_merge_error_only():
+    # Seeded random mutations of one profile of a pair (a field replaced by a value of
+    # another type, a layer dropped, a list shortened): the merge returns a profile or
+    # raises MergeError naming the file, never another exception.
+    rng = random.Random(11)
+    junk = [None, "x", -1, 2.5, [], [1], {}, {"a": 1}, True, [1.0, "y"]]
+    for _ in range(2000):
+        bad = copy.deepcopy(BASE)
+        for _ in range(rng.randint(1, 3)):
+            layers = bad["layers"] if isinstance(bad["layers"], list) else []
+            dicts = [layer for layer in layers if isinstance(layer, dict)]
+            target = bad if rng.random() < 0.2 or not dicts else rng.choice(dicts)
+            keys = list(target.keys())
+            choice = rng.random()
+            if choice < 0.6 and keys:
+                target[rng.choice(keys)] = rng.choice(junk)
+            elif choice < 0.8 and layers:
+                layers.pop(rng.randrange(len(layers)))
+            elif keys:
+                key = rng.choice(keys)
+                if isinstance(target[key], list) and target[key]:
+                    target[key] = target[key][:-1]
+        try:
+            merged = median_profile([BASE, bad], ["a.json", "b.json"])
+            assert isinstance(merged, dict)
+        except MergeError as e:
+            assert "a.json" in str(e) or "b.json" in str(e)
