@@ -138,6 +138,7 @@ CandidateEvaluation::CandidateEvaluation(const SearchRequest& request, const Pro
   spec.microbatch_size = plan.microbatch_size();
   spec.replicas = c.replicas;
   spec.optimizer_state_factor = q.optimizer_state_factor;
+  spec.runtime = q.runtime ? &*q.runtime : nullptr;  // what I frees as the runtime frees it
   placed = q.hardware;
   replicas.assign(static_cast<std::size_t>(c.stages), c.replicas);
 }

@@ -136,6 +136,11 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     parameters_[l + 1] = parameters_[l] + profile.layers[l].parameter_bytes;
   }
   cut_ = cut_bytes(profile, b);
+  if (spec.runtime) {
+    first_input_pass_empty_ = spec.runtime->first_stage_split == FirstStageSplit::WeightPassRunsAll;
+    input_keeps_graph_ = !spec.runtime->input_pass_frees;
+  }
+  if (L_ > 0 && is_loss_layer(profile.layers.back())) loss_bytes_ = profile.activation_bytes(L_ - 1, b);
   if (profile.has_workspace()) {
     for (int l = 0; l < L_; ++l) {
       const LayerWorkspace& w = profile.layers[l].workspace;
@@ -214,6 +219,15 @@ int64_t StageModel::time_ns(int s, int i, int j) const {
   return t;
 }
 
+int64_t StageModel::input_freed(int s, int i, int j) const {
+  if (first_input_pass_empty_ && s == 0) return 0;
+  const int64_t all = freed(i, j);
+  // A runtime that keeps the graph still drops the loss it walked from (core/cost_model.h
+  // loss_bytes: the last layer's stash when the stage ends with the profile's loss).
+  if (input_keeps_graph_) return std::min(all, j == L_ ? loss_bytes_ : 0);
+  return all;
+}
+
 int64_t StageModel::memory_bytes(int s, int i, int j) const {
   const int64_t stat = static_bytes(parameters_[j] - parameters_[i], optimizer_factor_);
   const int64_t act = stash(i, j);
@@ -221,7 +235,7 @@ int64_t StageModel::memory_bytes(int s, int i, int j) const {
   int64_t peak = 0;
   if (!layer_bytes_.empty()) return stat + transient_peak(s, i, j);
   if (!release_terms_.empty()) {
-    const int64_t released = freed(i, j);
+    const int64_t released = input_freed(s, i, j);
     for (const auto& t : release_terms_[s]) peak = std::max(peak, t[0] * kept + t[1] * act - t[2] * released);
     return stat + peak;
   }
@@ -233,11 +247,16 @@ int64_t StageModel::transient_peak(int s, int i, int j) const {
   std::vector<LayerBytes> layers(layer_bytes_.begin() + i, layer_bytes_.begin() + j);
   for (int l = i; l + 1 < j; ++l) hold_shared_once(layers[static_cast<std::size_t>(l - i)], shared_[l]);
   const StageMemory m = pipescope::stage_memory(layers, i == 0, j == L_, r_ops_);
+  // What the runtime's I keeps of what the profile's frees stays held until W, and I's own
+  // peak is that much higher (the simulator's charge_runtime).
+  const int64_t kept = freed(i, j) - input_freed(s, i, j);
   const int64_t held[3] = {m.of(OpKind::Forward).held, m.of(OpKind::Recompute).held,
-                           m.of(OpKind::BackwardInput).held};
+                           m.of(OpKind::BackwardInput).held + kept};
   int64_t peak = allreduce_buffer_bytes(parameters_[j] - parameters_[i], replicas_);
   for (const auto& t : op_terms_[s]) {
-    peak = std::max(peak, t[0] * held[0] + t[1] * held[1] + t[2] * held[2] + m.of(static_cast<OpKind>(t[3])).peak);
+    const auto kind = static_cast<OpKind>(t[3]);
+    peak = std::max(peak, t[0] * held[0] + t[1] * held[1] + t[2] * held[2] + m.of(kind).peak +
+                              (kind == OpKind::BackwardInput ? kept : 0));
   }
   return peak;
 }

@@ -12,9 +12,11 @@
 //                       each op start (core/cost_model.h's rules), less what I freed
 //                       (weight_grad_bytes) for those past their I; with the profile's
 //                       workspace_bytes, the held F / R / I bytes and the starting op's
-//                       transients of core/op_rules.h's stage_memory. Exact for one stage
-//                       per device; under interleaving it is the stage's own share only,
-//                       so the optimal partition ignores memory there and the search's
+//                       transients of core/op_rules.h's stage_memory. What I frees is
+//                       what the runtime's I frees (StageModelSpec::runtime; the
+//                       simulator's input_pass_freed_bytes). Exact for one stage per
+//                       device; under interleaving it is the stage's own share only, so
+//                       the optimal partition ignores memory there and the search's
 //                       simulation decides what fits.
 #pragma once
 
@@ -27,6 +29,7 @@
 #include "core/hardware.h"
 #include "core/op_rules.h"
 #include "core/profile.h"
+#include "core/runtime_costs.h"
 #include "core/schedule.h"
 #include "planner/partition.h"
 
@@ -37,6 +40,9 @@ struct StageModelSpec {
   int replicas = 1;             // r: every pipeline position runs on r devices
   double optimizer_state_factor = 2.0;
   bool constrain_memory = true; // false: every stage fits (time-only partition)
+  // The runtime the plan runs on (null: the profile's rules): its I may keep the stash
+  // until W (torch 2.13) or run nothing on the first stage, so frees less.
+  const RuntimeCosts* runtime = nullptr;
 };
 
 class StageModel {
@@ -86,6 +92,10 @@ class StageModel {
   std::vector<int64_t> shared_;
   int64_t stash(int i, int j) const { return activation_[j] - activation_[i] + shared_[j - 1]; }
   int64_t freed(int i, int j) const { return std::max<int64_t>(0, freed_[j] - freed_[i] + shared_[j - 1]); }
+  // What stage s = [i, j)'s I frees under the runtime (sim/simulator.h input_pass_freed_bytes).
+  int64_t input_freed(int s, int i, int j) const;
+  bool first_input_pass_empty_ = false, input_keeps_graph_ = false;  // the runtime's rules
+  int64_t loss_bytes_ = 0;  // the profile's loss layer's stash (0: none)
   std::vector<double> speed_;                     // per model stage
   std::vector<int> stage_device_;                 // the schedule's stage -> position map
   // Transfer time (latency + bytes / bandwidth) of each cut's tensors over each distinct

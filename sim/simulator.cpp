@@ -192,11 +192,14 @@ class PipelineSim {
     if (op.kind == OpKind::Forward && op.stage == S_ - 1) rule.post_ns += rt.loss_ns;
     const bool empty_input_pass = rt.first_stage_split == FirstStageSplit::WeightPassRunsAll && op.stage == 0;
     if (op.kind == OpKind::BackwardInput) {
-      // What I does not free stays held until W frees the whole stash; I's own peak is
-      // then at most that much higher.
+      // What I does not free stays held until W frees the whole stash. Without the
+      // profile's transients I's peak is its start (it adds nothing while it runs), kept or
+      // not; with them the peak was counted as I releases layer by layer (core/op_rules.h),
+      // so keeping it raises the peak by at most that much, which is what is charged (an
+      // upper bound; planner/stage_model.h counts the same).
       const int64_t kept = rule.release_bytes - input_pass_freed_bytes(c_.stages[op.stage], op.stage, &rt);
       rule.held_bytes += kept;
-      rule.peak_bytes += kept;
+      if (c_.transients_counted) rule.peak_bytes += kept;
       rule.release_bytes -= kept;
     }
     if (empty_input_pass) {

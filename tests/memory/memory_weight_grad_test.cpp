@@ -5,6 +5,8 @@
 // by tests/exec/exec_schedule_test.cpp and tests/memory/exec_memory_test.cpp on measured profiles.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/op_rules.h"
@@ -180,6 +182,66 @@ TEST(MemoryWeightGrad, PlannerStageModelMatchesTheSimulator) {
   EXPECT_EQ(r1.positions[0].peak_memory_bytes, stat + (3 << 20));
   EXPECT_EQ(StageModel(with2, hw1, one, {}).memory_bytes(0, 0, 2), stat + (3 << 20));
   EXPECT_EQ(StageModel(make_uniform_profile(u), hw1, one, {}).memory_bytes(0, 0, 2), stat + (6 << 20));
+}
+
+// Under a runtime's memory rules (core/runtime_costs.h: torch 2.13's I keeps the stage's
+// graph until W, dropping only the loss it walked from; its first stage's I runs nothing)
+// the planner's stage memory still equals the simulator's peak byte for byte. Property
+// over 120 random cases: K = 2-4 stages of 1-3 layers, random stash and weight-gradient
+// bytes, a loss layer last or not, with and without the profile's workspace bytes, under
+// ZB-H1, ZB-H2 and zb-auto's unit order, for no runtime, keep-the-graph, and keep-the-graph
+// with an empty first I.
+TEST(MemoryWeightGrad, PlannerStageModelMatchesTheSimulatorUnderARuntimesRules) {
+  std::mt19937_64 rng(3902);
+  auto bytes = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo)); };
+  for (int trial = 0; trial < 120; ++trial) {
+    const int K = 2 + trial % 3, per = 1 + static_cast<int>(rng() % 3), M = K + static_cast<int>(rng() % 4);
+    UniformSpec u;
+    u.layers = K * per;
+    u.batch_sizes = {1};
+    Profile p = make_uniform_profile(u);
+    for (LayerProfile& l : p.layers) {
+      const int64_t act = bytes(1 << 16, 1 << 20);
+      l.activation_bytes = {static_cast<double>(act)};
+      l.weight_grad_bytes = {static_cast<double>(bytes(0, act))};
+      if (trial % 4 == 3) {  // the profile's workspace bytes: held F / I / W bytes and transients
+        l.workspace.input = {static_cast<double>(bytes(1 << 10, 1 << 14))};
+        l.workspace.forward = {static_cast<double>(bytes(1 << 10, 1 << 16))};
+        l.workspace.forward_no_grad = {static_cast<double>(bytes(1 << 10, 1 << 15))};
+        l.workspace.backward_input = {static_cast<double>(bytes(1 << 10, 1 << 16))};
+        l.workspace.backward_weight = {static_cast<double>(bytes(1 << 10, 1 << 16))};
+        l.workspace.held_for_weight = {static_cast<double>(bytes(0, 1 << 14))};
+      }
+    }
+    if (trial % 2 == 0) p.layers.back().spec = Json{{"type", "loss"}};
+    const ScheduleKind kind = trial % 3 == 0   ? ScheduleKind::ZeroBubbleH1
+                              : trial % 3 == 1 ? ScheduleKind::ZeroBubbleH2
+                                               : ScheduleKind::ZeroBubbleAuto;
+    const Schedule s = make_schedule({kind, K, M});
+    RuntimeCosts rt;
+    rt.input_pass_frees = trial % 3 == 0;
+    if (trial % 5 < 2) rt.first_stage_split = FirstStageSplit::WeightPassRunsAll;
+    Hardware hw = Hardware::ideal(K);
+    hw.memory_bytes = int64_t{1} << 40;
+    Plan plan;
+    plan.microbatches = M;
+    plan.batch_size = M;
+    for (int st = 0; st < K; ++st) plan.stages.push_back({st * per, (st + 1) * per, {st}});
+    SimOptions o;
+    o.record_timeline = false;
+    o.runtime = &rt;
+    const StepReport r = simulate(s, build_cost_model(p, plan, hw), hw, o);
+    StageModelSpec spec;
+    spec.runtime = &rt;
+    const StageModel m(p, hw, s, spec);
+    for (int st = 0; st < K; ++st) {
+      ASSERT_EQ(m.memory_bytes(st, st * per, (st + 1) * per), r.positions[st].peak_memory_bytes)
+          << "trial " << trial << " " << s.name << " K=" << K << " M=" << M << " stage " << st
+          << (rt.input_pass_frees ? "" : " keeps the graph")
+          << (rt.first_stage_split == FirstStageSplit::WeightPassRunsAll ? ", first I empty" : "")
+          << (trial % 4 == 3 ? ", workspace" : "") << (trial % 2 == 0 ? ", loss layer" : "");
+    }
+  }
 }
 
 }  // namespace
