@@ -174,6 +174,8 @@ void plan_from_flags(const PlanOptions& o, ResolvedPlan& r) {
     }
   }
   c.hardware = o.hardware_path.empty() ? nullptr : &r.hardware;
+  const std::optional<RuntimeCosts> runtime = runtime_of(o.runtime);  // the cut's memory counts what its I frees
+  c.runtime = runtime ? &*runtime : nullptr;
   MadePlan made = make_plan(r.profile, c);
   r.plan = std::move(made.plan);
   r.profile = std::move(made.profile);  // the plan's ranges index it (a graph cut may reorder the layers)

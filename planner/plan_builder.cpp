@@ -21,9 +21,11 @@ std::string shortest(double v) {
 
 // The plan's cut (its S stages may be placeholders: their count, the schedule and the
 // batch are what is read).
-Cut cut_for(const Profile& profile, const Plan& plan, int replicas, PartitionKind kind, const Hardware& hardware) {
+Cut cut_for(const Profile& profile, const Plan& plan, int replicas, PartitionKind kind, const Hardware& hardware,
+            const RuntimeCosts* runtime) {
   const Schedule schedule = schedule_for(plan);
   StageModelSpec spec;
+  spec.runtime = runtime;
   spec.microbatch_size = plan.microbatch_size();
   spec.replicas = replicas;
   spec.optimizer_state_factor = plan.optimizer_state_factor;
@@ -106,7 +108,7 @@ MadePlan make_plan(const Profile& profile, const PlanChoice& choice) {
   const Hardware& hardware = c.hardware ? *c.hardware : ideal;
   // cut_for reads K and v from the plan: give it S placeholder stages.
   plan.stages.assign(static_cast<std::size_t>(S), PlanStage{});
-  Cut cut = cut_for(profile, plan, c.replicas, kind, hardware);
+  Cut cut = cut_for(profile, plan, c.replicas, kind, hardware, c.runtime);
   place_stages(plan, schedule_for(plan), cut.ranges, c.replicas);
   MadePlan made{std::move(plan), profile_of(profile, cut), std::move(cut.layer_order)};
   return made;

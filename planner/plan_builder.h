@@ -12,6 +12,7 @@
 #include "core/hardware.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "core/runtime_costs.h"
 #include "planner/partition.h"
 #include "planner/partitioner.h"
 
@@ -32,6 +33,7 @@ struct PlanChoice {
   double optimizer_state_factor = kDefaultOptimizerStateFactor;
   std::string profile_path{};
   const Hardware* hardware = nullptr;  // for optimal: links, speeds, memory (null: ideal)
+  const RuntimeCosts* runtime = nullptr;  // what its I frees, for the cut's memory (null: the profile's rules)
 };
 
 // A plan and the profile its layer ranges index: the given profile, or its layers

@@ -12,6 +12,7 @@
 #include "core/op_rules.h"
 #include "core/profile.h"
 #include "interop/synth_profile.h"
+#include "planner/plan_builder.h"
 #include "planner/stage_model.h"
 #include "sim/simulator.h"
 #include "tests/support/test_support.h"
@@ -242,6 +243,53 @@ TEST(MemoryWeightGrad, PlannerStageModelMatchesTheSimulatorUnderARuntimesRules) 
           << (trial % 4 == 3 ? ", workspace" : "") << (trial % 2 == 0 ? ", loss layer" : "");
     }
   }
+}
+
+// The cut follows the runtime too (PlanChoice::runtime, what `simulate --runtime` and
+// `plan --runtime` pass): six layers of 1-8 MiB stash under ZB-H2 (K = 2, M = 4) on two
+// 48 MiB devices. Counted with the profile's rule (I frees all but weight_grad_bytes) the
+// balanced cut [0, 3) [3, 6) fits; under torch's (I keeps the graph until W, the first
+// stage's I runs nothing) it does not, and the cut made under torch's rule, [0, 4) [4, 6),
+// does. (Found by a search over random stashes and limits, 2026-12-06.)
+TEST(MemoryWeightGrad, ACutMadeUnderTheRuntimesRulesFitsWhereTheProfilesDoesNot) {
+  UniformSpec u;
+  u.layers = 6;
+  u.batch_sizes = {1};
+  u.parameter_bytes = 1024;
+  Profile p = make_uniform_profile(u);
+  const double stash[6] = {6291456, 1048576, 2097152, 6291456, 8388608, 3145728};
+  const double weight[6] = {631995, 177155, 325014, 641863, 1324532, 504594};
+  for (int l = 0; l < 6; ++l) {
+    p.layers[l].forward_ms = {1.0};
+    p.layers[l].backward_ms = {2.0};
+    p.layers[l].activation_bytes = {stash[l]};
+    p.layers[l].output_bytes = {1024};
+    p.layers[l].weight_grad_bytes = {weight[l]};
+  }
+  Hardware hw = Hardware::ideal(2);
+  hw.memory_bytes = int64_t{48} << 20;
+  RuntimeCosts torch;
+  torch.input_pass_frees = false;
+  torch.first_stage_split = FirstStageSplit::WeightPassRunsAll;
+  PlanChoice c;
+  c.stages = 2;
+  c.microbatches = 4;
+  c.schedule = ScheduleKind::ZeroBubbleH2;
+  c.hardware = &hw;
+  const auto fits_under_torch = [&](const Plan& plan) {
+    SimOptions o;
+    o.record_timeline = false;
+    o.runtime = &torch;
+    const StepReport r = simulate(schedule_for(plan), build_cost_model(p, plan, hw), hw, o);
+    return r.fits();
+  };
+  const Plan profile_rule = make_plan(p, c).plan;
+  EXPECT_EQ(profile_rule.stages[0].end_layer, 3);
+  EXPECT_FALSE(fits_under_torch(profile_rule));
+  c.runtime = &torch;
+  const Plan torch_rule = make_plan(p, c).plan;
+  EXPECT_EQ(torch_rule.stages[0].end_layer, 4);
+  EXPECT_TRUE(fits_under_torch(torch_rule));
 }
 
 }  // namespace
