@@ -249,6 +249,7 @@ void fill_stage_cost(const Profile& profile, const PlanStage& ps, double b, doub
   if (ps.end_layer == profile.num_layers() && is_loss_layer(profile.layers.back())) {
     st.loss_bytes = profile.activation_bytes(ps.end_layer - 1, b);
   }
+  if (ps.first_layer > 0) st.shared_with_previous_bytes = profile.shared_with_next_bytes(ps.first_layer - 1, b);
   st.parameter_bytes = params;
   for (bool r_ops : {false, true}) {
     st.memory[r_ops] = stage_memory_of(profile, st, b, ps.first_layer == 0, ps.end_layer == profile.num_layers(), r_ops);

@@ -43,6 +43,11 @@ struct StageCost {
   // is_loss_layer) when this stage ends with it; 0 otherwise. A runtime whose I keeps the
   // graph still drops the loss's (core/runtime_costs.h, input_pass_frees).
   int64_t loss_bytes = 0;
+  // What this stage's first layer saves that the layer before it saves too (the tensor
+  // between them: Profile::shared_with_next_bytes of the previous stage's last layer); 0
+  // for the first stage. Held once when a runtime passes that tensor itself between two
+  // stages on one device (core/runtime_costs.h, local_hop_shares_tensor).
+  int64_t shared_with_previous_bytes = 0;
   int64_t parameter_bytes = 0;
   // Per op: stash and transients together (core/op_rules.h). Without the profile's
   // workspace_bytes only the stash: F charges stash_bytes, R activation_bytes.

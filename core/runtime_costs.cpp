@@ -58,7 +58,7 @@ bool RuntimeCosts::any() const {
          loss_ns > 0 ||
          send_issue_ns > 0 || send_issue_ns_per_byte > 0 || recv_issue_ns > 0 || recv_issue_ns_per_byte > 0 ||
          prologue_ns > 0 || epilogue_ns > 0 || last_stage_epilogue_ns > 0 || optimizer_ns_per_parameter_byte > 0 || optimizer_ns != 0 ||
-         first_stage_split != FirstStageSplit::AsProfiled || !input_pass_frees;
+         first_stage_split != FirstStageSplit::AsProfiled || !input_pass_frees || local_hop_shares_tensor;
 }
 
 int64_t RuntimeCosts::send_issue(int64_t bytes) const { return issue(send_issue_ns, send_issue_ns_per_byte, bytes); }
@@ -117,8 +117,9 @@ RuntimeCosts runtime_costs_from_json(const JsonReader& r) {
   }
   if (r.has("memory")) {
     const JsonReader m = r["memory"];
-    refuse_unknown_keys(m, {"input_pass_frees"});
+    refuse_unknown_keys(m, {"input_pass_frees", "local_hop_shares_tensor"});
     if (m.has("input_pass_frees")) rt.input_pass_frees = m["input_pass_frees"].as_bool();
+    if (m.has("local_hop_shares_tensor")) rt.local_hop_shares_tensor = m["local_hop_shares_tensor"].as_bool();
   }
   if (r.has("sources")) {
     const JsonReader s = r["sources"];
@@ -154,7 +155,7 @@ Json runtime_costs_to_json(const RuntimeCosts& rt) {
                  {"optimizer_us_per_mib", us_per_mib(rt.optimizer_ns_per_parameter_byte)}};
   out["split_backward"] = {
       {"first_stage", rt.first_stage_split == FirstStageSplit::WeightPassRunsAll ? "weight_pass_runs_all" : "as_profiled"}};
-  out["memory"] = {{"input_pass_frees", rt.input_pass_frees}};
+  out["memory"] = {{"input_pass_frees", rt.input_pass_frees}, {"local_hop_shares_tensor", rt.local_hop_shares_tensor}};
   if (!rt.sources.empty()) out["sources"] = rt.sources;
   if (!rt.fit.empty()) out["fit"] = rt.fit;
   return out;
@@ -174,6 +175,7 @@ std::string runtime_note(const RuntimeCosts& rt) {
     out += "; on the first stage I does nothing and W runs the whole backward";
   }
   if (!rt.input_pass_frees) out += "; I frees nothing: a micro-batch's stash lives until its W";
+  if (rt.local_hop_shares_tensor) out += "; a hop between stages on one device passes the tensor itself, held once";
   if (rt.fit.contains("residual_us")) out += " (fitted by pipescope calibrate)";
   return out;
 }

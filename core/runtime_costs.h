@@ -76,6 +76,13 @@ struct RuntimeCosts {
   // stash lives until W, all but the loss layer's (core/cost_model.h loss_bytes), which I
   // drops when it detaches the loss it walked from (_backward.py:262-264).
   bool input_pass_frees = true;
+  // Memory: whether a hop between two stages on one device passes the output tensor
+  // itself (torch 2.13's set_local_fwd_input detaches it, stage.py:410-412: the same
+  // storage), so the later stage's first layer saves what the earlier stage's last layer
+  // saved (Profile::shared_with_next_bytes) and the device holds it once
+  // (StageCost::shared_with_previous_bytes). The later stage's backward comes first, so
+  // its hold ends inside the earlier's.
+  bool local_hop_shares_tensor = false;
   // Where each number comes from (a measured run, a table, a source line), by the
   // file's field name ("action_us", "message", ...). Written back as read.
   std::map<std::string, std::string> sources;
@@ -99,7 +106,8 @@ struct RuntimeCosts {
 //    "p2p": "blocking",
 //    "step": {"prologue_us": 300, "epilogue_us": 200, "last_stage_epilogue_us": 100,
 //             "optimizer_us": 0, "optimizer_us_per_mib": 0},
-//    "split_backward": {"first_stage": "weight_pass_runs_all"}, "memory": {"input_pass_frees": false},
+//    "split_backward": {"first_stage": "weight_pass_runs_all"},
+//    "memory": {"input_pass_frees": false, "local_hop_shares_tensor": true},
 //    "sources": {"action_us": "..."}, "fit": {...}}
 // Every field but the header is optional (absent: 0 / as profiled); an unknown key, a
 // negative or non-finite time is refused naming the file and the field.

@@ -403,7 +403,10 @@ def runtime():
         split_backward=dict(obj({"first_stage": {"enum": ["as_profiled", "weight_pass_runs_all"]}}, []),
                             additionalProperties=False),
         memory=dict(obj({"input_pass_frees": {"type": "boolean", "description": "false: I frees nothing, the stash "
-                                              "lives until W"}}, []), additionalProperties=False),
+                                              "lives until W"},
+                         "local_hop_shares_tensor": {"type": "boolean", "description": "true: a hop between stages on "
+                                                     "one device passes the tensor itself, held once"}}, []),
+                    additionalProperties=False),
         sources={"type": "object", "additionalProperties": string(), "description": "where each number comes from"},
         fit={"type": "object", "description": "what pipescope calibrate reports of its fit"})
     s["required"] = ["format", "version"]

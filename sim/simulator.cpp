@@ -202,6 +202,16 @@ class PipelineSim {
       if (c_.transients_counted) rule.peak_bytes += kept;
       rule.release_bytes -= kept;
     }
+    if (rt.local_hop_shares_tensor && op.kind == OpKind::Forward && op.stage > 0 &&
+        s_.stage_position[op.stage - 1] == s_.stage_position[op.stage]) {
+      // The tensor from the earlier stage on this device is the one it already holds for
+      // this micro-batch until after this stage's backward: charged once, there.
+      const int64_t shared = std::min(c_.stages[op.stage].shared_with_previous_bytes, rule.charge_bytes);
+      rule.charge_bytes -= shared;
+      rule.held_bytes -= std::min(shared, std::max<int64_t>(0, rule.held_bytes));  // 0: a model without StageMemory
+      rule.peak_bytes -= std::min(shared, std::max<int64_t>(0, rule.peak_bytes));
+      rule.release_bytes = std::min(rule.release_bytes, rule.charge_bytes);  // I cannot free what it does not hold
+    }
     if (empty_input_pass) {
       if (op.kind == OpKind::BackwardInput) {
         rule.duration_ns = std::max<int64_t>(0, rt.op_ns[static_cast<std::size_t>(OpKind::BackwardInput)]);  // the call, not the pass

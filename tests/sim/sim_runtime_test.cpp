@@ -150,6 +150,33 @@ TEST(RuntimeCosts, InputPassThatFreesNothingKeepsTheStashUntilW) {
   }
 }
 
+TEST(RuntimeCosts, ALocalHopHoldsTheTensorBetweenTwoStagesOnce) {
+  // memory.local_hop_shares_tensor (torch 2.13's set_local_fwd_input passes a same-device
+  // stage's output detached: the same storage). ZB-V on K = 2 puts stages 1 and 2 on device
+  // 1; each stage stashes 1000 bytes a micro-batch, 300 of them the tensor its first layer
+  // shares with the stage before. Device 1 then peaks exactly as if stage 2 stashed 700;
+  // device 0 (stages 0 and 3, whose hops cross devices) and the step are unchanged.
+  const Hardware h = Hardware::ideal(2);
+  const Schedule s = make_zb_v(2, 4);
+  CostModel c = testing::uniform_costs(4, 2, 1000, 2000);
+  for (int st = 1; st < 4; ++st) c.stages[st].shared_with_previous_bytes = 300;
+  CostModel once = c;
+  once.stages[2].activation_bytes = 700;
+  RuntimeCosts rt;
+  rt.local_hop_shares_tensor = true;
+  SimOptions o;
+  o.runtime = &rt;
+  const StepReport shared = simulate(s, c, h, o);
+  const StepReport reference = simulate(s, once, h, SimOptions{});
+  const StepReport twice = simulate(s, c, h, SimOptions{});
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(shared.positions[d].peak_activation_bytes, reference.positions[d].peak_activation_bytes) << d;
+  }
+  EXPECT_LT(shared.positions[1].peak_activation_bytes, twice.positions[1].peak_activation_bytes);
+  EXPECT_EQ(shared.positions[0].peak_activation_bytes, twice.positions[0].peak_activation_bytes);
+  EXPECT_EQ(shared.step_ns, twice.step_ns);  // memory only
+}
+
 TEST(RuntimeFile, RoundTripsEveryField) {
   RuntimeCosts rt = hand_runtime();
   rt.framework = "torch.distributed.pipelining 2.13.0, gloo";
@@ -162,6 +189,7 @@ TEST(RuntimeFile, RoundTripsEveryField) {
   rt.optimizer_ns = -150000;
   rt.first_stage_split = FirstStageSplit::WeightPassRunsAll;
   rt.input_pass_frees = false;
+  rt.local_hop_shares_tensor = true;
   rt.sources["action_us"] = "measured";
   const Json j = runtime_costs_to_json(rt);
   const RuntimeCosts back = runtime_costs_from_json(JsonReader::from_text(j.dump(), "r.json"));
@@ -171,6 +199,7 @@ TEST(RuntimeFile, RoundTripsEveryField) {
   EXPECT_EQ(back.send_issue(1 << 20), 5 + 1000);
   EXPECT_EQ(back.first_stage_split, FirstStageSplit::WeightPassRunsAll);
   EXPECT_FALSE(back.input_pass_frees);
+  EXPECT_TRUE(back.local_hop_shares_tensor);
 }
 
 TEST(RuntimeFile, RefusesBadInputNamingTheField) {
