@@ -45,7 +45,6 @@ void add_calibrate_command(CLI::App& app) {
   struct Args {
     PlanOptions plan;
     std::vector<std::string> traces;
-    std::string trace_path;  // the traces as one name: "a.json + b.json"
     std::string output_path, framework, schedule_class;
     bool json = false;
   };
@@ -70,7 +69,6 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON object (pipescope.calibration) instead of the table");
   cmd->callback([a] {
     const ResolvedPlan r = resolve(a->plan);
-    for (const std::string& t : a->traces) a->trace_path += (a->trace_path.empty() ? "" : " + ") + t;
     const MeasuredTrace trace = load_measured_traces(a->traces);
     const CostModel costs = build_cost_model(r.profile, r.plan, r.hardware);
     CalibrationOptions options;
@@ -115,7 +113,7 @@ void add_calibrate_command(CLI::App& app) {
 
     Json residuals = Json::object();
     for (const FitTerm& t : cal.terms) residuals[t.name] = json_number(std::round(t.residual_us * 10) / 10);
-    cal.runtime.fit = {{"trace", a->trace_path},
+    cal.runtime.fit = {{"trace", trace.source},
                        {"steps", cal.step_ms.size()},
                        {"step_cv", cal.step_cv},
                        {"measured_step_ms", measured},
@@ -130,7 +128,7 @@ void add_calibrate_command(CLI::App& app) {
       for (const FitTerm& t : cal.terms) {
         terms.push_back({{"name", t.name}, {"value_us", t.value_us}, {"samples", t.samples}, {"residual_us", t.residual_us}});
       }
-      const Json out = {{"format", "pipescope.calibration"}, {"version", 1},     {"trace", a->trace_path},
+      const Json out = {{"format", "pipescope.calibration"}, {"version", 1},     {"trace", trace.source},
                         {"runtime_file", a->output_path},     {"terms", terms},  {"step_ms", cal.step_ms},
                         {"step_cv", cal.step_cv},            {"measured_step_ms", measured},
                         {"predicted_step_ms", {{"ops_alone", ops_alone}, {"calibrated", calibrated}}},
@@ -139,7 +137,7 @@ void add_calibrate_command(CLI::App& app) {
       return;
     }
     std::ostringstream o;
-    o << "calibration of " << a->trace_path << " (" << cal.step_ms.size() << " timed steps, step times vary by "
+    o << "calibration of " << trace.source << " (" << cal.step_ms.size() << " timed steps, step times vary by "
       << fixed(cal.step_cv * 100, 1) << "%)\n\n";
     o << "term                              value     samples   residual (RMS)\n";
     for (const FitTerm& t : cal.terms) {

@@ -246,9 +246,7 @@ void fill_stage_cost(const Profile& profile, const PlanStage& ps, double b, doub
   st.input_bytes = boundary_bytes(profile, ps.first_layer, b);
   st.activation_bytes = act;
   st.freed_at_input_bytes = std::max<int64_t>(0, act - weight_grad);  // a shared tensor W reads twice: none freed
-  if (ps.end_layer == profile.num_layers() && is_loss_layer(profile.layers.back())) {
-    st.loss_bytes = profile.activation_bytes(ps.end_layer - 1, b);
-  }
+  if (ps.end_layer == profile.num_layers()) st.loss_bytes = profile.loss_bytes(b);
   if (ps.first_layer > 0) st.shared_with_previous_bytes = profile.shared_with_next_bytes(ps.first_layer - 1, b);
   st.parameter_bytes = params;
   for (bool r_ops : {false, true}) {

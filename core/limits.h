@@ -19,6 +19,7 @@ inline constexpr int kMaxBatch = 1 << 30;          // samples or sequences per s
 inline constexpr int kMaxThreads = 1024;           // --threads of a search
 inline constexpr int kMaxJitterSamples = 100000;   // --samples of a step distribution
 inline constexpr int kMaxRounds = 100000;          // run's --steps and --warmup, profile's --repeats and --warmup
+inline constexpr int kMaxTraceRanks = 1 << 16;     // ranks (and stage numbers) a measured trace may name
 
 // Throws InputError "flag: expected lo to hi, got value" unless lo <= value <= hi.
 inline void check_range(const std::string& flag, int64_t value, int64_t lo, int64_t hi) {

@@ -97,6 +97,9 @@ int64_t Profile::stash_bytes(int first, int end, double batch) const {
   for (int l = first; l < end; ++l) bytes += activation_bytes(l, batch) - (l + 1 < end ? shared_with_next_bytes(l, batch) : 0);
   return bytes;
 }
+int64_t Profile::loss_bytes(double batch) const {
+  return !layers.empty() && is_loss_layer(layers.back()) ? activation_bytes(num_layers() - 1, batch) : 0;
+}
 int64_t Profile::output_bytes(int layer, double batch) const {
   return std::llround(interpolate(layers[layer].output_bytes, batch));
 }

@@ -120,6 +120,9 @@ struct Profile {
   // adjacent layers of it share (shared_with_next_bytes of every layer but the last). The
   // one statement of a stage's stash: the cost model and the planner's stage model use it.
   int64_t stash_bytes(int first, int end, double batch) const;
+  // The stash of the profile's loss layer (is_loss_layer, always the last) at `batch`; 0
+  // without one.
+  int64_t loss_bytes(double batch) const;
   double interpolate(const std::vector<double>& values, double batch) const;
 };
 

@@ -161,6 +161,13 @@ Json runtime_costs_to_json(const RuntimeCosts& rt) {
   return out;
 }
 
+int64_t input_pass_freed_bytes(int64_t freed, int64_t loss_bytes, bool first_stage, const RuntimeCosts* runtime) {
+  if (!runtime) return freed;
+  if (runtime->first_stage_split == FirstStageSplit::WeightPassRunsAll && first_stage) return 0;  // its I ran nothing
+  if (!runtime->input_pass_frees) return std::min(freed, loss_bytes);
+  return freed;
+}
+
 std::string runtime_note(const RuntimeCosts& rt) {
   const auto u = [](int64_t ns) { return std::to_string(std::llround(static_cast<double>(ns) / 1000.0)); };
   std::string out = "runtime costs of " + (rt.framework.empty() ? std::string("an unnamed runtime") : rt.framework) +

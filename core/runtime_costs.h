@@ -98,6 +98,15 @@ struct RuntimeCosts {
   int64_t recv_issue(int64_t bytes) const;
 };
 
+// What a stage's input pass I frees of its stash under `runtime`, given what the profile's
+// rule frees (`freed`: activation - weight_grad_bytes) and the stash of the profile's loss
+// layer when the stage ends with it (`loss_bytes`, else 0). Null runtime: `freed`. A
+// first stage whose I runs nothing (weight_pass_runs_all) frees nothing; a runtime that
+// keeps the graph (input_pass_frees false) frees only the loss's, which torch drops when
+// it detaches the loss it walked from. The one statement the simulator, zb-auto's byte
+// budget and the planner's stage model share.
+int64_t input_pass_freed_bytes(int64_t freed, int64_t loss_bytes, bool first_stage, const RuntimeCosts* runtime);
+
 // The file (`pipescope.runtime` version 1; schemas/runtime.schema.json), times in
 // microseconds:
 //   {"format": "pipescope.runtime", "version": 1, "framework": "...", "schedule_class": "...",

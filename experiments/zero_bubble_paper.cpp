@@ -42,13 +42,20 @@ double bubble(int64_t step_ns, const PaperSetting& p) {
   return (static_cast<double>(step_ns) - work_ns) / static_cast<double>(step_ns);
 }
 
-// The paper's bubble of `s` from the steady-state step under post-validation.
-double steady_bubble(const Schedule& s, const PaperSetting& p, int steps) {
+// The steady-state step of `s` over `steps` simulated steps.
+int64_t steady_step_ns(const Schedule& s, const CostModel& costs, const Hardware& hw, OptimizerStep step, P2p p2p,
+                       int steps) {
   SimOptions o;
   o.record_timeline = false;
   o.steps = steps;
-  o.optimizer_step = OptimizerStep::PostValidation;
-  return bubble(simulate(s, paper_costs(p), paper_hardware(p), o).steady_state_step_ns, p);
+  o.optimizer_step = step;
+  o.p2p = p2p;
+  return simulate(s, costs, hw, o).steady_state_step_ns;
+}
+
+// The paper's bubble of `s` from the steady-state step under post-validation.
+double steady_bubble(const Schedule& s, const CostModel& costs, const Hardware& hw, const PaperSetting& p, int steps) {
+  return bubble(steady_step_ns(s, costs, hw, OptimizerStep::PostValidation, P2p::Overlapped, steps), p);
 }
 
 struct Searched {
@@ -57,28 +64,25 @@ struct Searched {
 };
 
 // zb-auto at `budget_bytes` per device, each candidate simulated with `p2p`.
-Schedule search(const PaperSetting& p, int64_t budget_bytes, P2p p2p, ZeroBubbleSearchReport* found) {
+Schedule search(const PaperSetting& p, const CostModel& costs, const Hardware& hw, int64_t budget_bytes, P2p p2p,
+                ZeroBubbleSearchReport* found) {
   const int K = p.model->devices, M = p.microbatches;
   ZeroBubbleSearchOptions o;
   o.activation_budget_bytes.assign(static_cast<std::size_t>(K), budget_bytes);
   o.p2p = p2p;
-  return search_zero_bubble(paper_costs(p), paper_hardware(p), M, M, found, o);
+  return search_zero_bubble(costs, hw, M, M, found, o);
 }
 
-Searched search_at(const PaperSetting& p, int64_t budget_bytes, int steps) {
+Searched search_at(const PaperSetting& p, const CostModel& costs, const Hardware& hw, int64_t budget_bytes, int steps) {
   ZeroBubbleSearchReport found;
-  const Schedule s = search(p, budget_bytes, P2p::Overlapped, &found);
-  return {steady_bubble(s, p, steps), bubble(found.span_ns, p), bubble(found.cap_bound_ns, p), found.start};
+  const Schedule s = search(p, costs, hw, budget_bytes, P2p::Overlapped, &found);
+  return {steady_bubble(s, costs, hw, p, steps), bubble(found.span_ns, p), bubble(found.cap_bound_ns, p), found.start};
 }
 
 // Samples per GPU per second of `s` on the paper's runtime (PaperThroughput).
-double throughput(const Schedule& s, const CostModel& costs, const PaperSetting& p, OptimizerStep step, int steps) {
-  SimOptions o;
-  o.record_timeline = false;
-  o.steps = steps;
-  o.optimizer_step = step;
-  o.p2p = P2p::Batched;
-  const int64_t step_ns = simulate(s, costs, paper_hardware(p), o).steady_state_step_ns;
+double throughput(const Schedule& s, const CostModel& costs, const Hardware& hw, const PaperSetting& p,
+                  OptimizerStep step, int steps) {
+  const int64_t step_ns = steady_step_ns(s, costs, hw, step, P2p::Batched, steps);
   const double samples = static_cast<double>(p.microbatches) * p.model->microbatch_size;
   return samples / (static_cast<double>(step_ns) / 1e9) / p.model->devices;
 }
@@ -104,15 +108,17 @@ PaperRow zero_bubble_paper_row(const PaperSetting& p, int steps) {
   PaperRow row;
   row.paper = p;
   const int K = p.model->devices, M = p.microbatches;
-  const int64_t stash = paper_costs(p).stages[0].activation_bytes;
-  const Searched one = search_at(p, K * stash, steps);
-  const Searched two = search_at(p, 2 * K * stash, steps);
+  const CostModel costs = paper_costs(p);
+  const Hardware hw = paper_hardware(p);
+  const int64_t stash = costs.stages[0].activation_bytes;
+  const Searched one = search_at(p, costs, hw, K * stash, steps);
+  const Searched two = search_at(p, costs, hw, 2 * K * stash, steps);
   row.zb_1p = one.steady, row.zb_1p_span = one.span, row.start_1p = one.start;
   row.zb_2p = two.steady, row.zb_2p_span = two.span, row.start_2p = two.start;
   row.bound_2p = two.bound;
-  row.ours_1f1b = steady_bubble(make_1f1b(K, M), p, steps);
-  row.ours_zb_h1 = steady_bubble(make_zb_h1(K, M), p, steps);
-  row.ours_zb_h2 = steady_bubble(make_zb_h2(K, M), p, steps);
+  row.ours_1f1b = steady_bubble(make_1f1b(K, M), costs, hw, p, steps);
+  row.ours_zb_h1 = steady_bubble(make_zb_h1(K, M), costs, hw, p, steps);
+  row.ours_zb_h2 = steady_bubble(make_zb_h2(K, M), costs, hw, p, steps);
   return row;
 }
 
@@ -124,22 +130,23 @@ std::vector<PaperRow> zero_bubble_paper_table(int steps) {
 
 PaperThroughput zero_bubble_paper_throughput(const PaperSetting& p, int steps) {
   const int K = p.model->devices, M = p.microbatches;
-  const int64_t stash = paper_costs(p).stages[0].activation_bytes;
+  const CostModel costs = paper_costs(p);
+  const Hardware hw = paper_hardware(p);
+  const int64_t stash = costs.stages[0].activation_bytes;
   PaperThroughput row;
   row.paper = p;
   row.interleaved_chunks = (p.model->layers + 2) / K;
   const auto post = OptimizerStep::PostValidation, sync = OptimizerStep::Synchronized;
-  const Schedule f1b1 = make_1f1b(K, M);
-  row.f1b1 = throughput(f1b1, paper_costs(p), p, sync, steps);
+  row.f1b1 = throughput(make_1f1b(K, M), costs, hw, p, sync, steps);
   const Schedule interleaved = make_interleaved(K, M, row.interleaved_chunks);
-  row.f1b1_i = throughput(interleaved, table_costs(interleaved, table_setting(p)), p, sync, steps);
-  const Schedule zb_1p = search(p, K * stash, P2p::Batched, nullptr);
-  row.zb_1p = throughput(zb_1p, paper_costs(p), p, post, steps);
-  const Schedule zb_2p = search(p, 2 * K * stash, P2p::Batched, nullptr);
-  row.zb_2p = throughput(zb_2p, paper_costs(p), p, post, steps);
-  row.zb_2p_synchronized = throughput(zb_2p, paper_costs(p), p, sync, steps);
+  row.f1b1_i = throughput(interleaved, table_costs(interleaved, table_setting(p)), hw, p, sync, steps);
+  const Schedule zb_1p = search(p, costs, hw, K * stash, P2p::Batched, nullptr);
+  row.zb_1p = throughput(zb_1p, costs, hw, p, post, steps);
+  const Schedule zb_2p = search(p, costs, hw, 2 * K * stash, P2p::Batched, nullptr);
+  row.zb_2p = throughput(zb_2p, costs, hw, p, post, steps);
+  row.zb_2p_synchronized = throughput(zb_2p, costs, hw, p, sync, steps);
   const Schedule zb_v = make_zb_v(K, M);
-  row.zb_v = throughput(zb_v, table_costs(zb_v, table_setting(p)), p, post, steps);
+  row.zb_v = throughput(zb_v, table_costs(zb_v, table_setting(p)), hw, p, post, steps);
   return row;
 }
 

@@ -368,9 +368,10 @@ ExportResult export_megatron(const PlanShape& s) {
   }
   for (const std::string& note : notes) text << "# note: " << note << "\n";
   text << predicted_lines(s, "# ");
-  // What Megatron-LM runs: 1F1B's p2p blocks; the interleaved schedule's overlaps unless
-  // --no-overlap-p2p-communication. It has no batched mode (torch's, the zero-bubble runtime's).
-  const P2p runs = !interleaved ? P2p::Blocking : s.p2p == P2p::Blocking ? P2p::Blocking : P2p::Overlapped;
+  // What Megatron-LM runs (above): 1F1B's batched, waited-on p2p is pipescope's blocking; the
+  // interleaved schedule's overlaps unless --no-overlap-p2p-communication. It has no batched
+  // mode in pipescope's sense (torch's, the zero-bubble runtime's).
+  const P2p runs = interleaved && s.p2p != P2p::Blocking ? P2p::Overlapped : P2p::Blocking;
   if (s.positions > 1 && runs != s.p2p) {
     text << "# p2p: the plan was predicted with " << to_string(s.p2p) << " p2p; Megatron-LM's " << (interleaved ? "interleaved" : "1f1b")
          << " schedule runs " << to_string(runs) << " (predict that with --p2p " << to_string(runs) << ")\n";

@@ -111,7 +111,8 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
       r_ops_(schedule.r_ops),
       constrain_(spec.constrain_memory && schedule.stages() == schedule.positions()),
       limit_(hardware.memory_bytes),
-      optimizer_factor_(spec.optimizer_state_factor) {
+      optimizer_factor_(spec.optimizer_state_factor),
+      runtime_(spec.runtime) {
   check_stage_count(L_, S_);
   if (replicas_ < 1) throw InputError("replicas: expected at least 1, got " + std::to_string(replicas_));
   if (static_cast<int64_t>(K_) * replicas_ > hardware.devices) {
@@ -136,11 +137,7 @@ StageModel::StageModel(const Profile& profile, const Hardware& hardware, const S
     parameters_[l + 1] = parameters_[l] + profile.layers[l].parameter_bytes;
   }
   cut_ = cut_bytes(profile, b);
-  if (spec.runtime) {
-    first_input_pass_empty_ = spec.runtime->first_stage_split == FirstStageSplit::WeightPassRunsAll;
-    input_keeps_graph_ = !spec.runtime->input_pass_frees;
-  }
-  if (L_ > 0 && is_loss_layer(profile.layers.back())) loss_bytes_ = profile.activation_bytes(L_ - 1, b);
+  loss_bytes_ = profile.loss_bytes(b);
   if (profile.has_workspace()) {
     for (int l = 0; l < L_; ++l) {
       const LayerWorkspace& w = profile.layers[l].workspace;
@@ -220,12 +217,7 @@ int64_t StageModel::time_ns(int s, int i, int j) const {
 }
 
 int64_t StageModel::input_freed(int s, int i, int j) const {
-  if (first_input_pass_empty_ && s == 0) return 0;
-  const int64_t all = freed(i, j);
-  // A runtime that keeps the graph still drops the loss it walked from (core/cost_model.h
-  // loss_bytes: the last layer's stash when the stage ends with the profile's loss).
-  if (input_keeps_graph_) return std::min(all, j == L_ ? loss_bytes_ : 0);
-  return all;
+  return input_pass_freed_bytes(freed(i, j), j == L_ ? loss_bytes_ : 0, s == 0, runtime_);
 }
 
 int64_t StageModel::memory_bytes(int s, int i, int j) const {

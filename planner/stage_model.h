@@ -41,7 +41,8 @@ struct StageModelSpec {
   double optimizer_state_factor = 2.0;
   bool constrain_memory = true; // false: every stage fits (time-only partition)
   // The runtime the plan runs on (null: the profile's rules): its I may keep the stash
-  // until W (torch 2.13) or run nothing on the first stage, so frees less.
+  // until W (torch 2.13) or run nothing on the first stage, so frees less. Must outlive
+  // the StageModel.
   const RuntimeCosts* runtime = nullptr;
 };
 
@@ -94,8 +95,8 @@ class StageModel {
   int64_t freed(int i, int j) const { return std::max<int64_t>(0, freed_[j] - freed_[i] + shared_[j - 1]); }
   // What stage s = [i, j)'s I frees under the runtime (sim/simulator.h input_pass_freed_bytes).
   int64_t input_freed(int s, int i, int j) const;
-  bool first_input_pass_empty_ = false, input_keeps_graph_ = false;  // the runtime's rules
-  int64_t loss_bytes_ = 0;  // the profile's loss layer's stash (0: none)
+  const RuntimeCosts* runtime_;  // StageModelSpec::runtime (null: the profile's rules)
+  int64_t loss_bytes_ = 0;       // Profile::loss_bytes
   std::vector<double> speed_;                     // per model stage
   std::vector<int> stage_device_;                 // the schedule's stage -> position map
   // Transfer time (latency + bytes / bandwidth) of each cut's tensors over each distinct

@@ -365,15 +365,21 @@ Calibration calibrate(const MeasuredTrace& measured, const CostModel& c, const C
   std::sort(sorted.begin(), sorted.end());
   const std::size_t n = sorted.size();
   const double median_ms = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  MeasuredTrace t = measured;
+  MeasuredTrace t{measured.source, measured.name, measured.ranks, 0, {}};  // the kept steps
+  t.spans.resize(measured.spans.size());
   std::string dropped;
-  for (int step = measured.steps - 1; step >= 0; --step) {
+  for (int step = 0; step < measured.steps; ++step) {
     const double ms = all_ms[static_cast<std::size_t>(step)];
-    if (ms <= kOutlierStepFactor * median_ms) continue;
-    for (auto& rank : t.spans) rank.erase(rank.begin() + step);
-    --t.steps;
-    dropped = "step " + std::to_string(step) + " (" + std::to_string(std::llround(ms * 1000)) + " us)" +
-              (dropped.empty() ? "" : ", " + dropped);
+    if (ms > kOutlierStepFactor * median_ms) {
+      dropped += (dropped.empty() ? "step " : ", step ") + std::to_string(step) + " (" +
+                 std::to_string(std::llround(ms * 1000)) + " us)";
+      continue;
+    }
+    for (std::size_t rank = 0; rank < measured.spans.size(); ++rank) {
+      t.spans[rank].push_back(measured.spans[rank][static_cast<std::size_t>(step)]);
+    }
+    cal.step_ms.push_back(ms);
+    ++t.steps;
   }
   if (4 * (measured.steps - t.steps) > measured.steps) {
     throw InputError(measured.source + ": " + std::to_string(measured.steps - t.steps) + " of " +
@@ -384,10 +390,6 @@ Calibration calibrate(const MeasuredTrace& measured, const CostModel& c, const C
   if (!dropped.empty()) {
     cal.notes.push_back("left out of the fit, each more than " + std::to_string(std::llround(kOutlierStepFactor)) +
                         "x the median step of " + std::to_string(std::llround(median_ms * 1000)) + " us: " + dropped);
-  }
-  for (int step = 0; step < measured.steps; ++step) {
-    const double ms = all_ms[static_cast<std::size_t>(step)];
-    if (ms <= kOutlierStepFactor * median_ms) cal.step_ms.push_back(ms);
   }
   const double mean = std::accumulate(cal.step_ms.begin(), cal.step_ms.end(), 0.0) / static_cast<double>(t.steps);
   double sq = 0;

@@ -4,9 +4,9 @@
 #include "sim/kineto_trace.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 
@@ -16,7 +16,6 @@
 namespace pipescope {
 namespace {
 
-constexpr int kKinetoMaxRanks = 1 << 16;
 constexpr double kKinetoMaxUs = 1e16;  // Kineto's timestamps are microseconds since an epoch
 
 struct KinetoEvent {
@@ -24,9 +23,9 @@ struct KinetoEvent {
   bool cpu_op = false;  // else a user_annotation
   double start = 0, end = 0;  // us
   int64_t bytes = 0;          // c10d::send / recv_ with recorded shapes
-  std::size_t index = 0;      // in traceEvents, for errors
 };
 
+bool is_issue(const KinetoEvent& e) { return e.cpu_op && (e.name == "c10d::send" || e.name == "c10d::recv_"); }
 bool within(const KinetoEvent& inner, const KinetoEvent& outer) { return inner.start >= outer.start && inner.end <= outer.end; }
 
 int64_t dtype_bytes(const std::string& type) {
@@ -77,7 +76,7 @@ KinetoRank read_kineto_rank(const JsonReader& r) {
     r.fail("no \"distributedInfo\": a torch.profiler trace of a distributed run names its rank there (profile after "
            "init_process_group)");
   }
-  t.rank = static_cast<int>(r["distributedInfo"]["rank"].as_int(0, kKinetoMaxRanks - 1));
+  t.rank = static_cast<int>(r["distributedInfo"]["rank"].as_int(0, kMaxTraceRanks - 1));
   if (r["distributedInfo"].has("backend")) t.backend = r["distributedInfo"]["backend"].as_string();
   const std::vector<JsonReader> items = r["traceEvents"].items();
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -93,8 +92,7 @@ KinetoRank read_kineto_rank(const JsonReader& r) {
     ev.start = e["ts"].as_double(-kKinetoMaxUs, kKinetoMaxUs);
     const double dur = e["dur"].as_double(0, kKinetoMaxUs);
     ev.end = ev.start + dur;
-    ev.index = i;
-    if (ev.cpu_op && (ev.name == "c10d::send" || ev.name == "c10d::recv_") && e.has("args")) {
+    if (is_issue(ev) && e.has("args")) {
       ev.bytes = message_bytes(e["args"].json());
     }
     if (!ev.cpu_op && ev.name.rfind("ProfilerStep#", 0) == 0) {
@@ -134,7 +132,6 @@ std::optional<TracedOp> traced_op(const KinetoEvent& e, int rank) {
   return std::nullopt;
 }
 
-bool is_issue(const KinetoEvent& e) { return e.cpu_op && (e.name == "c10d::send" || e.name == "c10d::recv_"); }
 bool is_recv_issue(const KinetoEvent& e) { return e.cpu_op && e.name == "c10d::recv_"; }
 bool is_completion(const KinetoEvent& e) {
   return !e.cpu_op && e.name.size() > 5 && e.name.compare(e.name.size() - 5, 5, ":recv") == 0 &&
@@ -205,7 +202,6 @@ void to_bridge_spans(const KinetoRank& t, int first_step, double origin, const s
     out.push_back(std::move(s));
   };
   for (const auto& [n, s] : t.steps) {
-    if (n < first_step) continue;
     out.push_back(bridge_span("step", t.rank, s.start, s.end, origin, {{"step", n - first_step}}));
   }
   for (const KinetoEvent* i : issues) {
@@ -286,11 +282,12 @@ MeasuredTrace read_kineto_traces(const std::vector<JsonReader>& files) {
   }
   // The steps every rank recorded, from the first of them.
   const std::map<int, KinetoEvent>& first = ranks[0].steps;
+  const auto same_steps = [&](const std::map<int, KinetoEvent>& steps) {
+    return std::equal(first.begin(), first.end(), steps.begin(), steps.end(),
+                      [](const auto& x, const auto& y) { return x.first == y.first; });
+  };
   for (const KinetoRank& t : ranks) {
-    std::vector<int> a, b;
-    for (const auto& [n, s] : first) a.push_back(n);
-    for (const auto& [n, s] : t.steps) b.push_back(n);
-    if (a != b) {
+    if (!same_steps(t.steps)) {
       throw InputError(rank_source[t.rank] + ": rank " + std::to_string(t.rank) + " recorded other ProfilerStep numbers than "
                        "rank 0 in " + rank_source[0] + " (profile the same steps on every rank)");
     }
@@ -302,9 +299,8 @@ MeasuredTrace read_kineto_traces(const std::vector<JsonReader>& files) {
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0},
                     {"args", {{"name", "torch.profiler" + (ranks[0].backend.empty() ? "" : " " + ranks[0].backend)}}}});
   for (const KinetoRank& t : ranks) to_bridge_spans(t, first_step, origin, rank_source[t.rank], events);
-  const Json trace = {{"traceEvents", std::move(events)}};
-  MeasuredTrace out = read_measured_trace(JsonReader::from_text(trace.dump(), source));
-  return out;
+  const auto trace = std::make_shared<const Json>(Json{{"traceEvents", std::move(events)}});
+  return read_measured_trace(JsonReader(trace, trace.get(), source, ""));
 }
 
 MeasuredTrace load_measured_traces(const std::vector<std::string>& paths) {

@@ -13,7 +13,6 @@
 namespace pipescope {
 namespace {
 
-constexpr int kMaxRanks = 1 << 16;
 constexpr int kMaxSteps = 100'000;
 constexpr double kMaxUs = 1e12;  // 11.6 days: a trace's times are below this
 
@@ -65,14 +64,14 @@ MeasuredTrace read_measured_trace(const JsonReader& r) {
     MeasuredSpan s;
     s.kind = c->kind;
     s.op = c->op;
-    s.rank = static_cast<int>(e["tid"].as_int(0, kMaxRanks - 1));
+    s.rank = static_cast<int>(e["tid"].as_int(0, kMaxTraceRanks - 1));
     s.start_ns = us_to_ns(e["ts"]);
     s.duration_ns = us_to_ns(e["dur"]);
     if (s.duration_ns < 0) e["dur"].fail("expected a duration >= 0");
     const JsonReader args = e["args"];
     s.step = static_cast<int>(args["step"].as_int(0, kMaxSteps - 1));
     if (s.kind == SpanKind::Op || s.kind == SpanKind::Loss) {
-      s.stage = static_cast<int>(args["stage"].as_int(0, kMaxRanks - 1));
+      s.stage = static_cast<int>(args["stage"].as_int(0, kMaxTraceRanks - 1));
       s.microbatch = static_cast<int>(args["microbatch"].as_int(0, kMaxBatch));
     }
     if (s.kind == SpanKind::P2pIssue) {
@@ -115,6 +114,5 @@ MeasuredTrace read_measured_trace(const JsonReader& r) {
   return t;
 }
 
-MeasuredTrace load_measured_trace(const std::string& path) { return read_measured_trace(JsonReader::from_file(path)); }
 
 }  // namespace pipescope

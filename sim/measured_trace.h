@@ -44,6 +44,5 @@ struct MeasuredTrace {
 };
 
 MeasuredTrace read_measured_trace(const JsonReader& r);
-MeasuredTrace load_measured_trace(const std::string& path);
 
 }  // namespace pipescope

@@ -617,11 +617,7 @@ StepReport simulate(const Schedule& schedule, const CostModel& costs, const Hard
 }
 
 int64_t input_pass_freed_bytes(const StageCost& cost, int stage, const RuntimeCosts* runtime) {
-  if (!runtime) return cost.freed_at_input_bytes;
-  if (runtime->first_stage_split == FirstStageSplit::WeightPassRunsAll && stage == 0) return 0;  // its I ran nothing
-  // A runtime that keeps the graph still drops the loss it walked from (torch detaches it).
-  if (!runtime->input_pass_frees) return std::min(cost.freed_at_input_bytes, cost.loss_bytes);
-  return cost.freed_at_input_bytes;
+  return input_pass_freed_bytes(cost.freed_at_input_bytes, cost.loss_bytes, stage == 0, runtime);
 }
 
 }  // namespace pipescope

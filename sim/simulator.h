@@ -61,11 +61,8 @@ struct SimOptions {
   const RuntimeCosts* runtime = nullptr;
 };
 
-// What the input pass I of `stage` frees of its stash under `runtime` (null: the profile's
-// rule, freed_at_input_bytes): a runtime that keeps the graph from I to W
-// (input_pass_frees false) frees only the loss layer's stash (loss_bytes), and a first
-// stage whose I runs nothing (weight_pass_runs_all) nothing. The one statement the
-// simulator and zb-auto's byte budget (planner/zero_bubble_search.h) share.
+// What the input pass I of model stage `stage` frees of its stash under `runtime`
+// (core/runtime_costs.h's rule on the stage's freed_at_input_bytes and loss_bytes).
 int64_t input_pass_freed_bytes(const StageCost& cost, int stage, const RuntimeCosts* runtime);
 
 // Where device d's ops begin in the per-op arrays of SimOptions.

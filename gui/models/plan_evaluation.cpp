@@ -57,6 +57,7 @@ Evaluation evaluate(const PlanInputs& in) {
   std::optional<Hardware> changed;
   if (in.hardware && in.what_if.active()) changed = apply_what_if(*in.hardware, in.what_if);
   choice.hardware = changed ? &*changed : in.hardware.get();  // the optimal partitioner reads links, speeds, memory
+  choice.runtime = in.what_if.runtime.get();  // its cut counts what the runtime's I frees, as simulate --runtime's
   const int needed = choice.stages * choice.replicas;
   if (in.hardware && needed > in.hardware->devices) {
     throw InputError("--stages " + std::to_string(choice.stages) + " x --replicas " + std::to_string(choice.replicas) +

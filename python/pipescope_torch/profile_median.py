@@ -20,6 +20,8 @@ import statistics
 import sys
 from typing import List
 
+from pipescope_torch.profile_json import validate_profile
+
 
 class MergeError(ValueError):
     pass
@@ -45,15 +47,25 @@ def _median_field(values, where: str, names: List[str]):
     raise MergeError(f"{bad}: {where}: expected {shape}")
 
 
+def _check(p, name: str) -> None:
+    """validate_profile (profile_json.py, what the profiler's own output must pass), its
+    refusal, or a field it found missing or of the wrong type, as a MergeError naming `name`."""
+    try:
+        validate_profile(p)
+    except ValueError as e:
+        raise MergeError(f"{name}: {e}") from None
+    except KeyError as e:
+        raise MergeError(f"{name}: profile: missing field {e}") from None
+    except (TypeError, IndexError, AttributeError) as e:
+        raise MergeError(f"{name}: profile: a field of the wrong type ({e})") from None
+
+
 def median_profile(profiles: List[dict], names: List[str]) -> dict:
     """The median of `profiles` (parsed JSON), `names` naming each in errors."""
     if not profiles:
         raise MergeError("no profiles to merge")
     for p, name in zip(profiles, names):
-        if not isinstance(p, dict):
-            raise MergeError(f"{name}: expected a JSON object (a pipescope profile)")
-        if not isinstance(p.get("layers"), list) or not all(isinstance(layer, dict) for layer in p["layers"]):
-            raise MergeError(f"{name}: field 'layers': expected a list of objects")
+        _check(p, name)
     first = profiles[0]
     for p, name in zip(profiles, names):
         if len(p["layers"]) != len(first["layers"]):
