@@ -43,6 +43,7 @@ void print_table(const TransformerShape& s, const ParallelLayout& l, const LlmMe
               l.t, l.sequence_parallel ? " sp" : "", l.cp, l.ep, l.d, l.p, l.v, to_string(l.sharding).c_str(),
               to_string(l.recompute).c_str(), l.micro_batch, l.microbatches, to_string(l.precision).c_str(),
               pr.parameter_bytes, pr.gradient_bytes, pr.optimizer_bytes, to_string(layout_schedule(l)).c_str());
+  std::printf("%s\n", kernels_text(l).c_str());
   for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
   std::printf("%4s %6s %14s %11s %11s %11s %11s %11s  (GiB per GPU)\n", "rank", "layers", "params/GPU", "weights",
               "grads", "optimizer", "activations", "total");

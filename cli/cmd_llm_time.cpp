@@ -52,7 +52,9 @@ Json step_json(const LlmTimeArgs& a, const LlmJob& job, const StepTime& st) {
                       {"global_batch", job.global_batch}, {"recompute", to_string(l.recompute)},
                       {"sharding", to_string(l.sharding)}, {"order", l.order}, {"gpus", l.gpus()},
                       {"overlap_grad_reduce", l.overlap_grad_reduce}, {"overlap_param_gather", l.overlap_param_gather},
-                      {"overlap_p2p", l.overlap_p2p}}},
+                      {"overlap_p2p", l.overlap_p2p}, {"attention", to_string(l.attention)},
+                      {"fp8", to_string(l.fp8)}, {"tp_comm_overlap", l.tp_comm_overlap},
+                      {"fused_elementwise", l.fused_elementwise}}},
           {"schedule", st.schedule}, {"layer", layer_json(st.layer)}, {"embedding", layer_json(st.embedding)},
           {"head", layer_json(st.head)}, {"pipeline_ms", st.pipeline_ns / 1e6}, {"optimizer_ms", st.optimizer_ns / 1e6},
           {"dp_exposed_ms", st.dp_exposed_ns / 1e6}, {"embedding_sync_ms", st.embedding_sync_ns / 1e6},
@@ -69,7 +71,8 @@ std::string step_table(const LlmTimeArgs& a, const LlmJob& job, const StepTime& 
   o << "gpt L " << s.layers << " h " << s.hidden << " a " << s.heads << " s " << s.sequence
     << " on " << l.gpus() << " GPUs (" << a.gpu << "): t " << l.t << (l.sequence_parallel ? " +sp" : "") << " cp " << l.cp
     << " p " << l.p << " v " << l.v << " d " << l.d << ", b " << l.micro_batch << " x M " << l.microbatches
-    << ", recompute " << to_string(l.recompute) << ", " << st.schedule << "\n";
+    << ", recompute " << to_string(l.recompute) << ", " << st.schedule << (l.tp_comm_overlap ? ", TP overlapped" : "")
+    << "; " << kernels_text(l) << "\n";
   o << "| part | F ms | I ms | W ms |\n|---|---:|---:|---:|\n";
   for (auto [name, t] : {std::pair{"transformer layer", &st.layer}, {"embedding", &st.embedding}, {"head + loss", &st.head}})
     o << "| " << name << " | " << t->forward_ns / 1e6 << " | " << t->input_grad_ns / 1e6 << " | " << t->weight_grad_ns / 1e6 << " |\n";

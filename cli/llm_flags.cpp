@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "interop/export.h"
 #include "interop/hf_config.h"
 #include "interop/hf_profile.h"
 #include "llm/framework.h"
@@ -63,6 +64,19 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
     }
     l.v = s.layers / l.p / f.layers_per_virtual;
   }
+  if (!f.pipeline_layout.empty()) {  // the stages' layers, v their count / p (the layout states v itself)
+    if (f.virtual_stages > 0 || f.layers_per_virtual > 0) {
+      throw InputError("--pipeline-model-parallel-layout states v itself: give it without "
+                       "--num-virtual-stages-per-pipeline-rank or --num-layers-per-virtual-pipeline-stage");
+    }
+    const std::vector<int> stages = megatron_layout_decoders(f.pipeline_layout);
+    if (l.p < 1 || stages.size() % static_cast<std::size_t>(l.p) != 0) {
+      throw InputError("--pipeline-model-parallel-layout: " + std::to_string(stages.size()) +
+                       " stages are not a multiple of --pipeline-model-parallel-size " + std::to_string(l.p));
+    }
+    l.v = static_cast<int>(stages.size()) / l.p;
+    l.layers_per_chunk = stages;
+  }
   // --use-distributed-optimizer is --sharding distributed-optimizer: beside another sharding it contradicts it
   if (f.distributed_optimizer && !f.sharding.empty() && f.sharding != "distributed-optimizer") {
     throw InputError("--use-distributed-optimizer and --sharding " + f.sharding +
@@ -86,6 +100,10 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
   }
   l.precision = parse("--precision", f.precision, precision_recipe_from_name(f.precision), "bf16-mixed, fp32, fp8-params");
   l.schedule = schedule_from_flags(f.schedule);
+  l.attention = attention_kernel_from_flag(f.attention_backend);
+  l.fp8 = fp8_recipe_from_flags(f.fp8_format, f.fp8_recipe);
+  l.tp_comm_overlap = f.tp_comm_overlap;
+  l.fused_elementwise = !f.eager;
   const int64_t per_step = static_cast<int64_t>(l.micro_batch) * l.d;
   const int64_t batch = f.global_batch == 0 && !use.global_batch_required ? per_step * l.p : f.global_batch;
   if (batch > kMaxBatch) check_range("--global-batch-size", batch, 1, kMaxBatch);  // below 1: the message below
@@ -148,6 +166,9 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
   cmd->add_option("--pipeline-model-parallel-size", f.layout.p, "p")->capture_default_str();
   cmd->add_option("--num-layers-per-virtual-pipeline-stage", f.layers_per_virtual,
                   "interleaving: v = L / (p x this) model chunks per pipeline rank");
+  cmd->add_option("--pipeline-model-parallel-layout", f.pipeline_layout,
+                  "the stages' layers in Megatron-LM's form (E|t*N|...|t*NL, what export --to megatron writes for "
+                  "an uneven split): p x v stages");
   cmd->add_option("--num-virtual-stages-per-pipeline-rank", f.virtual_stages, "interleaving: v model chunks per "
                   "pipeline rank (Megatron-Core's name; or --num-layers-per-virtual-pipeline-stage)");
   cmd->add_option("--micro-batch-size", f.layout.micro_batch, "b")->capture_default_str();
@@ -167,6 +188,18 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
       ->each([&f](const std::string&) { f.framework_given = true; });
   cmd->add_option("--precision", f.precision, "bf16-mixed | fp32 | fp8-params")->capture_default_str();
   cmd->add_option("--order", f.layout.order, "rank order of the groups (the first share a node)")->capture_default_str();
+  cmd->add_option("--attention-backend", f.attention_backend,
+                  "flash (fused: FlashAttention, cuDNN, TE, SDPA; also fused, auto) | unfused (also local: the s x s "
+                  "scores as GEMMs and kept, Korthikanti et al.'s accounting)")
+      ->capture_default_str();
+  cmd->add_option("--fp8-format", f.fp8_format, "hybrid | e4m3: fp8 linears (Megatron-LM; the recipe defaults to delayed)");
+  cmd->add_option("--fp8-recipe", f.fp8_recipe,
+                  "delayed | tensorwise | rowwise | mxfp8: the linears' fp8 scaling (Transformer Engine, torchao)");
+  cmd->add_flag("--tp-comm-overlap", f.tp_comm_overlap,
+                "overlap TP collectives with their GEMMs (Megatron-LM --tp-comm-overlap, torchtitan async TP; needs SP)");
+  cmd->add_flag("--eager", f.eager,
+                "elementwise ops as eager PyTorch runs them, one kernel per op (torchtitan without compile); default: "
+                "fused (Megatron / Transformer Engine kernels, torch.compile)");
   cmd->add_option("--schedule", f.schedule,
                   "pipeline schedule: gpipe | 1f1b | interleaved | looped-bfs | interleaved-zb | zb-v | dualpipev "
                   "(default: 1f1b, interleaved with virtual stages)");
@@ -178,9 +211,11 @@ void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
     for (const char* name : {"--tensor-model-parallel-size", "--sequence-parallel", "--context-parallel-size",
                              "--expert-model-parallel-size", "--pipeline-model-parallel-size",
                              "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                             "--pipeline-model-parallel-layout",
                              "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
                              "--recompute-method", "--recompute-num-layers", "--bf16", "--no-overlap-p2p-communication",
-                             "--use-distributed-optimizer", "--sharding", "--precision", "--order", "--schedule"}) {
+                             "--use-distributed-optimizer", "--sharding", "--precision", "--order", "--schedule",
+                             "--attention-backend", "--fp8-format", "--fp8-recipe", "--tp-comm-overlap", "--eager"}) {
       plan->excludes(cmd->get_option(name));
     }
   }

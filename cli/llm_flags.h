@@ -41,6 +41,7 @@ struct LlmFlags {
   int global_batch = 0;            // 0 (where allowed): b x p x d
   int layers_per_virtual = 0;      // --num-layers-per-virtual-pipeline-stage
   int virtual_stages = 0;          // --num-virtual-stages-per-pipeline-rank (what `export --to megatron` writes)
+  std::string pipeline_layout;     // --pipeline-model-parallel-layout (export --to megatron's uneven split)
   std::string recompute_method;    // --recompute-method (full recompute: uniform, as llm/ counts it)
   int recompute_layers = 0;        // --recompute-num-layers (full recompute: 1, as llm/ counts it)
   bool bf16 = false, no_overlap_p2p = false;  // --bf16 (= --precision bf16-mixed), --no-overlap-p2p-communication
@@ -49,6 +50,9 @@ struct LlmFlags {
   bool distributed_optimizer = false;
   std::string plan;                // a v2 plan's "layout" instead of the layout flags
   bool framework_given = false;    // --framework on the command line (a v3 plan's own must then agree)
+  std::string attention_backend = "flash";  // --attention-backend flash | fused | auto | unfused | local
+  std::string fp8_format, fp8_recipe;       // --fp8-format hybrid | e4m3, --fp8-recipe (llm/layout.h Fp8Recipe)
+  bool tp_comm_overlap = false, eager = false;  // --tp-comm-overlap, --eager
 };
 
 struct LayoutFlagsUse {

@@ -32,6 +32,7 @@ std::string result_table(const ModelPlanArgs& a, const TransformerShape& s, cons
                 s.name.c_str(), s.layers, s.hidden, s.heads, s.sequence, a.request.gpus, a.gpu.c_str(),
                 r.capacity / 1e9, a.request.global_batch, a.flags.framework.c_str());
   o << line;
+  if (!r.best.empty()) o << "kernels: " << kernels_text(r.best.front().layout) << "\n";
   o << "searched: " << r.factorizations << " (t, cp, d, p) factorizations, " << r.enumerated << " layouts, "
     << r.valid << " valid, " << r.fitting << " fit in memory, " << r.simulated << " simulated\n";
   o << "| # | layout | schedule | step s | bound s | bubble | DP exposed s | peak GB | MFU |\n"
@@ -76,6 +77,13 @@ void run(ModelPlanArgs& a, const std::string& name, const TransformerShape& shap
   const auto precision = precision_recipe_from_name(a.precision);
   if (!precision) throw InputError("--precision: expected bf16-mixed, fp32 or fp8-params, got \"" + a.precision + "\"");
   q.precision = *precision;
+  q.attention = attention_kernel_from_flag(a.flags.attention_backend);
+  q.fp8 = fp8_recipe_from_flags(a.flags.fp8_format, a.flags.fp8_recipe);
+  q.fused_elementwise = !a.flags.eager;
+  if (a.tp_comm_overlap != "search" && a.tp_comm_overlap != "on" && a.tp_comm_overlap != "off") {
+    throw InputError("--tp-comm-overlap: expected search, on or off, got \"" + a.tp_comm_overlap + "\"");
+  }
+  if (a.tp_comm_overlap != "search") q.tp_comm_overlap = a.tp_comm_overlap == "on";
   q.memory_bytes = a.memory_gb * 1e9;
   if (a.memory_headroom_gb) {
     if (!std::isfinite(*a.memory_headroom_gb) || *a.memory_headroom_gb < 0) {
@@ -113,6 +121,15 @@ void add_model_form_flags(CLI::App* cmd, ModelPlanArgs& a) {
   cmd->add_option("--gpu", a.gpu, "GPU file or name (a100-80gb, h100-sxm, h200, b200, mi300x); required");
   cmd->add_option("--precision", a.precision, "bf16-mixed | fp32 | fp8-params")->capture_default_str();
   cmd->add_option("--order", q.order, "rank order of the groups (the first share a node)")->capture_default_str();
+  cmd->add_option("--attention-backend", a.flags.attention_backend,
+                  "flash (fused: FlashAttention, cuDNN, TE, SDPA) | unfused (Korthikanti's accounting)")
+      ->capture_default_str();
+  cmd->add_option("--fp8-format", a.flags.fp8_format, "hybrid | e4m3: fp8 linears (the recipe defaults to delayed)");
+  cmd->add_option("--fp8-recipe", a.flags.fp8_recipe, "delayed | tensorwise | rowwise | mxfp8 (the framework's)");
+  cmd->add_flag("--eager", a.flags.eager, "elementwise ops as eager PyTorch (torchtitan without compile)");
+  cmd->add_option("--tp-comm-overlap", a.tp_comm_overlap,
+                  "search | on | off: TP collectives overlapped with GEMMs (--tp-comm-overlap, async TP)")
+      ->capture_default_str();
   cmd->add_option("--tensor-model-parallel-size", q.t, "pin t (0: search)")->capture_default_str();
   cmd->add_option("--context-parallel-size", q.cp, "pin cp (0: search)")->capture_default_str();
   cmd->add_option("--expert-model-parallel-size", q.ep, "pin ep (0: search)")->capture_default_str();

@@ -26,6 +26,7 @@ struct ModelPlanArgs {
   LlmSearchRequest request;  // --gpus, --global-batch-size, the pins, --top
   double memory_gb = 0;
   std::optional<double> memory_headroom_gb;  // --memory-headroom (absent: the framework's reserve)
+  std::string tp_comm_overlap = "search";     // --tp-comm-overlap search | on | off
   bool json = false;
 };
 

@@ -26,7 +26,7 @@ std::string job_table(const Job& job, const JobReport& r, double capacity) {
   std::snprintf(line, sizeof line, "job: %s, L %d h %d s %d on %d GPUs (%s, %d per node), %s\n", s.name.c_str(),
                 s.layers, s.hidden, s.sequence, job.layout.gpus(), job.cluster.gpu.c_str(), job.cluster.gpus_per_node,
                 to_string(job.framework).c_str());
-  o << line << "layout: " << layout_summary(job.layout) << " (" << st.schedule << ")\n";
+  o << line << "layout: " << layout_summary(job.layout) << " (" << st.schedule << "); " << kernels_text(job.layout) << "\n";
   std::snprintf(line, sizeof line,
                 "step %.3f s (%lld ns) = pipeline %.3f + data-parallel exposed %.3f + embedding sync %.3f + ZeRO "
                 "traffic %.3f; bubble %.3f, MFU %.1f%%\n",

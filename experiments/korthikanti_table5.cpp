@@ -22,6 +22,7 @@ ParallelLayout korthikanti_layout(const KorthikantiModel& m, bool present_work) 
   l.microbatches = m.global_batch / m.micro_batch;
   l.sequence_parallel = present_work;
   l.recompute = present_work ? Recompute::Selective : Recompute::Full;
+  l.attention = AttentionKernel::Unfused;  // the paper's Megatron-LM of 2022: the scores as GEMMs, kept
   return l;
 }
 

@@ -123,6 +123,11 @@ std::string predicted_lines(const PlanShape& shape, const std::string& comment);
 Json predicted_json(const PlanShape& shape);
 
 ExportResult export_megatron(const PlanShape& shape);
+// The decoder layers of each stage (model order) of a --pipeline-model-parallel-layout in
+// the form export_megatron writes: stages split by '|', each a run of E (embedding), t
+// (a decoder layer, t*N for N) and L (loss); E only first, L only last. Throws InputError
+// naming the flag for anything else (Megatron's parenthesised repeats are not read).
+std::vector<int> megatron_layout_decoders(const std::string& layout);
 // `csv`: the file loads torch_csv into a _PipelineScheduleRuntime (pipescope's exact op
 // order) even where a schedule class exists; without a class it always does.
 ExportResult export_torch(const PlanShape& shape, const std::string& plan_name, bool csv = false);

@@ -104,6 +104,46 @@ std::string layout_string(const PlanShape& s) {
   return out;
 }
 
+}  // namespace
+
+std::vector<int> megatron_layout_decoders(const std::string& layout) {
+  auto refuse = [&](const std::string& why) -> void {
+    throw InputError("--pipeline-model-parallel-layout: \"" + layout + "\": " + why);
+  };
+  std::vector<int> out(1, 0);
+  bool ended = false;
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    const char c = layout[i];
+    if (c == '|') {
+      if (ended) refuse("L (the loss) may only end the last stage");
+      out.push_back(0);
+    } else if (c == 'E') {
+      if (out.size() != 1 || out[0] != 0) refuse("E (the embedding) may only begin the first stage");
+    } else if (c == 'L') {
+      ended = true;
+    } else if (c == 't') {
+      int64_t n = 1;
+      if (i + 1 < layout.size() && layout[i + 1] == '*') {
+        std::size_t j = i + 2;
+        n = 0;
+        while (j < layout.size() && std::isdigit(static_cast<unsigned char>(layout[j])) && n <= (1 << 20)) {
+          n = n * 10 + (layout[j++] - '0');
+        }
+        if (j == i + 2 || n < 1 || n > (1 << 20)) refuse("expected t*N with 1 <= N <= 2^20");
+        i = j - 1;
+      }
+      if (ended) refuse("no decoder layer may follow L");
+      out.back() += static_cast<int>(n);
+    } else {
+      refuse(std::string("unexpected '") + c + "' (this reader takes E, t, t*N, L and |, the form pipescope's export writes)");
+    }
+  }
+  if (layout.empty() || layout[0] != 'E' || !ended) refuse("expected E first and L last");
+  return out;
+}
+
+namespace {
+
 // A value as one shell word: quoted when it holds anything but [A-Za-z0-9._-] (a
 // layout's '|' and '*' would otherwise pipe and glob).
 std::string shell_word(const std::string& value) {
@@ -224,23 +264,34 @@ void check_schedule(const PlanShape& s) {
 void parallel_flags(const ParallelLayout& l, Flags& f) {
   if (l.t > 1) f.emplace_back("--tensor-model-parallel-size", std::to_string(l.t));
   if (l.sequence_parallel && l.t > 1) f.emplace_back("--sequence-parallel", "");
+  if (l.tp_comm_overlap) f.emplace_back("--tp-comm-overlap", "");  // Transformer Engine's userbuffers (needs SP)
   if (l.cp > 1) f.emplace_back("--context-parallel-size", std::to_string(l.cp));
   if (l.ep > 1) f.emplace_back("--expert-model-parallel-size", std::to_string(l.ep));
 }
 
-// bf16 mixed: --bf16. fp32: no flag (Megatron's default). fp8 parameters: Transformer
-// Engine's fp8 GEMMs (--fp8-format hybrid: e4m3 forward, e5m2 gradients) with the weights
-// kept in fp8 (--fp8-param-gather), which arguments.py allows only with the distributed
-// optimizer (or FSDP).
+// bf16 mixed: --bf16. fp32: no flag (Megatron's default). The attention kernel:
+// --attention-backend flash or unfused (megatron/core/transformer/enums.py AttnBackend).
+// fp8 linears: Transformer Engine's fp8 GEMMs (--fp8-format hybrid: e4m3 forward, e5m2
+// gradients) with the recipe's scaling (--fp8-recipe, llm/layout.h's Fp8RecipeInfo names
+// Megatron's); fp8 parameters also keep the weights in fp8 (--fp8-param-gather), which
+// arguments.py allows only with the distributed optimizer (or FSDP).
 void precision_flags(const ParallelLayout& l, Flags& f) {
+  f.emplace_back("--attention-backend", to_string(l.attention));
   if (l.precision == PrecisionRecipe::Fp32) return;
   f.emplace_back("--bf16", "");
+  if (const Fp8Recipe fp8 = implied_fp8(l.precision, l.fp8); fp8 != Fp8Recipe::None) {
+    const Fp8RecipeInfo& recipe = fp8_recipe_info(fp8);
+    if (std::string(recipe.megatron).empty()) {
+      refuse_layout("fp8", std::string("Megatron-LM has no --fp8-recipe for ") + recipe.name + " (" + recipe.source + ")");
+    }
+    f.emplace_back("--fp8-format", "hybrid");
+    f.emplace_back("--fp8-recipe", recipe.megatron);
+  }
   if (l.precision != PrecisionRecipe::Fp8Params) return;
   if (l.sharding != Sharding::DistributedOptimizer) {
     refuse_layout("precision", "fp8-params is Megatron-LM's --fp8-param-gather, which arguments.py allows only with "
                                "--use-distributed-optimizer; the layout's sharding is \"" + to_string(l.sharding) + "\"");
   }
-  f.emplace_back("--fp8-format", "hybrid");
   f.emplace_back("--fp8-param-gather", "");
 }
 

@@ -56,6 +56,7 @@ ParallelLayout hf_profile_layout(const HfProfileOptions& o, int micro_batch) {
   l.sequence_parallel = o.tensor_parallel > 1;
   l.recompute = o.recompute;
   l.micro_batch = micro_batch;
+  l.attention = o.attention;
   return l;
 }
 

@@ -35,6 +35,7 @@ struct HfProfileOptions {
   // none (--no-selective-recompute); full is a plan's (whole stages), refused here.
   Recompute recompute = Recompute::Selective;
   std::vector<double> batch_sizes = {1, 2, 4, 8};  // whole samples
+  AttentionKernel attention = AttentionKernel::Flash;  // --attention-backend (llm/layout.h)
 };
 
 // The layout each batch size is timed and counted at (p = 1, one micro-batch).

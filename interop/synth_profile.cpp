@@ -81,6 +81,7 @@ struct GptContext {
       : g(spec), shape(gpt_shape(spec)), flops_per_ms(spec.peak_tflops * 1e12 * spec.efficiency / 1e3) {
     one.micro_batch = 1;
     one.recompute = spec.recompute;
+    one.attention = AttentionKernel::Unfused;  // Korthikanti's GPT: selective recompute is the flash-like setting
   }
   double ms(double flops) const { return flops / flops_per_ms; }
   double hidden_bytes(double b) const { return 2 * b * shape.sequence * shape.hidden; }  // bf16 hidden state

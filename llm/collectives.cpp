@@ -106,8 +106,30 @@ GroupPlacement group_placement(const ParallelLayout& layout, Group group, int gp
   return g;
 }
 
+namespace {
+
+GroupLink link_of(const GpuModel& gpu, const GroupPlacement& where);
+
+}  // namespace
+
 GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group) {
-  const GroupPlacement where = group_placement(layout, group, gpu.gpus_per_node());
+  return link_of(gpu, group_placement(layout, group, gpu.gpus_per_node()));
+}
+
+GroupLink gradient_group_link(const GpuModel& gpu, const ParallelLayout& layout) {
+  if (layout.cp == 1) return group_link(gpu, layout, Group::Dp);
+  const int per_node_gpus = gpu.gpus_per_node();
+  GroupPlacement g;
+  g.size = layout.d * layout.cp;
+  g.stride = std::min(stride_of(layout, Group::Dp), stride_of(layout, Group::Cp));
+  g.per_node = g.stride >= per_node_gpus ? 1 : std::min(g.size, std::max(1, per_node_gpus / g.stride));
+  g.crosses_nodes = g.per_node < g.size;
+  return link_of(gpu, g);
+}
+
+namespace {
+
+GroupLink link_of(const GpuModel& gpu, const GroupPlacement& where) {
   GroupLink g;
   g.size = where.size;
   g.stride = where.stride;
@@ -131,11 +153,29 @@ GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group gr
   return g;
 }
 
+}  // namespace
+
 std::string to_string(CollectiveAlgorithm algorithm) {
   return algorithm == CollectiveAlgorithm::Tree ? "tree" : "ring";
 }
 
-int64_t ring_allreduce_group_ns(const GroupLink& g, int64_t bytes) { return allreduce_ns(g.ring, bytes, g.size); }
+namespace {
+
+// A ring's latency as NCCL's tuning model counts it (src/graph/tuning.cc, ncclTopoTuneModel:
+// nInterSteps = nNodes - 1 per pass, 2 (nNodes - 1) for an all-reduce): of its steps, those
+// a pass needs to cross the nodes pay the network's latency, the rest NVLink's.
+int64_t ring_latency_ns(const GroupLink& g, int64_t steps, int passes) {
+  if (!g.crosses_nodes) return steps * g.ring.latency_ns();
+  const int64_t inter = std::min<int64_t>(steps, static_cast<int64_t>(passes) * (g.nodes - 1));
+  return (steps - inter) * g.in_node.latency_ns() + inter * g.ring.latency_ns();
+}
+
+}  // namespace
+
+int64_t ring_allreduce_group_ns(const GroupLink& g, int64_t bytes) {
+  if (g.size < 2) return 0;
+  return g.ring.busy_ns(ring_allreduce_bytes(bytes, g.size)) + ring_latency_ns(g, ring_allreduce_hops(g.size), 2);
+}
 
 int64_t tree_allreduce_group_ns(const GroupLink& g, int64_t bytes) {
   if (!g.crosses_nodes || g.size < 2) return -1;
@@ -156,14 +196,14 @@ int64_t allreduce_group_ns(const GroupLink& g, int64_t bytes) {
   return tree >= 0 ? std::min(ring, tree) : ring;
 }
 
-int64_t allgather_group_ns(const GroupLink& g, int64_t bytes) { return allgather_ns(g.ring, bytes, g.size); }
-
-int64_t reduce_scatter_group_ns(const GroupLink& g, int64_t bytes) { return allgather_ns(g.ring, bytes, g.size); }
-
-int64_t alltoall_group_ns(const GroupLink& g, int64_t bytes) {
+int64_t allgather_group_ns(const GroupLink& g, int64_t bytes) {
   if (g.size < 2) return 0;
-  return g.ring.busy_ns(ring_allgather_bytes(bytes, g.size)) + ring_allgather_hops(g.size) * g.ring.latency_ns();
+  return g.ring.busy_ns(ring_allgather_bytes(bytes, g.size)) + ring_latency_ns(g, ring_allgather_hops(g.size), 1);
 }
+
+int64_t reduce_scatter_group_ns(const GroupLink& g, int64_t bytes) { return allgather_group_ns(g, bytes); }
+
+int64_t alltoall_group_ns(const GroupLink& g, int64_t bytes) { return allgather_group_ns(g, bytes); }
 
 int64_t p2p_group_ns(const GroupLink& g, int64_t bytes) {
   if (g.size < 2 || bytes <= 0) return 0;

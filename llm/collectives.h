@@ -8,9 +8,11 @@
 // one node rings over NVLink; one that spans nodes rings through the per-GPU network
 // ports of the k ranks it has per node (NCCL runs one channel per rail): bandwidth
 // min(NVLink, k x port). Collectives run at collective_efficiency of that bandwidth;
-// point-to-point sends at the raw link. An all-reduce over a group that spans nodes runs
+// point-to-point sends at the raw link. A ring's latency is NCCL's tuning model's: the
+// steps one pass needs to cross the nodes (nodes - 1) pay the network's latency, the rest
+// NVLink's. An all-reduce over a group that spans nodes runs
 // as NCCL's tuner would pick, the faster of its ring and its (double binary) tree:
-//   ring  2 (n-1)/n of the bytes, 2 (n-1) latencies of the crossing link
+//   ring  2 (n-1)/n of the bytes, 2 (n-1) latencies (2 (nodes-1) of them the network's)
 //   tree  2 x the bytes at 0.9 of the ring's bandwidth (NCCL's tuning model discounts its
 //         trees' bus bandwidth by a tenth, src/graph/tuning.cc), up and down a chain of the
 //         node's k ranks over NVLink and a binary tree of the N nodes:
@@ -61,6 +63,11 @@ void check_rank_order(const ParallelLayout& layout);
 
 // Throws InputError naming "order" when it is not a permutation of tp, cp, ep, dp, pp.
 GroupLink group_link(const GpuModel& gpu, const ParallelLayout& layout, Group group);
+// The d x cp ranks a dense gradient is reduced over and the optimizer state and ZeRO-2 / 3
+// shards are spread over: the context-parallel ranks hold the same weights (Megatron-Core's
+// data-parallel group with context parallel; torchtitan's dp_shard x cp FSDP mesh). Its
+// stride is the smaller of dp's and cp's; d x cp = d when cp = 1.
+GroupLink gradient_group_link(const GpuModel& gpu, const ParallelLayout& layout);
 
 enum class CollectiveAlgorithm : uint8_t { Ring, Tree };
 std::string to_string(CollectiveAlgorithm algorithm);  // "ring", "tree"

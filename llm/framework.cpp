@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "llm/collectives.h"
+
 namespace pipescope {
 
 namespace {
@@ -11,6 +13,7 @@ namespace {
 using K = ScheduleKind;
 using S = Sharding;
 using R = Recompute;
+using F = Fp8Recipe;
 
 // What every CUDA launch keeps beside the model: the CUDA context with cuBLAS / cuDNN handles
 // and workspaces, 0.5 GB (PyTorch issue #34323 measured 781 MB before any tensor, before
@@ -38,6 +41,9 @@ std::vector<FrameworkOffer> make_table() {
                  {K::OneFOneB, K::Interleaved}, {K::OneFOneB, K::Interleaved},
                  {S::None, S::DistributedOptimizer}, {S::None, S::DistributedOptimizer},
                  {R::None, R::Selective, R::Full},
+                 // --fp8-recipe delayed | tensorwise | mxfp8 (megatron/core/fp8_utils.py, with Transformer Engine)
+                 {F::None, F::Delayed, F::Tensorwise, F::Mxfp8},
+                 true,  // --tp-comm-overlap (Transformer Engine userbuffers; arguments.py: needs SP)
                  "megatron/core/pipeline_parallel/schedules.py, megatron/training/arguments.py",
                  kLaunchReserve});  // its DDP gradient buffers are llm/memory.h's gradients
   // torch / torchtitan: torch.distributed.pipelining.schedules (ScheduleGPipe,
@@ -49,18 +55,22 @@ std::vector<FrameworkOffer> make_table() {
   // runtime_refusal); FSDP2 fully_shard = ZeRO-3 (reshard_after_forward = False keeps the
   // parameters gathered: ZeRO-2), DDP (dp_replicate) = none; activation checkpointing none
   // or full (torchtitan/distributed/activation_checkpoint.py FullAC: checkpoint_wrapper on
-  // every transformer block). Not selective: torchtitan's SelectiveAC is per-op (it saves the
-  // outputs of SDPA, of every other linear / mm and of the collectives, and recomputes the
-  // rest), not Megatron's selective (everything kept but the attention core's 5 a s^2 b
-  // bytes, the core recomputed); llm/memory.h counts Megatron's rule only, so torch's
-  // "selective" would be a second name for a cost llm/ does not model.
+  // every transformer block) or selective: torchtitan's per-op SelectiveAC (it saves the
+  // outputs of SDPA, of every other mm and of the collectives, and recomputes the rest), not
+  // Megatron's; llm/layout.h's SelectivePolicy::EveryOtherMatmul, which validate_layout sets
+  // for torch and llm/ times and counts.
   out.push_back({Framework::Torch, "torch (torchtitan)", true, {true}, true, true,
                  {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
                   K::DualPipeV},
                  {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
                   K::DualPipeV},
                  {S::None, S::Zero2, S::Zero3}, {S::None, S::Zero2, S::Zero3},
-                 {R::None, R::Full},
+                 {R::None, R::Selective, R::Full},
+                 // torchao's Float8 recipes through torchtitan's float8 converter (--float8.recipe_name
+                 // tensorwise | rowwise) and its MX converter (mxfp8, Blackwell); Transformer Engine's
+                 // delayed scaling in a PyTorch loop (te.fp8_autocast: Composer / llm-foundry's amp_fp8)
+                 {F::None, F::Delayed, F::Tensorwise, F::Rowwise, F::Mxfp8},
+                 true,  // async TP (torchtitan --parallelism.enable_async_tensor_parallel, with compile)
                  "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py, "
                  "torchtitan/distributed/activation_checkpoint.py, torchtitan/distributed/parallel_dims.py",
                  kLaunchReserve});
@@ -76,6 +86,8 @@ std::vector<FrameworkOffer> make_table() {
                  {K::OneFOneB}, {K::OneFOneB},
                  {S::None, S::DistributedOptimizer, S::Zero2, S::Zero3}, {S::None, S::DistributedOptimizer},
                  {R::None, R::Full},
+                 {F::None},  // ds_config has no fp8 (bf16, fp16, fp32); fp8 comes only from TE layers in the model
+                 false,      // no TP / GEMM overlap in DeepSpeed's tensor parallelism
                  "deepspeed/runtime/pipe/schedule.py, deepspeed/runtime/pipe/engine.py, deepspeed/runtime/zero",
                  kDeepSpeedReserve});
   return out;
@@ -165,8 +177,24 @@ std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l
            ": torchtitan shards the weights over the context-parallel ranks (FSDP2 on its dp_shard x cp mesh), so "
            "cp > 1 runs as zero-2 or zero-3";
   }
+  if (l.tp_comm_overlap && !offer.tp_comm_overlap) {
+    return "--tp-comm-overlap: " + offer.name + " does not overlap tensor-parallel collectives with its GEMMs";
+  }
+  if (std::find(offer.fp8_recipes.begin(), offer.fp8_recipes.end(), l.fp8) == offer.fp8_recipes.end()) {
+    std::string runs;
+    for (Fp8Recipe r : offer.fp8_recipes) runs += (runs.empty() ? "" : ", ") + to_string(r);
+    return "--fp8-recipe: " + offer.name + " does not train with fp8 " + to_string(l.fp8) + " (it runs " + runs + ")";
+  }
   const std::string experts = expert_parallel_refusal(offer, l);
   return experts.empty() ? "" : "--expert-model-parallel-size: " + experts;
+}
+
+std::string tp_overlap_refusal(const ParallelLayout& l, int gpus_per_node) {
+  if (!l.tp_comm_overlap || gpus_per_node < 1) return "";
+  if (!group_placement(l, Group::Tp, gpus_per_node).crosses_nodes) return "";
+  return "--tp-comm-overlap: the tensor-parallel group of t = " + std::to_string(l.t) + " spans nodes of " +
+         std::to_string(gpus_per_node) + " GPUs; Transformer Engine's userbuffers and torch's async TP overlap over "
+         "NVLink, inside one node";
 }
 
 void set_framework_overlap(Framework framework, bool grad_reduce, bool param_gather, ParallelLayout& layout,

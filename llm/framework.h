@@ -48,6 +48,8 @@ struct FrameworkOffer {
   std::vector<Sharding> shardings;       // with p = 1
   std::vector<Sharding> pipeline_shardings;  // with p > 1
   std::vector<Recompute> recomputes;
+  std::vector<Fp8Recipe> fp8_recipes;    // the fp8 recipes it trains with (Fp8Recipe::None, bf16, always)
+  bool tp_comm_overlap = false;          // TP collectives overlapped with GEMMs (t > 1 with SP)
   std::string source;                    // where these facts come from
   MemoryReserve reserve;                 // kept free on each GPU (the layout search's headroom)
 
@@ -100,6 +102,10 @@ std::string schedule_offer_refusal(const FrameworkOffer& offer, ScheduleKind kin
 // none); torchtitan shards over the context-parallel ranks, so cp > 1 needs zero-2 / zero-3
 // there. Depends on M and the sharding, so the search asks it per candidate.
 std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
+// Why the TP overlap cannot run on nodes of `gpus_per_node` GPUs ("" when it can): Transformer
+// Engine's userbuffers and torch's symmetric memory (async TP) overlap over NVLink, inside one
+// node, so a TP group that spans nodes is refused (0: the node size is not known, nothing refused).
+std::string tp_overlap_refusal(const ParallelLayout& layout, int gpus_per_node);
 // Of those, the expert-parallel part, without the flag ("ep = 2 with t = 2: ..."), which the
 // torch and DeepSpeed exports refuse as layout.ep.
 std::string expert_parallel_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);

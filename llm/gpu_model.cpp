@@ -34,6 +34,36 @@ void read_curve(const JsonReader& gpu, GpuModel& g) {
   g.flat = false;
 }
 
+// "gemm_fp8": {"tensor_scaled", "row_scaled", "mxfp8"} max efficiencies (each optional) and
+// "attention": {"flash": {"forward_efficiency", "backward_efficiency", "seq_half"}}.
+void read_kernels(const JsonReader& gpu, GpuModel& g) {
+  if (gpu.has("gemm_fp8")) {
+    const JsonReader f = gpu["gemm_fp8"];
+    if (!f.json().is_object()) f.fail("expected an object of GEMM class -> max_efficiency");
+    for (const auto& [key, value] : f.json().items()) {
+      const double e = f[key].as_double(1e-3, 1.0);
+      if (key == "tensor_scaled") {
+        g.fp8_tensor_efficiency = e;
+      } else if (key == "row_scaled") {
+        g.fp8_row_efficiency = e;
+      } else if (key == "mxfp8") {
+        g.mxfp8_efficiency = e;
+      } else {
+        f[key].fail("expected tensor_scaled, row_scaled or mxfp8");
+      }
+    }
+    if (!g.peak_dense_tflops.count("fp8")) f.fail("fp8 GEMM efficiencies need gpu.peak_dense_tflops.fp8");
+  }
+  if (gpu.has("attention")) {
+    const JsonReader flash = gpu["attention"]["flash"];
+    g.flash.forward_efficiency = flash["forward_efficiency"].as_double(1e-3, 1.0);
+    g.flash.backward_efficiency = flash["backward_efficiency"].as_double(1e-3, 1.0);
+    g.flash.seq_half = flash.has("seq_half") ? flash["seq_half"].as_double(0, 1e7) : 0.0;
+  } else {
+    g.flash.forward_efficiency = g.flash.backward_efficiency = g.gemm.max_efficiency;
+  }
+}
+
 }  // namespace
 
 GpuModel gpu_model_from_json(const JsonReader& r) {
@@ -49,6 +79,7 @@ GpuModel gpu_model_from_json(const JsonReader& r) {
   g.collective_gb_per_s = gpu.has("collective_gb_per_s") ? gpu["collective_gb_per_s"].as_double(1e-3, 1e9)
                                                           : g.node.link.bandwidth_gb_per_s;
   if (gpu.has("gemm")) read_curve(gpu, g);
+  read_kernels(gpu, g);
   return g;
 }
 
@@ -94,14 +125,46 @@ double gemm_efficiency(const GpuModel& gpu, const GemmShape& s) {
 
 int64_t gemm_flops(const GemmShape& s) { return 2 * s.m * s.n * s.k * std::max<int64_t>(s.batch, 1); }
 
-int64_t gemm_ns(const GpuModel& gpu, const GemmShape& s) {
+namespace {
+
+// The peak and max_efficiency a GEMM class runs at on `gpu`.
+std::pair<double, double> class_peak(const GpuModel& gpu, GemmClass cls) {
+  if (cls == GemmClass::Bf16) return {gpu.peak_tflops, gpu.gemm.max_efficiency};
+  const double e = cls == GemmClass::Fp8TensorScaled ? gpu.fp8_tensor_efficiency
+                   : cls == GemmClass::Fp8RowScaled  ? gpu.fp8_row_efficiency
+                                                     : gpu.mxfp8_efficiency;
+  const auto peak = gpu.peak_dense_tflops.find("fp8");
+  if (e <= 0 || peak == gpu.peak_dense_tflops.end()) {
+    const char* what = cls == GemmClass::Fp8TensorScaled ? "tensor_scaled" : cls == GemmClass::Fp8RowScaled ? "row_scaled" : "mxfp8";
+    throw InputError(gpu.node.source + ": gpu.gemm_fp8." + what +
+                     ": this GPU file states no such fp8 GEMM (and gpu.peak_dense_tflops.fp8); the recipe needs it");
+  }
+  return {peak->second, e};
+}
+
+}  // namespace
+
+int64_t gemm_ns(const GpuModel& gpu, const GemmShape& s, GemmClass cls) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
   const double batch = static_cast<double>(std::max<int64_t>(s.batch, 1));
   const double flops = static_cast<double>(gemm_flops(s));
-  const double compute = flops / (gpu.peak_tflops * 1e12 * gemm_efficiency(gpu, s));
-  const double bytes = 2.0 * batch * static_cast<double>(s.m * s.k + s.k * s.n + s.m * s.n);
+  const auto [peak, max_efficiency] = class_peak(gpu, cls);
+  // The class's max_efficiency times the shape's wave and k terms (bf16's curve as it is).
+  const double e = cls == GemmClass::Bf16 ? gemm_efficiency(gpu, s)
+                                          : max_efficiency * gemm_efficiency(gpu, s) / gpu.gemm.max_efficiency;
+  const double compute = flops / (peak * 1e12 * e);
+  const double operand = cls == GemmClass::Bf16 ? 2.0 : 1.0;
+  const double bytes = batch * (operand * static_cast<double>(s.m * s.k + s.k * s.n) + 2.0 * static_cast<double>(s.m * s.n));
   const double memory = bytes / (gpu.hbm_gb_per_s * 1e9 * gpu.memory_efficiency);
   return to_ns(std::max(compute, memory));
+}
+
+int64_t flash_attention_ns(const GpuModel& gpu, double flops, int64_t seq_kv, bool backward) {
+  if (flops <= 0) return 0;
+  const AttentionCurve& c = gpu.flash;
+  double e = backward ? c.backward_efficiency : c.forward_efficiency;
+  if (c.seq_half > 0) e *= static_cast<double>(seq_kv) / (static_cast<double>(seq_kv) + c.seq_half);
+  return to_ns(flops / (gpu.peak_tflops * 1e12 * e));
 }
 
 int64_t memory_ns(const GpuModel& gpu, double bytes) {

@@ -19,6 +19,7 @@
 
 #include "core/hardware.h"
 #include "core/json_reader.h"
+#include "llm/layout.h"
 
 namespace pipescope {
 
@@ -30,6 +31,18 @@ struct GemmCurve {
   double k_half = 0;           // the k at which the k term halves the efficiency (0: none)
 };
 
+// The fused attention kernel's speed (FlashAttention-2/3, cuDNN): achieved / the bf16 dense
+// peak for the attention FLOPs it really runs (the causal half; the backward's five GEMMs,
+// 2.5 x the forward's, recomputed scores included), rising with the keys per query block:
+//   e(s_kv) = efficiency x s_kv / (s_kv + seq_half)
+// (a short sequence leaves each thread block few key tiles to stream over its queries).
+// Fitted per GPU at head dimension 128 (every fitted row's), bf16.
+struct AttentionCurve {
+  double forward_efficiency = 0;
+  double backward_efficiency = 0;
+  double seq_half = 0;
+};
+
 struct GpuModel {
   Hardware node;                     // devices per node, NVLink, the per-GPU network port
   std::map<std::string, double> peak_dense_tflops;  // per dtype, as the file states ("bf16" required)
@@ -39,6 +52,11 @@ struct GpuModel {
   double collective_gb_per_s = 0;    // what one GPU's ring reaches inside the node ("collective_gb_per_s"; absent: the NVLink)
   double collective_efficiency = 0.45;  // NCCL bus bandwidth / link bandwidth
   GemmCurve gemm;
+  // The max_efficiency of the fp8 GEMM classes (llm/layout.h's GemmClass: per-tensor scaled,
+  // per-row scaled, MX block scaled) at the file's "fp8" peak, the wave and k terms as bf16's;
+  // 0: the GPU has no such kernel (gemm_ns refuses it). "gpu.gemm_fp8".
+  double fp8_tensor_efficiency = 0, fp8_row_efficiency = 0, mxfp8_efficiency = 0;
+  AttentionCurve flash;  // "gpu.attention.flash"; absent: the GEMM curve's max_efficiency, no seq term
   bool flat = true;                  // no "gpu.gemm" section: the flat default above
   int gpus_per_node() const { return node.devices_per_node > 0 ? node.devices_per_node : node.devices; }
 };
@@ -73,8 +91,13 @@ struct GemmShape {
 
 double gemm_efficiency(const GpuModel& gpu, const GemmShape& shape);
 int64_t gemm_flops(const GemmShape& shape);
-// bf16 GEMM (2-byte operands and result).
-int64_t gemm_ns(const GpuModel& gpu, const GemmShape& shape);
+// A GEMM of the class (bf16 by default: 2-byte operands and result; the fp8 classes read
+// 1-byte operands at the file's "fp8" peak and write bf16). Throws InputError naming the
+// GPU file when it states no peak or efficiency for the class.
+int64_t gemm_ns(const GpuModel& gpu, const GemmShape& shape, GemmClass cls = GemmClass::Bf16);
+// The fused attention kernel running `flops` (as it runs them: the causal half, the
+// backward's 2.5 x) over `seq_kv` keys per query, forward or backward, by gpu.flash.
+int64_t flash_attention_ns(const GpuModel& gpu, double flops, int64_t seq_kv, bool backward);
 // A memory-bound op that reads and writes `bytes` in all.
 int64_t memory_ns(const GpuModel& gpu, double bytes);
 

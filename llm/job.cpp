@@ -149,6 +149,9 @@ void validate_job(Job& job, int gpus, std::vector<std::string>* notes) {
   if (const std::string why = runtime_refusal(framework_offer(job.framework), job.layout); !why.empty()) {
     throw InputError(why);
   }
+  if (const std::string why = tp_overlap_refusal(job.layout, job.cluster.gpus_per_node); !why.empty()) {
+    throw InputError(why);
+  }
 }
 
 LlmPipeline job_plan(const Job& job, const GpuModel& gpu, const std::string& profile_name) {

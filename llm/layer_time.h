@@ -1,25 +1,32 @@
 // Compute time of one transformer layer (and of the embedding and the output head + loss)
 // on one GPU of a tensor-parallel group, for one micro-batch, under (t, sp, cp, ep,
-// recompute, micro_batch). Invariant: every GEMM is timed by the GPU's curve
-// (llm/gpu_model.h) at its sharded shape; every elementwise op by its bytes / HBM;
-// communication is added where Megatron-LM exposes it:
-//   forward      GEMMs of attention (QKV with GQA, scores, attention over V, projection)
-//                and the MLP (2 matrices, 3 with SwiGLU), each sharded by t; LayerNorms,
-//                bias-dropout-adds, GeLU / SwiGLU and softmax + dropout by their bytes
-//                (the token-wise ones divided by t under SP, whole without it); 2 TP
-//                all-reduces (no SP) or 2 all-gathers + 2 reduce-scatters (SP), exposed.
-//   I (input)    the input-gradient GEMMs, the attention core's four, elementwise
-//                backward (its own bytes: llm/layer_time.cpp); TP: without SP the 2 all-reduces
-//                overlap the weight-gradient GEMM of their linear (Megatron's async
-//                all-reduce); with SP the 2 all-gathers of the output gradient are
-//                exposed, the 2 reduce-scatters overlap W and the re-gathered inputs of
-//                W overlap I.
+// recompute, micro_batch, attention kernel, fp8 recipe). Invariant: every GEMM is timed by
+// the GPU's curve (llm/gpu_model.h) at its sharded shape, the linears in the fp8 recipe's
+// GEMM class with its casts' bytes; the fused attention kernel by its own curve; every
+// elementwise op by its bytes / HBM; communication is added where the framework exposes it:
+//   forward      the linears (QKV with GQA, projection, the MLP's 2 matrices, 3 with
+//                SwiGLU), each sharded by t; the attention core: flash, one fused kernel
+//                over the causal half (4 b a hd s_q s / 2 / t FLOPs), or unfused, the GEMMs
+//                Q K^T and over V on the whole square with softmax + dropout by their
+//                bytes; norms, residual adds, the activation and RoPE by their bytes (the
+//                token-wise ones divided by t under SP, whole without it), fused or eager;
+//                2 TP all-reduces (no SP) or 2 all-gathers + 2 reduce-scatters (SP),
+//                exposed, or under tp_comm_overlap only what exceeds the GEMM each feeds.
+//   I (input)    the input-gradient GEMMs, the attention core's backward (flash: 2.5 x its
+//                forward FLOPs, the scores recomputed in the kernel; unfused: four GEMMs),
+//                elementwise backward; TP: without SP the 2 all-reduces overlap the
+//                weight-gradient GEMM of their linear (Megatron's async all-reduce); with
+//                SP the 2 all-gathers of the output gradient are exposed, the 2
+//                reduce-scatters overlap W and the re-gathered inputs of W overlap I.
 //   W (weight)   the weight-gradient GEMMs.
-//   R            recompute: the whole forward (full) or the attention core (selective:
-//                scores, softmax, dropout, attention over V); run before I, counted in it.
+//   R            recompute: the whole forward (full), or selective as the framework runs
+//                it (llm/layout.h's SelectivePolicy: Megatron's attention core; torchtitan's
+//                every other matmul and the elementwise ops); run before I, counted in it.
 // CP: K/V go round a ring of cp ranks in cp - 1 steps, overlapped with the attention
 // core (Megatron / Transformer Engine's p2p context parallelism); only what exceeds it
 // shows. EP: 2 all-to-alls forward (dispatch, combine) and 2 backward, exposed.
+// FLOPs (LayerFlops, MFU) keep Megatron's convention whatever the kernel: the whole s x s
+// square, no recompute.
 #pragma once
 
 #include <cstdint>

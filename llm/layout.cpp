@@ -1,6 +1,8 @@
 // Names of the layout's enums, parsed once here at the edge (llm/layout.h).
 #include "llm/layout.h"
 
+#include "core/error.h"
+
 namespace pipescope {
 
 std::string to_string(Sharding sharding) {
@@ -47,6 +49,83 @@ Precision precision_of(PrecisionRecipe recipe) {
     case PrecisionRecipe::Fp8Params: return {1, 4, 12};
   }
   return {};
+}
+
+std::string to_string(AttentionKernel kernel) { return kernel == AttentionKernel::Flash ? "flash" : "unfused"; }
+
+std::optional<AttentionKernel> attention_kernel_from_name(const std::string& name) {
+  // Megatron-LM's AttnBackend (megatron/core/transformer/enums.py): flash, fused (cuDNN
+  // through Transformer Engine), unfused, local (Megatron's own unfused), auto (TE picks a
+  // fused kernel where one applies).
+  if (name == "flash" || name == "fused" || name == "auto") return AttentionKernel::Flash;
+  if (name == "unfused" || name == "local") return AttentionKernel::Unfused;
+  return std::nullopt;
+}
+
+namespace {
+
+// One record per recipe (llm/layout.h's Fp8RecipeInfo says what each field means).
+const Fp8RecipeInfo kFp8Recipes[] = {
+    {Fp8Recipe::None, "none", "", "", GemmClass::Bf16, 0, "bf16 GEMMs"},
+    {Fp8Recipe::Delayed, "delayed", "delayed", "", GemmClass::Fp8TensorScaled, 4,
+     "Transformer Engine DelayedScaling (fp8_format HYBRID: e4m3 forward, e5m2 gradients; the scale from an amax "
+     "history); Megatron-LM --fp8-format hybrid --fp8-recipe delayed"},
+    {Fp8Recipe::Tensorwise, "tensorwise", "tensorwise", "tensorwise", GemmClass::Fp8TensorScaled, 8,
+     "torchao Float8 dynamic scaling, one scale per tensor (Float8LinearConfig.from_recipe_name(\"tensorwise\")); "
+     "Transformer Engine Float8CurrentScaling (Megatron-LM --fp8-recipe tensorwise)"},
+    {Fp8Recipe::Rowwise, "rowwise", "", "rowwise", GemmClass::Fp8RowScaled, 10,
+     "torchao Float8 dynamic scaling, one scale per row of each operand (from_recipe_name(\"rowwise\"))"},
+    {Fp8Recipe::Mxfp8, "mxfp8", "mxfp8", "mxfp8", GemmClass::Mxfp8, 4,
+     "OCP microscaling: one e8m0 scale per 32 elements, Blackwell tensor cores (Transformer Engine MXFP8BlockScaling, "
+     "Megatron-LM --fp8-recipe mxfp8; torchao MXLinear)"},
+};
+
+}  // namespace
+
+const Fp8RecipeInfo& fp8_recipe_info(Fp8Recipe recipe) {
+  for (const Fp8RecipeInfo& r : kFp8Recipes) {
+    if (r.recipe == recipe) return r;
+  }
+  return kFp8Recipes[0];
+}
+
+std::string to_string(Fp8Recipe recipe) { return fp8_recipe_info(recipe).name; }
+
+std::optional<Fp8Recipe> fp8_recipe_from_name(const std::string& name) {
+  if (name == "bf16") return Fp8Recipe::None;
+  for (const Fp8RecipeInfo& r : kFp8Recipes) {
+    if (name == r.name) return r.recipe;
+  }
+  return std::nullopt;
+}
+
+Fp8Recipe fp8_recipe_from_flags(const std::string& fp8_format, const std::string& fp8_recipe) {
+  if (!fp8_format.empty() && fp8_format != "hybrid" && fp8_format != "e4m3") {
+    throw InputError("--fp8-format: expected hybrid or e4m3, got \"" + fp8_format + "\"");
+  }
+  const std::string name = fp8_recipe.empty() ? (fp8_format.empty() ? "none" : "delayed") : fp8_recipe;
+  const std::optional<Fp8Recipe> recipe = fp8_recipe_from_name(name);
+  if (!recipe) throw InputError("--fp8-recipe: expected delayed, tensorwise, rowwise or mxfp8, got \"" + name + "\"");
+  return *recipe;
+}
+
+Fp8Recipe implied_fp8(PrecisionRecipe precision, Fp8Recipe fp8) {
+  return precision == PrecisionRecipe::Fp8Params && fp8 == Fp8Recipe::None ? Fp8Recipe::Delayed : fp8;
+}
+
+AttentionKernel attention_kernel_from_flag(const std::string& backend) {
+  const std::optional<AttentionKernel> kernel = attention_kernel_from_name(backend);
+  if (!kernel) {
+    throw InputError("--attention-backend: expected flash, fused, auto, unfused or local, got \"" + backend + "\"");
+  }
+  return *kernel;
+}
+
+std::string kernels_text(const ParallelLayout& l) {
+  std::string out = "attention " + to_string(l.attention) + ", linears ";
+  out += l.fp8 == Fp8Recipe::None ? std::string("bf16") : "fp8 " + to_string(l.fp8);
+  if (!l.fused_elementwise) out += ", elementwise eager";
+  return out;
 }
 
 double optimizer_state_factor(const Precision& precision) {

@@ -84,6 +84,66 @@ Precision precision_of(PrecisionRecipe recipe);
 // default 2 keeps 8).
 double optimizer_state_factor(const Precision& precision);
 
+// The attention kernel a layout runs (Megatron-LM's --attention-backend, torch's SDPA backend):
+//   flash    fused (FlashAttention-2/3, cuDNN, Transformer Engine, SDPA's flash, efficient
+//            and cudnn backends): the s x s scores live only on chip. The forward keeps Q,
+//            K, V, the output and the softmax statistics (4 bytes per head and token), the
+//            backward recomputes the scores inside the kernel, causal masking skips the
+//            masked blocks; timed at the GPU file's own attention curve (llm/gpu_model.h).
+//   unfused  Korthikanti et al. (2022)'s accounting: Q K^T and the product with V are
+//            batched GEMMs, softmax and dropout memory-bound ops over the s x s scores,
+//            which the stash keeps (5 a s^2 b bytes a layer without recompute).
+enum class AttentionKernel : uint8_t { Flash, Unfused };
+std::string to_string(AttentionKernel kernel);  // "flash", "unfused"
+// Also Megatron-LM's --attention-backend names: fused, auto (flash), local (unfused).
+std::optional<AttentionKernel> attention_kernel_from_name(const std::string& name);
+
+// Which of a transformer layer's GEMMs run in fp8 and how they are scaled: the linears
+// (QKV, output projection, the MLP's, the experts') in fp8; the attention core, norms,
+// router, embedding and output layer stay bf16, as Transformer Engine's fp8_autocast and
+// torchao's Float8 converter (which skips torchtitan's "output") leave them. One record a
+// recipe (fp8_recipe_info, llm/layout.cpp): its names, the GEMM class the GPU file times
+// it with, and the bytes its casts move.
+enum class Fp8Recipe : uint8_t { None, Delayed, Tensorwise, Rowwise, Mxfp8 };
+enum class GemmClass : uint8_t { Bf16, Fp8TensorScaled, Fp8RowScaled, Mxfp8 };
+struct Fp8RecipeInfo {
+  Fp8Recipe recipe = Fp8Recipe::None;
+  const char* name = "none";             // pipescope's name: none, delayed, tensorwise, rowwise, mxfp8
+  const char* megatron = "";             // --fp8-recipe (with --fp8-format hybrid); "" where Megatron has none
+  const char* torchao = "";              // torchtitan --float8.recipe_name; "" where torchao has none
+  GemmClass gemm = GemmClass::Bf16;      // the GPU file's GEMM class (llm/gpu_model.h)
+  // Bytes the casts move per element of a linear's x (m k), W (n k) and dy (m n), per
+  // micro-batch, summed over its three GEMMs (forward, input gradient, weight gradient):
+  // delayed 4 (Transformer Engine casts each tensor once, amax fused, writing the fp8 copy
+  // and its transpose: read 2, write 1 + 1); tensorwise 8 (torchao: an amax pass reads each
+  // tensor, 2, and each of the six operands is cast, read 2 and write 1, 2 x 3); rowwise 10
+  // (each operand scaled along its own rows: amax 2 + cast 3, twice per tensor); mxfp8 4
+  // (per-32-element block scales computed in the cast, as delayed).
+  double cast_bytes = 0;
+  const char* source = "";
+};
+const Fp8RecipeInfo& fp8_recipe_info(Fp8Recipe recipe);
+std::string to_string(Fp8Recipe recipe);
+std::optional<Fp8Recipe> fp8_recipe_from_name(const std::string& name);  // also "bf16" for none
+// Megatron-LM's flags: --fp8-format (hybrid | e4m3) turns fp8 on and --fp8-recipe picks the
+// scaling, delayed by default; --fp8-recipe alone (torchao's names) also turns it on; both
+// empty: none. Throws InputError naming the flag.
+Fp8Recipe fp8_recipe_from_flags(const std::string& fp8_format, const std::string& fp8_recipe);
+// fp8 parameters (--fp8-param-gather) run fp8 GEMMs: the recipe given, else delayed (Megatron-LM's
+// default --fp8-recipe; arguments.py requires an fp8 format with --fp8-param-gather).
+Fp8Recipe implied_fp8(PrecisionRecipe precision, Fp8Recipe fp8);
+// --attention-backend's value; throws InputError naming the flag.
+AttentionKernel attention_kernel_from_flag(const std::string& backend);
+
+// What torch's selective recompute keeps versus Megatron-LM's: one record each, set from
+// the job's framework (validate_job). Megatron-LM --recompute-granularity selective
+// (--recompute-modules core_attn): the attention core is recomputed; torchtitan's per-op
+// selective AC (torchtitan/distributed/activation_checkpoint.py _save_list with its
+// mm_count policy): the outputs of every other matmul and of SDPA are saved, the rest of
+// the layer (the other matmuls: k, the output projection and the MLP's up projection w3;
+// the norms, RoPE and the activation) is recomputed.
+enum class SelectivePolicy : uint8_t { CoreAttention, EveryOtherMatmul };
+
 struct ParallelLayout {
   int t = 1;
   bool sequence_parallel = false;
@@ -112,9 +172,24 @@ struct ParallelLayout {
   // waited on before the op that needs it (the simulator's overlapped p2p, core/p2p.h).
   // Off, and always for 1f1b and the other frameworks' runtimes: blocking p2p.
   bool overlap_p2p = false;
+  AttentionKernel attention = AttentionKernel::Flash;  // every framework's default today
+  Fp8Recipe fp8 = Fp8Recipe::None;                     // none: bf16 GEMMs
+  // The tensor-parallel collectives overlapped with the GEMMs they feed (Megatron-LM's
+  // --tp-comm-overlap, Transformer Engine's userbuffers; torchtitan's async TP, which
+  // decomposes each all-gather / reduce-scatter matmul into per-rank chunks).
+  bool tp_comm_overlap = false;
+  // Elementwise ops run fused (Megatron-LM / Transformer Engine's kernels, torch.compile),
+  // or, false, as eager PyTorch runs a model's Python: one kernel per op (llm/layer_time.cpp
+  // counts each op's bytes both ways).
+  bool fused_elementwise = true;
+  SelectivePolicy selective = SelectivePolicy::CoreAttention;  // the framework's (validate_job)
 
   int gpus() const { return t * cp * d * p; }
   int global_batch() const { return micro_batch * microbatches * d; }
 };
+
+// What the layout's kernels are, as every output that prints a step or memory names them:
+// "attention flash, linears bf16" or "attention flash, linears fp8 tensorwise, elementwise eager".
+std::string kernels_text(const ParallelLayout& layout);
 
 }  // namespace pipescope

@@ -25,9 +25,6 @@ namespace pipescope {
 
 namespace {
 
-int64_t sharded(int64_t parameters, const ParallelLayout& l) {
-  return l.sharding == Sharding::None ? parameters : (parameters + l.d - 1) / l.d;
-}
 
 }  // namespace
 
@@ -47,6 +44,7 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
   rc.stage_b.assign(chunks.size(), 0);
   rc.busy.assign(static_cast<std::size_t>(l.p), 0);
   rc.fwd = rc.bwd = rc.params = rc.opt = rc.busy;
+  rc.layers.assign(static_cast<std::size_t>(l.p), 0);
   const int freq = std::max(shape.moe_layer_frequency, 1);
   std::vector<std::size_t> rank_of(chunks.size());
   for (std::size_t c = 0; c < chunks.size(); ++c) rank_of[c] = static_cast<std::size_t>(chunk_rank(l, static_cast<int>(c)));
@@ -55,7 +53,7 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
     const LayerTime& time;
     int64_t optimizer_ns;
   };
-  auto timed = [&](const LayerTime& t) { return Timed{t, optimizer_step_ns(gpu, sharded(t.parameters, l))}; };
+  auto timed = [&](const LayerTime& t) { return Timed{t, optimizer_step_ns(gpu, sharded_parameters(t.parameters, l))}; };
   const Timed embedding = timed(lt.embedding), dense = timed(lt.dense), moe = timed(lt.moe), head = timed(lt.head);
   auto add = [&](std::size_t stage, const Timed& t) {
     const std::size_t r = rank_of[stage];
@@ -68,6 +66,7 @@ RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& l, con
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     if (c == 0) add(c, embedding);
     for (int i = 0; i < chunks[c]; ++i, ++layer) add(c, shape.experts > 0 && layer % freq == 0 ? moe : dense);
+    rc.layers[rank_of[c]] += chunks[c];
     if (c + 1 == chunks.size()) add(c, head);
   }
   for (std::size_t s = 0; s < chunks.size(); ++s) {
@@ -92,10 +91,12 @@ int64_t bound_from_costs(const TransformerShape& shape, const ParallelLayout& l,
     // The tail depends on the rank's parameters, F, B and busy time alone: a rank equal to
     // the one before it in all four (the middle ranks, as a rule) adds nothing new.
     const bool as_before = r > 0 && rc.params[r] == rc.params[r - 1] && rc.fwd[r] == rc.fwd[r - 1] &&
-                           rc.bwd[r] == rc.bwd[r - 1] && rc.busy[r] == rc.busy[r - 1];
+                           rc.bwd[r] == rc.bwd[r - 1] && rc.busy[r] == rc.busy[r - 1] &&
+                           rc.layers[r] == rc.layers[r - 1];
     if (as_before) continue;
     dp = std::max(dp, dp_exposed_ns(gpu, l, rc.params[r], rc.fwd[r], rc.bwd[r], options));
-    extra = std::max(extra, sharding_extra_ns(gpu, l, rc.params[r], rc.busy[r], rc.fwd[r], rc.bwd[r], options));
+    extra = std::max(extra, sharding_extra_ns(gpu, l, rc.params[r], rc.busy[r], rc.fwd[r], rc.bwd[r], options,
+                                              rc.layers[r]));
   }
   // The cost model rounds each stage's summed milliseconds to nanoseconds: a few ns per op.
   const int64_t slack = 4 * static_cast<int64_t>(l.microbatches) * l.v * l.p + 1000;

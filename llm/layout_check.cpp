@@ -260,7 +260,21 @@ ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayo
   check_sharding(layout, framework, notes);
   check_rank_order(layout);  // a permutation of tp, cp, ep, dp, pp, whichever command built the layout
   check_order(layout, framework);
+  if (layout.tp_comm_overlap && !(layout.t > 1 && layout.sequence_parallel)) {
+    refuse("--tp-comm-overlap", "overlaps tensor-parallel collectives with GEMMs only under --sequence-parallel with "
+                                "t > 1 (Megatron-LM's arguments.py asserts it; torchtitan's async TP needs SP too), got t = " +
+                                    str(layout.t) + (layout.sequence_parallel ? " with SP" : " without SP"));
+  }
   ParallelLayout out = layout;
+  // Selective recompute as the framework runs it (llm/layout.h's SelectivePolicy).
+  out.selective = selective_policy(framework);
+  if (implied_fp8(out.precision, out.fp8) != out.fp8) {
+    out.fp8 = implied_fp8(out.precision, out.fp8);
+    if (notes != nullptr) {
+      notes->push_back("fp8-params (--fp8-param-gather) runs fp8 GEMMs: --fp8-format hybrid --fp8-recipe delayed "
+                       "assumed (Megatron-LM's arguments.py requires an fp8 format for it)");
+    }
+  }
   if (out.t == 1 && out.sequence_parallel) {
     out.sequence_parallel = false;
     if (notes != nullptr) {

@@ -21,6 +21,11 @@ namespace pipescope {
 enum class Framework : uint8_t { Megatron, Torch, DeepSpeed };
 std::string to_string(Framework framework);  // "megatron", "torch", "deepspeed"
 std::optional<Framework> framework_from_name(const std::string& name);
+// How the framework runs selective recompute (llm/layout.h's SelectivePolicy): torch's
+// per-op policy (torchtitan), Megatron-LM's attention core elsewhere.
+inline SelectivePolicy selective_policy(Framework framework) {
+  return framework == Framework::Torch ? SelectivePolicy::EveryOtherMatmul : SelectivePolicy::CoreAttention;
+}
 
 // The limits of a job (docs/reliability.md, Limits), checked where a job or a search
 // request is validated and nowhere else. Within them the degree and batch products (t cp d p,

@@ -26,7 +26,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 auto key(const ParallelLayout& l) {
   return std::make_tuple(l.t, l.cp, l.ep, l.d, l.p, l.v, l.micro_batch, static_cast<int>(l.recompute),
                          static_cast<int>(l.sharding), l.sequence_parallel ? 1 : 0,
-                         static_cast<int>(layout_schedule(l)));
+                         static_cast<int>(layout_schedule(l)), l.tp_comm_overlap ? 1 : 0);
 }
 
 bool faster(const LlmCandidate& a, const LlmCandidate& b) {
@@ -48,14 +48,14 @@ std::vector<int> divisors(int n) {
 
 // The dimensions of result.dimensions, by index while the search runs (every candidate
 // touches all of them: no string keys in the loop), named once it ends.
-constexpr std::size_t kDimensions = 11;
-constexpr std::array<const char*, kDimensions> kDimensionNames = {"t", "sp", "cp",       "ep", "p",        "d",
-                                                                  "v", "schedule", "b", "recompute", "sharding"};
+constexpr std::size_t kDimensions = 12;
+constexpr std::array<const char*, kDimensions> kDimensionNames = {
+    "t", "sp", "cp", "ep", "p", "d", "v", "schedule", "b", "recompute", "sharding", "tp-comm-overlap"};
 
 // The dimension values one layout has, in kDimensionNames' order.
 std::array<int, kDimensions> dimension_values(const ParallelLayout& l) {
   return {l.t, l.sequence_parallel ? 1 : 0, l.cp, l.ep, l.p, l.d, l.v, static_cast<int>(layout_schedule(l)),
-          l.micro_batch, static_cast<int>(l.recompute), static_cast<int>(l.sharding)};
+          l.micro_batch, static_cast<int>(l.recompute), static_cast<int>(l.sharding), l.tp_comm_overlap ? 1 : 0};
 }
 
 class Search {
@@ -168,18 +168,31 @@ class Search {
     ParallelLayout base;
     base.t = t, base.cp = cp, base.d = d, base.p = p;
     base.precision = q_.precision, base.order = q_.order;
+    base.attention = q_.attention, base.fp8 = implied_fp8(q_.precision, q_.fp8);
+    base.fused_elementwise = q_.fused_elementwise;
+    base.selective = selective_policy(q_.framework);
     for (int ep : ep_options(shape, d * cp)) {
       for (bool sp : t > 1 ? offer_.sequence_parallel : std::vector<bool>{false}) {
-        for (int v : v_options(shape.layers, p)) {
-          for (ScheduleKind kind : schedule_options(p, v)) {
-            ParallelLayout l = base;
-            l.ep = ep, l.sequence_parallel = sp, l.v = v, l.schedule = kind;
-            l.layers_per_chunk = even_chunks(shape.layers, l);
-            enumerate_batches(shape, l, refusal(shape, l));
+        for (bool overlap : overlap_options(base, t, sp)) {
+          for (int v : v_options(shape.layers, p)) {
+            for (ScheduleKind kind : schedule_options(p, v)) {
+              ParallelLayout l = base;
+              l.ep = ep, l.sequence_parallel = sp, l.v = v, l.schedule = kind, l.tp_comm_overlap = overlap;
+              l.layers_per_chunk = even_chunks(shape.layers, l);
+              enumerate_batches(shape, l, refusal(shape, l));
+            }
           }
         }
       }
     }
+  }
+
+  // The TP overlap where the framework runs it (t > 1 with SP, the TP group inside a node), or as pinned.
+  std::vector<bool> overlap_options(ParallelLayout l, int t, bool sp) const {
+    l.tp_comm_overlap = true;
+    const bool possible = t > 1 && sp && offer_.tp_comm_overlap && tp_overlap_refusal(l, gpu_.gpus_per_node()).empty();
+    if (q_.tp_comm_overlap) return {*q_.tp_comm_overlap && possible};
+    return possible ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
 
   std::vector<int> ep_options(const TransformerShape& shape, int dcp) const {
@@ -343,7 +356,8 @@ class Search {
   }
 
   const LayerTimes& cached_times(const TransformerShape& shape, const ParallelLayout& l) {
-    const auto k = std::make_tuple(l.t, l.sequence_parallel, l.cp, l.ep, static_cast<int>(l.recompute), l.micro_batch);
+    const auto k = std::make_tuple(l.t, l.sequence_parallel, l.cp, l.ep, static_cast<int>(l.recompute), l.micro_batch,
+                                   l.tp_comm_overlap);
     auto it = times_.find(k);
     if (it == times_.end()) it = times_.emplace(k, layer_times(shape, l, gpu_)).first;
     return it->second;
@@ -428,7 +442,7 @@ class Search {
   std::string runtime_refused_;  // the first runtime_refusal met, for refuse_nothing_fits
   std::vector<Entry> fitting_;
   std::array<std::map<int, DimensionValue>, kDimensions> dimensions_;  // r_.dimensions by kDimensionNames' index
-  std::map<std::tuple<int, bool, int, int, int, int>, LayerTimes> times_;
+  std::map<std::tuple<int, bool, int, int, int, int, bool>, LayerTimes> times_;
   std::map<std::tuple<int, int, int, int>, InFlight> in_flight_;
   std::map<std::tuple<int, bool, int, int, int, int, int, int, bool>, std::vector<int>> balanced_;  // balanced_split's
 };
@@ -485,6 +499,7 @@ std::string layout_summary(const ParallelLayout& l) {
   std::string out = "t " + str(l.t) + (l.sequence_parallel ? " sp" : "") + " cp " + str(l.cp) + " ep " + str(l.ep);
   out += " d " + str(l.d) + " p " + str(l.p) + " v " + str(l.v) + " b " + str(l.micro_batch);
   out += " M " + str(l.microbatches) + " recompute " + to_string(l.recompute) + " " + to_string(l.sharding);
+  if (l.tp_comm_overlap) out += " tp-overlap";
   ParallelLayout by_v = l;
   by_v.schedule.reset();
   if (layout_schedule(l) != layout_schedule(by_v)) {  // not Megatron's default

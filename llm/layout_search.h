@@ -41,6 +41,13 @@ struct LlmSearchRequest {
   int global_batch = 0;          // sequences per step: b x M x d
   Framework framework = Framework::Megatron;
   PrecisionRecipe precision = PrecisionRecipe::Bf16Mixed;
+  // What every candidate runs (llm/layout.h): the attention kernel, the linears' fp8 recipe,
+  // fused or eager elementwise ops. The TP overlap is searched where the framework offers it
+  // (t > 1 with SP); tp_comm_overlap pins it.
+  AttentionKernel attention = AttentionKernel::Flash;
+  Fp8Recipe fp8 = Fp8Recipe::None;
+  bool fused_elementwise = true;
+  std::optional<bool> tp_comm_overlap;
   std::string order = "tp-cp-ep-dp-pp";
   StepOptions options;            // what was asked; each layout runs set_framework_overlap's (llm/framework.h)
   // Pins: > 0 fixes the dimension, 0 searches it.

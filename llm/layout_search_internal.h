@@ -20,6 +20,7 @@ LayerTimes layer_times(const TransformerShape& shape, const ParallelLayout& layo
 struct RankCosts {
   std::vector<int64_t> stage_f, stage_b;         // per stage (chunk), one micro-batch
   std::vector<int64_t> fwd, bwd, busy, params, opt;  // per pipeline rank
+  std::vector<int> layers;                           // transformer layers per pipeline rank
 };
 RankCosts rank_costs(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu,
                      const LayerTimes& times);

@@ -197,9 +197,24 @@ double layer_activation_bytes(const TransformerShape& shape, const ParallelLayou
   const double t = l.t, sbh = s * b * h;
   const bool sp = l.sequence_parallel && l.t > 1;
   if (l.recompute == Recompute::Full) return 2 * sbh / (sp ? t : 1);
+  if (l.recompute == Recompute::Selective && l.selective == SelectivePolicy::EveryOtherMatmul) {
+    // torchtitan's per-op policy saves the block input and the outputs of the 1st, 3rd, 5th
+    // and 7th matmul (wq, wv, w1, w2; w2's is whole before its reduce-scatter) and of SDPA
+    // (its output and log-sum-exp); the rest is recomputed.
+    const double hd = shape.kv_channels > 0 ? shape.kv_channels : h / shape.heads;
+    const double q = shape.heads * hd, kv = (shape.kv_heads > 0 ? shape.kv_heads : shape.heads) * hd;
+    return 2 * sbh / (sp ? t : 1) + s * b * (2 * q + 2 * kv + 2 * q + 2 * ffn(shape)) / t + 2 * sbh +
+           4.0 * shape.heads * s * b / t;
+  }
   const double split = (8 + 4.0 * ffn(shape) / h) * sbh / t;
   double bytes = sp ? 10 * sbh / t + split : 10 * sbh + split;
-  if (l.recompute == Recompute::None) bytes += 5.0 * shape.heads * s * s * b / t;
+  // Unfused attention keeps its s x s scores (softmax output 2, dropout mask 1, dropout
+  // output 2 bytes each: Table 2's 5 a s^2 b); a fused kernel keeps only the softmax
+  // statistics, one fp32 log-sum-exp per head and query (Q, K, V and the output are in the
+  // 34 s b h already), and selective recompute drops either.
+  if (l.recompute == Recompute::None) {
+    bytes += l.attention == AttentionKernel::Unfused ? 5.0 * shape.heads * s * s * b / t : 4.0 * shape.heads * s * b / t;
+  }
   return bytes;
 }
 
@@ -207,7 +222,12 @@ double layer_weight_grad_bytes(const TransformerShape& shape, const ParallelLayo
   const double s = static_cast<double>(shape.sequence) / l.cp, b = l.micro_batch, h = shape.hidden;
   const double t = l.t, sbh = s * b * h;
   const bool sp = l.sequence_parallel && l.t > 1;
-  if (l.recompute == Recompute::Full) return layer_activation_bytes(shape, l);
+  // Full recompute and torch's per-op selective recompute keep less than W's inputs: the
+  // inputs W needs are rebuilt by the recompute, outside the stash, so I frees nothing.
+  if (l.recompute == Recompute::Full ||
+      (l.recompute == Recompute::Selective && l.selective == SelectivePolicy::EveryOtherMatmul)) {
+    return layer_activation_bytes(shape, l);
+  }
   const double whole = 4 * sbh + 2 * sbh + 2 * sbh;          // norm inputs, QKV's and fc1's inputs
   const double split = 2 * sbh + 2 * s * b * ffn(shape);     // the output projection's and fc2's inputs
   return (sp ? whole / t : whole) + split / t;

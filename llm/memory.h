@@ -80,7 +80,8 @@ double head_activation_bytes(const TransformerShape& shape, const ParallelLayout
 // per rank without SP and / t under SP (Megatron all-gathers them again for W); the
 // output projection's input 2 s b h / t and fc2's (the activation's output, 2 s b f / t,
 // the 2 s b f layer_activation_bytes counts for it, SwiGLU too). Selective recompute
-// keeps all of them; full recompute keeps the layer input only, which W needs whole
+// keeps all of them; full recompute keeps the layer input only (torch's per-op selective
+// recompute, its saved matmul outputs: both rebuild W's inputs outside the stash), which W needs whole
 // (I frees nothing: the recomputed linear inputs I leaves for W are outside the stash, as
 // the one recomputed layer memory.cpp adds is). MoE layers are counted as
 // layer_activation_bytes counts them, as a dense MLP of f. Not here: the output gradients

@@ -45,7 +45,11 @@ Json layout_to_json(const ParallelLayout& l) {
               {"schedule", to_string(layout_schedule(l))},
               {"overlap_grad_reduce", l.overlap_grad_reduce},
               {"overlap_param_gather", l.overlap_param_gather},
-              {"overlap_p2p", l.overlap_p2p}};
+              {"overlap_p2p", l.overlap_p2p},
+              {"attention", to_string(l.attention)},
+              {"fp8", to_string(l.fp8)},
+              {"tp_comm_overlap", l.tp_comm_overlap},
+              {"fused_elementwise", l.fused_elementwise}};
   if (!l.layers_per_chunk.empty()) out["layers_per_chunk"] = l.layers_per_chunk;
   return out;
 }
@@ -81,6 +85,11 @@ ParallelLayout layout_from_json(const JsonReader& r) {
   if (r.has("overlap_grad_reduce")) l.overlap_grad_reduce = r["overlap_grad_reduce"].as_bool();  // absent: off
   if (r.has("overlap_param_gather")) l.overlap_param_gather = r["overlap_param_gather"].as_bool();
   if (r.has("overlap_p2p")) l.overlap_p2p = r["overlap_p2p"].as_bool();  // absent (files before it): blocking
+  // Absent (files before them): flash attention, bf16 GEMMs, no TP overlap, fused kernels.
+  if (r.has("attention")) l.attention = read_name(r["attention"], &attention_kernel_from_name, "flash or unfused");
+  if (r.has("fp8")) l.fp8 = read_name(r["fp8"], &fp8_recipe_from_name, "none, delayed, tensorwise, rowwise or mxfp8");
+  if (r.has("tp_comm_overlap")) l.tp_comm_overlap = r["tp_comm_overlap"].as_bool();
+  if (r.has("fused_elementwise")) l.fused_elementwise = r["fused_elementwise"].as_bool();
   // Bounds on the products every consumer forms in int (ParallelLayout::gpus(),
   // global_batch(), p x v chunks): the hardware limit of 2^20 GPUs, 2^31 - 1 samples.
   const int64_t gpus = int64_t{l.t} * l.cp * l.d * l.p;

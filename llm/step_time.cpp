@@ -35,10 +35,6 @@ LayerProfile layer_profile(const std::string& name, const LayerTime& t, int64_t 
   return l;
 }
 
-int64_t sharded(int64_t parameters, const ParallelLayout& l) {
-  return l.sharding == Sharding::None ? parameters : (parameters + l.d - 1) / l.d;
-}
-
 // The transformer layers, each timed once per kind (dense or MoE).
 std::vector<LayerTime> transformer_layers(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
   const LayerTime dense = transformer_layer_time(shape, l, gpu, false);
@@ -50,6 +46,11 @@ std::vector<LayerTime> transformer_layers(const TransformerShape& shape, const P
 }
 
 }  // namespace
+
+int64_t sharded_parameters(int64_t parameters, const ParallelLayout& l) {
+  const int64_t group = int64_t{l.d} * l.cp;
+  return l.sharding == Sharding::None ? parameters : (parameters + group - 1) / group;
+}
 
 int64_t optimizer_step_ns(const GpuModel& gpu, int64_t parameters) {
   return memory_ns(gpu, 42.0 * static_cast<double>(parameters));
@@ -67,17 +68,17 @@ LlmPipeline llm_pipeline(const TransformerShape& shape, const ParallelLayout& l,
   const StashBytes emb_stash{embedding_activation_bytes(shape, l), embedding_weight_grad_bytes(shape, l)};
   const StashBytes layer_stash{layer_activation_bytes(shape, l), layer_weight_grad_bytes(shape, l)};
   const StashBytes head_stash{head_activation_bytes(shape, l), head_weight_grad_bytes(shape, l)};
-  p.layers.push_back(layer_profile("embedding", emb, send, optimizer_step_ns(gpu, sharded(emb.parameters, l)), emb_stash));
+  p.layers.push_back(layer_profile("embedding", emb, send, optimizer_step_ns(gpu, sharded_parameters(emb.parameters, l)), emb_stash));
   p.layers.back().spec = {{"type", "embedding"}, {"vocabulary", shape.vocabulary}, {"hidden", shape.hidden}};
   const std::vector<LayerTime> layers = transformer_layers(shape, l, gpu);
   const Json block = decoder_layer_spec(shape, "transformer_block");  // llm/profile_layers.h reads it back
   for (int i = 0; i < shape.layers; ++i) {
     const LayerTime& t = layers[static_cast<std::size_t>(i)];
-    p.layers.push_back(layer_profile("layers." + std::to_string(i), t, send, optimizer_step_ns(gpu, sharded(t.parameters, l)),
+    p.layers.push_back(layer_profile("layers." + std::to_string(i), t, send, optimizer_step_ns(gpu, sharded_parameters(t.parameters, l)),
                                      layer_stash));
     p.layers.back().spec = block;
   }
-  p.layers.push_back(layer_profile("head", head, 0, optimizer_step_ns(gpu, sharded(head.parameters, l)), head_stash));
+  p.layers.push_back(layer_profile("head", head, 0, optimizer_step_ns(gpu, sharded_parameters(head.parameters, l)), head_stash));
   p.layers.back().spec = {{"type", "lm_head"}, {"vocabulary", shape.vocabulary}, {"tied", shape.tied_embeddings}};
   Plan& plan = out.plan;
   plan.microbatches = l.microbatches;
@@ -103,8 +104,8 @@ std::vector<PlanStage> llm_stages(const TransformerShape& shape, const ParallelL
 
 int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t forward_ns,
                       int64_t backward_ns, const StepOptions& options) {
-  if (l.d <= 1) return 0;
-  const GroupLink dp = group_link(gpu, l, Group::Dp);
+  if (l.d * l.cp <= 1) return 0;
+  const GroupLink dp = gradient_group_link(gpu, l);
   const int64_t grad_bytes = parameters * 4;  // fp32 main gradients
   const bool sharded_opt = l.sharding != Sharding::None;
   const int64_t reduce = sharded_opt ? reduce_scatter_group_ns(dp, grad_bytes) : allreduce_group_ns(dp, grad_bytes);
@@ -123,15 +124,29 @@ int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t para
 // data-parallel link carries each collective once: the part of step_time's tail that its
 // overlap switches hid behind compute (dp_exposed_ns with and without them) takes its share
 // of the same busy time, so the excess of all of it shows here.
+//
+// Per layer: FSDP gathers layer i + 1 while layer i computes, so a layer whose collectives
+// outlast its own compute shows the difference however much compute the step has overall
+// (latency-bound collectives on many nodes): each micro-batch's forward shows
+// layers x (all-gather(P / layers) - F / layers) where positive, its backward (ZeRO-3's
+// all-gather and the reduce-scatter, ZeRO-2's reduce-scatter) likewise against B / layers.
+// The larger of the two readings shows.
 int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& l, int64_t parameters, int64_t busy,
-                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options) {
-  if (l.d <= 1 || (l.sharding != Sharding::Zero2 && l.sharding != Sharding::Zero3)) return 0;
-  const GroupLink dp = group_link(gpu, l, Group::Dp);
+                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options, int layers) {
+  if (l.d * l.cp <= 1 || (l.sharding != Sharding::Zero2 && l.sharding != Sharding::Zero3)) return 0;
+  const GroupLink dp = gradient_group_link(gpu, l);
+  const bool zero3 = l.sharding == Sharding::Zero3;
   int64_t total = (l.microbatches - 1) * reduce_scatter_group_ns(dp, parameters * 4);
-  if (l.sharding == Sharding::Zero3) total += 2 * l.microbatches * allgather_group_ns(dp, parameters * 2);
+  if (zero3) total += 2 * l.microbatches * allgather_group_ns(dp, parameters * 2);
   const int64_t hidden_tail = dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, {}) -
                               dp_exposed_ns(gpu, l, parameters, forward_ns, backward_ns, options);
-  return std::max<int64_t>(total + hidden_tail - busy, 0);
+  const int64_t n = std::max(layers, 1);
+  const int64_t per_layer = parameters / n;
+  const int64_t gather = zero3 ? allgather_group_ns(dp, per_layer * 2) : 0;
+  const int64_t scatter = reduce_scatter_group_ns(dp, per_layer * 4);
+  const int64_t per_microbatch =
+      n * (std::max<int64_t>(gather - forward_ns / n, 0) + std::max<int64_t>(gather + scatter - backward_ns / n, 0));
+  return std::max(std::max<int64_t>(total + hidden_tail - busy, 0), l.microbatches * per_microbatch);
 }
 
 int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& l, const GpuModel& gpu) {
@@ -181,9 +196,15 @@ StepTime step_time(const TransformerShape& shape, const ParallelLayout& l, const
   for (std::size_t r = 0; r < params.size(); ++r) {
     st.dp_exposed_ns = std::max(st.dp_exposed_ns, dp_exposed_ns(gpu, l, params[r], fwd[r], bwd[r], options));
   }
+  std::vector<int> layers(params.size(), 0);
+  const std::vector<int> per_chunk = chunk_layers(shape, l);
+  for (std::size_t c = 0; c < per_chunk.size(); ++c) {
+    layers[static_cast<std::size_t>(chunk_rank(l, static_cast<int>(c)))] += per_chunk[c];
+  }
   for (std::size_t r = 0; r < params.size(); ++r) {
     const int64_t busy = l.microbatches * (fwd[r] + bwd[r]);
-    st.sharding_ns = std::max(st.sharding_ns, sharding_extra_ns(gpu, l, params[r], busy, fwd[r], bwd[r], options));
+    st.sharding_ns =
+        std::max(st.sharding_ns, sharding_extra_ns(gpu, l, params[r], busy, fwd[r], bwd[r], options, layers[r]));
   }
   st.embedding_sync_ns = embedding_sync_ns(shape, l, gpu);
   st.step_ns = st.pipeline_ns + st.dp_exposed_ns + st.embedding_sync_ns + st.sharding_ns;

@@ -108,10 +108,15 @@ int64_t dp_exposed_ns(const GpuModel& gpu, const ParallelLayout& layout, int64_t
 // ZeRO-2 reduce-scatters the gradients after every micro-batch's backward (M - 1 more than
 // the one after the flush dp_exposed_ns counts); ZeRO-3 / FSDP also all-gathers the
 // parameters before each micro-batch's forward and again before its backward (2 M), all of
-// it prefetched and overlapped with the rank's `busy` compute: only the excess shows
-// (step_time.cpp says how; docs/llm-scale.md states the assumption). 0 for other shardings.
+// it prefetched and overlapped with the rank's `busy` compute: only the excess shows, and
+// at least what each of the rank's `layers` (FSDP's units, one transformer block each)
+// cannot hide behind its own compute, one layer ahead (step_time.cpp says how;
+// docs/llm-scale.md states the assumption). 0 for other shardings.
 int64_t sharding_extra_ns(const GpuModel& gpu, const ParallelLayout& layout, int64_t parameters, int64_t busy,
-                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options);
+                          int64_t forward_ns, int64_t backward_ns, const StepOptions& options, int layers = 1);
+// The parameters of a rank's optimizer step: / (d cp) under a sharded optimizer (the
+// gradient group, llm/collectives.h's gradient_group_link), all of them without.
+int64_t sharded_parameters(int64_t parameters, const ParallelLayout& layout);
 // The tied word-embedding gradients all-reduced between the first and the last stage (p > 1).
 int64_t embedding_sync_ns(const TransformerShape& shape, const ParallelLayout& layout, const GpuModel& gpu);
 

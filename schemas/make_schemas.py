@@ -114,6 +114,20 @@ def _gpu_section():
              "gemm": gemm,
              "memory_efficiency": eff("with gemm: achieved / peak HBM bandwidth of fused elementwise ops and the optimizer"),
              "collective_efficiency": eff("with gemm: NCCL bus bandwidth / link bandwidth"),
+             "gemm_fp8": obj({"tensor_scaled": eff("per-tensor scaled fp8 GEMMs (TE delayed / current, torchao "
+                                                   "tensorwise): achieved / peak_dense_tflops.fp8"),
+                              "row_scaled": eff("per-row scaled fp8 GEMMs (torchao rowwise)"),
+                              "mxfp8": eff("MX block-scaled fp8 GEMMs (Blackwell)")}, [],
+                             "optional: max_efficiency of each fp8 GEMM class (the wave and k terms as bf16's); "
+                             "needs peak_dense_tflops.fp8"),
+             "attention": obj({"flash": obj({"forward_efficiency": eff("achieved / bf16 peak of the fused kernel's "
+                                                                       "forward (the causal half's FLOPs)"),
+                                             "backward_efficiency": eff("the same of its backward (2.5 x the "
+                                                                        "forward's FLOPs)"),
+                                             "seq_half": number(0, 1e7, "optional: the sequence at which the "
+                                                                "efficiency halves (x s / (s + seq_half))")},
+                                            ["forward_efficiency", "backward_efficiency"])}, ["flash"],
+                              "optional: the fused attention kernel's curve; absent: gemm.max_efficiency"),
              "sources": {"type": "object", "additionalProperties": string(), "description": "where each figure comes from"}},
             ["peak_dense_tflops", "hbm_gb_per_s"], "optional: one GPU model's speed (GPU files)")
     g["dependentRequired"] = {"gemm": ["memory_efficiency", "collective_efficiency"]}
@@ -133,7 +147,9 @@ def _define_llm_time():
                   "global_batch": integer(1), "recompute": {"enum": ["none", "selective", "full"]},
                   "sharding": string(), "order": string(), "gpus": integer(1),
                   "overlap_grad_reduce": {"type": "boolean"}, "overlap_param_gather": {"type": "boolean"},
-                  "overlap_p2p": {"type": "boolean"}},
+                  "overlap_p2p": {"type": "boolean"}, "attention": {"enum": ["flash", "unfused"]},
+                  "fp8": {"enum": ["none", "delayed", "tensorwise", "rowwise", "mxfp8"]},
+                  "tp_comm_overlap": {"type": "boolean"}, "fused_elementwise": {"type": "boolean"}},
                  ["t", "sequence_parallel", "cp", "ep", "d", "p", "v", "micro_batch", "microbatches", "global_batch",
                   "recompute", "gpus"])
     s = head("llm_time", "pipescope llm_time v1",
@@ -186,7 +202,16 @@ def llm_layout():
                                          "forward (--overlap-param-gather; FSDP2 and ZeRO-3 always; default false)"},
                 "overlap_p2p": {"type": "boolean", "description": "p2p posted ahead and waited on before the op "
                                 "that needs it: Megatron-LM's interleaved schedule by default "
-                                "(--overlap-p2p-communication); default false: blocking p2p"}}}
+                                "(--overlap-p2p-communication); default false: blocking p2p"},
+                "attention": {"enum": ["flash", "unfused"],
+                              "description": "the attention kernel (--attention-backend): flash = fused (FlashAttention, "
+                                             "cuDNN, TE, SDPA; default), unfused = Korthikanti's accounting"},
+                "fp8": {"enum": ["none", "delayed", "tensorwise", "rowwise", "mxfp8"],
+                        "description": "the linears' fp8 recipe (--fp8-recipe; default none: bf16 GEMMs)"},
+                "tp_comm_overlap": {"type": "boolean", "description": "TP collectives overlapped with their GEMMs "
+                                    "(--tp-comm-overlap, torchtitan's async TP; default false)"},
+                "fused_elementwise": {"type": "boolean", "description": "elementwise ops fused (TE / Megatron kernels, "
+                                      "torch.compile; default true) or eager PyTorch, one kernel per op"}}}
 
 
 def llm_memory():

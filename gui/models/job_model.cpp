@@ -88,6 +88,7 @@ LlmSearchRequest job_search_request(const Job& job, int top) {
   q.global_batch = l.global_batch();
   q.framework = job.framework;
   q.precision = l.precision;
+  q.attention = l.attention, q.fp8 = l.fp8, q.fused_elementwise = l.fused_elementwise;
   q.order = l.order;
   q.options.overlap_grad_reduce = l.overlap_grad_reduce;
   q.options.overlap_param_gather = l.overlap_param_gather;

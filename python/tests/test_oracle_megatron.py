@@ -62,7 +62,7 @@ with warnings.catch_warnings():
     import megatron.core as megatron_core
     from megatron.core import parallel_state
     from megatron.core.pipeline_parallel import schedules as mschedules
-    from megatron.core.transformer.enums import LayerType
+    from megatron.core.transformer.enums import AttnBackend, LayerType
     from megatron.core.transformer.pipeline_parallel_layer_layout import PipelineParallelLayerLayout
     from megatron.core.transformer.transformer_block import get_num_layers_to_build
     from megatron.core.transformer.transformer_config import TransformerConfig
@@ -104,6 +104,10 @@ FLAG_TO_CONFIG = {
     "--fp16": ("fp16", None),
     "--fp8-format": ("fp8", str),          # arguments.py: dest='fp8'
     "--fp8-param-gather": ("fp8_param", None),  # training.py: config.fp8_param = args.fp8_param_gather
+    "--fp8-recipe": ("fp8_recipe", str),
+    # arguments.py: type=lambda attn_backend: AttnBackend[attn_backend]
+    "--attention-backend": ("attention_backend", lambda name: AttnBackend[name]),
+    "--tp-comm-overlap": ("tp_comm_overlap", None),  # ModelParallelConfig.tp_comm_overlap
 }
 # Megatron-LM's flags whose dest is a DistributedDataParallelConfig field (training.py
 # builds the DDP config from the args of the same names).

@@ -52,7 +52,10 @@ const std::map<std::string, FlagDef> kMegatronFlags = {
     {"--use-distributed-optimizer", {Kind::Switch, {}}},        // _add_distributed_args, store_true
     {"--use-tp-pp-dp-mapping", {Kind::Switch, {}}},             // store_true
     {"--fp8-format", {Kind::Choice, {"e4m3", "hybrid"}}},       // _add_transformer_engine_args
+    {"--fp8-recipe", {Kind::Choice, {"tensorwise", "delayed", "mxfp8", "blockwise"}}},  // arguments.py:1318
     {"--fp8-param-gather", {Kind::Switch, {}}},                 // store_true
+    {"--attention-backend", {Kind::Choice, {"flash", "fused", "unfused", "local", "auto"}}},  // AttnBackend, :1562
+    {"--tp-comm-overlap", {Kind::Switch, {}}},                  // store_true, arguments.py:2090
 };
 
 // PyTorch 2.13, torch/distributed/pipelining/schedules.py __all__; true = a

@@ -68,9 +68,9 @@ TEST(ExportLayout, MegatronSaysEveryField) {
       {"--tensor-model-parallel-size", "2"}, {"--sequence-parallel", ""}, {"--context-parallel-size", "2"},
       {"--expert-model-parallel-size", "2"}, {"--pipeline-model-parallel-size", "2"}, {"--num-layers", "6"},
       {"--seq-length", "4096"}, {"--micro-batch-size", "2"}, {"--global-batch-size", "64"}, {"--bf16", ""},
-      {"--fp8-format", "hybrid"}, {"--fp8-param-gather", ""}, {"--use-distributed-optimizer", ""},
-      {"--recompute-granularity", "full"}, {"--recompute-method", "uniform"}, {"--recompute-num-layers", "1"},
-      {"--use-tp-pp-dp-mapping", ""}};
+      {"--fp8-format", "hybrid"}, {"--fp8-recipe", "delayed"}, {"--fp8-param-gather", ""},
+      {"--use-distributed-optimizer", ""}, {"--recompute-granularity", "full"}, {"--recompute-method", "uniform"},
+      {"--recompute-num-layers", "1"}, {"--use-tp-pp-dp-mapping", ""}, {"--attention-backend", "flash"}};
   EXPECT_EQ(flags_of(r), expected);
   EXPECT_EQ(r.json["world_size"], 2 * 2 * 4 * 2);  // t cp d p
   EXPECT_HAS(r.text, "# 32 GPUs = tensor 2 x context 2 x pipeline 2 x data 4");

@@ -19,7 +19,7 @@ const std::string k175 =
     "llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
     "--vocab-size 51200 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
     "--num-layers-per-virtual-pipeline-stage 4 --sequence-parallel --recompute-granularity selective "
-    "--micro-batch-size 1 --global-batch-size 64";
+    "--micro-batch-size 1 --global-batch-size 64 --attention-backend unfused";
 
 TEST(CliLlmTime, JsonIsOneObjectWithTheLibrarysStep) {
   const auto r = run_cli(k175 + " --json");
@@ -44,7 +44,7 @@ TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
       "llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
       "--vocab-size 51200 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
       "--num-layers-per-virtual-pipeline-stage 6 --sequence-parallel --recompute-granularity selective "
-      "--micro-batch-size 1 --global-batch-size 64 --framework torch --schedule zb-v --json";
+      "--micro-batch-size 1 --global-batch-size 64 --framework torch --schedule zb-v --attention-backend unfused --json";
   const auto r = run_cli(zbv);
   ASSERT_EQ(r.code, 0) << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -52,6 +52,7 @@ TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
   EXPECT_EQ(j["layout"]["v"], 2);
   ParallelLayout l = korthikanti_layout(kKorthikantiModels[1], true);
   l.v = 2, l.schedule = ScheduleKind::ZeroBubbleV;
+  l.selective = SelectivePolicy::EveryOtherMatmul;  // torch's selective recompute (torchtitan's per-op policy)
   const GpuModel gpu = load_gpu_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/a100-80gb.json");
   const StepTime st = step_time(korthikanti_shape(kKorthikantiModels[1]), l, gpu);
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
@@ -61,7 +62,9 @@ TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
 // in the step: torch overlaps DDP's gradient all-reduce whether asked or not, so its tail is
 // Megatron's with --overlap-grad-reduce.
 TEST(CliLlmTime, TorchOverlapsTheGradientReduceUnasked) {
-  const std::string dp2 = k175 + " --gpus 128 --json";
+  // Full recompute, which both run alike (their selective recomputes differ: SelectivePolicy).
+  std::string dp2 = k175 + " --gpus 128 --json";
+  dp2.replace(dp2.find("--recompute-granularity selective"), 33, "--recompute-granularity full");
   const auto megatron = run_cli(dp2), asked = run_cli(dp2 + " --overlap-grad-reduce"),
              torch = run_cli(dp2 + " --framework torch");
   ASSERT_EQ(megatron.code, 0) << megatron.out;

@@ -141,7 +141,9 @@ TEST(LlmLayoutSearch, BoundNeverExceedsTheStepAndBranchAndBoundIsExact) {
 // together they hide behind the rank's compute at most once. One rank (p = 1) of 64
 // data-parallel GPUs over 8 nodes, M = 2, s = 256:
 //   exposed = max(RS - B, 0) + max((M - 1) RS + 2 M AG + (RS - max(RS - B, 0)) - M (F + B), 0)
-// with F, B one micro-batch's forward and backward of the rank.
+// with F, B one micro-batch's forward and backward of the rank; and at least, per layer
+// (FSDP gathers layer i + 1 under layer i's compute), M x 8 x (max(AG(P / 8) - F / 8, 0) +
+// max(AG(P / 8) + RS(P / 8) - B / 8, 0)) for the rank's 8 layers.
 TEST(LlmLayoutSearch, ShardedCollectivesShareOneLink) {
   const GpuModel gpu = h100();
   TransformerShape shape = small_dense();
@@ -157,7 +159,10 @@ TEST(LlmLayoutSearch, ShardedCollectivesShareOneLink) {
   const GroupLink dp = group_link(gpu, l, Group::Dp);
   const int64_t rs = reduce_scatter_group_ns(dp, params * 4), ag = allgather_group_ns(dp, params * 2);
   const int64_t tail = std::max<int64_t>(rs - b, 0);
-  const int64_t extra = std::max<int64_t>(rs + 4 * ag + (rs - tail) - 2 * (f + b), 0);
+  const int64_t total = std::max<int64_t>(rs + 4 * ag + (rs - tail) - 2 * (f + b), 0);
+  const int64_t ag1 = allgather_group_ns(dp, params / 8 * 2), rs1 = reduce_scatter_group_ns(dp, params / 8 * 4);
+  const int64_t per_layer = 8 * (std::max<int64_t>(ag1 - f / 8, 0) + std::max<int64_t>(ag1 + rs1 - b / 8, 0));
+  const int64_t extra = std::max(total, 2 * per_layer);
   EXPECT_NEAR(static_cast<double>(c.dp_exposed_ns), static_cast<double>(tail), 8);
   EXPECT_NEAR(static_cast<double>(c.sharding_ns), static_cast<double>(extra), 8);
   EXPECT_GT(c.sharding_ns, 0);  // the case the rule is for: the link is busier than the rank
@@ -195,9 +200,12 @@ TEST(LlmLayoutSearch, EachFrameworkGetsOnlyWhatItRuns) {
   EXPECT_FALSE(framework_offer(Framework::DeepSpeed).runs(ScheduleKind::Interleaved));
   EXPECT_TRUE(framework_offer(Framework::Torch).runs(ScheduleKind::InterleavedZeroBubble));
   EXPECT_FALSE(framework_offer(Framework::Megatron).runs(ScheduleKind::ZeroBubbleH1));
-  // torchtitan's AC modes that llm/ counts: none and full (FullAC); its SelectiveAC is per-op,
-  // not Megatron's attention-core rule, so torch is offered no selective (llm/framework.cpp).
-  EXPECT_EQ(framework_offer(Framework::Torch).recomputes, (std::vector<Recompute>{Recompute::None, Recompute::Full}));
+  // torchtitan's AC modes: none, full (FullAC) and its per-op selective AC, which llm/ counts
+  // under its own policy (llm/layout.h's SelectivePolicy::EveryOtherMatmul).
+  EXPECT_EQ(framework_offer(Framework::Torch).recomputes,
+            (std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full}));
+  EXPECT_EQ(selective_policy(Framework::Torch), SelectivePolicy::EveryOtherMatmul);
+  EXPECT_EQ(selective_policy(Framework::Megatron), SelectivePolicy::CoreAttention);
   EXPECT_EQ(framework_offer(Framework::Megatron).recomputes.size(), 3U);
 }
 

@@ -16,6 +16,7 @@ using testing::gpt3_175b;
 ParallelLayout tp(int t, bool sp, Recompute r) {
   ParallelLayout l;
   l.t = t, l.sequence_parallel = sp, l.recompute = r;
+  l.attention = AttentionKernel::Unfused;  // Table 2 keeps the scores
   return l;
 }
 

@@ -42,6 +42,7 @@ TransformerShape gpt_22b() { return gpt(48, 6144, 64, 2048); }
 ParallelLayout t8_b4() {
   ParallelLayout l;
   l.t = 8, l.micro_batch = 4;
+  l.attention = AttentionKernel::Unfused;  // the paper's scores as GEMMs
   return l;
 }
 
@@ -235,9 +236,10 @@ TEST(LlmLayerTime, SequenceParallelSplitsTheTokenWiseOpsAndKeepsTheBytes) {
   const LayerTime tp = transformer_layer_time(shape, l, g);
   l.sequence_parallel = true;
   const LayerTime sp = transformer_layer_time(shape, l, g);
-  const double mh = 4.0 * 2048 * 6144, gelu = 4.0 * 4 * 2048 * 4 * 6144 / 8;
-  EXPECT_EQ(tp.forward_memory_ns, memory_ns(g, 22.0 * mh + gelu));
-  EXPECT_EQ(sp.forward_memory_ns, memory_ns(g, 22.0 * mh / 8 + gelu));
+  // RoPE reads and writes each query and key element of the rank's heads (4 bytes each).
+  const double mh = 4.0 * 2048 * 6144, gelu = 4.0 * 4 * 2048 * 4 * 6144 / 8, rope = 4.0 * 4 * 2048 * (64 + 64) * 96 / 8;
+  EXPECT_EQ(tp.forward_memory_ns, memory_ns(g, 22.0 * mh + gelu + rope));
+  EXPECT_EQ(sp.forward_memory_ns, memory_ns(g, 22.0 * mh / 8 + gelu + rope));
   // No SP: 2 all-reduces of the b s h bf16 activations; SP: 2 all-gathers + 2
   // reduce-scatters of the same buffer, which a ring sends as the same bytes.
   const GroupLink link = group_link(g, l, Group::Tp);

@@ -31,7 +31,11 @@ const std::string kSource = PIPESCOPE_SOURCE_DIR;
 json real_plan(const TempDir& dir) {
   const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
                                                  "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
-                                                 "--global-batch-size 128 --seq-length 4096 --out p.json");
+                                                 "--global-batch-size 128 --seq-length 4096 --tp-comm-overlap off "
+                                                 "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+                                                 "--virtual-pipeline-size 4 --micro-batch-size 1 --out p.json");
+  // pinned: an interleaved plan of t 2, p 2, v 4 with a balanced split, and no TP overlap (what
+  // DeepSpeed lacks is then the schedule)
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(testing::read_text(dir.file("p.json")));
 }
@@ -118,7 +122,7 @@ TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader
        "bad.json: layout.t: --tensor-model-parallel-size: t = 3 does not divide --num-attention-heads 32"},
       {"ep 2 on a dense model", [](json& p) { p["layout"]["ep"] = 2; },
        "bad.json: layout.ep: --expert-model-parallel-size: ep = 2 needs --num-experts (the model is dense)"},
-      {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 4; },
+      {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 3; },
        "bad.json: layout.layers_per_chunk: the entries sum to 33, but --num-layers is 32"},
       {"a schedule Megatron-LM does not run", [](json& p) {
          p["layout"]["schedule"] = "looped-bfs", p["schedule"]["kind"] = "looped-bfs";
@@ -132,10 +136,10 @@ TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader
       {"layout.micro_batch 2", [](json& p) { p["layout"]["micro_batch"] = 2; },
        "bad.json: layout.micro_batch: 2, but the plan has samples per micro-batch per replica (batch_size / "
        "(microbatches x replicas)) 32 / (32 x 1)"},
-      // chunk 6 holds 5 decoder layers in the plan (layers [25, 30)), 4 in the edited layout
+      // chunk 5 holds 5 decoder layers in the plan (layers [21, 26)), 4 in the edited layout
       {"layers_per_chunk not the stages'", [](json& p) { p["layout"]["layers_per_chunk"] = {4, 4, 4, 4, 4, 4, 4, 4}; },
-       "bad.json: stages[6]: layers [25, 30) on device(s) 0, but the job's layout (layers_per_chunk, else L / (p v) "
-       "each; the embedding in the first chunk, the head in the last) puts layers [25, 29) on position 0"},
+       "bad.json: stages[5]: layers [21, 26) on device(s) 1, but the job's layout (layers_per_chunk, else L / (p v) "
+       "each; the embedding in the first chunk, the head in the last) puts layers [21, 25) on position 1"},
   };
   expect_each_refused(dir, base, edits);
 }
@@ -166,10 +170,10 @@ TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsPro
       {"layout.t a string", [](json& p) { p["layout"]["t"] = "4"; }, "bad.json: layout.t: expected an integer, got string"},
       {"layout.order not a permutation", [](json& p) { p["layout"]["order"] = "tp-cp-ep-dp-dp"; },
        "bad.json: layout.order: \"tp-cp-ep-dp-dp\": group \"dp\" named twice"},
-      // the stages hold [4, 4, 4, 4, 4, 4, 5, 3] decoder layers (p.json's cut); the edit says 4 in the last
-      {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 4; },
-       "bad.json: layout.layers_per_chunk: [4, 4, 4, 4, 4, 4, 5, 4], but the plan's stages hold [4, 4, 4, 4, 4, 4, 5, "
-       "3] decoder layers of p.profile.json"},
+      // the stages hold [4, 4, 4, 4, 4, 5, 5, 2] decoder layers (p.json's cut); the edit says 3 in the last
+      {"layers_per_chunk summing to 33", [](json& p) { p["layout"]["layers_per_chunk"][7] = 3; },
+       "bad.json: layout.layers_per_chunk: [4, 4, 4, 4, 4, 5, 5, 3], but the plan's stages hold [4, 4, 4, 4, 4, 5, 5, "
+       "2] decoder layers of p.profile.json"},
   };
   expect_each_refused(dir, base, plan_facts);
 }
@@ -271,13 +275,13 @@ TEST(ReliabilityHostilePlan, AJobThatFitsOneFrameworksReserveButNotTheTargetsIsN
   const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
                                                  "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
                                                  "--global-batch-size 128 --seq-length 4096 --schedule 1f1b "
-                                                 "--context-parallel-size 1 --out p.json");
+                                                 "--context-parallel-size 1 --tp-comm-overlap off --out p.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json plan = json::parse(testing::read_text(dir.file("p.json")));
   ASSERT_EQ(plan["job"]["framework"], "megatron");
   expect_refused_everywhere(dir, plan,
                             "cannot export bad.json to deepspeed: job.framework: \"megatron\": the job was planned for "
-                            "megatron; as deepspeed runs it, pipeline rank 0 needs 73.83 GB, more than the 73.00 GB "
+                            "megatron; as deepspeed runs it, pipeline rank 0 needs 73.59 GB, more than the 73.00 GB "
                             "usable; plan it with --framework deepspeed",
                             {"export --plan {} --to deepspeed -o out.py"});
   const CommandResult megatron = run_pipescope(dir, "export --plan p.json --to megatron -o out.sh");
