@@ -54,12 +54,14 @@ std::vector<std::string> left_behind(const TempDir& dir, const std::vector<std::
   return out;
 }
 
-// Every command in `commands` (with {} for the plan file) exits 2 on `plan` saying `message`,
-// and writes nothing.
-void expect_refused_everywhere(const TempDir& dir, const json& plan, const std::string& message,
-                               const std::vector<std::string>& commands) {
-  std::ofstream(dir.file("bad.json")) << plan.dump(1);
-  const std::vector<std::string> inputs = {"p.json", "p.profile.json", "bad.json"};
+// Every command in `commands` (with {} for the plan file) exits 2 on the plan text `plan`
+// saying `message`, and writes nothing.
+void expect_text_refused_everywhere(const TempDir& dir, const std::string& plan, const std::string& message,
+                                    const std::vector<std::string>& commands,
+                                    const std::vector<std::string>& other_inputs = {}) {
+  std::ofstream(dir.file("bad.json")) << plan;
+  std::vector<std::string> inputs = {"p.json", "p.profile.json", "bad.json"};
+  inputs.insert(inputs.end(), other_inputs.begin(), other_inputs.end());
   for (std::string command : commands) {
     command.replace(command.find("{}"), 2, "bad.json");
     SCOPED_TRACE(command);
@@ -68,6 +70,11 @@ void expect_refused_everywhere(const TempDir& dir, const json& plan, const std::
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
     EXPECT_EQ(left_behind(dir, inputs), std::vector<std::string>{});
   }
+}
+
+void expect_refused_everywhere(const TempDir& dir, const json& plan, const std::string& message,
+                               const std::vector<std::string>& commands) {
+  expect_text_refused_everywhere(dir, plan.dump(1), message, commands);
 }
 
 const std::vector<std::string> kEveryReader = {
@@ -138,6 +145,79 @@ TEST(ReliabilityHostilePlan, AJobPlanThatContradictsItselfIsRefusedByEveryReader
        "each; the embedding in the first chunk, the head in the last) puts layers [25, 29) on position 0"},
   };
   expect_each_refused(dir, base, edits);
+}
+
+// The plan text with the value of `key` (a key that occurs once, with a number value) replaced by `value`.
+std::string with_value(const json& plan, const std::string& key, const std::string& value) {
+  std::string text = plan.dump(1);
+  const std::size_t at = text.find("\"" + key + "\": ");
+  EXPECT_NE(at, std::string::npos) << key;
+  const std::size_t from = at + key.size() + 4, to = text.find_first_of(",\n}", from);
+  return text.replace(from, to - from, value);
+}
+
+// Issue 56: one field of a plan turned into 10^6 nested arrays (or objects) killed validate and
+// simulate --plan with SIGSEGV (the plan reader copied the raw "layout" recursively). Every reader
+// now stops at the parser's 100 levels (core/json_parse.h) and names where the 101st opens: the
+// plan's containers 1 to 3 are the file, "layout" and "layout.t", then 98 more arrays.
+TEST(ReliabilityHostilePlan, AMillionLevelsOfNestingInAPlanOrItsProfileAreRefusedNotACrash) {
+  TempDir dir;
+  const json plan = real_plan(dir);
+  const int levels = 1000000;
+  std::string path = "layout.t";
+  for (int i = 0; i < 98; ++i) path += "[0]";
+  const std::string deep = " (the limit for pipescope input files)";
+  expect_text_refused_everywhere(dir, with_value(plan, "t", std::string(levels, '[') + std::string(levels, ']')),
+                                 "bad.json: " + path + ": JSON nested deeper than 100 levels of arrays and objects" + deep,
+                                 kEveryReader);
+  // objects: "job" is container 2, "job.model" 3, then 98 objects {"x": ...}
+  std::string objects;
+  for (int i = 0; i < levels; ++i) objects += "{\"x\": ";
+  objects += "1" + std::string(levels, '}');
+  json with_model = plan;
+  with_model["job"]["model"] = "MODEL";
+  std::string text = with_model.dump(1);
+  text.replace(text.find("\"MODEL\""), 7, objects);
+  path = "job.model";
+  for (int i = 0; i < 98; ++i) path += ".x";
+  expect_text_refused_everywhere(dir, text, "bad.json: " + path + ": JSON nested deeper than 100 levels of arrays and objects" + deep,
+                                 kEveryReader);
+
+  // A version 1 plan whose profile nests 10^6 arrays in its first layer's forward times:
+  // validate of the profile, and simulate --plan, which reads it, name the profile file.
+  json profile = testing::uniform_profile_json(4);
+  profile["layers"][0]["forward_ms"] = "DEEP";
+  text = profile.dump();
+  text.replace(text.find("\"DEEP\""), 6, std::string(levels, '[') + std::string(levels, ']'));
+  std::ofstream(dir.file("deep.profile.json")) << text;
+  path = "layers[0].forward_ms";
+  for (int i = 0; i < 97; ++i) path += "[0]";  // the file, "layers", "layers[0]", then 97 arrays
+  const std::string profile_message =
+      "deep.profile.json: " + path + ": JSON nested deeper than 100 levels of arrays and objects" + deep;
+  const json v1 = {{"format", "pipescope.plan"}, {"version", 1}, {"profile", "deep.profile.json"},
+                   {"batch_size", 4}, {"microbatches", 4}, {"schedule", {{"kind", "1f1b"}}},
+                   {"stages", {{{"layers", {0, 2}}, {"devices", {0}}}, {{"layers", {2, 4}}, {"devices", {1}}}}}};
+  expect_text_refused_everywhere(dir, v1.dump(1), profile_message,
+                                 {"validate deep.profile.json {}", "simulate --plan {} -o out.json"},
+                                 {"deep.profile.json"});
+}
+
+// A key given twice kept its last value; NaN named no field. Both are the parser's refusals
+// now, the same through every reader.
+TEST(ReliabilityHostilePlan, AKeyGivenTwiceOrANanIsRefusedByEveryReaderNamingIt) {
+  TempDir dir;
+  const json plan = real_plan(dir);
+  expect_text_refused_everywhere(dir, with_value(plan, "cp", "2, \"cp\": 1"),
+                                 "bad.json: layout.cp: key given twice in one object (each key may appear once)",
+                                 kEveryReader);
+  const std::string nan = with_value(plan, "micro_batch", "NaN");
+  const std::string column = std::to_string(nan.find("NaN") - nan.rfind('\n', nan.find("NaN")));
+  const std::string line = std::to_string(1 + std::count(nan.begin(), nan.begin() + nan.find("NaN"), '\n'));
+  expect_text_refused_everywhere(dir, nan,
+                                 "bad.json: layout.micro_batch: invalid JSON: parse error at line " + line + ", column " +
+                                     column + ": syntax error while parsing value - invalid literal; last read: '\"micro_batch\": N' "
+                                     "(NaN and Infinity are not JSON numbers)",
+                                 kEveryReader);
 }
 
 TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsProfileStates) {
