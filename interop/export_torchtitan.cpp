@@ -161,14 +161,6 @@ ExportResult export_torchtitan(const PlanShape& s, const std::string& plan_name,
                            "dp_shard, cp, tp), tp fastest: order tp-cp-ep-dp-pp");
   }
   if (l.ep > 1) refuse_layout("ep", str(l.ep) + ": torchtitan's llama3 is dense");
-  if (l.recompute == Recompute::Selective) {
-    refuse_layout("recompute", "selective (Megatron's attention core): torchtitan's activation_checkpoint:selective is "
-                               "per-op SAC (every second matmul kept), another memory; say none or full");
-  }
-  if (l.precision == PrecisionRecipe::Fp8Params) {
-    refuse_layout("precision", "fp8-params: torchtitan's float8 needs a converter in the model's config "
-                               "(llama3_8b_mxfp8 and the like), not a command-line setting; say bf16-mixed or fp32");
-  }
   const int sp_divisor = (l.t > 1 && l.sequence_parallel ? l.t : 1) * (l.cp > 1 ? 2 * l.cp : 1);
   if (job.shape.sequence % sp_divisor != 0) {
     refuse_layout(l.cp > 1 ? "cp" : "t", "torchtitan's Trainer needs training.seq_len " + str(job.shape.sequence) +

@@ -11,6 +11,7 @@ namespace {
 using K = ScheduleKind;
 using S = Sharding;
 using R = Recompute;
+using P = PrecisionRecipe;
 
 // What every CUDA launch keeps beside the model: the CUDA context with cuBLAS / cuDNN handles
 // and workspaces, 0.5 GB (PyTorch issue #34323 measured 781 MB before any tensor, before
@@ -39,7 +40,9 @@ std::vector<FrameworkOffer> make_table() {
                  {S::None, S::DistributedOptimizer}, {S::None, S::DistributedOptimizer},
                  {R::None, R::Selective, R::Full},
                  "megatron/core/pipeline_parallel/schedules.py, megatron/training/arguments.py",
-                 kLaunchReserve});  // its DDP gradient buffers are llm/memory.h's gradients
+                 kLaunchReserve,  // its DDP gradient buffers are llm/memory.h's gradients
+                 // --bf16, fp32, --fp8-format hybrid --fp8-param-gather (Transformer Engine)
+                 {P::Bf16Mixed, P::Fp32, P::Fp8Params}});
   // torch / torchtitan: torch.distributed.pipelining.schedules (ScheduleGPipe,
   // Schedule1F1B, ScheduleInterleaved1F1B, ScheduleLoopedBFS, ScheduleInterleavedZeroBubble,
   // ScheduleZBVZeroBubble, ScheduleDualPipeV); TP through parallelize_module, whose norms
@@ -63,7 +66,10 @@ std::vector<FrameworkOffer> make_table() {
                  {R::None, R::Full},
                  "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py, "
                  "torchtitan/distributed/activation_checkpoint.py, torchtitan/distributed/parallel_dims.py",
-                 kLaunchReserve});
+                 kLaunchReserve,
+                 // MixedPrecisionPolicy(bf16) or fp32; fp8 weights are torchao's float8 training, a
+                 // converter in torchtitan's model config that pipescope neither times nor exports
+                 {P::Bf16Mixed, P::Fp32}});
   // DeepSpeed: deepspeed/runtime/pipe/schedule.py TrainSchedule (1F1B-style, one chunk
   // per stage: no interleaving); deepspeed/runtime/pipe/engine.py refuses ZeRO-2 / 3 with
   // a pipeline; ZeRO stages 1..3 without one (deepspeed/runtime/zero); tensor parallel as
@@ -77,7 +83,8 @@ std::vector<FrameworkOffer> make_table() {
                  {S::None, S::DistributedOptimizer, S::Zero2, S::Zero3}, {S::None, S::DistributedOptimizer},
                  {R::None, R::Full},
                  "deepspeed/runtime/pipe/schedule.py, deepspeed/runtime/pipe/engine.py, deepspeed/runtime/zero",
-                 kDeepSpeedReserve});
+                 kDeepSpeedReserve,
+                 {P::Bf16Mixed, P::Fp32}});  // ds_config's bf16 or fp32 (fp8 weights are Transformer Engine's layers)
   return out;
 }
 

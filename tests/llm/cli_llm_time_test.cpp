@@ -38,12 +38,13 @@ TEST(CliLlmTime, JsonIsOneObjectWithTheLibrarysStep) {
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
 }
 
-// --schedule zb-v (torch): the V's step, as llm/step_time.h times it, named in the JSON.
+// --schedule zb-v (torch): the V's step, as llm/step_time.h times it, named in the JSON. Full
+// recompute: torch runs none or full (checkpoint_wrapper), not Megatron's selective.
 TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
   const std::string zbv =
       "llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
       "--vocab-size 51200 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
-      "--num-layers-per-virtual-pipeline-stage 6 --sequence-parallel --recompute-granularity selective "
+      "--num-layers-per-virtual-pipeline-stage 6 --sequence-parallel --recompute-granularity full "
       "--micro-batch-size 1 --global-batch-size 64 --framework torch --schedule zb-v --json";
   const auto r = run_cli(zbv);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -51,7 +52,7 @@ TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
   EXPECT_EQ(j["schedule"], "zb-v");
   EXPECT_EQ(j["layout"]["v"], 2);
   ParallelLayout l = korthikanti_layout(kKorthikantiModels[1], true);
-  l.v = 2, l.schedule = ScheduleKind::ZeroBubbleV;
+  l.v = 2, l.schedule = ScheduleKind::ZeroBubbleV, l.recompute = Recompute::Full;
   const GpuModel gpu = load_gpu_model(std::string(PIPESCOPE_SOURCE_DIR) + "/profiles/gpus/a100-80gb.json");
   const StepTime st = step_time(korthikanti_shape(kKorthikantiModels[1]), l, gpu);
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
@@ -59,9 +60,11 @@ TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
 
 // The data-parallel overlap a framework runs (llm/framework.h), in the JSON's layout and
 // in the step: torch overlaps DDP's gradient all-reduce whether asked or not, so its tail is
-// Megatron's with --overlap-grad-reduce.
+// Megatron's with --overlap-grad-reduce. Full recompute, which both run (torch has no
+// selective recompute of Megatron's kind).
 TEST(CliLlmTime, TorchOverlapsTheGradientReduceUnasked) {
-  const std::string dp2 = k175 + " --gpus 128 --json";
+  std::string dp2 = k175 + " --gpus 128 --json";
+  dp2.replace(dp2.find("granularity selective"), 21, "granularity full");
   const auto megatron = run_cli(dp2), asked = run_cli(dp2 + " --overlap-grad-reduce"),
              torch = run_cli(dp2 + " --framework torch");
   ASSERT_EQ(megatron.code, 0) << megatron.out;

@@ -220,6 +220,82 @@ TEST(ReliabilityHostilePlan, AKeyGivenTwiceOrANanIsRefusedByEveryReaderNamingIt)
                                  kEveryReader);
 }
 
+// Issue 56: what one door refused, another accepted. Each edit of the real plan is refused by
+// validate, simulate --plan and the four exports with the same words (validate_job: the
+// framework's offer and overlap, the job's cluster; the plan's own fields against each other;
+// required fields required), where before validate and simulate said ok.
+TEST(ReliabilityHostilePlan, WhatOneDoorRefusesNoDoorAccepts) {
+  TempDir dir;
+  const json base = real_plan(dir);  // Megatron-LM, interleaved v 4, overlapped p2p, distributed optimizer
+  ASSERT_EQ(base["layout"]["overlap_p2p"], true);
+  ASSERT_EQ(base["p2p"], "overlapped");
+  const Edit edits[] = {
+      // Megatron-LM's data-parallel sharding is the distributed optimizer; export --to megatron
+      // refused zero-3 while validate and simulate evaluated it as ZeRO-3
+      {"sharding zero-3 on Megatron-LM", [](json& p) { p["layout"]["sharding"] = "zero-3"; },
+       "bad.json: layout.sharding: --sharding: Megatron-LM's data-parallel sharding is --use-distributed-optimizer "
+       "(ZeRO-1: optimizer state / d); \"zero-3\" is only Megatron-FSDP's --data-parallel-sharding-strategy "
+       "optim_grads_params (--use-megatron-fsdp), a different data-parallel wrapper pipescope neither times nor "
+       "exports; plan with sharding none or distributed-optimizer"},
+      // the top-level p2p (what simulate of the profile and the Megatron export use) against the layout's
+      {"p2p blocking beside overlap_p2p true", [](json& p) { p["p2p"] = "blocking"; },
+       "bad.json: layout.overlap_p2p: true, but the plan's p2p is \"blocking\" (an overlapped layout's p2p is "
+       "\"overlapped\")"},
+      // issue 56: "-987.72 GB left of -920.00 GB usable"
+      {"headroom above the GPU", [](json& p) { p["job"]["cluster"]["memory_headroom_bytes"] = 1000e9; },
+       "bad.json: job.cluster.memory_headroom_bytes: --memory-headroom: expected less than the 80.00 GB per GPU, got "
+       "1000.00 GB"},
+      // a missing FFN width was filled with 4 h (Llama-3-8B's is 14336, 3.5 h): the step moved 10%
+      {"ffn_hidden missing", [](json& p) { p["job"]["model"]["shape"].erase("ffn_hidden"); },
+       "bad.json: job.model.shape.ffn_hidden: missing required field"},
+      // Megatron-LM's fp8 parameters need the distributed optimizer (arguments.py)
+      {"fp8-params without the distributed optimizer", [](json& p) {
+         p["layout"]["precision"] = "fp8-params", p["layout"]["sharding"] = "none",
+         p["layout"]["overlap_param_gather"] = false;
+       },
+       "bad.json: layout.precision: --precision: fp8-params: Megatron-LM's --fp8-param-gather, which arguments.py allows "
+       "only with --use-distributed-optimizer; the layout's sharding is \"none\""},
+  };
+  expect_each_refused(dir, base, edits);
+}
+
+// Megatron-LM's 1F1B sends and receives blocking (batched, then waited on); a 1f1b job whose
+// layout says overlap_p2p was timed as overlapped. Refused by every door.
+TEST(ReliabilityHostilePlan, OverlappedP2pOnMegatronsOneFOneBIsRefused) {
+  TempDir dir;
+  const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
+                                                 "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
+                                                 "--global-batch-size 128 --seq-length 4096 --schedule 1f1b "
+                                                 "--context-parallel-size 1 --out p.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json plan = json::parse(testing::read_text(dir.file("p.json")));
+  ASSERT_EQ(plan["layout"]["overlap_p2p"], false);
+  plan["layout"]["overlap_p2p"] = true, plan["p2p"] = "overlapped";  // the plan's p2p agrees: the layout is refused
+  expect_refused_everywhere(dir, plan,
+                            "bad.json: layout.overlap_p2p: --overlap-p2p-communication: overlap_p2p is true, but "
+                            "Megatron-LM overlaps p2p only in its interleaved schedule (v > 1); its 1f1b sends and "
+                            "receives blocking (batched, then waited on: schedules.py "
+                            "forward_backward_pipelining_without_interleaving); say false",
+                            kEveryReader);
+}
+
+// A flag that changes the job's cluster: --gpus-per-node wrote "nodes of 4" beside a
+// prediction made on nodes of 8. Refused, naming both; without it the job's nodes are used.
+TEST(ReliabilityHostilePlan, AFlagThatContradictsTheJobIsRefusedNamingBoth) {
+  TempDir dir;
+  (void)real_plan(dir);
+  const CommandResult nodes = run_pipescope(dir, "export --plan p.json --to megatron --gpus-per-node 4 -o out.sh");
+  EXPECT_EQ(nodes.exit_code, 2);
+  EXPECT_EQ(nodes.err, "pipescope: error: cannot export p.json to megatron: --gpus-per-node 4: the job was planned on "
+                       "nodes of 8 GPUs (job.cluster.gpus_per_node, h100-sxm's), which its prediction and rank groups "
+                       "are for; plan it on a GPU file with nodes of 4 to export that\n");
+  EXPECT_EQ(left_behind(dir, {"p.json", "p.profile.json"}), std::vector<std::string>{});
+  const CommandResult same = run_pipescope(dir, "export --plan p.json --to megatron --gpus-per-node 8 --json");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(json::parse(same.out)["gpus_per_node"], 8);
+
+}
+
 TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsProfileStates) {
   // Without a job the model is the profile's decoder layers (32 heads, 8 KV groups, dense,
   // sequence 4096): validate, simulate and every export refuse what Megatron-LM would.
@@ -310,8 +386,26 @@ TEST(ReliabilityHostilePlan, AnAsynchronousPlanIsNotExportedAsAFlushedSchedule) 
 // a DeepSpeed file that could not hold the schedule or the memory at launch.
 TEST(ReliabilityHostilePlan, AJobPlannedForOneFrameworkIsCheckedForTheOneItIsExportedTo) {
   TempDir dir;
-  const json plan = real_plan(dir);  // interleaved, v 4: Megatron-LM and torch run it, DeepSpeed does not
+  // the search's distributed optimizer (ZeRO-1) is not one of torch's shardings (DDP or FSDP2)
+  json plan = real_plan(dir);
   ASSERT_EQ(plan["job"]["framework"], "megatron");
+  ASSERT_EQ(plan["layout"]["sharding"], "distributed-optimizer");
+  expect_refused_everywhere(dir, plan,
+                            "cannot export bad.json to torch: job.framework: \"megatron\": the job was planned for "
+                            "megatron, and torch would not run it: --sharding: \"distributed-optimizer\" (ZeRO-1): "
+                            "torchtitan shards with FSDP2 only (gradients and optimizer state together, zero-2 / zero-3) "
+                            "or replicates with DDP (none); say none, zero-2 or zero-3; plan it with --framework torch",
+                            {"export --plan {} --to torch -o out.py"});
+  // t 8, p 2, cp 1 on 16 GPUs leaves d 1: nothing to shard, sharding none, which torch runs (DDP);
+  // interleaved, v 4: Megatron-LM and torch run it, DeepSpeed does not
+  const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
+                                                 "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
+                                                 "--global-batch-size 128 --seq-length 4096 --tensor-model-parallel-size 8 "
+                                                 "--pipeline-model-parallel-size 2 --context-parallel-size 1 --schedule "
+                                                 "interleaved --out p.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  plan = json::parse(testing::read_text(dir.file("p.json")));
+  ASSERT_EQ(plan["layout"]["sharding"], "none");
   expect_refused_everywhere(dir, plan,
                             "cannot export bad.json to deepspeed: job.framework: \"megatron\": the job was planned for "
                             "megatron, and deepspeed would not run it: --schedule: interleaved is not a schedule "
@@ -330,6 +424,9 @@ TEST(ReliabilityHostilePlan, AJobPlannedForOneFrameworkIsCheckedForTheOneItIsExp
   ASSERT_EQ(retargeted.exit_code, 0) << retargeted.err;
   json as_torch = plan;
   as_torch["job"]["framework"] = "torch";
+  // torch's pipelining blocks on its p2p (Megatron-LM's interleaved schedule overlaps it):
+  // the retargeted job runs so, and a torch job that said otherwise would be refused
+  as_torch["layout"]["overlap_p2p"] = false, as_torch["p2p"] = "blocking";
   std::ofstream(dir.file("t.json")) << as_torch.dump(1);
   const CommandResult own = run_pipescope(dir, "export --plan t.json --to torch --json");
   ASSERT_EQ(own.exit_code, 0) << own.err;
@@ -342,22 +439,26 @@ TEST(ReliabilityHostilePlan, AJobPlannedForOneFrameworkIsCheckedForTheOneItIsExp
   EXPECT_EQ(a, b);
 }
 
-// Llama-3-8B on 16 H100s pinned to 1f1b with cp 1 plans t 2 SP, rank 0 at 73.83 GB: under
-// Megatron-LM's 6.0 GB reserve (0.5 context + 1.5 NCCL + 5% of 80) it fits in 74.0 GB, and
-// DeepSpeed runs the schedule, but DeepSpeed's reserve adds its 1 GB reduce bucket (73.0 GB
-// usable): the export would run out of memory at launch, so it is refused.
+// Llama-3-8B on 16 H100s at sequence 5376, pinned to t 1, p 1, b 2 (so DeepSpeed runs the
+// layout: no sequence parallelism, ZeRO-1, full recompute), plans rank 0 at 73.42 GB: under
+// Megatron-LM's 6.0 GB reserve (0.5 context + 1.5 NCCL + 5% of 80) it fits in 74.0 GB, but
+// DeepSpeed's reserve adds its 1 GB reduce bucket (73.0 GB usable): the export would run out
+// of memory at launch, so it is refused. (The t 2 SP plan this test used before is now refused
+// sooner: DeepSpeed has no Megatron-style sequence parallelism.)
 TEST(ReliabilityHostilePlan, AJobThatFitsOneFrameworksReserveButNotTheTargetsIsNotExported) {
   TempDir dir;
   const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
                                                  "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
-                                                 "--global-batch-size 128 --seq-length 4096 --schedule 1f1b "
-                                                 "--context-parallel-size 1 --out p.json");
+                                                 "--global-batch-size 128 --seq-length 5376 --schedule 1f1b "
+                                                 "--context-parallel-size 1 --tensor-model-parallel-size 1 "
+                                                 "--pipeline-model-parallel-size 1 --micro-batch-size 2 --out p.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json plan = json::parse(testing::read_text(dir.file("p.json")));
   ASSERT_EQ(plan["job"]["framework"], "megatron");
+  ASSERT_EQ(plan["layout"]["recompute"], "full");
   expect_refused_everywhere(dir, plan,
                             "cannot export bad.json to deepspeed: job.framework: \"megatron\": the job was planned for "
-                            "megatron; as deepspeed runs it, pipeline rank 0 needs 73.83 GB, more than the 73.00 GB "
+                            "megatron; as deepspeed runs it, pipeline rank 0 needs 73.42 GB, more than the 73.00 GB "
                             "usable; plan it with --framework deepspeed",
                             {"export --plan {} --to deepspeed -o out.py"});
   const CommandResult megatron = run_pipescope(dir, "export --plan p.json --to megatron -o out.sh");
