@@ -281,6 +281,8 @@ TEST(ReliabilityHostilePlan, OverlappedP2pOnMegatronsOneFOneBIsRefused) {
 
 // A flag that changes the job's cluster: --gpus-per-node wrote "nodes of 4" beside a
 // prediction made on nodes of 8. Refused, naming both; without it the job's nodes are used.
+// And llm-memory --plan of a version 3 plan with a model flag said "--gpus: expected a
+// positive integer, got 0"; it names the clash.
 TEST(ReliabilityHostilePlan, AFlagThatContradictsTheJobIsRefusedNamingBoth) {
   TempDir dir;
   (void)real_plan(dir);
@@ -294,6 +296,14 @@ TEST(ReliabilityHostilePlan, AFlagThatContradictsTheJobIsRefusedNamingBoth) {
   ASSERT_EQ(same.exit_code, 0) << same.err;
   EXPECT_EQ(json::parse(same.out)["gpus_per_node"], 8);
 
+  const CommandResult clash = run_pipescope(dir, "llm-memory --plan p.json --num-layers 16");
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_EQ(clash.err, "pipescope: error: --num-layers: --plan p.json is a version 3 plan, which holds the whole job "
+                       "(its model is job.model.shape); give no model flag with it, or a version 2 plan (a layout "
+                       "without a job) to lay out the flags' model\n");
+  const CommandResult whole = run_pipescope(dir, "llm-memory --plan p.json --json");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(json::parse(whole.out)["gpus"], 16);
 }
 
 TEST(ReliabilityHostilePlan, AVersionTwoLayoutIsHeldToItsPlanAndToTheModelItsProfileStates) {
