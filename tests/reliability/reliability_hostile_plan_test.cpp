@@ -27,14 +27,17 @@ using nlohmann::json;
 
 const std::string kSource = PIPESCOPE_SOURCE_DIR;
 
-// The plan and its profile (p.json, p.profile.json) in `dir`, as `pipescope plan` writes them.
-json real_plan(const TempDir& dir) {
+// The plan of Llama-3-8B on 16 H100s (global batch 128) and its profile (p.json,
+// p.profile.json) in `dir`, as `pipescope plan` writes them with `flags` (pins, the sequence).
+json llama_plan(const TempDir& dir, const std::string& flags) {
   const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
                                                  "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
-                                                 "--global-batch-size 128 --seq-length 4096 --out p.json");
+                                                 "--global-batch-size 128 " + flags + " --out p.json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(testing::read_text(dir.file("p.json")));
 }
+
+json real_plan(const TempDir& dir) { return llama_plan(dir, "--seq-length 4096"); }
 
 // A version 2 plan of the same pipeline: the layout without the job (the model is then the
 // profile's).
@@ -263,12 +266,7 @@ TEST(ReliabilityHostilePlan, WhatOneDoorRefusesNoDoorAccepts) {
 // layout says overlap_p2p was timed as overlapped. Refused by every door.
 TEST(ReliabilityHostilePlan, OverlappedP2pOnMegatronsOneFOneBIsRefused) {
   TempDir dir;
-  const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
-                                                 "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
-                                                 "--global-batch-size 128 --seq-length 4096 --schedule 1f1b "
-                                                 "--context-parallel-size 1 --out p.json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  json plan = json::parse(testing::read_text(dir.file("p.json")));
+  json plan = llama_plan(dir, "--seq-length 4096 --schedule 1f1b --context-parallel-size 1");
   ASSERT_EQ(plan["layout"]["overlap_p2p"], false);
   plan["layout"]["overlap_p2p"] = true, plan["p2p"] = "overlapped";  // the plan's p2p agrees: the layout is refused
   expect_refused_everywhere(dir, plan,
@@ -408,13 +406,8 @@ TEST(ReliabilityHostilePlan, AJobPlannedForOneFrameworkIsCheckedForTheOneItIsExp
                             {"export --plan {} --to torch -o out.py"});
   // t 8, p 2, cp 1 on 16 GPUs leaves d 1: nothing to shard, sharding none, which torch runs (DDP);
   // interleaved, v 4: Megatron-LM and torch run it, DeepSpeed does not
-  const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
-                                                 "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
-                                                 "--global-batch-size 128 --seq-length 4096 --tensor-model-parallel-size 8 "
-                                                 "--pipeline-model-parallel-size 2 --context-parallel-size 1 --schedule "
-                                                 "interleaved --out p.json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  plan = json::parse(testing::read_text(dir.file("p.json")));
+  plan = llama_plan(dir, "--seq-length 4096 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2 "
+                        "--context-parallel-size 1 --schedule interleaved");
   ASSERT_EQ(plan["layout"]["sharding"], "none");
   expect_refused_everywhere(dir, plan,
                             "cannot export bad.json to deepspeed: job.framework: \"megatron\": the job was planned for "
@@ -457,13 +450,8 @@ TEST(ReliabilityHostilePlan, AJobPlannedForOneFrameworkIsCheckedForTheOneItIsExp
 // sooner: DeepSpeed has no Megatron-style sequence parallelism.)
 TEST(ReliabilityHostilePlan, AJobThatFitsOneFrameworksReserveButNotTheTargetsIsNotExported) {
   TempDir dir;
-  const CommandResult r = run_pipescope(dir, "plan --hf-config " + kSource +
-                                                 "/profiles/hf/llama-3-8b.json --gpu h100-sxm --gpus 16 "
-                                                 "--global-batch-size 128 --seq-length 5376 --schedule 1f1b "
-                                                 "--context-parallel-size 1 --tensor-model-parallel-size 1 "
-                                                 "--pipeline-model-parallel-size 1 --micro-batch-size 2 --out p.json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json plan = json::parse(testing::read_text(dir.file("p.json")));
+  const json plan = llama_plan(dir, "--seq-length 5376 --schedule 1f1b --context-parallel-size 1 "
+                                    "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --micro-batch-size 2");
   ASSERT_EQ(plan["job"]["framework"], "megatron");
   ASSERT_EQ(plan["layout"]["recompute"], "full");
   expect_refused_everywhere(dir, plan,
