@@ -18,7 +18,7 @@ void add_export_command(CLI::App& app) {
     bool json = false;
     bool torch_csv = false;
     std::string p2p;
-    int gpus_per_node = 8;
+    std::optional<int> gpus_per_node;  // not given: a job's nodes, else 8
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("export", "Write a plan as Megatron-LM flags, a torch.distributed.pipelining setup, "
@@ -36,8 +36,8 @@ void add_export_command(CLI::App& app) {
                 "torch, torchtitan: run pipescope's exact op order from a CSV (_PipelineScheduleRuntime) even where a schedule class "
                 "exists (always so for a schedule without one)");
   cmd->add_option("--gpus-per-node", a->gpus_per_node,
-                  "GPUs per node, for the rank groups a plan with a layout states (which share a node)")
-      ->capture_default_str();
+                  "GPUs per node, for the rank groups a plan with a layout states (which share a node); default: a "
+                  "version 3 plan's job's (another is refused), else 8");
   add_p2p_option(cmd, a->p2p);
   cmd->callback([a] {
     const ExportTarget target = parse_export_target(a->target);

@@ -120,6 +120,7 @@ ParallelLayout layout_of_flags(const LlmFlags& f, const TransformerShape& s, con
 }  // namespace
 
 void add_model_flags(CLI::App* cmd, LlmFlags& f) {
+  const std::size_t before = cmd->get_options().size();
   cmd->add_option("--hf-config", f.hf_config, "Hugging Face config.json (llama, mistral, qwen2, gemma, mixtral)");
   cmd->add_option("--num-layers", f.shape.layers, "transformer layers L (overrides the config)");
   cmd->add_option("--hidden-size", f.shape.hidden, "hidden size h");
@@ -154,6 +155,12 @@ void add_model_flags(CLI::App* cmd, LlmFlags& f) {
   cmd->add_option("--rope-scaling-factor", f.rope_scaling_factor, "with --use-rope-scaling (numerics only)");
   cmd->add_option("--moe-token-dispatcher-type", f.moe_token_dispatcher,
                   "alltoall (the all-to-alls pipescope times; others refused)");
+  // every model flag given is recorded: a version 3 plan's model is the plan's (job_from_flags)
+  const std::vector<CLI::Option*> options = cmd->get_options();
+  for (std::size_t i = before; i < options.size(); ++i) {
+    const std::string name = options[i]->get_name();
+    options[i]->each([&f, name](const std::string&) { f.model_flags_given.push_back(name); });
+  }
 }
 
 void add_layout_flags(CLI::App* cmd, LlmFlags& f, const LayoutFlagsUse& use) {
@@ -306,8 +313,14 @@ std::optional<ScheduleKind> schedule_from_flags(const std::string& name) {
 
 LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
   LlmJob job;
-  if (!f.plan.empty() && f.hf_config.empty() && f.shape.layers == 0) {  // a v3 plan's job, whole
-    if (const std::optional<Job> whole = plan_job(load_plan(f.plan))) {
+  const std::optional<Plan> plan = f.plan.empty() ? std::nullopt : std::optional<Plan>(load_plan(f.plan));
+  if (plan && plan->job) {  // a v3 plan's job, whole: its model is the plan's, not the flags'
+    if (!f.model_flags_given.empty()) {
+      throw InputError(f.model_flags_given.front() + ": --plan " + f.plan + " is a version 3 plan, which holds the "
+                       "whole job (its model is job.model.shape); give no model flag with it, or a version 2 plan "
+                       "(a layout without a job) to lay out the flags' model");
+    }
+    if (const std::optional<Job> whole = plan_job(*plan)) {
       if (f.gpus != 0 && f.gpus != whole->layout.gpus()) {
         throw InputError("--gpus " + std::to_string(f.gpus) + ": " + f.plan + " holds a job of " +
                          std::to_string(whole->layout.gpus()) + " GPUs");
@@ -321,13 +334,13 @@ LlmJob job_from_flags(const LlmFlags& f, const LayoutFlagsUse& use) {
       return job;
     }
   }
-  if (use.gpus_required && f.gpus == 0) positive("--gpus", f.gpus);
+  if (use.gpus_required && f.gpus == 0 && !plan) positive("--gpus", f.gpus);
   job.shape = shape_from_flags(f);
-  if (!f.plan.empty()) {
-    const std::optional<ParallelLayout> from = plan_layout(load_plan(f.plan));
+  if (plan) {
+    const std::optional<ParallelLayout> from = plan_layout(*plan);
     if (!from) throw InputError(f.plan + ": layout: missing (a version 2 plan with a \"layout\" is expected)");
     job.layout = *from;
-    job.gpus = f.gpus;
+    job.gpus = f.gpus != 0 ? f.gpus : from->gpus();  // --gpus, when given, is checked against t cp d p
     job.global_batch = from->global_batch();
   } else {
     job.layout = layout_of_flags(f, job.shape, use, job.gpus, job.global_batch);

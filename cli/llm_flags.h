@@ -49,6 +49,7 @@ struct LlmFlags {
   std::string schedule;            // --schedule (empty: Megatron's, 1f1b or interleaved by v)
   bool distributed_optimizer = false;
   std::string plan;                // a v2 plan's "layout" instead of the layout flags
+  std::vector<std::string> model_flags_given;  // the model flags on the command line, in order
   bool framework_given = false;    // --framework on the command line (a v3 plan's own must then agree)
   std::string attention_backend = "flash";  // --attention-backend flash | fused | auto | unfused | local
   std::string fp8_format, fp8_recipe;       // --fp8-format hybrid | e4m3, --fp8-recipe (llm/layout.h Fp8Recipe)

@@ -63,10 +63,9 @@ void simulate_job(const Plan& plan, const JobSimulation& run, const GateOptions&
                      " holds the whole job (a version 3 plan: model, GPU file, layout, framework); simulate it with "
                      "no other flag, or change the job and write a new plan (llm-plan --out)");
   }
-  const Job job = *plan_job(plan);
-  const std::string base = std::filesystem::path(run.plan_path).parent_path().string();
-  const GpuModel gpu = load_gpu(job.cluster.gpu, base);
-  check_job_gpu(job, gpu, plan.source);
+  const PlannedJob planned = *plan_job_on_gpu(plan);
+  const Job& job = planned.job;
+  const GpuModel& gpu = planned.gpu;
   const JobReport r = evaluate_job(job, gpu);
   StepFacts facts;
   facts.title = layout_summary(job.layout);

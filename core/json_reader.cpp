@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_parse.h"
 
 namespace pipescope {
 
@@ -29,74 +30,8 @@ JsonReader JsonReader::from_file(const std::string& path, std::size_t max_bytes)
   return from_text(text, path);
 }
 
-namespace {
-
-// The JSON path ("layers[3].forward_ms[1]") of the value the parser is reading,
-// kept up to date from nlohmann's parser callback. Used only to say where a number
-// too large for a double (1e400) is, which nlohmann reports without a position.
-class PathTracker {
- public:
-  bool event(Json::parse_event_t event, const Json& parsed) {
-    using E = Json::parse_event_t;
-    switch (event) {
-      case E::object_start: frames_.push_back({false, "", 0}); break;
-      case E::array_start: frames_.push_back({true, "", 0}); break;
-      case E::key: frames_.back().key = parsed.get<std::string>(); break;
-      case E::object_end:
-      case E::array_end:
-        frames_.pop_back();
-        next_element();
-        break;
-      case E::value: next_element(); break;
-    }
-    return true;
-  }
-  std::string path() const {
-    std::string out;
-    for (const Frame& f : frames_) {
-      if (f.array) out += "[" + std::to_string(f.index) + "]";
-      else out += (out.empty() ? "" : ".") + f.key;
-    }
-    return out;
-  }
-
- private:
-  struct Frame {
-    bool array;
-    std::string key;
-    std::size_t index;
-  };
-  void next_element() {
-    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
-  }
-  std::vector<Frame> frames_;
-};
-
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-std::string json_message(const Json::exception& e) {
-  std::string what = e.what();
-  auto pos = what.find("] ");
-  return pos == std::string::npos ? what : what.substr(pos + 2);
-}
-
-}  // namespace
-
 JsonReader JsonReader::from_text(const std::string& text, const std::string& source) {
-  auto root = std::make_shared<Json>();
-  try {
-    *root = Json::parse(text);
-  } catch (const Json::out_of_range& e) {
-    // A number beyond double (1e400): parse again, following the path, to name it.
-    PathTracker tracker;
-    try {
-      Json again = Json::parse(text, [&](int, Json::parse_event_t ev, Json& parsed) { return tracker.event(ev, parsed); });
-      (void)again;
-    } catch (const Json::exception&) {
-    }
-    throw InputError(source, tracker.path(), "invalid JSON: " + json_message(e) + " (beyond the range of a double)");
-  } catch (const Json::exception& e) {
-    throw InputError(source, "", "invalid JSON: " + json_message(e));
-  }
+  auto root = std::make_shared<const Json>(parse_json(text, source));
   const Json* node = root.get();
   return JsonReader(std::move(root), node, source, "");
 }

@@ -1,6 +1,8 @@
 // Reads JSON with errors that name the file and the JSON path of the offending value.
 // Every accessor checks type and range before converting; none silently defaults a
-// required field. Usage:
+// required field. The text is parsed by core/json_parse.h's parse_json: at most
+// kMaxJsonDepth levels, no key twice in an object, finite numbers, or InputError naming
+// the file and the JSON path. Usage:
 //   JsonReader r = JsonReader::from_file("profile.json");
 //   int v = r["version"].as_int(1, 1);
 //   for (JsonReader layer : r["layers"].items()) layer["name"].as_string();
@@ -24,7 +26,8 @@ class JsonReader {
   // is about 330 MiB; parsing takes about 8 bytes of memory per byte of text).
   static constexpr std::size_t kMaxFileBytes = std::size_t{1} << 30;
 
-  // Parses a file; a missing file or a syntax error throws InputError naming the file.
+  // Parses a file; a missing file, a syntax error, a key given twice or nesting past
+  // kMaxJsonDepth throws InputError naming the file (and the JSON path).
   static JsonReader from_file(const std::string& path, std::size_t max_bytes = kMaxFileBytes);
   static JsonReader from_text(const std::string& text, const std::string& source);
   JsonReader(std::shared_ptr<const Json> root, const Json* node, std::string source,

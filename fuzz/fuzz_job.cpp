@@ -1,6 +1,7 @@
 // Fuzz target: a version 3 plan's job (llm/job.h's plan_job: the "job" and "layout" read,
-// validated for the framework and held to the plan's own stages) on arbitrary bytes taken
-// as a plan file. A job that reads must write out and read back to the same text, and its
+// validated for the framework on the GPU file its cluster names (validate_job) and held to the
+// plan's own stages) on arbitrary bytes taken as a plan file; the seeds include 20,000 nested
+// arrays, 7,000 nested objects and keys given twice, which the parser refuses. A job that reads must write out and read back to the same text, and its
 // memory per pipeline rank (llm/memory.h, no GPU file needed) must be finite and >= 0: a
 // job the reader accepts is one the cost model can count.
 #include <cmath>

@@ -1,6 +1,7 @@
 // Fuzz target: llm_plan_result_from_json and llm_plan_result_to_json (llm/llm_plan_json.h,
-// what pipescope-gui --llm-plan reads) on arbitrary bytes; a file that reads must write
-// out, read back and write out to the same text.
+// what validate and pipescope-gui --llm-plan read: each layout held to its framework) on
+// arbitrary bytes; a file that reads must write out, read back and write out to the same
+// text. The seeds include deep nesting and keys given twice.
 #include "fuzz/fuzz_readers.h"
 #include "llm/llm_plan_json.h"
 

@@ -78,12 +78,13 @@ struct PlanShape {
   // the decoder layers per stage, t = the profile's when it states one. When present it decides t, SP, cp, ep, sharding, recompute,
   // precision and the rank order of every export.
   std::optional<ParallelLayout> layout;
-  int gpus_per_node = 8;  // for the rank groups an export states (export --gpus-per-node)
+  int gpus_per_node = 8;  // for the rank groups an export states (a job's cluster's, else export --gpus-per-node)
   // A version 3 plan's job (llm/job.h: the model's shape and source, the cluster, the
   // framework it was planned for) and pipescope's prediction of it (evaluate_job on the
   // job's GPU file): the model flags an export writes, and the prediction its header states
   // so that a launch can be compared with it. nullopt for a plan without a job (v1, v2).
   std::optional<Job> job;
+  std::optional<GpuModel> job_gpu;  // the job's GPU file (plan_job_on_gpu read the job on it)
   std::optional<JobReport> predicted;
   double gpu_memory_bytes = 0;  // the job's GPU file's memory per GPU (with predicted)
   // The framework the job was planned for when the export targets another one: the job
@@ -104,7 +105,10 @@ struct PlanShape {
 // a flush); for a v2 plan's layout, the model's checks every framework makes at launch
 // (llm/plan_layout.h's check_layout_against_profile: t dividing the heads and KV groups,
 // ep the experts, cp the sequence); a v3 plan's job made them when it was read.
-PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target, int gpus_per_node = 8);
+// `gpus_per_node`: --gpus-per-node, nullopt when not given (a job's plan: its cluster's, else
+// 8); a job planned on nodes of another size is refused naming both (the prediction is the job's).
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target,
+                       std::optional<int> gpus_per_node = std::nullopt);
 
 // The rank groups of a layout as Megatron-Core's RankGenerator numbers them (order
 // layout.order, ep from the expert generator): per group tp, cp, ep, dp, pp its size,
@@ -135,9 +139,11 @@ ExportResult export_deepspeed(const PlanShape& shape, const std::string& plan_na
 // `csv`: as export_torch's; the CSV is written beside the command (a here-document).
 ExportResult export_torchtitan(const PlanShape& shape, const std::string& plan_name, bool csv = false);
 ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target,
-                         const std::string& plan_name = "plan.json", bool torch_csv = false, int gpus_per_node = 8);
+                         const std::string& plan_name = "plan.json", bool torch_csv = false,
+                         std::optional<int> gpus_per_node = std::nullopt);
 inline ExportResult export_plan(const Plan& plan, const Profile& profile, Framework framework,
-                                const std::string& plan_name = "plan.json", bool torch_csv = false, int gpus_per_node = 8) {
+                                const std::string& plan_name = "plan.json", bool torch_csv = false,
+                                std::optional<int> gpus_per_node = std::nullopt) {
   return export_plan(plan, profile, export_target_of(framework), plan_name, torch_csv, gpus_per_node);
 }
 

@@ -6,9 +6,10 @@
 // uses 'uniform'; otherwise it overrides _partition_layers to install the parts.
 // A v2 plan's layout adds zero_optimization.stage (0; 1 for the distributed optimizer;
 // 2 or 3 only at p = 1, without a pipeline), the precision and, for ep > 1, AutoEP's
-// expert_parallel section (autoep_size = ep, at t = 1); what DeepSpeed cannot run
-// is refused, naming the layout field. Invariant: DeepSpeed runs only its 1F1B TrainSchedule, one stage per
-// rank; any other schedule is refused, naming it.
+// expert_parallel section (autoep_size = ep, at t = 1); what DeepSpeed cannot run of a
+// layout is llm/framework.h's framework_refusal, made before any export (analyse_plan).
+// Invariant: DeepSpeed runs only its 1F1B TrainSchedule, one stage per rank; any other
+// schedule is refused, naming it.
 #include <sstream>
 
 #include "core/error.h"
@@ -40,62 +41,6 @@ std::string py_ints(const std::vector<int>& v) {
   return out + "]";
 }
 
-// What DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py, topology.py) can run of
-// a layout: t, d, p, ZeRO stage 0 or 1, whole-layer checkpointing, bf16 or fp32, ep through
-// AutoEP at t = 1.
-void check_layout(const ParallelLayout& l) {
-  if (l.cp > 1) {
-    refuse_layout("cp", std::to_string(l.cp) + ": DeepSpeed's pipeline engine has no context parallelism (its "
-                        "PipeModelDataParallelTopology has pipe, data and model axes only)");
-  }
-  if (l.ep > 1) {  // AutoEP: experts whole on each rank (t = 1), the table's rule
-    if (const std::string why = expert_parallel_refusal(framework_offer(Framework::DeepSpeed), l); !why.empty()) {
-      refuse_layout("ep", why);
-    }
-  }
-  if (l.sequence_parallel) {
-    refuse_layout("sequence_parallel", "DeepSpeed has no Megatron-style sequence parallelism (norms and dropouts split "
-                                       "over the tensor-parallel group live in Megatron's layers; DeepSpeed-Ulysses is another scheme)");
-  }
-  if (l.p > 1 && (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3)) {
-    refuse_layout("sharding", "\"" + to_string(l.sharding) + "\": DeepSpeed's PipelineEngine asserts zero_optimization.stage < 2 "
-                              "(\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"); it offers stage 0 or 1 "
-                              "(distributed-optimizer), and ZeRO-2 / 3 only without a pipeline (p = 1)");
-  }
-  if (l.recompute == Recompute::Selective) {
-    refuse_layout("recompute", "DeepSpeed checkpoints whole layers (PipelineModule's activation_checkpoint_interval); "
-                               "Megatron's selective recompute of the attention core has no DeepSpeed setting");
-  }
-  if (l.precision == PrecisionRecipe::Fp8Params) {
-    refuse_layout("precision", "ds_config offers bf16, fp16 and fp32; fp8 weights come from Transformer Engine layers, "
-                               "not from DeepSpeed");
-  }
-  if (l.overlap_param_gather) {  // ZeRO-3 prefetches its parameters; stages 0 to 2 gather nothing during forward
-    const std::string refused = param_gather_refusal(Framework::DeepSpeed, l.sharding);
-    if (!refused.empty()) refuse_layout("overlap_param_gather", refused);
-  }
-  // PipeModelDataParallelTopology's axes ['pipe', 'data', 'model']: model fastest, then data, then pipe.
-  std::vector<std::string> said, deepspeeds;
-  std::string name;
-  for (std::size_t i = 0; i <= l.order.size(); ++i) {
-    if (i < l.order.size() && l.order[i] != '-') {
-      name += l.order[i];
-      continue;
-    }
-    const int size = name == "tp" ? l.t : name == "dp" ? l.d : name == "pp" ? l.p : 1;
-    if (size > 1) said.push_back(name);
-    name.clear();
-  }
-  for (const char* g : {"tp", "dp", "pp"}) {
-    const int size = std::string(g) == "tp" ? l.t : std::string(g) == "dp" ? l.d : l.p;
-    if (size > 1) deepspeeds.push_back(g);
-  }
-  if (said != deepspeeds) {
-    refuse_layout("order", "\"" + l.order + "\": DeepSpeed's PipeModelDataParallelTopology numbers ranks model (tp) "
-                           "fastest, then data, then pipe (tp-dp-pp)");
-  }
-}
-
 // zero_optimization.stage of a sharding (deepspeed/runtime/zero/config.py ZeroStageEnum):
 // the distributed optimizer shards the optimizer state, ZeRO-1.
 int zero_stage(Sharding sharding) {
@@ -123,7 +68,6 @@ ExportResult export_deepspeed(const PlanShape& s, const std::string& plan_name) 
   const bool uniform = parts == deepspeed_uniform(layers, s.positions);
   int most = 0;
   for (const auto& r : s.ranges) most = std::max(most, r.second - r.first);
-  if (s.layout) check_layout(*s.layout);
   // A layout's full recompute keeps each layer's input: one layer per checkpoint.
   const int checkpoint_interval = s.layout ? (s.layout->recompute == Recompute::Full ? 1 : 0) : s.recompute == Recompute::Full ? most : 0;
   Json config = {{"train_batch_size", s.global_batch},

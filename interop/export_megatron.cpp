@@ -273,65 +273,37 @@ void parallel_flags(const ParallelLayout& l, Flags& f) {
 // --attention-backend flash or unfused (megatron/core/transformer/enums.py AttnBackend).
 // fp8 linears: Transformer Engine's fp8 GEMMs (--fp8-format hybrid: e4m3 forward, e5m2
 // gradients) with the recipe's scaling (--fp8-recipe, llm/layout.h's Fp8RecipeInfo names
-// Megatron's); fp8 parameters also keep the weights in fp8 (--fp8-param-gather), which
-// arguments.py allows only with the distributed optimizer (or FSDP).
+// Megatron's); fp8 parameters also keep the weights in fp8 (--fp8-param-gather).
+// framework_refusal has refused a recipe Megatron-LM has no --fp8-recipe for and fp8
+// parameters without the distributed optimizer (arguments.py).
 void precision_flags(const ParallelLayout& l, Flags& f) {
   f.emplace_back("--attention-backend", to_string(l.attention));
   if (l.precision == PrecisionRecipe::Fp32) return;
   f.emplace_back("--bf16", "");
   if (const Fp8Recipe fp8 = implied_fp8(l.precision, l.fp8); fp8 != Fp8Recipe::None) {
-    const Fp8RecipeInfo& recipe = fp8_recipe_info(fp8);
-    if (std::string(recipe.megatron).empty()) {
-      refuse_layout("fp8", std::string("Megatron-LM has no --fp8-recipe for ") + recipe.name + " (" + recipe.source + ")");
-    }
     f.emplace_back("--fp8-format", "hybrid");
-    f.emplace_back("--fp8-recipe", recipe.megatron);
+    f.emplace_back("--fp8-recipe", fp8_recipe_info(fp8).megatron);
   }
   if (l.precision != PrecisionRecipe::Fp8Params) return;
-  if (l.sharding != Sharding::DistributedOptimizer) {
-    refuse_layout("precision", "fp8-params is Megatron-LM's --fp8-param-gather, which arguments.py allows only with "
-                               "--use-distributed-optimizer; the layout's sharding is \"" + to_string(l.sharding) + "\"");
-  }
   f.emplace_back("--fp8-param-gather", "");
 }
 
-// Sharding, recompute and rank order.
+// Sharding, recompute and rank order: none, the distributed optimizer, the overlap Megatron
+// runs and its two orders (framework_refusal has refused the rest).
 void layout_flags(const ParallelLayout& l, Flags& f) {
-  if (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3) {
-    refuse_layout("sharding", "Megatron-LM's data-parallel sharding is --use-distributed-optimizer (ZeRO-1: optimizer "
-                              "state / d); \"" + to_string(l.sharding) + "\" is only Megatron-FSDP's "
-                              "--data-parallel-sharding-strategy " + (l.sharding == Sharding::Zero2 ? "optim_grads" : "optim_grads_params") +
-                              " (--use-megatron-fsdp), a different data-parallel wrapper this export does not write; "
-                              "plan with sharding none or distributed-optimizer");
-  }
   if (l.sharding == Sharding::DistributedOptimizer) f.emplace_back("--use-distributed-optimizer", "");
   // The data-parallel overlap the plan was timed with (llm/step_time.h's StepOptions).
   if (l.overlap_grad_reduce) f.emplace_back("--overlap-grad-reduce", "");
-  if (l.overlap_param_gather) {
-    const std::string refused = param_gather_refusal(Framework::Megatron, l.sharding);
-    if (!refused.empty()) refuse_layout("overlap_param_gather", refused);
-    f.emplace_back("--overlap-param-gather", "");
-  }
+  if (l.overlap_param_gather) f.emplace_back("--overlap-param-gather", "");
   if (l.recompute == Recompute::Selective) f.emplace_back("--recompute-granularity", "selective");
   if (l.recompute == Recompute::Full) {  // every layer recomputed from its own input
     f.emplace_back("--recompute-granularity", "full");
     f.emplace_back("--recompute-method", "uniform");
     f.emplace_back("--recompute-num-layers", "1");
   }
-  // initialize.py: order = "tp-cp-ep-pp-dp" if --use-tp-pp-dp-mapping else "tp-cp-ep-dp-pp".
-  // With pp before dp, initialize_model_parallel asserts that the dense and the expert rank
-  // generators give the same pp groups (strides t cp and t ep): cp must equal ep.
-  if (l.order == "tp-cp-ep-pp-dp") {
-    if (l.p > 1 && l.cp != l.ep) {
-      refuse_layout("order", "\"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = " + std::to_string(l.cp) + " and ep = " +
-                             std::to_string(l.ep) + ": Megatron-Core's initialize_model_parallel needs cp = ep there (its "
-                             "dense and expert pipeline groups, strides t cp and t ep, must be the same); use tp-cp-ep-dp-pp");
-    }
-    f.emplace_back("--use-tp-pp-dp-mapping", "");
-  } else if (l.order != "tp-cp-ep-dp-pp") {
-    refuse_layout("order", "\"" + l.order + "\": Megatron-LM lays ranks out as tp-cp-ep-dp-pp (its default) or "
-                           "tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping), no other order");
-  }
+  // initialize.py: order = "tp-cp-ep-pp-dp" if --use-tp-pp-dp-mapping else "tp-cp-ep-dp-pp"
+  // (validate_layout's check_order holds cp = ep under the first when p > 1).
+  if (l.order == "tp-cp-ep-pp-dp") f.emplace_back("--use-tp-pp-dp-mapping", "");
 }
 
 }  // namespace

@@ -116,8 +116,11 @@ void retarget_job(PlanShape& s, Framework target, const GpuModel& gpu) {
   const std::string planned_as = "\"" + to_string(planned) + "\": the job was planned for " + to_string(planned);
   Job job = *s.job;
   job.framework = target;
+  // the target runs its own overlap of what was asked (Megatron-LM's overlapped p2p is not torch's)
+  ParallelLayout& l = job.layout;
+  set_framework_overlap(target, l.overlap_grad_reduce, l.overlap_param_gather, l, l.overlap_p2p);
   try {
-    validate_job(job, job.layout.gpus());
+    validate_job(job, job.layout.gpus(), nullptr, &*s.job_gpu);
   } catch (const InputError& e) {
     throw InputError("", "job.framework", planned_as + ", and " + name + " would not run it: " + e.what() +
                                               "; plan it with --framework " + name);
@@ -198,13 +201,13 @@ Json rank_groups_json(const ParallelLayout& layout, int gpus_per_node) {
   return out;
 }
 
-PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target, int gpus_per_node) {
+PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget target, std::optional<int> gpus_per_node) {
   const std::string framework = export_target_info(target).label;
   const std::string where;  // the caller names the plan file
   if (!profile.is_chain()) throw InputError(where, "", framework + " pipelines a chain of layers; the profile has branches (edges)");
   check_plan_layers(plan, profile.num_layers(), profile.source);
   PlanShape s;
-  s.gpus_per_node = gpus_per_node;
+  s.gpus_per_node = gpus_per_node.value_or(8);
   s.p2p = plan.p2p.value_or(P2p::Overlapped);
   s.chunks = plan.chunks;
   s.positions = plan.pipeline_devices();
@@ -265,7 +268,18 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget ta
     }
   }
   s.layout = plan_layout(plan);
-  s.job = plan_job(plan);
+  if (std::optional<PlannedJob> planned = plan_job_on_gpu(plan)) {
+    s.job = std::move(planned->job);
+    s.job_gpu = std::move(planned->gpu);
+    const int planned_nodes = s.job->cluster.gpus_per_node;
+    if (gpus_per_node && *gpus_per_node != planned_nodes) {  // its prediction and groups are for its nodes
+      throw InputError("--gpus-per-node " + str(*gpus_per_node) + ": the job was planned on nodes of " +
+                       str(planned_nodes) + " GPUs (job.cluster.gpus_per_node, " + s.job->cluster.gpu +
+                       "'s), which its prediction and rank groups are for; plan it on a GPU file with nodes of " +
+                       str(*gpus_per_node) + " to export that");
+    }
+    s.gpus_per_node = planned_nodes;
+  }
   s.plan_dir = std::filesystem::path(plan.source).parent_path().string();
   if (!s.layout && profile_states_t) {  // a v1 plan: the export's t is the profile's
     if (const std::optional<TransformerShape> shape = transformer_shape_of(profile, s.tensor_parallel)) {
@@ -281,10 +295,15 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget ta
   if (s.layout) {
     const bool one_pipeline = s.replicas == 1 && s.layout->d > 1;  // as plan_layout reads it
     // the model's checks every framework makes at launch (t | heads, ep | experts, cp | sequence)
-    // and a transformer profile's cut, as validate and simulate make them: a job's were made
-    // when it was read, under its framework; a v2 plan's model is its profile's
+    // and a transformer profile's cut, as validate and simulate make them, and what the
+    // target's framework refuses: a job's were made when it was read, under its framework
+    // (retarget_job makes them under another); a v2 plan's model is its profile's
     if (!s.job) check_layout_against_profile(*s.layout, plan, profile);
     check_t_and_cut(s, profile_states_t);  // also for profiles that state no shape
+    if (!s.job) {  // then what the target's framework refuses of the layout
+      const FrameworkOffer& offer = framework_offer(export_target_info(target).framework);
+      if (const std::string why = framework_refusal(offer, *s.layout); !why.empty()) throw plan_check_error("", why, "");
+    }
     s.tensor_parallel = s.layout->t;
     if (one_pipeline) {  // the step's batch is every pipeline's
       s.replicas = s.layout->d;
@@ -295,10 +314,12 @@ PlanShape analyse_plan(const Plan& plan, const Profile& profile, ExportTarget ta
 }
 
 ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget target, const std::string& plan_name,
-                         bool torch_csv, int gpus_per_node) {
+                         bool torch_csv, std::optional<int> gpus_per_node) {
   const ExportTargetInfo& info = export_target_info(target);
   const std::string framework = info.label;
-  if (gpus_per_node < 1) throw InputError("--gpus-per-node: expected a positive integer, got " + str(gpus_per_node));
+  if (gpus_per_node && *gpus_per_node < 1) {
+    throw InputError("--gpus-per-node: expected a positive integer, got " + str(*gpus_per_node));
+  }
   if (plan.offload.active()) {  // the plan's memory rests on it: dropping it would run out of memory at launch
     throw InputError("", "offload", "the plan sends activations to host memory (" + to_string(plan.offload.policy) +
                                         "), which " + framework + " cannot run as planned: " +
@@ -307,8 +328,7 @@ ExportResult export_plan(const Plan& plan, const Profile& profile, ExportTarget 
   }
   PlanShape shape = analyse_plan(plan, profile, target, gpus_per_node);
   if (shape.job) {  // the header states what pipescope predicted, as `simulate --plan` prints it
-    const GpuModel gpu = load_gpu(shape.job->cluster.gpu, shape.plan_dir);
-    check_job_gpu(*shape.job, gpu, plan.source);
+    const GpuModel& gpu = *shape.job_gpu;
     shape.gpu_memory_bytes = static_cast<double>(gpu.node.memory_bytes);
     // torchtitan refuses a job planned for another framework itself (export_torchtitan.cpp).
     if (target != ExportTarget::Torchtitan && shape.job->framework != info.framework) {

@@ -118,16 +118,8 @@ std::string schedule_code(const TorchSchedule* row) {
 // ranks; efsdp = dp_shard cp tp / ep is the group FSDP2 shards the experts over. Those
 // are llm/'s groups (expert data-parallel d cp / ep, Megatron-Core's expert RankGenerator
 // numbering ep fastest) only under order tp-cp-ep-dp-pp, t = 1 and the table's
-// runtime_refusal; anything else is refused.
+// runtime_refusal, which framework_refusal holds every exported layout to.
 std::string expert_constants(const ParallelLayout& l, Json& json) {
-  if (const std::string why = expert_parallel_refusal(framework_offer(Framework::Torch), l); !why.empty()) {
-    refuse_layout("ep", why);
-  }
-  if (l.order != "tp-cp-ep-dp-pp") {
-    refuse_layout("order", "\"" + l.order + "\" with ep = " + std::to_string(l.ep) +
-                               ": torchtitan's ParallelDims unflattens the world as (pp, dp_replicate, dp_shard, cp, tp) "
-                               "and (pp, dp_replicate, efsdp, ep), which is order tp-cp-ep-dp-pp");
-  }
   const bool fsdp = l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3;
   const int dp_replicate = fsdp ? 1 : l.d, dp_shard = fsdp ? l.d : 1;
   const int efsdp = dp_shard * l.cp * l.t / l.ep;
@@ -148,19 +140,10 @@ std::string expert_constants(const ParallelLayout& l, Json& json) {
 }
 
 // The layout as torch names it (PyTorch 2.13: DeviceMesh, DTensor tensor parallelism with
-// SequenceParallel, context_parallel, FSDP2 fully_shard, ZeroRedundancyOptimizer,
-// checkpoint_wrapper), or a refusal naming the field.
+// SequenceParallel, context_parallel, FSDP2 fully_shard, checkpoint_wrapper); what torch does
+// not run of it framework_refusal has refused.
 std::string layout_constants(const PlanShape& s, Json& json) {
   const ParallelLayout& l = *s.layout;
-  if (l.recompute == Recompute::Selective) {
-    refuse_layout("recompute", "torch's checkpoint_wrapper recomputes whole modules and torchtitan's selective AC is "
-                               "per-op (llm/framework.cpp); the export cannot express Megatron's selective recompute "
-                               "(the attention core only); say none or full");
-  }
-  if (l.precision == PrecisionRecipe::Fp8Params) {
-    refuse_layout("precision", "fp8 weights need torchao's float8 training (FSDP2 fp8 all-gather), which this export "
-                               "does not write; say bf16-mixed or fp32");
-  }
   // init_device_mesh is row-major (the last dimension fastest): the order reversed, ep left out.
   std::vector<std::string> names;
   std::vector<int> shape;
@@ -197,7 +180,8 @@ std::string layout_constants(const PlanShape& s, Json& json) {
      << "MIXED_PRECISION = " << (l.precision == PrecisionRecipe::Bf16Mixed ? "\"bf16\"" : "None")
      << "  # MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)\n"
      << "ACTIVATION_CHECKPOINT = \"" << to_string(l.recompute)
-     << "\"  # full: checkpoint_wrapper on every decoder layer (torchtitan's mode \"full\")\n";
+     << "\"  # full: checkpoint_wrapper on every decoder layer (torchtitan's mode \"full\"); selective: "
+        "torchtitan's per-op SelectiveAC (every second matmul recomputed)\n";
   if (l.ep > 1) py << expert_constants(l, json);
   return py.str();
 }

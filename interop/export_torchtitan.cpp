@@ -161,13 +161,12 @@ ExportResult export_torchtitan(const PlanShape& s, const std::string& plan_name,
                            "dp_shard, cp, tp), tp fastest: order tp-cp-ep-dp-pp");
   }
   if (l.ep > 1) refuse_layout("ep", str(l.ep) + ": torchtitan's llama3 is dense");
-  if (l.recompute == Recompute::Selective) {
-    refuse_layout("recompute", "selective (Megatron's attention core): torchtitan's activation_checkpoint:selective is "
-                               "per-op SAC (every second matmul kept), another memory; say none or full");
-  }
-  if (l.precision == PrecisionRecipe::Fp8Params) {
-    refuse_layout("precision", "fp8-params: torchtitan's float8 needs a converter in the model's config "
-                               "(llama3_8b_mxfp8 and the like), not a command-line setting; say bf16-mixed or fp32");
+  if (l.fp8 != Fp8Recipe::None) {
+    // torchtitan's float8 / MX converters live in its model's Python config (llama3_8b_float8 and
+    // the like), not on this command line
+    refuse_layout("fp8", to_string(l.fp8) + ": torchtitan sets its float8 converter in the model's config, which this "
+                         "command line cannot change; plan with --fp8-recipe none, or start from torchtitan's own float8 "
+                         "config");
   }
   const int sp_divisor = (l.t > 1 && l.sequence_parallel ? l.t : 1) * (l.cp > 1 ? 2 * l.cp : 1);
   if (job.shape.sequence % sp_divisor != 0) {
@@ -243,7 +242,13 @@ ExportResult export_torchtitan(const PlanShape& s, const std::string& plan_name,
     args.emplace_back("--parallelism.pipeline_parallel_microbatch_size", str(s.microbatch_size));
     args.emplace_back("--training.disable_cuda_graphs", "");  // Trainer.Config refuses CUDA graphs with a pipeline
   }
-  const std::string ac = l.recompute == Recompute::Full ? "full" : "none";
+  // torchtitan's modes (torchtitan/distributed/activation_checkpoint.py): FullAC, and SelectiveAC,
+  // the per-op policy llm/ times as SelectivePolicy::EveryOtherMatmul.
+  // The kernels the plan was timed with: compiled elementwise ops (torchtitan's CompileConfig,
+  // --compile.enable) and async TP (--compile.enable_async_tensor_parallel, which needs compile).
+  if (l.fused_elementwise) args.emplace_back("--compile.enable", "");
+  if (l.tp_comm_overlap) args.emplace_back("--compile.enable_async_tensor_parallel", "");
+  const std::string ac = l.recompute == Recompute::Full ? "full" : l.recompute == Recompute::Selective ? "selective" : "none";
   args.emplace_back("activation_checkpoint:" + ac, "");
 
   std::ostringstream text;

@@ -14,6 +14,7 @@ using K = ScheduleKind;
 using S = Sharding;
 using R = Recompute;
 using F = Fp8Recipe;
+using P = PrecisionRecipe;
 
 // What every CUDA launch keeps beside the model: the CUDA context with cuBLAS / cuDNN handles
 // and workspaces, 0.5 GB (PyTorch issue #34323 measured 781 MB before any tensor, before
@@ -45,7 +46,9 @@ std::vector<FrameworkOffer> make_table() {
                  {F::None, F::Delayed, F::Tensorwise, F::Mxfp8},
                  true,  // --tp-comm-overlap (Transformer Engine userbuffers; arguments.py: needs SP)
                  "megatron/core/pipeline_parallel/schedules.py, megatron/training/arguments.py",
-                 kLaunchReserve});  // its DDP gradient buffers are llm/memory.h's gradients
+                 kLaunchReserve,  // its DDP gradient buffers are llm/memory.h's gradients
+                 // --bf16, fp32, --fp8-format hybrid --fp8-param-gather (Transformer Engine)
+                 {P::Bf16Mixed, P::Fp32, P::Fp8Params}});
   // torch / torchtitan: torch.distributed.pipelining.schedules (ScheduleGPipe,
   // Schedule1F1B, ScheduleInterleaved1F1B, ScheduleLoopedBFS, ScheduleInterleavedZeroBubble,
   // ScheduleZBVZeroBubble, ScheduleDualPipeV); TP through parallelize_module, whose norms
@@ -57,7 +60,7 @@ std::vector<FrameworkOffer> make_table() {
   // or full (torchtitan/distributed/activation_checkpoint.py FullAC: checkpoint_wrapper on
   // every transformer block) or selective: torchtitan's per-op SelectiveAC (it saves the
   // outputs of SDPA, of every other mm and of the collectives, and recomputes the rest), not
-  // Megatron's; llm/layout.h's SelectivePolicy::EveryOtherMatmul, which validate_layout sets
+  // Megatron's; llm/layout.h's SelectivePolicy::EveryOtherMatmul, which validate_job sets
   // for torch and llm/ times and counts.
   out.push_back({Framework::Torch, "torch (torchtitan)", true, {true}, true, true,
                  {K::GPipe, K::OneFOneB, K::Interleaved, K::LoopedBFS, K::InterleavedZeroBubble, K::ZeroBubbleV,
@@ -73,7 +76,10 @@ std::vector<FrameworkOffer> make_table() {
                  true,  // async TP (torchtitan --parallelism.enable_async_tensor_parallel, with compile)
                  "torch/distributed/pipelining/schedules.py, torchtitan/models/llama3/infra/parallelize.py, "
                  "torchtitan/distributed/activation_checkpoint.py, torchtitan/distributed/parallel_dims.py",
-                 kLaunchReserve});
+                 kLaunchReserve,
+                 // MixedPrecisionPolicy(bf16) or fp32; fp8 weights are torchao's float8 training, a
+                 // converter in torchtitan's model config that pipescope neither times nor exports
+                 {P::Bf16Mixed, P::Fp32}});
   // DeepSpeed: deepspeed/runtime/pipe/schedule.py TrainSchedule (1F1B-style, one chunk
   // per stage: no interleaving); deepspeed/runtime/pipe/engine.py refuses ZeRO-2 / 3 with
   // a pipeline; ZeRO stages 1..3 without one (deepspeed/runtime/zero); tensor parallel as
@@ -89,7 +95,8 @@ std::vector<FrameworkOffer> make_table() {
                  {F::None},  // ds_config has no fp8 (bf16, fp16, fp32); fp8 comes only from TE layers in the model
                  false,      // no TP / GEMM overlap in DeepSpeed's tensor parallelism
                  "deepspeed/runtime/pipe/schedule.py, deepspeed/runtime/pipe/engine.py, deepspeed/runtime/zero",
-                 kDeepSpeedReserve});
+                 kDeepSpeedReserve,
+                 {P::Bf16Mixed, P::Fp32}});  // ds_config's bf16 or fp32 (fp8 weights are Transformer Engine's layers)
   return out;
 }
 
@@ -179,6 +186,10 @@ std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l
   }
   if (l.tp_comm_overlap && !offer.tp_comm_overlap) {
     return "--tp-comm-overlap: " + offer.name + " does not overlap tensor-parallel collectives with its GEMMs";
+  }
+  if (offer.framework == Framework::Torch && l.tp_comm_overlap && !l.fused_elementwise) {
+    // torchtitan/config/configs.py CompileConfig: "Async TP requires 'model' in --compile.components and --compile.enable"
+    return "--tp-comm-overlap: torchtitan's async TP needs torch.compile (--compile.enable); drop --eager";
   }
   if (std::find(offer.fp8_recipes.begin(), offer.fp8_recipes.end(), l.fp8) == offer.fp8_recipes.end()) {
     std::string runs;

@@ -36,6 +36,11 @@ struct MemoryReserve {
   }
 };
 
+// Why `headroom` bytes kept free of each GPU's `capacity` leave nothing for the model ("" when
+// they leave some): "--memory-headroom: expected less than the 80.00 GB per GPU, got 90.00 GB"
+// (GB = 1e9 bytes). The search's request and every job on its cluster (validate_job) ask it.
+std::string headroom_refusal(double headroom, double capacity);
+
 struct FrameworkOffer {
   Framework framework = Framework::Megatron;
   std::string name;                      // "Megatron-LM", "torch (torchtitan)", "DeepSpeed"
@@ -52,6 +57,7 @@ struct FrameworkOffer {
   bool tp_comm_overlap = false;          // TP collectives overlapped with GEMMs (t > 1 with SP)
   std::string source;                    // where these facts come from
   MemoryReserve reserve;                 // kept free on each GPU (the layout search's headroom)
+  std::vector<PrecisionRecipe> precisions;  // the recipes it runs (and pipescope exports)
 
   bool runs(ScheduleKind kind) const;
   const std::vector<Sharding>& shardings_for(int p) const { return p > 1 ? pipeline_shardings : shardings; }
@@ -106,8 +112,21 @@ std::string runtime_refusal(const FrameworkOffer& offer, const ParallelLayout& l
 // Engine's userbuffers and torch's symmetric memory (async TP) overlap over NVLink, inside one
 // node, so a TP group that spans nodes is refused (0: the node size is not known, nothing refused).
 std::string tp_overlap_refusal(const ParallelLayout& layout, int gpus_per_node);
-// Of those, the expert-parallel part, without the flag ("ep = 2 with t = 2: ..."), which the
-// torch and DeepSpeed exports refuse as layout.ep.
+// Of those, the expert-parallel part, without the flag ("ep = 2 with t = 2: ...").
 std::string expert_parallel_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
+
+// Everything `offer`'s framework refuses of a layout without looking at the model, "" when
+// it runs it: the schedule (schedule_offer_refusal, the layout's or Megatron's default by v),
+// the generators' rules on M (schedule_refusal), the parallel dimensions it offers (t, SP on
+// at t > 1, cp, ep), the sharding for p, the recompute granularity, the precision recipe (and
+// Megatron-LM's fp8-params only under the distributed optimizer), the rank order it lays ranks
+// out in, runtime_refusal, and last an overlap it does not run (set_framework_overlap gives
+// none: overlap_p2p outside Megatron-LM's interleaved schedule, a parameter gather
+// param_gather_refusal refuses). Each reason opens with the flag that sets the field ("--sharding: ...",
+// which llm/plan_layout.h's plan_field_of_check maps to the plan's "layout.sharding").
+// validate_job (llm/job.h) calls it for every job; the layout search for every candidate; an
+// export of a plan without a job (v2) for its target's framework; the llm_plan reader for
+// each layout it lists.
+std::string framework_refusal(const FrameworkOffer& offer, const ParallelLayout& layout);
 
 }  // namespace pipescope

@@ -56,32 +56,38 @@ Json shape_to_json(const TransformerShape& s) {
           {"shared_expert_ffn_hidden", s.shared_expert_ffn_hidden}};
 }
 
+// Every field that changes what is counted is required (a missing ffn_hidden defaulted to 4 h
+// moved the step 10% without a word); 0 where the field says so means Megatron's default. Only
+// the name and the fields later plans added (output_bias, mlp_bias, learned_positions,
+// embedding_dropout: absent in the plans written before them) take their defaults.
 TransformerShape shape_from_json(const JsonReader& r) {
   if (!r.json().is_object()) r.fail("expected an object");
+  auto count = [&](const char* key, int min) { return static_cast<int>(r[key].as_int(min, INT_MAX)); };
+  auto flag = [&](const char* key) { return r[key].as_bool(); };
   TransformerShape s;
   s.name = r.has("name") ? r["name"].as_string() : "";
-  s.layers = read_count(r, "layers", 0, 1);
-  s.hidden = read_count(r, "hidden", 0, 1);
-  s.heads = read_count(r, "heads", 0, 1);
-  s.kv_heads = read_count(r, "kv_heads", 0);
-  s.ffn_hidden = read_count(r, "ffn_hidden", 0);
-  s.swiglu = read_flag(r, "swiglu", s.swiglu);
-  s.bias_linear = read_flag(r, "bias_linear", s.bias_linear);
-  s.vocabulary = read_count(r, "vocabulary", 0, 1);
-  s.sequence = read_count(r, "sequence", 0, 1);
-  s.tied_embeddings = read_flag(r, "tied_embeddings", s.tied_embeddings);
-  s.rms_norm = read_flag(r, "rms_norm", s.rms_norm);
-  s.qkv_bias = read_flag(r, "qkv_bias", s.qkv_bias);
+  s.layers = count("layers", 1);
+  s.hidden = count("hidden", 1);
+  s.heads = count("heads", 1);
+  s.kv_heads = count("kv_heads", 0);
+  s.ffn_hidden = count("ffn_hidden", 0);
+  s.swiglu = flag("swiglu");
+  s.bias_linear = flag("bias_linear");
+  s.vocabulary = count("vocabulary", 1);
+  s.sequence = count("sequence", 1);
+  s.tied_embeddings = flag("tied_embeddings");
+  s.rms_norm = flag("rms_norm");
+  s.qkv_bias = flag("qkv_bias");
   s.output_bias = read_flag(r, "output_bias", s.output_bias);
   s.mlp_bias = read_flag(r, "mlp_bias", s.mlp_bias);
   s.learned_positions = read_flag(r, "learned_positions", s.learned_positions);
   s.embedding_dropout = read_flag(r, "embedding_dropout", s.embedding_dropout);
-  s.kv_channels = read_count(r, "kv_channels", 0);
-  s.experts = read_count(r, "experts", 0);
-  s.moe_topk = read_count(r, "moe_topk", 0);
-  s.moe_ffn_hidden = read_count(r, "moe_ffn_hidden", 0);
-  s.moe_layer_frequency = read_count(r, "moe_layer_frequency", 1, 1);
-  s.shared_expert_ffn_hidden = read_count(r, "shared_expert_ffn_hidden", 0);
+  s.kv_channels = count("kv_channels", 0);
+  s.experts = count("experts", 0);
+  s.moe_topk = count("moe_topk", 0);
+  s.moe_ffn_hidden = count("moe_ffn_hidden", 0);
+  s.moe_layer_frequency = count("moe_layer_frequency", 1);
+  s.shared_expert_ffn_hidden = count("shared_expert_ffn_hidden", 0);
   return s;
 }
 
@@ -136,22 +142,52 @@ Job job_from_json(const JsonReader& r, const JsonReader& layout) {
                                std::to_string(job.shape.vocabulary));
     }
   }
-  validate_job(job, job.layout.gpus());
   return job;
 }
 
-void validate_job(Job& job, int gpus, std::vector<std::string>* notes) {
-  if (job.layout.schedule) {  // a schedule given: one the framework runs
-    const std::string why = schedule_offer_refusal(framework_offer(job.framework), *job.layout.schedule);
+namespace {
+
+// The cluster part of validate_job: what the GPU file says against what the job was planned with.
+void check_cluster(const Job& job, const GpuModel& gpu) {
+  if (gpu.gpus_per_node() != job.cluster.gpus_per_node) {
+    throw InputError("", "job.cluster.gpus_per_node",
+                     "the job was planned with " + std::to_string(job.cluster.gpus_per_node) + " GPUs per node, but " +
+                         job.cluster.gpu + " now says " + std::to_string(gpu.gpus_per_node()));
+  }
+  if (job.cluster.memory_headroom_bytes >= 0) {
+    const std::string why = headroom_refusal(job.cluster.memory_headroom_bytes, static_cast<double>(gpu.node.memory_bytes));
     if (!why.empty()) throw InputError(why);
   }
-  job.layout = validate_layout(job.shape, job.layout, gpus, job.framework, notes);
-  if (const std::string why = runtime_refusal(framework_offer(job.framework), job.layout); !why.empty()) {
-    throw InputError(why);
+}
+
+// What the framework always overlaps, set where the layout left it off (torch's DDP and
+// FSDP2, DeepSpeed's ZeRO-3); framework_refusal has refused an overlap it never runs.
+void set_forced_overlap(Job& job, std::vector<std::string>* notes) {
+  ParallelLayout& l = job.layout;
+  const bool grad = l.overlap_grad_reduce, gather = l.overlap_param_gather;
+  set_framework_overlap(job.framework, grad, gather, l, l.overlap_p2p);
+  if (notes == nullptr) return;
+  const std::string name = framework_offer(job.framework).name;
+  if (l.overlap_grad_reduce != grad) notes->push_back(name + " overlaps the gradient reduce with backward always: overlap_grad_reduce on");
+  if (l.overlap_param_gather != gather) notes->push_back(name + " prefetches the sharded parameters always: overlap_param_gather on");
+}
+
+}  // namespace
+
+void validate_job(Job& job, int gpus, std::vector<std::string>* notes, const GpuModel* cluster) {
+  const FrameworkOffer& offer = framework_offer(job.framework);
+  if (job.layout.schedule) {  // a schedule given: one the framework runs, before the layout's rules on it
+    const std::string why = schedule_offer_refusal(offer, *job.layout.schedule);
+    if (!why.empty()) throw InputError(why);
   }
+  job.layout = validate_layout(job.shape, job.layout, gpus, notes);
+  job.layout.selective = selective_policy(job.framework);  // llm/layout.h's SelectivePolicy
+  if (const std::string why = framework_refusal(offer, job.layout); !why.empty()) throw InputError(why);
   if (const std::string why = tp_overlap_refusal(job.layout, job.cluster.gpus_per_node); !why.empty()) {
     throw InputError(why);
   }
+  set_forced_overlap(job, notes);
+  if (cluster != nullptr) check_cluster(job, *cluster);
 }
 
 LlmPipeline job_plan(const Job& job, const GpuModel& gpu, const std::string& profile_name) {
@@ -214,7 +250,7 @@ void check_job_against_plan(const Job& job, const Plan& plan) {
 
 }  // namespace
 
-std::optional<Job> plan_job(const Plan& plan) {
+std::optional<PlannedJob> plan_job_on_gpu(const Plan& plan) {
   if (!plan.job) return std::nullopt;
   if (!plan.layout) throw InputError(plan.source, "layout", "missing (a version 3 plan's job needs its layout)");
   auto job = std::make_shared<const Json>(*plan.job);
@@ -224,22 +260,23 @@ std::optional<Job> plan_job(const Plan& plan) {
     (void)plan_layout(plan);
     Job read = job_from_json(JsonReader(job, job.get(), plan.source, "job"),
                              JsonReader(layout, layout.get(), plan.source, "layout"));
+    const std::string base = std::filesystem::path(plan.source).parent_path().string();
+    GpuModel gpu = load_gpu(read.cluster.gpu, base);
+    validate_job(read, read.layout.gpus(), nullptr, &gpu);
     check_job_against_plan(read, plan);
-    return read;
+    return PlannedJob{std::move(read), std::move(gpu)};
   } catch (const InputError& e) {
     const std::string what = e.what();
     if (what.rfind(plan.source, 0) == 0) throw;
-    // validate_layout names the Megatron flag: the plan's field goes before it
+    // validate_job names the Megatron flag (or the job's field): the plan's field goes before it
     throw plan_check_error(plan.source, what, "job.model.shape");
   }
 }
 
-void check_job_gpu(const Job& job, const GpuModel& gpu, const std::string& source) {
-  if (gpu.gpus_per_node() != job.cluster.gpus_per_node) {
-    throw InputError(source, "job.cluster.gpus_per_node",
-                     "the job was planned with " + std::to_string(job.cluster.gpus_per_node) + " GPUs per node, but " +
-                         job.cluster.gpu + " now says " + std::to_string(gpu.gpus_per_node()));
-  }
+std::optional<Job> plan_job(const Plan& plan) {
+  std::optional<PlannedJob> planned = plan_job_on_gpu(plan);
+  if (!planned) return std::nullopt;
+  return std::move(planned->job);
 }
 
 }  // namespace pipescope

@@ -58,11 +58,16 @@ struct JobReport {
   LlmMemory memory;          // per pipeline rank, per GPU, by kind (bytes)
 };
 
-// The one check of a job, whoever built it (flags, a plan file): the schedule is one the
-// framework runs, validate_layout for `gpus` GPUs (the layout replaced by its validated
-// form; `notes` gets what Megatron would change), the framework's runtime takes it.
-// Throws InputError.
-void validate_job(Job& job, int gpus, std::vector<std::string>* notes = nullptr);
+// The one check of a job, whoever built it (flags, a plan file, the GUI's edits, an export to
+// another framework): validate_layout for `gpus` GPUs under the job's framework, then
+// everything the framework refuses of the layout (llm/framework.h's framework_refusal: its
+// schedules, dimensions, shardings, recompute, precision, the overlap it runs, its rank order,
+// its runtime), and, given the GPU file of the job's cluster, the cluster's: the node size
+// the job was planned with, a headroom below the GPU's memory (headroom_refusal). The layout is
+// replaced by its validated form with the overlap its framework always runs set
+// (set_framework_overlap); `notes` gets what was changed, as the framework changes it.
+// Throws InputError opening with the flag or the plan field it speaks of.
+void validate_job(Job& job, int gpus, std::vector<std::string>* notes = nullptr, const GpuModel* cluster = nullptr);
 
 // `walked`: llm_memory's cached in-flight counts (the search has them), or nullptr.
 JobReport evaluate_job(const Job& job, const GpuModel& gpu, const InFlight* walked = nullptr);
@@ -76,21 +81,26 @@ LlmPipeline job_plan(const Job& job, const GpuModel& gpu, const std::string& pro
 // Export plan write. `gpu_as_given`: the GPU file as the user named it; a file is written
 // relative to the plan's folder, a name as it is. Throws InputError / RunError on I/O.
 void write_job_plan(Job job, const GpuModel& gpu, const std::string& gpu_as_given, const std::string& out);
-// The job of a version 3 plan (nullopt for a plan without one: v1, v2). Throws InputError
-// naming the file and the JSON path of a bad field.
+// The job of a version 3 plan with its cluster's GPU file (the name, or a path relative to the
+// plan's folder), validated on it (validate_job with the GPU) and held to the plan's stages:
+// what validate, simulate --plan, export, llm-memory --plan and the GUI read. nullopt for a plan
+// without one (v1, v2). Throws InputError naming the file and the JSON path of a bad field.
+struct PlannedJob {
+  Job job;
+  GpuModel gpu;
+};
+std::optional<PlannedJob> plan_job_on_gpu(const Plan& plan);
+// plan_job_on_gpu's job.
 std::optional<Job> plan_job(const Plan& plan);
 // The "job" object of a version 3 plan (the layout is the plan's "layout"): {"model":
 // {"source", "shape"}, "cluster": {"gpu", "gpus_per_node"}, "framework"}.
 Json job_to_json(const Job& job);
+// The fields as written, not yet validated (plan_job_on_gpu validates them on the cluster).
 Job job_from_json(const JsonReader& job, const JsonReader& layout);
 Json shape_to_json(const TransformerShape& shape);
 // One pipeline rank's memory per GPU by kind: {"rank", "parameter_bytes", "gradient_bytes",
 // "optimizer_bytes", "activation_bytes", "total_bytes"} (llm-plan --json, simulate --plan --json).
 Json rank_memory_to_json(const RankMemory& memory);
 TransformerShape shape_from_json(const JsonReader& reader);
-
-// What a cluster file must still say: throws InputError naming `source` when the GPU file's
-// node size is not the job's.
-void check_job_gpu(const Job& job, const GpuModel& gpu, const std::string& source);
 
 }  // namespace pipescope

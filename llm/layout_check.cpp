@@ -1,5 +1,6 @@
-// Each check is one Megatron-LM (or DeepSpeed / torch) refusal, restated; the message
-// names the flag and the numbers so that a user can fix the command line.
+// Each check is one Megatron-LM refusal, restated (the other frameworks make the same ones on
+// the model); the message names the flag and the numbers so that a user can fix the command
+// line. What one framework refuses and another runs is llm/framework_refusal.cpp's.
 #include "llm/layout_check.h"
 
 #include <limits>
@@ -157,34 +158,6 @@ void check_chunks(const TransformerShape& s, const ParallelLayout& l) {
   }
 }
 
-// Megatron: --use-distributed-optimizer (ZeRO-1); ZeRO-2 / 3 only through Megatron-FSDP
-// (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads | optim_grads_params).
-// DeepSpeed: deepspeed/runtime/pipe/engine.py asserts zero_optimization_stage() < 2
-// ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"). torch:
-// ZeroRedundancyOptimizer (ZeRO-1), FSDP SHARD_GRAD_OP (ZeRO-2) and FULL_SHARD (ZeRO-3).
-void check_sharding(const ParallelLayout& l, Framework framework, std::vector<std::string>* notes) {
-  if (framework == Framework::DeepSpeed && l.p > 1 && (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3)) {
-    refuse("sharding", "DeepSpeed's pipeline engine (p = " + str(l.p) + ") allows ZeRO stage 0 or 1 only, got " +
-                           to_string(l.sharding));
-  }
-  if (framework == Framework::Megatron && notes != nullptr &&
-      (l.sharding == Sharding::Zero2 || l.sharding == Sharding::Zero3)) {
-    notes->push_back("Megatron-LM runs " + to_string(l.sharding) +
-                     " as Megatron-FSDP: --use-megatron-fsdp --data-parallel-sharding-strategy " +
-                     (l.sharding == Sharding::Zero2 ? "optim_grads" : "optim_grads_params"));
-  }
-}
-
-// Megatron-LM's --use-tp-pp-dp-mapping (order tp-cp-ep-pp-dp): initialize_model_parallel
-// asserts that the dense and the expert RankGenerator give the same pipeline groups,
-// strides t cp and t ep (etp = t), so cp must equal ep when p > 1.
-void check_order(const ParallelLayout& l, Framework framework) {
-  if (framework != Framework::Megatron || l.order != "tp-cp-ep-pp-dp" || l.p < 2 || l.cp == l.ep) return;
-  refuse("--use-tp-pp-dp-mapping", "order tp-cp-ep-pp-dp with cp = " + str(l.cp) + " and ep = " + str(l.ep) +
-                                       ": Megatron-Core's dense and expert pipeline groups (strides t cp and t ep) "
-                                       "differ; it needs cp = ep there");
-}
-
 }  // namespace
 
 std::string to_string(Framework framework) {
@@ -250,24 +223,20 @@ void check_model_against_layout(const TransformerShape& shape, const ParallelLay
 }
 
 ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayout& layout, int gpus,
-                               Framework framework, std::vector<std::string>* notes) {
+                               std::vector<std::string>* notes) {
   check_shape(shape);
   check_degrees(layout, gpus);
   check_tensor_parallel(shape, layout);
   check_experts_and_context(shape, layout);
   check_chunks(shape, layout);
   if (const std::string why = schedule_refusal(layout); !why.empty()) throw InputError(why);
-  check_sharding(layout, framework, notes);
   check_rank_order(layout);  // a permutation of tp, cp, ep, dp, pp, whichever command built the layout
-  check_order(layout, framework);
   if (layout.tp_comm_overlap && !(layout.t > 1 && layout.sequence_parallel)) {
     refuse("--tp-comm-overlap", "overlaps tensor-parallel collectives with GEMMs only under --sequence-parallel with "
                                 "t > 1 (Megatron-LM's arguments.py asserts it; torchtitan's async TP needs SP too), got t = " +
                                     str(layout.t) + (layout.sequence_parallel ? " with SP" : " without SP"));
   }
   ParallelLayout out = layout;
-  // Selective recompute as the framework runs it (llm/layout.h's SelectivePolicy).
-  out.selective = selective_policy(framework);
   if (implied_fp8(out.precision, out.fp8) != out.fp8) {
     out.fp8 = implied_fp8(out.precision, out.fp8);
     if (notes != nullptr) {

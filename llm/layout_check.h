@@ -1,10 +1,11 @@
-// Validation of a (shape, layout) against a cluster and a framework, with the checks
-// Megatron-LM's arguments.py and TransformerConfig make (and DeepSpeed's pipeline
-// engine, torch FSDP for the sharding). Invariant: validate_layout either returns a
-// layout that llm/layout.h's invariant holds for, or throws InputError naming the field
-// (by its Megatron flag) and the numbers, or the schedule's (llm/pipeline_schedule.h); a
-// returned note says what it changed.
-//   ParallelLayout ok = validate_layout(shape, layout, 64, Framework::Megatron, &notes);
+// Validation of a (shape, layout) against a cluster, with the checks Megatron-LM's
+// arguments.py and TransformerConfig make on the model and the degrees, which every framework
+// makes too (what one framework refuses and another runs is llm/framework.h's
+// framework_refusal; llm/job.h's validate_job makes both). Invariant: validate_layout either
+// returns a layout that llm/layout.h's invariant holds for, or throws InputError naming the
+// field (by its Megatron flag) and the numbers, or the schedule's (llm/pipeline_schedule.h);
+// a returned note says what it changed.
+//   ParallelLayout ok = validate_layout(shape, layout, 64, &notes);
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@
 
 namespace pipescope {
 
-// Which training framework runs the layout: decides the shardings it offers.
+// Which training framework runs the layout: decides what it offers (llm/framework.h).
 enum class Framework : uint8_t { Megatron, Torch, DeepSpeed };
 std::string to_string(Framework framework);  // "megatron", "torch", "deepspeed"
 std::optional<Framework> framework_from_name(const std::string& name);
@@ -63,6 +64,6 @@ std::vector<int> chunk_layers(const TransformerShape& shape, const ParallelLayou
 void check_model_against_layout(const TransformerShape& shape, const ParallelLayout& layout);
 
 ParallelLayout validate_layout(const TransformerShape& shape, const ParallelLayout& layout, int gpus,
-                               Framework framework = Framework::Megatron, std::vector<std::string>* notes = nullptr);
+                               std::vector<std::string>* notes = nullptr);
 
 }  // namespace pipescope

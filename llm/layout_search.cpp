@@ -127,14 +127,11 @@ class Search {
     }
     // a headroom asked for must leave memory to search; the framework's default may not (a
     // tiny --memory-gb), which the search then reports as nothing fitting
-    if (!std::isfinite(q_.headroom_bytes) || (q_.headroom_bytes >= 0 && r_.headroom >= r_.capacity)) {
-      std::ostringstream o;
-      o.precision(2);
-      o << std::fixed << "expected less than the " << r_.capacity / 1e9 << " GB per GPU, got " << r_.headroom / 1e9
-        << " GB";
-      throw InputError("--memory-headroom: " + o.str());
+    if (!std::isfinite(q_.headroom_bytes) || q_.headroom_bytes >= 0) {
+      const double asked = std::isfinite(q_.headroom_bytes) ? r_.headroom : q_.headroom_bytes;  // NaN: r_ took the reserve
+      if (std::string why = headroom_refusal(asked, r_.capacity); !why.empty()) throw InputError(why);
     }
-    validate_layout(q_.shape, ParallelLayout{}, 1, q_.framework);  // the shape's own flags (--hidden-size, ...)
+    validate_layout(q_.shape, ParallelLayout{}, 1);  // the shape's own flags (--hidden-size, ...)
   }
 
   // --schedule: a kind the framework runs, and of those one llm/ can time.
@@ -217,13 +214,14 @@ class Search {
   }
 
   // Why validate_layout refuses every layout that differs from l0 only in b, M, recompute
-  // and sharding (the framework's own shardings pass check_sharding): "" when it does not.
+  // and sharding (what the framework refuses of each is framework_refusal's, per candidate):
+  // "" when it does not.
   // M = 2p passes every schedule's rule on M (enumerate_batches checks the real M).
   std::string refusal(const TransformerShape& shape, const ParallelLayout& l0) const {
     ParallelLayout any_m = l0;
     any_m.microbatches = 2 * l0.p;
     try {
-      validate_layout(shape, any_m, q_.gpus, q_.framework);
+      validate_layout(shape, any_m, q_.gpus);
     } catch (const InputError& e) {
       return e.what();
     }
@@ -245,13 +243,14 @@ class Search {
         for (Sharding sh : offer_.shardings_for(l0.p)) {
           if (l0.d * l0.cp == 1 && sh != Sharding::None) continue;  // nothing to shard over
           l.recompute = rc, l.sharding = sh;
-          // torch's Schedule1F1B: M >= p; torch's and DeepSpeed's expert parallelism (t, sharding)
-          if (std::string why = runtime_refusal(offer_, l); !why.empty()) {
+          set_framework_overlap(q_.framework, q_.options.overlap_grad_reduce, q_.options.overlap_param_gather, l,
+                                q_.options.overlap_p2p);
+          // what validate_job refuses of every job: torch's Schedule1F1B M >= p, torch's and
+          // DeepSpeed's expert parallelism (t, sharding), the precision and rank order asked, ...
+          if (std::string why = framework_refusal(offer_, l); !why.empty()) {
             if (runtime_refused_.empty()) runtime_refused_ = std::move(why);
             continue;
           }
-          set_framework_overlap(q_.framework, q_.options.overlap_grad_reduce, q_.options.overlap_param_gather, l,
-                                q_.options.overlap_p2p);
           consider(shape, l, refused);
         }
       }
@@ -370,7 +369,7 @@ class Search {
     if (r_.valid == 0) {
       o << "no layout of " << q_.gpus << " GPUs is valid for this model and --framework " << to_string(q_.framework)
         << " (" << r_.enumerated << " enumerated)";
-      if (!runtime_refused_.empty()) o << "; the framework's runtime refuses the others, e.g. " << runtime_refused_;
+      if (!runtime_refused_.empty()) o << "; the framework refuses the others, e.g. " << runtime_refused_;
       throw InputError("", "--gpus", o.str());
     }
     o << std::fixed << "no layout fits " << std::max(r_.usable(), 0.0) / kGB << " GB per GPU (" << r_.capacity / kGB << " GB less "
@@ -439,7 +438,7 @@ class Search {
   const GpuModel& gpu_;
   const FrameworkOffer& offer_;
   LlmSearchResult r_;
-  std::string runtime_refused_;  // the first runtime_refusal met, for refuse_nothing_fits
+  std::string runtime_refused_;  // the first framework_refusal met, for refuse_nothing_fits
   std::vector<Entry> fitting_;
   std::array<std::map<int, DimensionValue>, kDimensions> dimensions_;  // r_.dimensions by kDimensionNames' index
   std::map<std::tuple<int, bool, int, int, int, int, bool>, LayerTimes> times_;

@@ -2,8 +2,9 @@
 // evaluated also carries its step in ns ("step_ns") and each rank's bytes by kind ("ranks"). Steps are written in
 // milliseconds as doubles (step_ns / 1e6) and read back rounded to the nanosecond,
 // exact below 2^53 / 1e6 ms; the reader also holds the facts the search guarantees
-// (every layout spans the GPUs and the global batch, fits, is bounded below by its bound,
-// and best is fastest first), so a hand-edited file cannot show an impossible layout.
+// (every layout spans the GPUs and the global batch, is one its framework runs
+// (framework_refusal), fits, is bounded below by its bound, and best is fastest first), so a
+// hand-edited file cannot show an impossible layout.
 #include "llm/llm_plan_json.h"
 
 #include <climits>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "llm/framework.h"
 #include "llm/job.h"
 #include "llm/pipeline_schedule.h"
 #include "llm/plan_layout.h"
@@ -61,6 +63,12 @@ LlmCandidate read_candidate(const JsonReader& r, const LlmPlanFile& f) {
   if (c.layout.global_batch() != f.global_batch) {
     layout.fail("micro_batch x microbatches x d = " + std::to_string(c.layout.global_batch()) +
                 ", expected global_batch = " + std::to_string(f.global_batch));
+  }
+  // a layout the file's framework runs: what validate_job refuses without the model (the
+  // file states the model's name only), naming the layout's field
+  if (const std::string why = framework_refusal(framework_offer(f.framework), c.layout); !why.empty()) {
+    const std::string field = plan_field_of_check(why, "");
+    throw InputError(r.source(), r.path() + "." + (field.empty() ? "layout" : field), why);
   }
   c.step_ns = read_ns(r["step_ms"]);
   if (r.has("step_ns")) {  // files before it carry step_ms only

@@ -150,6 +150,15 @@ void check_layout_against_plan(const ParallelLayout& l, const Plan& plan) {
                               "(batch_size / (microbatches x replicas)) " + std::to_string(plan.batch_size) + " / (" +
                               std::to_string(plan.microbatches) + " x " + std::to_string(replicas) + ")");
   }
+  // the layout's overlap_p2p is the plan's p2p "overlapped" (llm_pipeline writes one from the other)
+  if (plan.p2p && (*plan.p2p == P2p::Overlapped) != l.overlap_p2p) {
+    std::string why = l.overlap_p2p ? "true" : "false";
+    why += ", but the plan's p2p is \"";
+    why += to_string(*plan.p2p);
+    why += l.overlap_p2p ? "\" (an overlapped layout's p2p is \"overlapped\")"
+                         : "\" (a layout that does not overlap p2p has \"blocking\" or \"batched\")";
+    refuse("overlap_p2p", why);
+  }
   if (plan.recompute == Recompute::Full && l.recompute != Recompute::Full) {
     std::string why = "\"";  // built by += : g++ 12 warns (-Wrestrict) on "literal" + std::string here
     why += to_string(l.recompute);
@@ -183,6 +192,10 @@ std::string plan_field_of_check(const std::string& message, const std::string& m
       {"layers_per_chunk", "layers_per_chunk"},
       {"--schedule", "schedule"},
       {"--overlap-p2p-communication", "overlap_p2p"},
+      {"--overlap-param-gather", "overlap_param_gather"},
+      {"--overlap-grad-reduce", "overlap_grad_reduce"},
+      {"--precision", "precision"},
+      {"--order", "order"},
   };
   static const std::pair<const char*, const char*> kModel[] = {
       {"--num-layers", "layers"},
@@ -205,6 +218,7 @@ std::string plan_field_of_check(const std::string& message, const std::string& m
   std::string head = message.substr(0, colon);
   if (const std::size_t bracket = head.find('['); bracket != std::string::npos) head.resize(bracket);
   if (head == "--gpus") return "layout";  // t x cp x d x p
+  if (head == "--memory-headroom") return model.empty() ? "" : "job.cluster.memory_headroom_bytes";
   for (const auto& [flag, field] : kLayout) {
     if (head == flag) return std::string("layout.") + field;
   }

@@ -27,8 +27,9 @@ std::optional<ParallelLayout> plan_layout(const Plan& plan);
 // What the plan says itself, its layout must say too: p = its positions, v = its chunks,
 // the schedule its kind (a schedule file is not compared), d = its replicas per stage
 // (unless the plan holds one of d pipelines: one replica per stage, as llm-plan writes it),
-// microbatches = its M, micro_batch x M x replicas = its batch_size, and recompute "full"
-// when the plan re-materialises. Throws InputError(plan.source, "layout.<field>", ...).
+// microbatches = its M, micro_batch x M x replicas = its batch_size, recompute "full"
+// when the plan re-materialises, and overlap_p2p true exactly when the plan's p2p (when it
+// states one) is "overlapped". Throws InputError(plan.source, "layout.<field>", ...).
 // The checks that need the profile (t, layers_per_chunk) are interop/export_plan.cpp's.
 void check_layout_against_plan(const ParallelLayout& layout, const Plan& plan);
 // The layout against the model the plan's profile states (a version 2 plan has no job):
@@ -44,7 +45,8 @@ void check_layout_against_profile(const ParallelLayout& layout, const Plan& plan
 // the Megatron-LM flag its message opens with: "--tensor-model-parallel-size: ..." ->
 // "layout.t", "--num-attention-heads: ..." -> "job.model.shape.heads" (`model` is the JSON
 // path of the model's shape: "job.model.shape" in a version 3 plan, "" where the plan has
-// no job). "" when the message opens with no flag the table knows.
+// no job; with it "--memory-headroom: ..." -> "job.cluster.memory_headroom_bytes"). "" when
+// the message opens with no flag the table knows.
 std::string plan_field_of_check(const std::string& message, const std::string& model);
 // The check's message as the plan file's error: "<source>: <field>[ <where>]: <message>",
 // the message's head left out where it is the field's own name (layers_per_chunk).

@@ -255,8 +255,12 @@ def llm_job():
                  "learned_positions": {"type": "boolean"}, "embedding_dropout": {"type": "boolean"}, "kv_channels": count("head dimension (0: hidden / heads)"),
                  "experts": count("0: dense"), "moe_topk": count(None), "moe_ffn_hidden": count(None),
                  "moe_layer_frequency": integer(1), "shared_expert_ffn_hidden": count(None)},
-                ["layers", "hidden", "heads", "vocabulary", "sequence"],
-                "the transformer (llm/layout.h's TransformerShape); absent keys take its defaults")
+                ["layers", "hidden", "heads", "kv_heads", "ffn_hidden", "swiglu", "bias_linear", "vocabulary",
+                 "sequence", "tied_embeddings", "rms_norm", "qkv_bias", "kv_channels", "experts", "moe_topk",
+                 "moe_ffn_hidden", "moe_layer_frequency", "shared_expert_ffn_hidden"],
+                "the transformer (llm/layout.h's TransformerShape): every field that changes what is counted is "
+                "required (0 where a field says so is Megatron's default); name, output_bias, mlp_bias, "
+                "learned_positions (absent: false) and embedding_dropout (absent: true) may be left out")
     return obj({"model": obj({"source": string("the Hugging Face config.json it came from (\"\": Megatron's model "
                                                "flags); the shape is what is evaluated"), "shape": shape,
                               "vocab_size": integer(1, None, "the vocabulary before padding (--vocab-size): padded to "
@@ -268,8 +272,9 @@ def llm_job():
                                               "path relative to the plan file"),
                                 "gpus_per_node": integer(1, None, "as the GPU file said when planned (checked)"),
                                 "memory_headroom_bytes": number(0, desc="bytes per GPU kept free (plan "
-                                                                        "--memory-headroom); absent: the "
-                                                                        "framework's launch reserve")},
+                                                                        "--memory-headroom), less than the GPU "
+                                                                        "file's memory; absent: the framework's "
+                                                                        "launch reserve")},
                                ["gpu", "gpus_per_node"]),
                 "framework": {"enum": ["megatron", "torch", "deepspeed"]}},
                ["model", "cluster", "framework"],

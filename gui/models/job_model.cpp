@@ -1,10 +1,11 @@
 // A v3 plan's job read, edited and evaluated by llm/'s functions (gui/models/job_model.h);
-// the calls are simulate_job's (cli/simulate_job.cpp): plan_job, load_gpu beside the plan,
-// check_job_gpu, evaluate_job.
+// the calls are simulate_job's (cli/simulate_job.cpp): plan_job_on_gpu (the job validated on
+// its cluster's GPU file), evaluate_job.
 #include "gui/models/job_model.h"
 
 #include <filesystem>
 
+#include "llm/framework.h"
 #include "llm/layout_check.h"
 #include "llm/pipeline_schedule.h"
 
@@ -26,12 +27,10 @@ bool JobEvaluation::fits() const {
 }
 
 std::optional<JobInputs> read_plan_job(const Plan& plan) {
-  std::optional<Job> job = plan_job(plan);
-  if (!job) return std::nullopt;
-  const std::string base = std::filesystem::path(plan.source).parent_path().string();
-  auto gpu = std::make_shared<const GpuModel>(load_gpu(job->cluster.gpu, base));
-  check_job_gpu(*job, *gpu, plan.source);
-  return JobInputs{std::move(*job), std::move(gpu), plan.source, {}};
+  std::optional<PlannedJob> planned = plan_job_on_gpu(plan);
+  if (!planned) return std::nullopt;
+  auto gpu = std::make_shared<const GpuModel>(std::move(planned->gpu));
+  return JobInputs{std::move(planned->job), std::move(gpu), plan.source, {}};
 }
 
 JobEvaluation evaluate_job_inputs(const JobInputs& inputs) {
@@ -70,6 +69,10 @@ JobInputs edit_job(const JobInputs& base, const JobEdit& edit) {
     out.job.shape.vocabulary = padded_vocabulary(out.job.vocab_size, l.t, out.job.vocab_divisible_by);
   }
   if (l.p != base.job.layout.p || l.v != base.job.layout.v) l.layers_per_chunk.clear();  // an even cut of the new p x v
+  // the overlap the framework runs of the edited layout, as asked of the base (job_search_request's p2p)
+  const ParallelLayout& was = base.job.layout;
+  set_framework_overlap(out.job.framework, was.overlap_grad_reduce, was.overlap_param_gather, l,
+                        was.overlap_p2p || layout_schedule(was) != ScheduleKind::Interleaved);
   validate_job(out.job, l.gpus(), &out.notes);
   return out;
 }

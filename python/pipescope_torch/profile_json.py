@@ -7,10 +7,13 @@ whole or not at all: it is written to a temporary file beside it, then os.replac
 """
 
 import json
+import math
 import os
 import re
 import tempfile
 from typing import List, Optional, Sequence, Tuple
+
+from pipescope_torch.errors import BridgeError
 
 PER_BATCH_KEYS = ("forward_ms", "backward_ms", "activation_bytes", "output_bytes")
 # workspace_bytes' keys, as core/profile.h reads them (pipescope_torch.workspace measures them).
@@ -85,6 +88,11 @@ def validate_profile(p: dict) -> None:
     if not p["layers"]:
         fail("layers", "expected at least one layer")
     for i, layer in enumerate(p["layers"]):
+        for key, value in layer.items():  # pipescope's reader takes finite numbers only
+            values = value if isinstance(value, list) else [value]
+            bad = next((v for v in values if isinstance(v, float) and not math.isfinite(v)), None)
+            if bad is not None:
+                fail(f"layers[{i}].{key}", f"expected finite numbers, got {bad}")
         for key in PER_BATCH_KEYS:
             values = layer[key]
             if len(values) != len(sizes):
@@ -138,16 +146,27 @@ def write_profile_atomically(path: str, profile: dict) -> None:
 
 
 def write_text_atomically(path: str, text: str) -> None:
-    """`path` holds `text` whole, or is untouched (a temporary file renamed into place)."""
+    """`path` holds `text` whole, or is untouched (a temporary file renamed into place). A path
+    that cannot be written (its folder missing, a folder in its place, no permission) raises
+    BridgeError naming it."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    if not os.path.isdir(folder):
+        raise BridgeError(f"{path}: output folder '{folder}' does not exist")
+    if os.path.isdir(path):
+        raise BridgeError(f"{path}: is a folder, expected a file to write")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as exc:
+        raise BridgeError(f"{path}: cannot write: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise BridgeError(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise

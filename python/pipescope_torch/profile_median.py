@@ -20,7 +20,9 @@ import statistics
 import sys
 from typing import List
 
-from pipescope_torch.profile_json import validate_profile
+from pipescope_torch.errors import BridgeError
+from pipescope_torch.json_input import load_json
+from pipescope_torch.profile_json import validate_profile, write_text_atomically
 
 
 class MergeError(ValueError):
@@ -102,20 +104,14 @@ def main(argv=None) -> int:
     ap.add_argument("profiles", nargs="+", help="profile JSON files of one model")
     ap.add_argument("-o", "--output", required=True, help="profile JSON to write")
     args = ap.parse_args(argv)
-    loaded = []
     try:
-        for path in args.profiles:
-            try:
-                with open(path) as f:
-                    loaded.append(json.load(f))
-            except (OSError, json.JSONDecodeError) as e:
-                raise MergeError(f"{path}: {e}") from None
+        # pipescope's reader's rules: no NaN or Infinity, no key twice, at most 100 levels
+        loaded = [load_json(path, "profile") for path in args.profiles]
         merged = median_profile(loaded, args.profiles)
-    except MergeError as e:
+        write_text_atomically(args.output, json.dumps(merged, indent=1) + "\n")
+    except (MergeError, BridgeError) as e:
         print(f"pipescope_torch.profile_median: {e}", file=sys.stderr)
         return 2
-    with open(args.output, "w") as f:
-        json.dump(merged, f, indent=1)
     return 0
 
 

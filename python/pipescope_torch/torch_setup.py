@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from pipescope_torch.errors import BridgeError, one_line
+from pipescope_torch.json_input import load_json
 
 # pipescope's schedule names for PyTorch's classes (interop/export_torch.cpp's table, read back).
 CLASS_TO_SCHEDULE = {
@@ -79,13 +80,11 @@ def find_pipescope(explicit: Optional[str]) -> str:
 
 
 def _read_json(path: str, what: str) -> dict:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise BridgeError(f"{what} '{path}' does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise BridgeError(f"{path}: not a JSON file: {one_line(exc)}") from None
+    """The file as pipescope reads it (json_input.load_json), an object."""
+    value = load_json(path, what)
+    if not isinstance(value, dict):
+        raise BridgeError(f"{path}: expected a JSON object (a pipescope {what})")
+    return value
 
 
 def setup_from_plan(plan_path: str, pipescope: str, csv: bool = False) -> TorchSetup:
@@ -162,11 +161,21 @@ def setup_from_file(path: str) -> TorchSetup:
     cls = module.SCHEDULE_CLASS
     schedule = match.group(1) if match else CLASS_TO_SCHEDULE.get(cls, "file")
     csv_text = getattr(module, "SCHEDULE_CSV", None)
+
+    def constant(name, convert, default=None):  # a constant of the wrong type names itself, exit 2
+        value = getattr(module, name, default)
+        try:
+            return convert(value)
+        except (TypeError, ValueError):
+            raise BridgeError(f"{path}: {name}: {value!r} is not {'an integer' if convert is int else 'a list'}") from None
+
+    if not isinstance(csv_text, (str, type(None))):
+        raise BridgeError(f"{path}: SCHEDULE_CSV: expected a string")
     return TorchSetup(
-        source=path, schedule=schedule, schedule_class=cls, n_microbatches=int(module.N_MICROBATCHES),
-        microbatch_size=int(module.MICROBATCH_SIZE), split_points=list(module.SPLIT_POINTS),
-        stage_ranks=list(module.STAGE_RANKS), pipeline_size=int(module.PIPELINE_SIZE),
-        data_parallel_size=int(getattr(module, "DATA_PARALLEL_SIZE", 1)),
+        source=path, schedule=schedule, schedule_class=cls, n_microbatches=constant("N_MICROBATCHES", int),
+        microbatch_size=constant("MICROBATCH_SIZE", int), split_points=constant("SPLIT_POINTS", list),
+        stage_ranks=constant("STAGE_RANKS", list), pipeline_size=constant("PIPELINE_SIZE", int),
+        data_parallel_size=constant("DATA_PARALLEL_SIZE", int, 1),
         recompute=bool(getattr(module, "RECOMPUTE", False)),
         schedule_csv=_csv_rows(csv_text) if csv_text else None)
 

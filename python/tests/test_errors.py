@@ -91,3 +91,28 @@ def test_untraceable_module_via_python_m_exits_2_and_keeps_old_output(tmp_path, 
         "symbolically traced variables cannot be used as inputs to control flow"]
     assert out.read_text() == "old"
 
+
+
+def test_run_input_files_exit_2_naming_file_and_field(capsys, tmp_path):
+    # Issue 56: every bridge command exits 2 naming the file and the field, never a traceback.
+    # A plan is read as pipescope reads it (no NaN, no key twice) before `pipescope export` runs.
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"format": "pipescope.plan", "version": 1, "batch_size": NaN}')
+    rc = main(["run", "--plan", str(plan), "--model", f"{EXAMPLES}/mlp.py:build_model", "-o", str(tmp_path / "m.json")])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert rc == 2
+    assert line == (f"pipescope_torch: error: {plan}: batch_size: NaN is not a JSON number (NaN and Infinity are not "
+                    "JSON numbers)"), line
+    plan.write_text('{"format": "pipescope.plan", "format": "pipescope.plan"}')
+    rc = main(["run", "--plan", str(plan), "--model", f"{EXAMPLES}/mlp.py:build_model", "-o", str(tmp_path / "m.json")])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert rc == 2 and line == (f"pipescope_torch: error: {plan}: format: key given twice in one object (each key may "
+                                "appear once)"), line
+    # an exported setup file whose constant is not of its type: named, not a ValueError
+    setup = tmp_path / "setup.py"
+    setup.write_text('SCHEDULE_CLASS = "Schedule1F1B"\nN_MICROBATCHES = "four"\nMICROBATCH_SIZE = 1\n'
+                     'SPLIT_POINTS = ["1"]\nSTAGE_RANKS = [0, 1]\nPIPELINE_SIZE = 2\n')
+    rc = main(["run", "--setup", str(setup), "--model", f"{EXAMPLES}/mlp.py:build_model", "-o", str(tmp_path / "m.json")])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert rc == 2 and line == f"pipescope_torch: error: {setup}: N_MICROBATCHES: 'four' is not an integer", line
+    assert not (tmp_path / "m.json").exists()

@@ -464,7 +464,9 @@ def test_layout_mesh_groups_are_device_meshs(t, cp, d, p, v, order, tmp_path):
     plan = {"format": "pipescope.plan", "version": 2, "profile": profile, "batch_size": M * d, "microbatches": M,
             "schedule": {"kind": "interleaved" if v > 1 else "1f1b", "chunks": v}, "recompute": False,
             "stages": [{"layers": [cuts[s], cuts[s + 1]], "devices": [(s % p) * d + k for k in range(d)]} for s in range(S)],
-            "layout": {"t": t, "cp": cp, "d": d, "p": p, "v": v, "micro_batch": 1, "microbatches": M, "order": order}}
+            "layout": {"t": t, "cp": cp, "d": d, "p": p, "v": v, "micro_batch": 1, "microbatches": M, "order": order,
+                       # torch runs cp > 1 sharded over the cp ranks only (torchtitan's FSDP2 mesh)
+                       "sharding": "zero-3" if cp > 1 else "none"}}
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     exported = json.loads(run("export", "--plan", path, "--to", "torch", "--json").stdout)
@@ -486,7 +488,8 @@ def test_layout_mesh_groups_are_device_meshs(t, cp, d, p, v, order, tmp_path):
 
 EXPERT_LAYOUTS = [  # (cp, d, p, ep, sharding): t = 1, torchtitan's experts are whole
     (1, 8, 2, 4, "zero-3"),
-    (2, 4, 2, 2, "none"),  # DDP: ep borrows the cp ranks only
+    # DDP (sharding none) with ep > 1 is refused: torch runs cp > 1 only sharded, and at cp = 1
+    # dp_shard * cp * tp = 1 leaves no ranks for ep (llm/framework.cpp runtime_refusal)
     (4, 4, 1, 8, "zero-2"),
     (2, 64, 1, 16, "zero-3"),
 ]
@@ -535,7 +538,8 @@ def test_layout_expert_mesh_groups_are_device_meshs(cp, d, p, ep, sharding, tmp_
 
 
 def test_layout_expert_parallel_torchtitan_refuses_exits_two(tmp_path):
-    # DDP with cp 2: torchtitan's dp_shard * cp * tp = 2, which ep 4 does not divide.
-    r = run("export", "--plan", expert_plan(tmp_path, 2, 4, 2, 4, "none"), "--to", "torch", ok=False)
-    assert r.returncode == 2 and "layout.ep: ep = 4 does not divide torchtitan's dp_shard * cp * tp" in r.stderr, \
-        r.stderr
+    # DDP at cp 1: torchtitan's dp_shard * cp * tp = 1, which ep 4 does not divide (at cp 2 DDP is
+    # refused before: torchtitan shards over the cp ranks).
+    r = run("export", "--plan", expert_plan(tmp_path, 1, 8, 2, 4, "none"), "--to", "torch", ok=False)
+    assert r.returncode == 2 and ("layout.ep: --expert-model-parallel-size: ep = 4 does not divide torchtitan's "
+                                  "dp_shard * cp * tp = 1 * 1 * 1") in r.stderr, r.stderr

@@ -137,3 +137,70 @@ def test_fuzz_mutated_profiles_merge_or_raise_merge_error_only():
             assert isinstance(merged, dict)
         except MergeError as e:
             assert "a.json" in str(e) or "b.json" in str(e)
+
+
+def run_median(tmp_path, profiles, out):
+    paths = []
+    for i, text in enumerate(profiles):
+        paths.append(str(tmp_path / f"in{i}.json"))
+        with open(paths[-1], "w") as f:
+            f.write(text)
+    cmd = [sys.executable, "-m", "pipescope_torch.profile_median"]
+    return subprocess.run(cmd + paths + ["-o", out], cwd=PYTHON_DIR, capture_output=True, text=True), paths
+
+
+def test_nan_and_infinity_times_exit_2_naming_the_file_and_field(tmp_path):
+    # Issue 56: Python's json reads NaN and Infinity, so a NaN time merged into the median and
+    # exited 0; pipescope's reader refuses both. Each exits 2 naming the file and the JSON path,
+    # and writes nothing.
+    good = json.dumps(with_times(1.0))
+    out = str(tmp_path / "never.json")
+    for literal, what in (("NaN", "NaN is not a JSON number"), ("Infinity", "Infinity is not a JSON number"),
+                          ("-Infinity", "-Infinity is not a JSON number"),
+                          ("1e400", "number overflow parsing '1e400' (beyond the range of a double)")):
+        bad = good.replace('"forward_ms": [1.0, 2.0]', f'"forward_ms": [1.0, {literal}]', 1)
+        assert bad != good
+        r, paths = run_median(tmp_path, [good, bad], out)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.startswith(f"pipescope_torch.profile_median: {paths[1]}: layers[0].forward_ms[1]: {what}"), \
+            r.stderr
+        assert "Traceback" not in r.stderr and not os.path.exists(out)
+    # a NaN reached by another door (a dict built in Python) is refused by validate_profile
+    nan = with_times(1.0)
+    nan["layers"][1]["backward_ms"][0] = float("nan")
+    try:
+        median_profile([BASE, nan], ["a.json", "b.json"])
+    except MergeError as e:
+        assert str(e) == "b.json: profile: layers[1].backward_ms: expected finite numbers, got nan", str(e)
+    else:
+        raise AssertionError("merged a NaN time")
+
+
+def test_a_key_twice_or_deep_nesting_exits_2_naming_where(tmp_path):
+    good = json.dumps(with_times(1.0))
+    out = str(tmp_path / "never.json")
+    twice = good.replace('"parameter_bytes": 400', '"parameter_bytes": 400, "parameter_bytes": 500', 1)
+    r, paths = run_median(tmp_path, [good, twice], out)
+    assert r.returncode == 2 and r.stderr == (f"pipescope_torch.profile_median: {paths[1]}: layers[0].parameter_bytes: "
+                                              "key given twice in one object (each key may appear once)\n"), r.stderr
+    # 10^6 nested arrays (Python's own parser would raise RecursionError): refused where the
+    # 101st level opens, as pipescope's reader refuses it
+    deep = good.replace('"notes": []', '"notes": ' + "[" * 1000000 + "]" * 1000000, 1)
+    r, paths = run_median(tmp_path, [good, deep], out)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (f"pipescope_torch.profile_median: {paths[1]}: notes" + "[0]" * 99 + ": JSON nested deeper "
+                        "than 100 levels of arrays and objects (the limit for pipescope input files)\n"), r.stderr[:300]
+    assert not os.path.exists(out)
+
+
+def test_an_output_into_a_missing_folder_exits_2_naming_it(tmp_path):
+    # Issue 56: open(args.output) raised FileNotFoundError, a traceback and exit 1.
+    good = json.dumps(with_times(1.0))
+    out = str(tmp_path / "missing" / "median.json")
+    r, _ = run_median(tmp_path, [good, good], out)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (f"pipescope_torch.profile_median: {out}: output folder '{tmp_path / 'missing'}' does not "
+                        "exist\n"), r.stderr
+    r, _ = run_median(tmp_path, [good, good], str(tmp_path))  # a folder where the file goes
+    assert r.returncode == 2 and r.stderr == f"pipescope_torch.profile_median: {tmp_path}: is a folder, expected a " \
+                                             "file to write\n", r.stderr

@@ -394,7 +394,10 @@ def test_every_export_validates(tmp_path):
     llama = ["--hf-config", p("hf/llama-3-8b.json"), "--gpu", "h100-sxm", "--gpus", "16", "--global-batch-size", "128",
              "--seq-length", "4096"]
     for args in (["plan", "--profile", p("toy-uniform.json"), "--devices", "4", "--batch", "8", "-o", out("v1.json")],
-                 ["plan", *llama, "--out", out("megatron.json")],
+                 # t 8, p 2, cp 1 leave d 1, so sharding none: a Megatron-LM job torch runs (torch has no
+                 # distributed optimizer, which the unpinned search picks)
+                 ["plan", *llama, "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "2",
+                  "--context-parallel-size", "1", "--out", out("megatron.json")],
                  ["plan", *llama, "--framework", "torch", "--out", out("torch.json")],
                  ["plan", *llama, "--framework", "deepspeed", "--out", out("deepspeed.json")]):
         r = pipescope(*args)

@@ -100,7 +100,8 @@ TEST(Profile, EveryValidationErrorNamesFileFieldAndExpectation) {
        "p.json: edges[0][1]: expected an integer <= 0"},
       {"\"activation_bytes\": [10, 20, 40]", "\"activation_bytes\": [10, 20, 1e300]",
        "p.json: layers[0].activation_bytes[2]: value is implausibly large"},
-      {"{", "[", "p.json: invalid JSON"},
+      // the parser names where it stood: the array's second element, after "format"
+      {"{", "[", "p.json: [1]: invalid JSON: parse error at line 2, column 11: syntax error while parsing array - unexpected ':'; expected ']'"},
   };
   for (const BadCase& c : cases) {
     std::string text = c.from.empty() ? kValid : replaced(kValid, c.from, c.to);

@@ -165,7 +165,7 @@ TEST(InteropCli, LayoutRefusalsExitTwoNamingTheField) {
       {R"("order": "dp-tp-cp-ep-pp")", "megatron", "layout.order"},
       {R"("cp": 2)", "deepspeed", "layout.cp"},
       {R"("sharding": "zero-2")", "deepspeed", "layout.sharding"},
-      {R"("recompute": "selective")", "torch", "layout.recompute"},
+      {R"("precision": "fp8-params")", "torch", "layout.precision"},
       {R"("v": 2)", "megatron", "layout.v: 2, but the plan has chunks per position 1"},
       {R"("schedule": "gpipe")", "torch", "layout.schedule: gpipe, but the plan's schedule is 1f1b"},
   };

@@ -87,7 +87,8 @@ TEST(ExportLayout, OverlapIsTheFrameworksSwitch) {
   EXPECT_EQ(flags.count("--overlap-param-gather"), 1U);
   l.sharding = Sharding::None;
   EXPECT_EQ(refusal(l, Framework::Megatron),
-            "layout.overlap_param_gather: Megatron-LM asserts --use-distributed-optimizer for it (without a sharded "
+            "layout.overlap_param_gather: --overlap-param-gather: Megatron-LM asserts --use-distributed-optimizer for it "
+            "(without a sharded "
             "optimizer there is no parameter all-gather to overlap)");
   l.overlap_param_gather = false;
   EXPECT_EQ(flags_of(export_plan(plan_with(l), llm_profile(6), Framework::Megatron)).count("--overlap-param-gather"),
@@ -100,7 +101,8 @@ TEST(ExportLayout, OverlapIsTheFrameworksSwitch) {
   EXPECT_EQ(r.json["config"]["zero_optimization"]["overlap_comm"], true);
   ds.overlap_param_gather = true;
   EXPECT_EQ(refusal(ds, Framework::DeepSpeed),
-            "layout.overlap_param_gather: DeepSpeed's ZeRO stage 1 all-gathers the updated parameters after the "
+            "layout.overlap_param_gather: --overlap-param-gather: DeepSpeed's ZeRO stage 1 all-gathers the updated "
+            "parameters after the "
             "optimizer step, not overlapped (only ZeRO-3 prefetches them)");
 }
 
@@ -167,10 +169,10 @@ TEST(ExportLayout, MegatronRefusesWhatItLacks) {
   EXPECT_HAS(order, "--use-tp-pp-dp-mapping");
   l = base_layout();
   l.order = "tp-cp-ep-pp-dp", l.ep = 1;  // pp groups of stride t cp = 4 (dense) and t ep = 2 (experts)
-  EXPECT_HAS(refusal(l, Framework::Megatron), "layout.order: \"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = 2 and ep = 1");
+  EXPECT_HAS(refusal(l, Framework::Megatron), "layout.order: --order: \"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping) with cp = 2 and ep = 1");
   l = base_layout();
   l.precision = PrecisionRecipe::Fp8Params, l.sharding = Sharding::None;
-  EXPECT_HAS(refusal(l, Framework::Megatron), "layout.precision: fp8-params is Megatron-LM's --fp8-param-gather");
+  EXPECT_HAS(refusal(l, Framework::Megatron), "layout.precision: --precision: fp8-params: Megatron-LM's --fp8-param-gather");
 }
 
 TEST(ExportLayout, ALayoutThatContradictsItsPlanIsRefused) {
@@ -259,12 +261,12 @@ TEST(ExportLayout, DeepSpeedSaysZeroStageAndRefusesTheRest) {
     edit(bad);
     EXPECT_HAS(refusal(bad, Framework::DeepSpeed), part);
   };
-  refused([](ParallelLayout& b) { b.cp = 2; }, "layout.cp: 2: DeepSpeed's pipeline engine has no context parallelism");
+  refused([](ParallelLayout& b) { b.cp = 2; }, "layout.cp: --context-parallel-size: cp = 2: DeepSpeed's pipeline engine has no context parallelism");
   // AutoEP keeps experts whole (t = 1 only); the fixture's profile states t = 2.
-  refused([](ParallelLayout& b) { b.ep = 2; }, "layout.ep: ep = 2 with t = 2: DeepSpeed keeps each expert whole");
+  refused([](ParallelLayout& b) { b.ep = 2; }, "layout.ep: --expert-model-parallel-size: ep = 2 with t = 2: DeepSpeed keeps each expert whole");
   refused([](ParallelLayout& b) { b.sequence_parallel = true; }, "layout.sequence_parallel");
-  refused([](ParallelLayout& b) { b.sharding = Sharding::Zero2; }, "layout.sharding: \"zero-2\": DeepSpeed's PipelineEngine asserts");
-  refused([](ParallelLayout& b) { b.sharding = Sharding::Zero3; }, "layout.sharding: \"zero-3\"");
+  refused([](ParallelLayout& b) { b.sharding = Sharding::Zero2; }, "layout.sharding: --sharding: \"zero-2\": DeepSpeed's PipelineEngine asserts");
+  refused([](ParallelLayout& b) { b.sharding = Sharding::Zero3; }, "layout.sharding: --sharding: \"zero-3\"");
   refused([](ParallelLayout& b) { b.recompute = Recompute::Selective; }, "layout.recompute");
   refused([](ParallelLayout& b) { b.precision = PrecisionRecipe::Fp8Params; }, "layout.precision");
   refused([](ParallelLayout& b) { b.order = "tp-cp-ep-pp-dp"; }, "layout.order");
@@ -287,9 +289,10 @@ TEST(ExportLayout, TorchSaysTheMeshAndRefusesWhatItCannot) {
   EXPECT_EQ(r.json["mesh_shape"], Json({2, 4, 2, 2}));
   ParallelLayout bad = l;
   bad.recompute = Recompute::Selective;
-  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.recompute: torch's checkpoint_wrapper recomputes whole modules");
+  // torch's selective recompute is torchtitan's per-op SelectiveAC, which the export names
+  EXPECT_EQ(refusal(bad, Framework::Torch), "(exported)");
   bad = l, bad.ep = 2;  // torchtitan's experts are whole on each rank: t = 1 only
-  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.ep: ep = 2 with t = 2: torch (torchtitan) keeps each expert whole");
+  EXPECT_HAS(refusal(bad, Framework::Torch), "layout.ep: --expert-model-parallel-size: ep = 2 with t = 2: torch (torchtitan) keeps each expert whole");
   bad = l, bad.precision = PrecisionRecipe::Fp8Params;
   EXPECT_HAS(refusal(bad, Framework::Torch), "layout.precision");
 }
@@ -328,14 +331,18 @@ TEST(ExportLayout, TorchWritesExpertParallelAsTorchtitansMeshes) {
   EXPECT_HAS(r.text, "EXPERT_MESH_SHAPE = [2, 1, 2, 4]");
   EXPECT_EQ(r.json["expert_mesh_shape"], Json({2, 1, 2, 4}));
   EXPECT_EQ(r.json["groups"]["ep"]["first_group"], Json({0, 1, 2, 3}));
-  // DDP (sharding none): dp_replicate = d; ep = cp = 2 borrows the cp ranks, efsdp 1.
+  // DDP (sharding none) is torchtitan's only at cp = 1 (it shards over the cp ranks: the
+  // framework's runtime_refusal), and there dp_shard * cp * tp = 1 leaves no ranks for ep.
   l.sharding = Sharding::None, l.ep = 2;
-  EXPECT_EQ(export_t1(l, Framework::Torch).json["expert_mesh_shape"], Json({2, 4, 1, 2}));
-  l.ep = 4;  // DDP leaves torchtitan only the cp ranks for ep
   EXPECT_HAS(refusal_t1(l, Framework::Torch),
-             "layout.ep: ep = 4 does not divide torchtitan's dp_shard * cp * tp = 1 * 2 * 1");
+             "layout.sharding: --sharding: none with --context-parallel-size 2: torchtitan shards the weights over the "
+             "context-parallel ranks");
+  l.cp = 1;
+  EXPECT_HAS(refusal_t1(l, Framework::Torch),
+             "layout.ep: --expert-model-parallel-size: ep = 2 does not divide torchtitan's dp_shard * cp * tp = 1 * 1 * 1");
+  l.cp = 2, l.ep = 4;
   l.sharding = Sharding::Zero2, l.order = "tp-cp-ep-pp-dp";  // not torchtitan's (pp, dp_replicate, dp_shard, cp, tp)
-  EXPECT_HAS(refusal_t1(l, Framework::Torch), "layout.order: \"tp-cp-ep-pp-dp\" with ep = 4: torchtitan's ParallelDims");
+  EXPECT_HAS(refusal_t1(l, Framework::Torch), "layout.order: --order: \"tp-cp-ep-pp-dp\" with ep = 4: torchtitan's ParallelDims");
   l.order = "tp-cp-ep-dp-pp", l.ep = 1;  // no expert parallelism: no expert constants
   EXPECT_FALSE(export_t1(l, Framework::Torch).json.contains("expert_parallel_size"));
 }

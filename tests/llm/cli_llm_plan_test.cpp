@@ -126,7 +126,9 @@ TEST(CliLlmPlan, SimulateOnTheOutProfileShowsLlmMemorysActivations) {
   std::string model = kSmall;  // the model flags, without llm-plan's own
   model.replace(model.find("llm-plan --gpu h100-sxm"), 23, "llm-memory");
   model.replace(model.find(" --global-batch-size 64"), 23, "");
-  const auto mem = run_cli(model + " --framework torch --plan " + out + " --json");
+  // the model from the flags: the v2 copy (a version 3 plan's model is its job's, and a model
+  // flag beside it is refused)
+  const auto mem = run_cli(model + " --framework torch --plan " + dir + "/best_v2.json --json");
   ASSERT_EQ(mem.code, 0) << mem.out;
   const Json s = Json::parse(sim.out), m = Json::parse(mem.out);
   ASSERT_NE(m["layout"]["recompute"], "full");  // full adds the recomputed layer to llm-memory's count

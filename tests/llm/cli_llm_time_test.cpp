@@ -38,7 +38,8 @@ TEST(CliLlmTime, JsonIsOneObjectWithTheLibrarysStep) {
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), static_cast<double>(st.step_ns) / 1e6);
 }
 
-// --schedule zb-v (torch): the V's step, as llm/step_time.h times it, named in the JSON.
+// --schedule zb-v (torch): the V's step, as llm/step_time.h times it, named in the JSON. Full
+// recompute: torch runs none or full (checkpoint_wrapper), not Megatron's selective.
 TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
   const std::string zbv =
       "llm-time --gpu a100-80gb --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
@@ -60,7 +61,8 @@ TEST(CliLlmTime, ScheduleFlagTimesTheVShape) {
 
 // The data-parallel overlap a framework runs (llm/framework.h), in the JSON's layout and
 // in the step: torch overlaps DDP's gradient all-reduce whether asked or not, so its tail is
-// Megatron's with --overlap-grad-reduce.
+// Megatron's with --overlap-grad-reduce. Full recompute, which both run (torch has no
+// selective recompute of Megatron's kind).
 TEST(CliLlmTime, TorchOverlapsTheGradientReduceUnasked) {
   // Full recompute, which both run alike (their selective recomputes differ: SelectivePolicy).
   std::string dp2 = k175 + " --gpus 128 --json";

@@ -102,7 +102,9 @@ TEST(LlmMemoryCli, BadInputExitsTwoNamingTheFlag) {
       {"--gpus 8 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 3 --global-batch-size 2",
        "--num-layers-per-virtual-pipeline-stage: 3 does not divide"},
       {"--gpus 8 --pipeline-model-parallel-size 8 --global-batch-size 8 --sharding zero-2 --framework deepspeed",
-       "sharding: DeepSpeed's pipeline engine (p = 8) allows ZeRO stage 0 or 1 only"},
+       "--sharding: \"zero-2\": DeepSpeed's PipelineEngine asserts zero_optimization.stage < 2 (\"ZeRO-2 and ZeRO-3 "
+       "are incompatible with pipeline parallelism\"); it offers stage 0 or 1 (distributed-optimizer), and ZeRO-2 / 3 "
+       "only without a pipeline (p = 1)"},
   };
   for (const auto& [flags, message] : cases) {
     const testing::CliResult r = testing::run_cli(base + flags);

@@ -130,9 +130,31 @@ TEST(LlmJob, BadJobsNameTheFileAndTheField) {
               j["job"]["model"]["make_vocab_size_divisible_by"] = 1;
             }),
             "accepted");
+  // The cluster part of validate_job, given the GPU file: h100-sxm has 8 per node and 80 GB.
+  auto cluster_refusal = [&](Job other) {
+    try {
+      validate_job(other, other.layout.gpus(), nullptr, &gpu);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
   Job other = job;
   other.cluster.gpus_per_node = 4;
-  EXPECT_THROW(check_job_gpu(other, gpu, "j.json"), InputError);  // h100-sxm has 8 per node
+  EXPECT_EQ(cluster_refusal(other),
+            "job.cluster.gpus_per_node: the job was planned with 4 GPUs per node, but h100-sxm now says 8");
+  // issue 56: a headroom at or above the GPU's memory printed "-920.00 GB usable"
+  other = job;
+  other.cluster.memory_headroom_bytes = 1000e9;
+  EXPECT_EQ(cluster_refusal(other), "--memory-headroom: expected less than the 80.00 GB per GPU, got 1000.00 GB");
+  other.cluster.memory_headroom_bytes = 80e9;  // all of it: nothing left
+  EXPECT_EQ(cluster_refusal(other), "--memory-headroom: expected less than the 80.00 GB per GPU, got 80.00 GB");
+  other.cluster.memory_headroom_bytes = 79e9;
+  EXPECT_EQ(cluster_refusal(other), "accepted");
+  // in a plan file the refusal names the job's field
+  EXPECT_EQ(refusal([](Json& j) { j["job"]["cluster"]["memory_headroom_bytes"] = 1000e9; }),
+            "j.json: job.cluster.memory_headroom_bytes: --memory-headroom: expected less than the 80.00 GB per GPU, "
+            "got 1000.00 GB");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "llm/collectives.h"
 #include "llm/gpu_model.h"
 #include "llm/layer_time.h"
+#include "llm/job.h"
 #include "llm/layout_check.h"
 #include "llm/memory.h"
 #include "llm/step_time.h"
@@ -165,15 +166,20 @@ TEST(LlmKernels, EagerElementwiseMovesTheBytesOfEachOp) {
 }
 
 // torchtitan's per-op selective recompute re-runs k's share of QKV, the output projection,
-// w3 and the elementwise forward; Megatron's re-runs the attention core. validate_layout
-// sets the policy from the framework.
+// w3 and the elementwise forward; Megatron's re-runs the attention core. validate_job sets
+// the policy from the framework.
 TEST(LlmKernels, SelectiveRecomputeIsTheFrameworks) {
   const GpuModel g = h100();
   const TransformerShape shape = llama8b(8192);
   ParallelLayout l;
   l.micro_batch = 2, l.d = 8, l.recompute = Recompute::Selective;
-  const ParallelLayout megatron = validate_layout(shape, l, 8, Framework::Megatron);
-  const ParallelLayout torch = validate_layout(shape, l, 8, Framework::Torch);
+  auto validated = [&](Framework f) {
+    Job job;
+    job.shape = shape, job.layout = l, job.framework = f, job.cluster = {"h100-sxm", 8};
+    validate_job(job, 8);
+    return job.layout;
+  };
+  const ParallelLayout megatron = validated(Framework::Megatron), torch = validated(Framework::Torch);
   EXPECT_EQ(megatron.selective, SelectivePolicy::CoreAttention);
   EXPECT_EQ(torch.selective, SelectivePolicy::EveryOtherMatmul);
   const LayerTime m = transformer_layer_time(shape, megatron, g), t = transformer_layer_time(shape, torch, g);

@@ -241,7 +241,7 @@ TEST(LlmLayoutSearch, ExpertParallelIsOfferedAsTorchAndDeepSpeedRunIt) {
     search_layouts(pinned, h100());
     ADD_FAILURE() << "t 2, ep 2 searched under torch";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("(0 enumerated); the framework's runtime refuses the others, e.g. "
+    EXPECT_NE(std::string(e.what()).find("(0 enumerated); the framework refuses the others, e.g. "
                                          "--expert-model-parallel-size: ep = 2 with t = 2"),
               std::string::npos)
         << e.what();

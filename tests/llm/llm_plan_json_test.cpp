@@ -206,11 +206,37 @@ TEST(LlmPlanJson, ValidateReadsItWithTheSameReader) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 56: a result whose layout its framework does not run validated. The reader holds each
+// layout to framework_refusal (what validate_job refuses without the model): DeepSpeed runs
+// only its 1F1B TrainSchedule, so interleaved with v 4 is refused, naming the field. The file
+// is `llm-plan --framework deepspeed --json`'s (the fuzz corpus's seed), its best layout made
+// interleaved over p 4 with the same GPUs (t cp d p = 16) and batch (b M d = 64).
+TEST(LlmPlanJson, ALayoutItsFrameworkDoesNotRunIsRefused) {
+  Json j = Json::parse(text_of(std::string(PIPESCOPE_SOURCE_DIR) + "/fuzz/corpus/llm_plan/deepspeed-moe-10gb.json"));
+  ASSERT_EQ(j["framework"], "deepspeed");
+  Json& layout = j["best"][0]["layout"];
+  layout["d"] = 4, layout["p"] = 4, layout["v"] = 4, layout["microbatches"] = 8;
+  j["best"][0]["schedule"] = "interleaved";
+  const std::string dir = ::testing::TempDir() + "llm_plan_framework";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/r.json") << j.dump();
+  const auto bad = run_cli("validate " + dir + "/r.json");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find(dir + "/r.json: best[0].layout.schedule: --schedule: interleaved is not a schedule DeepSpeed "
+                               "runs (it runs 1f1b)"),
+            std::string::npos)
+      << bad.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LlmPlanJson, TruncatedAndMissingFilesNameTheFile) {
   const std::string text = text_of(kFixture);
   const std::string cut =
       input_error_of([&] { llm_plan_result_from_json(JsonReader::from_text(text.substr(0, text.size() / 2), "r.json")); });
-  EXPECT_EQ(cut.rfind("r.json: invalid JSON: ", 0), 0U) << cut;
+  // the parser names the field it stood at when the text ended (the fixture cut in half)
+  EXPECT_EQ(cut, "r.json: best[27].layout.t: invalid JSON: parse error at line 972, column 9: syntax error while "
+                 "parsing object key - invalid string: missing closing quote; last read: '\"tp_'; expected string "
+                 "literal");
   EXPECT_EQ(input_error_of([] { read_llm_plan_result("/nonexistent/r.json"); }), "/nonexistent/r.json: cannot open file");
 }
 

@@ -172,7 +172,7 @@ TEST(LlmSchedule, SimulatorPeakIsLlmMemoryOnTheLlmPipelineProfile) {
     l.t = 1 << (rng() % 3), l.sequence_parallel = l.t > 1;
     l.micro_batch = 1 << (rng() % 2), l.recompute = static_cast<Recompute>(rng() % 3);
     try {
-      l = validate_layout(s, l, l.gpus(), Framework::Torch);
+      l = validate_layout(s, l, l.gpus());
     } catch (const InputError&) {
       continue;
     }
@@ -219,7 +219,7 @@ TEST(LlmSchedule, SimulatorPeakIsLlmMemoryOnTheLlmPipelineProfile) {
 // and every rank keeps 2p chunk-micro-batches, p whole micro-batches (1F1B's rank 0).
 TEST(LlmSchedule, VShapeMemoryHoldsTheHeadOnRankZero) {
   const TransformerShape s = small(16);
-  const ParallelLayout l = validate_layout(s, pipeline(4, 2, 8, ScheduleKind::ZeroBubbleV), 4, Framework::Torch);
+  const ParallelLayout l = validate_layout(s, pipeline(4, 2, 8, ScheduleKind::ZeroBubbleV), 4);
   const LlmMemory m = llm_memory(s, l);
   ASSERT_EQ(m.stages.size(), 4U);
   EXPECT_TRUE(m.stages[0].embedding);
@@ -243,7 +243,7 @@ TEST(LlmSchedule, VShapeMemoryHoldsTheHeadOnRankZero) {
                                               walked.first_chunk * embedding_activation_bytes(s, l) +
                                               walked.last_chunk * head_activation_bytes(s, l));
   // GPipe keeps every micro-batch: M = 8 on every rank.
-  const ParallelLayout g = validate_layout(s, pipeline(4, 1, 8, ScheduleKind::GPipe), 4, Framework::Torch);
+  const ParallelLayout g = validate_layout(s, pipeline(4, 1, 8, ScheduleKind::GPipe), 4);
   for (const RankMemory& r : llm_memory(s, g).stages) EXPECT_DOUBLE_EQ(r.in_flight, 8.0) << r.rank;
   EXPECT_TRUE(llm_memory(s, g).stages[3].head);
 }
@@ -257,7 +257,7 @@ TEST(LlmSchedule, ZbvStepIsTheCoreSimulationAndHasNoBubbleWhenFEqualsIEqualsW) {
   const GpuModel gpu = h100();
   const TransformerShape s = small(16);
   const int p = 4, M = 8;
-  const ParallelLayout l = validate_layout(s, pipeline(p, 2, M, ScheduleKind::ZeroBubbleV), p, Framework::Torch);
+  const ParallelLayout l = validate_layout(s, pipeline(p, 2, M, ScheduleKind::ZeroBubbleV), p);
   const LlmPipeline pipe = llm_pipeline(s, l, gpu);
   ASSERT_EQ(pipe.plan.schedule, ScheduleKind::ZeroBubbleV);
   for (int c = 0; c < 2 * p; ++c) EXPECT_EQ(pipe.plan.stages[c].devices.front(), c < p ? c : 2 * p - 1 - c) << c;
@@ -300,7 +300,7 @@ TEST(LlmSchedule, LayoutsASchedulesGeneratorRefusesNameTheField) {
   const TransformerShape s = small(16);
   auto refused = [&](const ParallelLayout& l) {
     try {
-      validate_layout(s, l, l.p, Framework::Torch);
+      validate_layout(s, l, l.p);
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -346,7 +346,7 @@ TEST(LlmSchedule, BoundNeverExceedsTheStepForEverySchedule) {
     l.d = d, l.micro_batch = 1 << (rng() % 2), l.recompute = static_cast<Recompute>(rng() % 3);
     l.sharding = d > 1 ? static_cast<Sharding>(rng() % 4) : Sharding::None;
     try {
-      l = validate_layout(s, l, l.gpus(), Framework::Torch);
+      l = validate_layout(s, l, l.gpus());
     } catch (const InputError&) {
       continue;
     }

@@ -64,7 +64,10 @@ TEST(ReliabilityCli, BadFilesExitTwoNamingFileAndField) {
   std::string nan = text;
   nan.replace(nan.find("\"forward_ms\":[1.0"), 17, "\"forward_ms\":[NaN");
   dir.write("nan.json", nan);
-  expect_bad_input(dir, "simulate --profile nan.json -K 2 -M 2", "nan.json: invalid JSON");
+  expect_bad_input(dir, "simulate --profile nan.json -K 2 -M 2",
+                   "nan.json: layers[0].forward_ms[0]: invalid JSON: parse error at line 1, column 237: syntax error "
+                   "while parsing value - invalid literal; last read: '\"forward_ms\":[N' (NaN and Infinity are not "
+                   "JSON numbers)");
   p["layers"][1]["output_bytes"][0] = -256;
   dir.write("neg.json", p.dump());
   expect_bad_input(dir, "simulate --profile neg.json -K 2 -M 2", "neg.json: layers[1].output_bytes[0]: expected a number >= 0");

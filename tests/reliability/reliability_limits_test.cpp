@@ -178,6 +178,53 @@ TEST(ReliabilityLimits, IntegersBeyondInt64AndNumbersBeyondDoubleNameTheirPath) 
   EXPECT_NE(what.find("x.json: a[1].b[2]: invalid JSON: number overflow"), std::string::npos) << what;
 }
 
+// core/json_parse.h: every reader's parser stops at 100 levels of arrays and objects, naming
+// where the 101st opens, so no recursive copy or dump of a parsed value (nlohmann's are
+// recursive; a plan's raw "layout" and "job" are copied) can exhaust the stack. 10^6 levels
+// used to reach the readers whole: the plan reader's copy of "layout" died of SIGSEGV.
+TEST(ReliabilityLimits, NestingPastAHundredLevelsIsRefusedWhereTheHundredAndFirstOpens) {
+  const int levels = 1000000;
+  std::string arrays = R"({"a": )" + std::string(levels, '[') + std::string(levels, ']') + "}";
+  std::string path = "a";
+  for (int i = 0; i < 99; ++i) path += "[0]";  // containers 2..100 are the arrays a, a[0], ...
+  EXPECT_EQ(input_error([&] { JsonReader::from_text(arrays, "x.json"); }),
+            "x.json: " + path + ": JSON nested deeper than 100 levels of arrays and objects (the limit for pipescope "
+            "input files)");
+  std::string objects;
+  for (int i = 0; i < levels; ++i) objects += R"({"b": )";
+  objects += "1" + std::string(levels, '}');
+  path = "b";
+  for (int i = 0; i < 99; ++i) path += ".b";  // the top level is the first of the hundred
+  EXPECT_EQ(input_error([&] { JsonReader::from_text(objects, "y.json"); }),
+            "y.json: " + path + ": JSON nested deeper than 100 levels of arrays and objects (the limit for pipescope "
+            "input files)");
+  // exactly 100 levels are read
+  const std::string hundred = std::string(100, '[') + std::string(100, ']');
+  EXPECT_EQ(JsonReader::from_text(hundred, "z.json").json().dump(), hundred);
+}
+
+// A key given twice kept its last value (nlohmann's default): {"t": 1, "t": 4} read as t = 4
+// without a word. JSON leaves it undefined (RFC 8259 4: names SHOULD be unique); pipescope refuses it.
+TEST(ReliabilityLimits, AKeyGivenTwiceInOneObjectIsRefusedNamingIt) {
+  EXPECT_EQ(input_error([] { JsonReader::from_text(R"({"layout": {"t": 1, "p": 2, "t": 4}})", "p.json"); }),
+            "p.json: layout.t: key given twice in one object (each key may appear once)");
+  EXPECT_EQ(input_error([] { JsonReader::from_text(R"([{"a": 1}, {"a": 1, "a": 1}])", "q.json"); }),
+            "q.json: [1].a: key given twice in one object (each key may appear once)");
+  // the same key in two objects is fine
+  EXPECT_EQ(JsonReader::from_text(R"([{"a": 1}, {"a": 2}])", "r.json").json().size(), 2U);
+}
+
+// JSON has no NaN or Infinity; nlohmann refuses the literals, and the message now says
+// where and why (it named neither).
+TEST(ReliabilityLimits, NanAndInfinityLiteralsAreRefusedNamingTheirPath) {
+  EXPECT_EQ(input_error([] { JsonReader::from_text(R"({"l": [{"f": [1, NaN]}]})", "n.json"); }),
+            "n.json: l[0].f[1]: invalid JSON: parse error at line 1, column 18: syntax error while parsing value - "
+            "invalid literal; last read: '1, N' (NaN and Infinity are not JSON numbers)");
+  EXPECT_EQ(input_error([] { JsonReader::from_text(R"({"f": -Infinity})", "i.json"); }),
+            "i.json: f: invalid JSON: parse error at line 1, column 8: syntax error while parsing value - invalid "
+            "number; expected digit after '-'; last read: '-I' (NaN and Infinity are not JSON numbers)");
+}
+
 TEST(ReliabilityLimits, InputFilesAreReadUpToASizeLimit) {
   testing::TempDir dir;
   std::string path = dir.write("big.json", "[" + std::string(2000, ' ') + "]");
