@@ -24,12 +24,17 @@ std::string fmt(const char* format, double a, double b = 0) {
   return buf;
 }
 
+// The search's dimensions (llm/layout_search.cpp's kDimensionNames), in the order "why" and a
+// runner-up's differences list them.
+constexpr const char* kExplained[] = {"t", "sp", "tp-comm-overlap", "cp", "ep", "p", "d", "v",
+                                      "schedule", "b", "recompute", "sharding"};
+
 std::string seconds(int64_t ns) { return fmt("%.3f s", static_cast<double>(ns) / 1e9); }
 
 std::string value_name(const std::string& dim, int value) {
   if (dim == "recompute") return to_string(static_cast<Recompute>(value));
   if (dim == "sharding") return to_string(static_cast<Sharding>(value));
-  if (dim == "sp") return value != 0 ? "on" : "off";
+  if (dim == "sp" || dim == "tp-comm-overlap") return value != 0 ? "on" : "off";
   if (dim == "schedule") return to_string(static_cast<ScheduleKind>(value));
   return std::to_string(value);
 }
@@ -37,6 +42,7 @@ std::string value_name(const std::string& dim, int value) {
 int value_of(const std::string& dim, const ParallelLayout& l) {
   if (dim == "t") return l.t;
   if (dim == "sp") return l.sequence_parallel ? 1 : 0;
+  if (dim == "tp-comm-overlap") return l.tp_comm_overlap ? 1 : 0;
   if (dim == "cp") return l.cp;
   if (dim == "ep") return l.ep;
   if (dim == "p") return l.p;
@@ -58,6 +64,9 @@ std::string chosen_reason(const std::string& dim, const LlmCandidate& c, const G
       return "keeps the TP all-reduces (all-gathers and reduce-scatters under SP) inside one NVLink node (" + std::to_string(gpu.gpus_per_node()) + " GPUs)";
     }
     return "its TP group spans " + std::to_string(l.t / tp.per_node) + " nodes (TP traffic on the network)";
+  }
+  if (dim == "tp-comm-overlap" && l.tp_comm_overlap) {
+    return "the TP collectives run under the GEMMs they feed (Megatron-LM --tp-comm-overlap, torchtitan's async TP)";
   }
   if (dim == "p") return fmt("bubble %.3f of the simulated pipeline", c.bubble);
   if (dim == "schedule") {
@@ -86,7 +95,7 @@ std::string runner_up_reason(const LlmCandidate& best, const LlmCandidate& c) {
                     fmt(" (%+.2f%%)", 100.0 * static_cast<double>(c.step_ns - best.step_ns) /
                                           static_cast<double>(best.step_ns));
   std::string diff;
-  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "schedule", "b", "recompute", "sharding"}) {
+  for (const char* dim : kExplained) {
     const int a = value_of(dim, c.layout), b = value_of(dim, best.layout);
     if (a == b) continue;
     diff += diff.empty() ? ": " : ", ";
@@ -129,7 +138,7 @@ void explain_search(LlmSearchResult& r, const GpuModel& gpu) {
   r.lost.clear();
   if (r.best.empty()) return;
   const LlmCandidate& best = r.best.front();
-  for (const char* dim : {"t", "sp", "cp", "ep", "p", "d", "v", "schedule", "b", "recompute", "sharding"}) {
+  for (const char* dim : kExplained) {
     const auto it = r.dimensions.find(dim);
     if (it == r.dimensions.end() || it->second.size() < 2) continue;
     const int chosen = value_of(dim, best.layout);

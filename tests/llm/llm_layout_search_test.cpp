@@ -373,3 +373,29 @@ TEST(LlmLayoutSearch, Llama405bOn16kH100sIsSane) {
 
 }  // namespace
 }  // namespace pipescope
+
+namespace pipescope {
+namespace {
+
+// Issue 54's job: Llama-3-8B, s 8192, 128 H100s, global batch 1024, Megatron-LM. With fused
+// attention there is no score matrix to dodge, so context parallelism no longer wins (the
+// unfused model picked cp 4 to keep 80 of its 112 bytes per s b h off the GPU): the winner is
+// t 2 with SP and the TP overlap, cp 1, d 64, no pipeline (8.904 s), its two runner-ups p 2
+// interleaved at t 1 (+0.8%), and "why" names the TP overlap it chose.
+TEST(LlmLayoutSearch, Llama3_8bAt8kOn128H100sNeedsNoContextParallelism) {
+  const TransformerShape s = testing::llama3_8b();  // s 8192
+  const LlmSearchResult r = search_layouts(request(s, 128, 1024), h100());
+  ASSERT_GE(r.best.size(), 3U);
+  const ParallelLayout& l = r.best.front().layout;
+  EXPECT_EQ(l.cp, 1);
+  EXPECT_EQ(l.t, 2);
+  EXPECT_TRUE(l.tp_comm_overlap);
+  EXPECT_EQ(r.best.front().step_ns, 8904034916) << layout_summary(l);
+  EXPECT_EQ(r.lost.size(), r.best.size() - 1);
+  bool named = false;
+  for (const std::string& w : r.why) named = named || w.rfind("tp-comm-overlap = on: the TP collectives run under", 0) == 0;
+  EXPECT_TRUE(named);
+}
+
+}  // namespace
+}  // namespace pipescope
