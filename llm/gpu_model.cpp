@@ -163,6 +163,7 @@ int64_t flash_attention_ns(const GpuModel& gpu, double flops, int64_t seq_kv, bo
   if (flops <= 0) return 0;
   const AttentionCurve& c = gpu.flash;
   double e = backward ? c.backward_efficiency : c.forward_efficiency;
+  if (e <= 0) e = gpu.gemm.max_efficiency;  // a GpuModel built in code, no curve stated: the GEMM curve's
   if (c.seq_half > 0) e *= static_cast<double>(seq_kv) / (static_cast<double>(seq_kv) + c.seq_half);
   return to_ns(flops / (gpu.peak_tflops * 1e12 * e));
 }
